@@ -1,0 +1,7 @@
+"""`python -m d2lmp ...` is the same as the `d2lmp` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,64 @@
+"""Graphics as the first GPU workload: 4×4 matrices transforming many vertices.
+
+A 3-D renderer moves every vertex of a scene with the same 4×4 matrix in homogeneous
+coordinates (x, y, z, 1). One vertex is a matrix-vector product; all vertices at once
+are a single matrix-matrix product, the operation deep learning also runs on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def cube_vertices(dtype=torch.float32) -> torch.Tensor:
+    """The 8 corners of the cube [-1, 1]³ as homogeneous row vectors, shape (8, 4)."""
+    corners = [(x, y, z, 1.0) for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)]
+    return torch.tensor(corners, dtype=dtype)
+
+
+def cube_edges() -> list[tuple[int, int]]:
+    """Pairs of vertex indices that differ in exactly one coordinate: the cube's 12 edges."""
+    return [(i, j) for i in range(8) for j in range(i + 1, 8) if bin(i ^ j).count("1") == 1]
+
+
+def rotation_y(angle: float) -> torch.Tensor:
+    """4×4 rotation by ``angle`` radians about the y axis."""
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.tensor([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]], dtype=torch.float32)
+
+
+def rotation_x(angle: float) -> torch.Tensor:
+    """4×4 rotation by ``angle`` radians about the x axis."""
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.tensor([[1, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]], dtype=torch.float32)
+
+
+def translation(dx: float, dy: float, dz: float) -> torch.Tensor:
+    """4×4 translation; homogeneous coordinates turn a shift into a matrix product."""
+    m = torch.eye(4)
+    m[:3, 3] = torch.tensor([dx, dy, dz])
+    return m
+
+
+def transform_loop(vertices: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+    """One 4×4 matrix-vector product per vertex, in a Python loop (how one core would do it)."""
+    if vertices.ndim != 2 or vertices.shape[1] != 4 or matrix.shape != (4, 4):
+        raise ValueError(f"need vertices (N, 4) and a (4, 4) matrix, got {tuple(vertices.shape)} and {tuple(matrix.shape)}")
+    return torch.stack([matrix @ v for v in vertices])
+
+
+def transform_batched(vertices: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+    """All vertices at once: (N, 4) @ (4, 4)ᵀ, one matrix-matrix product."""
+    if vertices.ndim != 2 or vertices.shape[1] != 4 or matrix.shape != (4, 4):
+        raise ValueError(f"need vertices (N, 4) and a (4, 4) matrix, got {tuple(vertices.shape)} and {tuple(matrix.shape)}")
+    return vertices @ matrix.T.to(vertices.device, vertices.dtype)
+
+
+def project(vertices: torch.Tensor, focal: float = 3.0) -> torch.Tensor:
+    """Perspective projection of homogeneous points seen from z = focal: (N, 4) → (N, 2)."""
+    depth = focal - vertices[:, 2]
+    if torch.any(depth <= 0):
+        raise ValueError("a vertex lies at or behind the camera; move it further away")
+    return vertices[:, :2] * (focal / depth).unsqueeze(1)

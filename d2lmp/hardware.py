@@ -1,0 +1,375 @@
+"""What hardware is here: CPU facts and peak FLOP/s, GPUs via NVML, torch devices.
+
+Also a sourced table of notable GPUs (GTX 580 ... H200) that later notebooks use.
+Every query is guarded: on a machine without a GPU or without the NVML library the
+functions return a clear sentence, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------------------------------
+# CPU
+
+
+@dataclass
+class CPUInfo:
+    """A CPU's model, usable cores, clock, vector width and estimated FP32 peak."""
+
+    model: str
+    cores: int
+    clock_ghz: float | None
+    clock_source: str
+    simd: str
+    fp32_lanes: int
+    fma_units: int
+    fma_note: str
+
+    @property
+    def flops_per_cycle_per_core(self) -> int:
+        """FP32 FLOPs one core can retire per cycle: lanes × 2 (an FMA is 2 FLOPs) × FMA units."""
+        return self.fp32_lanes * 2 * self.fma_units
+
+    @property
+    def peak_gflops_fp32(self) -> float | None:
+        """cores × clock × lanes × 2 × FMA units, in GFLOP/s; None when the clock is unknown."""
+        if self.clock_ghz is None:
+            return None
+        return self.cores * self.clock_ghz * self.flops_per_cycle_per_core
+
+    def peak_gflops(self, dtype: str) -> float | None:
+        """Estimated peak for ``dtype`` ("float32" or "float64"); None where we have no estimate."""
+        fp32 = self.peak_gflops_fp32
+        if fp32 is None:
+            return None
+        if dtype == "float32":
+            return fp32
+        if dtype == "float64":
+            return fp32 / 2  # half as many 64-bit lanes in the same vector register
+        return None
+
+    def formula(self) -> str:
+        """The peak estimate written out with its inputs."""
+        clock = f"{self.clock_ghz:.3f} GHz" if self.clock_ghz else "unknown clock"
+        peak = self.peak_gflops_fp32
+        result = f"{peak:,.0f} GFLOP/s" if peak is not None else "unknown (no clock reading)"
+        return (
+            f"{self.cores} cores × {clock} × {self.fp32_lanes} FP32 lanes ({self.simd}) "
+            f"× 2 (FMA) × {self.fma_units} FMA units = {result}"
+        )
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _cpuinfo_fields() -> dict[str, str]:
+    """The first processor's fields from /proc/cpuinfo (Linux), else an empty dict."""
+    text = _read("/proc/cpuinfo") or ""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def simd_from_flags(flags: set[str], machine: str = "") -> tuple[str, int, int]:
+    """(name, FP32 lanes per vector unit, FMA units assumed per core) from CPU flags.
+
+    Two FMA units is what current x86 server and desktop cores have (Intel since Haswell,
+    AMD since Zen); some parts have one 512-bit unit, or split 512-bit work into two
+    256-bit halves, and reach half of this peak. The flags cannot tell these apart.
+    """
+    if "avx512f" in flags:
+        return "AVX-512", 16, 2
+    if "avx2" in flags and "fma" in flags:
+        return "AVX2+FMA", 8, 2
+    if "avx" in flags:
+        return "AVX (no FMA: one add + one multiply per lane)", 8, 1
+    if "sse2" in flags:
+        return "SSE2 (no FMA: one add + one multiply per lane)", 4, 1
+    if machine in {"arm64", "aarch64"} or "asimd" in flags:
+        return "NEON (128-bit)", 4, 2
+    return "scalar (no SIMD flags found)", 1, 1
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (respects affinity masks and containers)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _clock_ghz(fields: dict[str, str]) -> tuple[float | None, str]:
+    max_khz = _read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    if max_khz and max_khz.strip().isdigit():
+        return int(max_khz) / 1e6, "cpufreq maximum"
+    if "cpu MHz" in fields:
+        try:
+            return float(fields["cpu MHz"]) / 1e3, "/proc/cpuinfo current clock"
+        except ValueError:
+            pass
+    return None, "unknown"
+
+
+def cpu_info() -> CPUInfo:
+    """Read the CPU's model, cores, clock and SIMD width from the operating system."""
+    fields = _cpuinfo_fields()
+    machine = platform.machine().lower()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    model = fields.get("model name") or platform.processor() or machine or "unknown CPU"
+    simd, lanes, units = simd_from_flags(flags, machine)
+    clock, source = _clock_ghz(fields)
+    note = (
+        "assumed from the SIMD level; parts with one FMA unit (or that split 512-bit "
+        "work into halves) reach half this peak"
+    )
+    return CPUInfo(model, usable_cores(), clock, source, simd, lanes, units, note)
+
+
+# ---------------------------------------------------------------------------------------
+# GPUs through NVML
+
+
+@dataclass
+class GPUInfo:
+    """What NVML reports about one NVIDIA GPU (None where the driver does not say)."""
+
+    index: int
+    name: str
+    memory_gib: float | None = None
+    sm_clock_max_mhz: int | None = None
+    mem_clock_max_mhz: int | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    power_limit_w: float | None = None
+    nvlink_active: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _nvml_call(info: GPUInfo, what: str, fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:  # NVMLError_NotSupported and friends
+        info.notes.append(f"{what}: not reported ({type(exc).__name__})")
+        return None
+
+
+def nvml_gpus() -> tuple[list[GPUInfo], str]:
+    """(GPUs found through NVML, one sentence describing the outcome).
+
+    Never raises: no pynvml module, no NVML library (no NVIDIA driver) and no GPU each
+    give an empty list and a sentence that says which.
+    """
+    try:
+        import pynvml
+    except ImportError:
+        return [], "The pynvml module (package nvidia-ml-py) is not installed, so NVML was not queried."
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return [], f"No NVIDIA driver found (NVML could not start: {exc}); no NVIDIA GPU is usable here."
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        gpus = [_query_gpu(pynvml, i) for i in range(count)]
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        if isinstance(driver, bytes):
+            driver = driver.decode()
+    finally:
+        pynvml.nvmlShutdown()
+    if not gpus:
+        return [], f"The NVIDIA driver {driver} is loaded but reports no GPU."
+    return gpus, f"NVML (driver {driver}) reports {len(gpus)} NVIDIA GPU(s)."
+
+
+def _query_gpu(pynvml, index: int) -> GPUInfo:
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    name = pynvml.nvmlDeviceGetName(handle)
+    info = GPUInfo(index, name.decode() if isinstance(name, bytes) else name)
+    mem = _nvml_call(info, "memory", pynvml.nvmlDeviceGetMemoryInfo, handle)
+    if mem is not None:
+        info.memory_gib = mem.total / 2**30
+    info.sm_clock_max_mhz = _nvml_call(
+        info, "SM clock", pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM
+    )
+    info.mem_clock_max_mhz = _nvml_call(
+        info, "memory clock", pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_MEM
+    )
+    info.pcie_gen = _nvml_call(info, "PCIe generation", pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle)
+    info.pcie_width = _nvml_call(info, "PCIe width", pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle)
+    info.pcie_gen_max = _nvml_call(info, "PCIe max generation", pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle)
+    info.pcie_width_max = _nvml_call(info, "PCIe max width", pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle)
+    limit = _nvml_call(info, "power limit", pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+    if limit is not None:
+        info.power_limit_w = limit / 1000
+    info.nvlink_active = _count_nvlinks(pynvml, handle)
+    return info
+
+
+def _count_nvlinks(pynvml, handle) -> int | None:
+    """Active NVLink links, or None when the GPU has no NVLink (or NVML cannot tell)."""
+    active, supported = 0, False
+    for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            state = pynvml.nvmlDeviceGetNvLinkState(handle, link)
+        except Exception:
+            continue
+        supported = True
+        active += int(state == getattr(pynvml, "NVML_FEATURE_ENABLED", 1))
+    return active if supported else None
+
+
+# ---------------------------------------------------------------------------------------
+# torch devices
+
+
+def torch_devices() -> list[str]:
+    """Devices PyTorch can use here, GPUs first: e.g. ["cuda:0", "cpu"]. Always has "cpu"."""
+    import torch
+
+    devices = []
+    if torch.cuda.is_available():
+        devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    devices.append("cpu")
+    return devices
+
+
+def gpu_count() -> int:
+    """Number of CUDA GPUs PyTorch sees (0 on a CPU-only machine)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def accelerator_sentence() -> str:
+    """One sentence naming the accelerator the notebooks will use, or saying there is none."""
+    import torch
+
+    n = gpu_count()
+    if n:
+        return f"Using {n} CUDA GPU(s): {torch.cuda.get_device_name(0)}" + (" and more." if n > 1 else ".")
+    if "mps" in torch_devices():
+        return "Using Apple's Metal GPU (mps); NVIDIA-only parts (NVML, NCCL) are skipped."
+    return "No GPU here: everything runs on the CPU, and GPU-only measurements are skipped (not faked)."
+
+
+# ---------------------------------------------------------------------------------------
+# A sourced table of notable GPUs
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """Vendor figures for one GPU. Tensor figures are dense (no 2:4 sparsity)."""
+
+    name: str
+    architecture: str
+    year: int
+    memory_gb: float
+    memory_type: str
+    bus_bits: int
+    bandwidth_gbs: float
+    fp32_tflops: float
+    fp16_tensor_tflops: float | None
+    int8_tops: float | None
+    tdp_w: float
+    link: str
+    source: str
+    match: str  # regular expression matched against the name NVML/torch report
+
+
+NOTABLE_GPUS: tuple[GPUSpec, ...] = (
+    GPUSpec("GTX 580", "Fermi GF110", 2010, 1.5, "GDDR5", 384, 192.4, 1.58, None, None, 244,
+            "PCIe 2.0 x16, no NVLink",
+            "bit-tech/hexus/guru3d launch reviews: 512 cores, 1544 MHz shader clock, 384-bit "
+            "4008 MT/s; FP32 = 512×2×1.544 GHz, bandwidth = 384/8×4.008 (derived). AlexNet used "
+            "3 GB partner boards.",
+            r"GTX 580"),
+    GPUSpec("RTX 2080 Ti", "Turing TU102", 2018, 11, "GDDR6", 352, 616, 13.4, 53.8, 215.2, 250,
+            "PCIe 3.0 x16; NVLink bridge",
+            "Tom's Hardware / wccftech specs: 4352 cores, 1545 MHz, 352-bit 14 Gb/s GDDR6; tensor and "
+            "INT8 figures from the Turing whitepaper table, still to be checked against the PDF.",
+            r"2080 Ti"),
+    GPUSpec("V100 SXM2", "Volta GV100", 2017, 16, "HBM2", 4096, 900, 15.7, 125, None, 300,
+            "NVLink 2: 6 links, 300 GB/s",
+            "NVIDIA Volta whitepaper table (5120 FP32 cores, 640 tensor cores, 4096-bit HBM2); "
+            "shipping SXM2 clock 1530 MHz gives 15.7 / 125 TFLOPS.",
+            r"V100"),
+    GPUSpec("T4", "Turing TU104", 2018, 16, "GDDR6", 256, 320, 8.1, 65, 130, 70,
+            "PCIe 3.0 x16, no NVLink",
+            "NVIDIA T4 datasheet as reported by geektopia.es and sysrqmts.com (8.1 / 65 / 130 TOPS, 70 W).",
+            r"\bT4\b"),
+    GPUSpec("A100 SXM4 40GB", "Ampere GA100", 2020, 40, "HBM2", 5120, 1555, 19.5, 312, 624, 400,
+            "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",
+            "NVIDIA A100 datasheet via glennklockwood.com and thundercompute.com.",
+            r"A100(?!.*80GB)"),
+    GPUSpec("A100 SXM4 80GB", "Ampere GA100", 2020, 80, "HBM2e", 5120, 2039, 19.5, 312, 624, 400,
+            "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",
+            "NVIDIA A100 datasheet via glennklockwood.com and thundercompute.com.",
+            r"A100.*80GB"),
+    GPUSpec("H100 SXM5", "Hopper GH100", 2022, 80, "HBM3", 5120, 3350, 67, 989.4, 1979, 700,
+            "NVLink 4: 18 links, 900 GB/s; PCIe 5.0",
+            "NVIDIA H100 datasheet as reproduced by hpctech.co.jp; dense tensor figures from "
+            "glennklockwood.com (datasheet headline values are 2:4 sparse, 2× dense).",
+            r"H100"),
+    GPUSpec("H200 SXM", "Hopper GH100", 2024, 141, "HBM3e", 6144, 4800, 67, 989.4, 1979, 700,
+            "NVLink 4: 18 links, 900 GB/s; PCIe 5.0",
+            "H200 product pages as summarised by aiminingco.com, lzwjava.github.io and geektopia.es "
+            "(141 GB HBM3e, 4.8 TB/s, same compute as H100 SXM); 6144 bits × 6.25 Gb/s / 8 = 4.8 TB/s.",
+            r"H200"),
+)
+
+
+def find_gpu_spec(name: str) -> GPUSpec | None:
+    """The table row whose pattern matches a reported GPU name, e.g. "NVIDIA H200" → H200 SXM."""
+    for spec in NOTABLE_GPUS:
+        if re.search(spec.match, name, flags=re.IGNORECASE):
+            return spec
+    return None
+
+
+def gpu_peak_gflops(name: str, dtype: str) -> float | None:
+    """Vendor peak for a GPU name and dtype in GFLOP/s (FP32 on CUDA cores, FP16/BF16 on tensor cores)."""
+    spec = find_gpu_spec(name)
+    if spec is None:
+        return None
+    if dtype == "float32":
+        return spec.fp32_tflops * 1e3
+    if dtype in {"float16", "bfloat16"} and spec.fp16_tensor_tflops is not None:
+        return spec.fp16_tensor_tflops * 1e3
+    return None
+
+
+def peak_gflops(device: str, dtype: str, cpu: CPUInfo | None = None) -> tuple[float | None, str]:
+    """(estimated peak GFLOP/s, where it comes from) for a torch device string and dtype."""
+    if device == "cpu":
+        cpu = cpu or cpu_info()
+        peak = cpu.peak_gflops(dtype)
+        return peak, ("CPU estimate: " + cpu.formula()) if peak else f"no CPU peak estimate for {dtype}"
+    if device.startswith("cuda"):
+        import torch
+
+        name = torch.cuda.get_device_name(torch.device(device))
+        peak = gpu_peak_gflops(name, dtype)
+        spec = find_gpu_spec(name)
+        if peak is None:
+            return None, f"no sourced {dtype} peak for {name} in NOTABLE_GPUS"
+        return peak, f"{spec.name} vendor figure ({spec.source})"
+    return None, f"no peak figure for device {device}"

@@ -1,0 +1,207 @@
+"""`d2lmp selfcheck`: run every GPU code path the package has and write a JSON report.
+
+Each check is a function ``check(device, quick) -> dict`` returning at least
+``status`` ("pass", "fail", "skip" or "info") and ``detail`` (one sentence), plus any
+measured figures. Without a CUDA GPU the GPU checks are skipped with a message, never
+faked. Later parts of the package add their checks to ``CHECKS``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import traceback
+
+import torch
+
+from .config import pick
+
+
+def _skip_without_gpu(device):
+    if device is None:
+        return {"status": "skip", "detail": "no CUDA GPU visible to torch; GPU path not exercised"}
+    return None
+
+
+def check_environment(device, quick):
+    from .hardware import accelerator_sentence, cpu_info, nvml_gpus
+
+    gpus, sentence = nvml_gpus()
+    cpu = cpu_info()
+    return {
+        "status": "info",
+        "detail": accelerator_sentence(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "cpu": cpu.model,
+        "cpu_peak_fp32_gflops": cpu.peak_gflops_fp32,
+        "cpu_peak_formula": cpu.formula(),
+        "nvml": sentence,
+        "gpus": [g.__dict__ for g in gpus],
+    }
+
+
+def check_nvml_matches_torch(device, quick):
+    from .hardware import gpu_count, nvml_gpus
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    gpus, sentence = nvml_gpus()
+    ok = len(gpus) >= gpu_count() and len(gpus) > 0
+    return {"status": "pass" if ok else "fail",
+            "detail": f"torch sees {gpu_count()} GPU(s); {sentence}",
+            "nvml_names": [g.name for g in gpus]}
+
+
+def check_matmul_correctness(device, quick):
+    """CUDA matmul in each dtype against a float64 CPU reference, with a per-dtype tolerance."""
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    n = 512
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=g, dtype=torch.float64), torch.randn(n, n, generator=g, dtype=torch.float64)
+    reference = a @ b
+    tolerance = {"float32": 1e-3, "float16": 5e-2, "bfloat16": 2e-1}  # max error relative to max |value|
+    errors = {}
+    for name, dt in [("float32", torch.float32), ("float16", torch.float16), ("bfloat16", torch.bfloat16)]:
+        out = (a.to(device, dt) @ b.to(device, dt)).double().cpu()
+        errors[name] = float((out - reference).abs().max() / reference.abs().max())
+    ok = all(errors[k] <= tolerance[k] for k in errors)
+    return {"status": "pass" if ok else "fail",
+            "detail": "GPU matmul agrees with a float64 CPU reference in every dtype" if ok
+            else "GPU matmul error above tolerance", "relative_errors": errors, "tolerances": tolerance}
+
+
+def check_timer_synchronises(device, quick):
+    """An unsynchronised clock sees only the launch; ``Timer`` must see the work."""
+    from .timing import Timer, matmul_flops
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    n = 8192
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    a @ b
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    a @ b
+    launch = time.perf_counter() - start  # no synchronisation: measures the launch only
+    torch.cuda.synchronize(device)
+    with Timer(device) as t:
+        a @ b
+    naive_tflops = matmul_flops(n) / launch / 1e12
+    timed_tflops = matmul_flops(n) / t.seconds / 1e12
+    ok = t.seconds > 5 * launch
+    return {"status": "pass" if ok else "fail",
+            "detail": f"unsynchronised clock: {launch * 1e3:.3f} ms (would claim {naive_tflops:,.0f} TFLOP/s); "
+                      f"Timer: {t.seconds * 1e3:.3f} ms ({timed_tflops:,.1f} TFLOP/s)",
+            "launch_s": launch, "timer_s": t.seconds}
+
+
+def check_matmul_sweep(device, quick):
+    """GPU matmul GFLOP/s in three dtypes with the ratio to the vendor peak; above-peak figures fail."""
+    from .timing import matmul_sweep
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    sizes = pick([1024, 2048, 4096, 8192], [1024, 4096])
+    rows = matmul_sweep(sizes, ["float32", "float16", "bfloat16"], [device], min_time=0.2)
+    ratios = [r["fraction_of_peak"] for r in rows if r["fraction_of_peak"] is not None]
+    ok = all(r <= 1.05 for r in ratios)
+    best = max(rows, key=lambda r: r["gflops"])
+    return {"status": "pass" if ok else "fail",
+            "detail": f"best {best['gflops'] / 1e3:,.1f} TFLOP/s ({best['dtype']}, n={best['size']})"
+                      + ("" if ratios else "; no vendor peak known for this GPU"),
+            "rows": rows}
+
+
+def check_harness_agreement(device, quick):
+    """Our benchmark against torch.utils.benchmark on the GPU (goal: within 5 %)."""
+    from .timing import harness_agreement
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    result = harness_agreement(4096, "float32", device, min_time=1.0)
+    ok = abs(result["ratio"] - 1) <= 0.05
+    return {"status": "pass" if ok else "fail",
+            "detail": f"ours / torch.utils.benchmark = {result['ratio']:.3f} at n=4096 float32", **result}
+
+
+def check_bandwidth(device, quick):
+    """Device-memory copy bandwidth against the vendor figure (above spec would mean a broken timer)."""
+    from .hardware import find_gpu_spec
+    from .roofline import measure_bandwidth
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    gbs = measure_bandwidth(device, megabytes=pick(2048, 512))
+    spec = find_gpu_spec(torch.cuda.get_device_name(device))
+    ratio = gbs / spec.bandwidth_gbs if spec else None
+    ok = ratio is None or ratio <= 1.0
+    return {"status": "pass" if ok else "fail",
+            "detail": f"copy bandwidth {gbs:,.0f} GB/s" + (f" = {ratio:.0%} of {spec.name}'s {spec.bandwidth_gbs:,.0f} GB/s" if spec else ""),
+            "bandwidth_gbs": gbs, "ratio_to_spec": ratio}
+
+
+def check_roofline_points(device, quick):
+    """The operation ladder of notebook 03, measured on the GPU."""
+    from .roofline import measure_operations
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    points = measure_operations(device, vector_megabytes=256, matmul_sizes=(256, 1024, 4096, 8192))
+    return {"status": "pass", "detail": "; ".join(f"{p.name}: {p.gflops:,.0f} GFLOP/s" for p in points),
+            "points": [dict(name=p.name, intensity=p.intensity, gflops=p.gflops, gbs=p.gbs) for p in points]}
+
+
+def check_graphics(device, quick):
+    """The vertex transform of notebook 01 gives the same result on the GPU as on the CPU."""
+    from .graphics import rotation_y, transform_batched
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    v = torch.randn(100_000, 4)
+    m = rotation_y(0.7)
+    ok = torch.allclose(transform_batched(v.to(device), m.to(device)).cpu(), transform_batched(v, m), atol=1e-5)
+    return {"status": "pass" if ok else "fail", "detail": "batched vertex transform: GPU equals CPU" if ok else "GPU differs"}
+
+
+CHECKS = [
+    check_environment,
+    check_nvml_matches_torch,
+    check_matmul_correctness,
+    check_timer_synchronises,
+    check_matmul_sweep,
+    check_harness_agreement,
+    check_bandwidth,
+    check_roofline_points,
+    check_graphics,
+]
+
+
+def run_selfcheck(output: str | None = "selfcheck.json", quick: bool = False, checks=None, echo=print) -> dict:
+    """Run ``checks`` (default: all) on the first CUDA GPU, print one line each, write JSON to ``output``."""
+    device = "cuda:0" if torch.cuda.is_available() else None
+    report = {"device": device, "checks": []}
+    start = time.perf_counter()
+    for check in checks or CHECKS:
+        t0 = time.perf_counter()
+        try:
+            result = check(device, quick)
+        except Exception as exc:
+            result = {"status": "fail", "detail": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        result = {"name": check.__name__.removeprefix("check_"), **result, "seconds": time.perf_counter() - t0}
+        report["checks"].append(result)
+        echo(f"[{result['status']:>4}] {result['name']}: {result['detail']} ({result['seconds']:.1f} s)")
+    report["seconds"] = time.perf_counter() - start
+    counts = {s: sum(c["status"] == s for c in report["checks"]) for s in ("pass", "fail", "skip", "info")}
+    report["summary"] = counts
+    echo(f"selfcheck: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped "
+         f"in {report['seconds']:.1f} s")
+    if output:
+        with open(output, "w") as f:
+            json.dump(report, f, indent=2, default=str)
+        echo(f"report written to {output}")
+    return report
