@@ -1,0 +1,9 @@
+import os
+
+import pytest
+import torch
+
+# The test command sets quick mode; set it here too so `pytest tests` alone behaves the same.
+os.environ.setdefault("D2LMP_QUICK", "1")
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -1,0 +1,59 @@
+import json
+import subprocess
+import sys
+
+from d2lmp.cli import main
+
+
+def test_info_exits_zero_and_describes_the_machine(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "FP32 peak:" in out and "FMA" in out
+    assert "NVIDIA GPUs (NVML)" in out
+    assert "Traceback" not in out
+
+
+def test_info_as_a_command():
+    result = subprocess.run([sys.executable, "-m", "d2lmp", "info"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "torch devices" in result.stdout
+
+
+def test_bench_matmul_prints_peak_ratio_and_harness_check(capsys):
+    assert main(["bench", "matmul", "--sizes", "32,64", "--min-time", "0.01",
+                 "--agree-size", "64", "--agree-time", "0.03"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio to peak" in out
+    assert "torch.utils.benchmark" in out
+
+
+def test_bench_matmul_bad_input_is_one_clear_line(capsys):
+    assert main(["bench", "matmul", "--sizes", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("d2lmp: ") and "positive" in err
+    assert main(["bench", "matmul", "--sizes", "8", "--devices", "cuda:3"]) == 2
+    assert "available" in capsys.readouterr().err
+
+
+def test_selfcheck_without_gpu_skips_and_writes_json(tmp_path, capsys):
+    import torch
+
+    out = tmp_path / "report.json"
+    assert main(["selfcheck", "--output", str(out), "--quick"]) == 0
+    report = json.loads(out.read_text())
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert statuses["environment"] == "info"
+    if not torch.cuda.is_available():
+        assert all(s == "skip" for name, s in statuses.items() if name != "environment")
+    assert "selfcheck:" in capsys.readouterr().out
+
+
+def test_selfcheck_reports_a_failing_check(tmp_path):
+    from d2lmp.selfcheck import run_selfcheck
+
+    def check_broken(device, quick):
+        raise RuntimeError("boom")
+
+    report = run_selfcheck(str(tmp_path / "r.json"), checks=[check_broken], echo=lambda *a: None)
+    (only,) = report["checks"]
+    assert only["name"] == "broken" and only["status"] == "fail" and "boom" in only["detail"]

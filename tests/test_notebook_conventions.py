@@ -1,0 +1,98 @@
+"""Every notebook in notebooks/ follows the series' conventions (see DESIGN.md and README.md)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _load(path):
+    return json.loads(path.read_text())
+
+
+def _source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _outputs(nb):
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            yield from cell.get("outputs", [])
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ holds no notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_file_name(path):
+    assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name), "names are NN_slug.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_cell_introduces_the_section(path):
+    first = _load(path)["cells"][0]
+    assert first["cell_type"] == "markdown"
+    text = _source(first)
+    lines = text.splitlines()
+    assert lines[0].startswith("# "), "the first line is the title"
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    summary = paragraphs[1].strip().splitlines()
+    assert len(summary) == 2, f"a two-line summary follows the title, got {summary}"
+    goals = re.search(r"\*\*Learning goals\*\*\n((?:- .+\n?)+)", text)
+    assert goals and len(goals.group(1).strip().splitlines()) >= 2, "at least two learning goals as a list"
+    for label in ("Learn before", "Related", "Learn after"):
+        assert f"**{label}:**" in text, f"missing '{label}'"
+    for target in re.findall(r"\]\(([^)]+\.ipynb)\)", text):
+        assert (NOTEBOOK_DIR / target).exists(), f"link to {target} does not resolve"
+        assert target != path.name, "a notebook does not link to itself"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_installs_only_in_colab(path):
+    cell = _load(path)["cells"][1]
+    assert cell["cell_type"] == "code"
+    src = _source(cell)
+    assert re.search(r'if "google\.colab" in sys\.modules:', src), "the install is guarded by a Colab check"
+    guarded = src.split('if "google.colab" in sys.modules:', 1)[1]
+    assert "pip" in guarded and "install" in guarded
+    assert "pip" not in src.split('if "google.colab"', 1)[0], "nothing is installed outside Colab"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_has_widget_figure_summary_and_exercises(path):
+    nb = _load(path)
+    outputs = list(_outputs(nb))
+    assert any(WIDGET_MIME in o.get("data", {}) for o in outputs), "at least one ipywidgets widget was displayed"
+    assert any("image/png" in o.get("data", {}) for o in outputs), "at least one matplotlib figure"
+    headings = [line.strip() for c in nb["cells"] if c["cell_type"] == "markdown" for line in _source(c).splitlines()]
+    assert "## Summary" in headings and "## Exercises" in headings
+    assert headings.index("## Summary") < headings.index("## Exercises")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_executed_in_order_without_errors(path):
+    nb = _load(path)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    counts = [c.get("execution_count") for c in code]
+    assert counts == list(range(1, len(code) + 1)), f"cells must be run once, top to bottom: {counts}"
+    for o in _outputs(nb):
+        assert o["output_type"] != "error", f"error output: {o.get('ename')}: {o.get('evalue')}"
+        if o["output_type"] == "stream" and o["name"] == "stderr":
+            assert "Traceback" not in "".join(o["text"])
+    checked = [c for c in code if "# NBVAL_CHECK_OUTPUT" in _source(c)]
+    assert checked, "mark the deterministic cells with # NBVAL_CHECK_OUTPUT"
+    assert all(c.get("outputs") for c in checked), "a checked cell must have output to compare"
+
+
+def test_readme_has_a_colab_badge_per_notebook():
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        assert re.search(r"colab\.research\.google\.com/github/[^)\s]+/notebooks/" + re.escape(path.name), readme), \
+            f"README has no Colab link for {path.name}"

@@ -1,0 +1,111 @@
+import time
+
+import pytest
+import torch
+
+from d2lmp import timing
+from d2lmp.timing import Timer, benchmark, matmul_flops, matmul_sweep, resolve_dtype
+
+
+class FakeClock:
+    """perf_counter stand-in: time moves only when the benchmarked function says so."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_benchmark_with_a_fake_clock(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    calls = []
+
+    def fn():
+        calls.append(1)
+        clock.now += 0.002  # every call takes 2 ms
+
+    m = benchmark(fn, warmup=3, min_time=0.1, block_time=0.01, min_blocks=5)
+    assert m.calls_per_block == 5  # 10 ms blocks of 2 ms calls
+    assert m.median == pytest.approx(0.002)
+    assert m.spread == pytest.approx(0.0)
+    assert len(m.times) == 10  # 10 blocks × 10 ms reach min_time = 0.1 s
+    assert len(calls) == 3 + 1 + 10 * 5  # warm-up, calibration call, timed calls
+
+
+def test_benchmark_honours_min_blocks_for_slow_functions(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+
+    def fn():
+        clock.now += 1.0
+
+    m = benchmark(fn, warmup=0, min_time=0.5, min_blocks=4)
+    assert m.calls_per_block == 1 and len(m.times) == 4 and m.median == 1.0
+
+
+def test_benchmark_measures_real_sleep():
+    m = benchmark(lambda: time.sleep(0.002), min_time=0.05)
+    assert 0.002 <= m.median < 0.02
+
+
+def test_benchmark_rejects_bad_input():
+    with pytest.raises(TypeError, match="callable"):
+        benchmark(42)
+    with pytest.raises(ValueError):
+        benchmark(lambda: None, min_time=0)
+
+
+def test_timer_synchronises_cuda_devices(monkeypatch):
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(str(device)))
+    with Timer("cuda:0") as t:
+        pass
+    assert synced == ["cuda:0", "cuda:0"]  # before starting and before stopping the clock
+    assert t.seconds >= 0
+    synced.clear()
+    with Timer("cpu"):
+        pass
+    assert synced == []
+
+
+def test_matmul_flops():
+    assert matmul_flops(1) == 2
+    assert matmul_flops(1024) == 2 * 1024**3
+
+
+def test_resolve_dtype():
+    assert resolve_dtype("bfloat16") == ("bfloat16", torch.bfloat16)
+    assert resolve_dtype(torch.float16) == ("float16", torch.float16)
+    with pytest.raises(ValueError, match="available: float64, float32, float16, bfloat16"):
+        resolve_dtype("int8")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sizes=[0]), "positive integers"),
+    (dict(sizes=[-8]), "positive integers"),
+    (dict(sizes=[2.5]), "positive integers"),
+    (dict(sizes=[]), "empty"),
+    (dict(sizes=[8], dtypes=["float8"]), "available: float64"),
+    (dict(sizes=[8], devices=["cuda:7"]), "available: .*cpu"),
+    (dict(sizes=[8], devices=["tpu"]), "not present"),
+])
+def test_matmul_sweep_bad_input_names_what_is_available(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        matmul_sweep(**kwargs)
+
+
+def test_matmul_sweep_rows():
+    rows = matmul_sweep([32, 64], ["float32", "float64"], ["cpu"], min_time=0.01)
+    assert [(r["size"], r["dtype"]) for r in rows] == [(32, "float32"), (64, "float32"), (32, "float64"), (64, "float64")]
+    for r in rows:
+        assert r["gflops"] == pytest.approx(matmul_flops(r["size"]) / r["median_s"] / 1e9)
+        if r["peak_gflops"]:
+            assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / r["peak_gflops"])
+
+
+def test_harness_agreement_reports_both_medians():
+    a = timing.harness_agreement(64, min_time=0.03)
+    assert a["ours_s"] > 0 and a["torch_s"] > 0
+    assert a["ratio"] == pytest.approx(a["ours_s"] / a["torch_s"])
