@@ -62,3 +62,29 @@ def project(vertices: torch.Tensor, focal: float = 3.0) -> torch.Tensor:
     if torch.any(depth <= 0):
         raise ValueError("a vertex lies at or behind the camera; move it further away")
     return vertices[:, :2] * (focal / depth).unsqueeze(1)
+
+
+def measure_transforms(counts, devices=("cpu",), loop_limit: int = 2000, min_time: float = 0.1) -> list[dict]:
+    """Vertices per second of the per-vertex loop and the batched product, for each vertex count.
+
+    The loop runs on the CPU only and only up to ``loop_limit`` vertices (it is slow on
+    purpose). Returns dicts: method, device, vertices, seconds, vertices_per_s.
+    """
+    from .timing import benchmark, resolve_device
+
+    counts = list(counts)
+    if not counts or any(not isinstance(n, int) or n <= 0 for n in counts):
+        raise ValueError(f"vertex counts must be positive integers, got {counts}")
+    devices = [resolve_device(d) for d in devices]
+    m = rotation_x(0.3) @ rotation_y(0.5)
+    rows = []
+    for n in counts:
+        v = torch.randn(n, 4)
+        jobs = [("loop", "cpu", lambda: transform_loop(v, m))] if n <= loop_limit else []
+        for d in devices:
+            vd, md = v.to(d), m.to(d)
+            jobs.append(("batched", d, lambda vd=vd, md=md: transform_batched(vd, md)))
+        for method, device, fn in jobs:
+            t = benchmark(fn, device, min_time=min_time).median
+            rows.append(dict(method=method, device=device, vertices=n, seconds=t, vertices_per_s=n / t))
+    return rows

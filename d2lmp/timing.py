@@ -243,3 +243,24 @@ def harness_agreement(n: int = 1024, dtype: str = "float32", device: str = "cpu"
         theirs.append(torch_benchmark_median(fn, min_run_time=min_time / 3))
     o, t = statistics.median(ours), statistics.median(theirs)
     return dict(n=n, dtype=dtype_name, device=device, ours_s=o, torch_s=t, ratio=o / t)
+
+
+def linear_sweep(batch_sizes, in_features: int = 1024, out_features: int = 1024, devices=("cpu",),
+                 min_time: float = 0.1) -> list[dict]:
+    """GFLOP/s of a fully connected layer's forward pass (x @ Wᵀ + b) for each batch size and device.
+
+    FLOPs are 2 × batch × in × out (the bias add is not counted).
+    """
+    batch_sizes = _check_sizes(batch_sizes)
+    if in_features <= 0 or out_features <= 0:
+        raise ValueError(f"feature counts must be positive, got {in_features} and {out_features}")
+    rows = []
+    for device in [resolve_device(d) for d in devices]:
+        layer = torch.nn.Linear(in_features, out_features).to(device)
+        for b in batch_sizes:
+            x = torch.randn(b, in_features, device=device)
+            with torch.no_grad():
+                m = benchmark(lambda: layer(x), device, min_time=min_time)
+            flops = 2 * b * in_features * out_features
+            rows.append(dict(batch=b, device=device, seconds=m.median, gflops=flops / m.median / 1e9))
+    return rows

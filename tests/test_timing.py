@@ -109,3 +109,12 @@ def test_harness_agreement_reports_both_medians():
     a = timing.harness_agreement(64, min_time=0.03)
     assert a["ours_s"] > 0 and a["torch_s"] > 0
     assert a["ratio"] == pytest.approx(a["ours_s"] / a["torch_s"])
+
+
+def test_linear_sweep_counts_flops_per_batch():
+    rows = timing.linear_sweep([1, 8], in_features=16, out_features=32, min_time=0.01)
+    assert [r["batch"] for r in rows] == [1, 8]
+    for r in rows:
+        assert r["gflops"] == pytest.approx(2 * r["batch"] * 16 * 32 / r["seconds"] / 1e9)
+    with pytest.raises(ValueError):
+        timing.linear_sweep([4], in_features=0)

@@ -1,0 +1,254 @@
+"""Collectives built from point-to-point send/recv, and how to measure them like nccl-tests.
+
+All functions run inside a rank (see ``launch``) and sum, like ``dist.all_reduce``'s
+default. Tensors of any size work, including sizes not divisible by the world size and a
+single element: a tensor is cut into ``world_size`` chunks with ``torch.tensor_split``
+(the first chunks one element longer; some may be empty).
+
+Cost per rank for S bytes on n ranks, with latency α per message and β seconds per byte:
+    naive (reduce to rank 0, then broadcast):  2(n-1)·(α + S·β) on rank 0, the bottleneck
+    tree (binary, reduce then broadcast):       2⌈log2 n⌉·(α + S·β)
+    ring (reduce-scatter, then all-gather):     2(n-1)·(α + S/n·β)
+so the ring moves the least data per rank for large S, the tree has the fewest steps.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+
+SEGMENT_ELEMENTS = 2**18  # 1 MiB of float32: big messages are cut so that adding overlaps sending
+
+
+def _segments(t: torch.Tensor) -> list[torch.Tensor]:
+    return list(torch.split(t, SEGMENT_ELEMENTS)) if t.numel() else []
+
+
+def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool) -> None:
+    """Send ``send`` to the right neighbour and take the left neighbour's chunk into ``recv_into``.
+
+    Both are cut into segments and every message is posted at once, so while segment k is
+    being added, later segments are still on the wire (the pipelining real rings use).
+    """
+    right, left = (rank + 1) % world, (rank - 1) % world
+    incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
+    receives = [dist.irecv(buf, left) for buf in incoming]
+    sends = [dist.isend(seg, right) for seg in _segments(send.contiguous())]
+    for buf, target, request in zip(incoming, _segments(recv_into), receives):
+        request.wait()
+        if accumulate:
+            target += buf
+    for request in sends:
+        request.wait()
+
+
+def _chunks(flat: torch.Tensor, world: int) -> list[torch.Tensor]:
+    return list(torch.tensor_split(flat, world))
+
+
+def _ring_reduce_scatter_chunks(chunks: list[torch.Tensor], rank: int, world: int) -> None:
+    """In place: afterwards ``chunks[rank]`` holds the sum over ranks of everyone's chunk ``rank``."""
+    for step in range(world - 1):
+        send_i = (rank - step - 1) % world
+        recv_i = (rank - step - 2) % world
+        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=True)
+
+
+def _ring_all_gather_chunks(chunks: list[torch.Tensor], rank: int, world: int) -> None:
+    """In place: rank r's ``chunks[r]`` is copied into everyone's ``chunks[r]``."""
+    for step in range(world - 1):
+        send_i = (rank - step) % world
+        recv_i = (rank - step - 1) % world
+        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=False)
+
+
+def ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum ``tensor`` over all ranks in place: ring reduce-scatter, then ring all-gather."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
+    chunks = _chunks(flat, world)
+    _ring_reduce_scatter_chunks(chunks, rank, world)
+    _ring_all_gather_chunks(chunks, rank, world)
+    if flat.data_ptr() != tensor.data_ptr():
+        tensor.copy_(flat.view_as(tensor))
+    return tensor
+
+
+def ring_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
+    """This rank's chunk of the sum over ranks: ``torch.tensor_split(sum.flatten(), n)[rank]``.
+
+    ``tensor`` is left unchanged. Equal to ``dist.reduce_scatter_tensor`` when the size divides.
+    """
+    rank, world = dist.get_rank(), dist.get_world_size()
+    chunks = _chunks(tensor.detach().reshape(-1).clone(), world)
+    _ring_reduce_scatter_chunks(chunks, rank, world)
+    return chunks[rank]
+
+
+def ring_all_gather(tensor: torch.Tensor) -> torch.Tensor:
+    """Every rank's ``tensor`` stacked in rank order: shape (world_size, *tensor.shape), like ``dist.all_gather``."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out = torch.empty((world, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
+    out[rank] = tensor
+    _ring_all_gather_chunks(list(out.view(world, -1)), rank, world)
+    return out
+
+
+def naive_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum in place by sending everything to rank 0, which adds and sends the total back to each rank."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        incoming = torch.empty_like(tensor)
+        for src in range(1, world):
+            dist.recv(incoming, src)
+            tensor += incoming
+        for dst in range(1, world):
+            dist.send(tensor, dst)
+    else:
+        dist.send(tensor, 0)
+        dist.recv(tensor, 0)
+    return tensor
+
+
+def tree_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum in place along a binary tree: partial sums flow to rank 0 in ⌈log2 n⌉ rounds, then back down."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    rounds = max(1, math.ceil(math.log2(world))) if world > 1 else 0
+    incoming = torch.empty_like(tensor)
+    for level in range(rounds):  # reduce: at distance 2^level, odd multiples send to even multiples
+        d = 1 << level
+        if rank % (2 * d) == d:
+            dist.send(tensor, rank - d)
+        elif rank % (2 * d) == 0 and rank + d < world:
+            dist.recv(incoming, rank + d)
+            tensor += incoming
+    for level in reversed(range(rounds)):  # broadcast the total back down the same tree
+        d = 1 << level
+        if rank % (2 * d) == 0 and rank + d < world:
+            dist.send(tensor, rank + d)
+        elif rank % (2 * d) == d:
+            dist.recv(tensor, rank - d)
+    return tensor
+
+
+# ---------------------------------------------------------------------------------------
+# Measuring like nccl-tests
+
+BUS_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+
+
+def bus_bandwidth(algbw: float, collective: str, world: int) -> float:
+    """nccl-tests' bus bandwidth: algbw × a factor that makes figures comparable to link speed."""
+    if collective not in BUS_FACTORS:
+        raise ValueError(f"unknown collective {collective!r}; available: {', '.join(BUS_FACTORS)}")
+    return algbw * BUS_FACTORS[collective](world)
+
+
+def _collective_call(name: str, impl: str, tensor: torch.Tensor):
+    world = dist.get_world_size()
+    ours = {"ring": ring_all_reduce, "naive": naive_all_reduce, "tree": tree_all_reduce}
+    if name == "all_reduce":
+        if impl == "torch":
+            return lambda: dist.all_reduce(tensor)
+        if impl in ours:
+            return lambda: ours[impl](tensor)
+    elif name == "all_gather":
+        chunk = tensor[: tensor.numel() // world]
+        if impl == "torch":
+            outs = [torch.empty_like(chunk) for _ in range(world)]
+            return lambda: dist.all_gather(outs, chunk)
+        if impl == "ring":
+            return lambda: ring_all_gather(chunk)
+    elif name == "reduce_scatter":
+        if impl == "ring":
+            return lambda: ring_reduce_scatter(tensor)
+    elif name == "broadcast":
+        if impl == "torch":
+            return lambda: dist.broadcast(tensor, 0)
+    raise ValueError(f"no implementation {impl!r} of {name!r}")
+
+
+def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_bytes=(1024, 2**20),
+                       repeats: int = 5, min_time: float = 0.05, device: str = "cpu") -> list[dict]:
+    """Time a collective at each size on the current group, like nccl-tests.
+
+    Call on every rank. ``impl`` is "torch" (the backend's own) or one of ours ("ring",
+    "naive", "tree"). Each repeat times a block of calls between barriers; a size's time
+    is the median repeat, taken as the slowest rank's. S is the tensor's bytes (for
+    all_gather, the gathered total). Returns rows with size_bytes, seconds, algbw_gbs, busbw_gbs.
+    """
+    world = dist.get_world_size()
+    rows = []
+    for size in sizes_bytes:
+        if size < 4 * world:
+            raise ValueError(f"size {size} B is too small for {world} ranks of float32 (need >= {4 * world})")
+        tensor = torch.ones(size // 4, device=device)
+        fn = _collective_call(name, impl, tensor)
+        fn()  # warm-up
+        dist.barrier()
+        start = time.perf_counter()
+        fn()
+        dist.barrier()
+        calls = torch.tensor([max(1, int(min_time / max(time.perf_counter() - start, 1e-6) / repeats))])
+        dist.broadcast(calls, 0)  # every rank must make the same number of calls, or they deadlock
+        calls = int(calls.item())
+        samples = []
+        for _ in range(repeats):
+            dist.barrier()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            if device != "cpu":
+                torch.cuda.synchronize()
+            samples.append((time.perf_counter() - start) / calls)
+        slowest = torch.tensor([statistics.median(samples)], dtype=torch.float64)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        seconds = slowest.item()
+        nbytes = tensor.numel() * 4
+        algbw = nbytes / seconds / 1e9
+        rows.append(dict(collective=name, impl=impl, world=world, size_bytes=nbytes, seconds=seconds,
+                         algbw_gbs=algbw, busbw_gbs=bus_bandwidth(algbw, name, world)))
+    return rows
+
+
+def fit_alpha_beta(sizes_bytes, seconds) -> tuple[float, float]:
+    """Least-squares fit of t = α + β·S: (α seconds per message, β seconds per byte).
+
+    α ≥ 0 and β ≥ 0 are enforced by refitting with the offending term fixed at zero.
+    """
+    s = np.asarray(sizes_bytes, dtype=float)
+    t = np.asarray(seconds, dtype=float)
+    if s.shape != t.shape or len(s) < 2:
+        raise ValueError("need at least two (size, time) pairs of equal length")
+    beta, alpha = np.polyfit(s, t, 1)
+    if alpha < 0:
+        alpha, beta = 0.0, float(np.dot(s, t) / np.dot(s, s))
+    if beta < 0:
+        alpha, beta = float(t.mean()), 0.0
+    return float(alpha), float(beta)
+
+
+def predicted_all_reduce_time(algorithm: str, world: int, size_bytes: float, alpha: float, beta: float) -> float:
+    """The α-β model's all-reduce time for "naive", "tree" or "ring" (see the module docstring)."""
+    if world < 1 or size_bytes < 0:
+        raise ValueError("world must be >= 1 and size_bytes >= 0")
+    if world == 1:
+        return 0.0
+    if algorithm == "naive":
+        return 2 * (world - 1) * (alpha + size_bytes * beta)
+    if algorithm == "tree":
+        return 2 * math.ceil(math.log2(world)) * (alpha + size_bytes * beta)
+    if algorithm == "ring":
+        return 2 * (world - 1) * (alpha + size_bytes / world * beta)
+    raise ValueError(f"unknown algorithm {algorithm!r}; available: naive, tree, ring")

@@ -1,0 +1,257 @@
+"""Data parallelism: every rank holds a full replica and a slice of the minibatch.
+
+Three versions, each giving every rank the full-batch gradient:
+
+1. ``allreduce_gradients``: after backward, all-reduce each gradient (no overlap).
+2. ``BucketedAllReduce``: gradients are grouped into buckets of about ``bucket_bytes``;
+   a hook fires as each gradient is ready, and a full bucket's all-reduce starts at once,
+   asynchronously, while backward keeps computing earlier layers (overlap).
+3. PyTorch's ``DistributedDataParallel``, with ``recording_hook`` logging its buckets.
+
+Uneven splits: each rank's loss is the *sum* over its examples divided by the *global*
+batch size, and gradients are summed over ranks, so the result is the mean over the whole
+batch however it was split.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from .timeline import Timeline
+
+
+@dataclass(frozen=True)
+class MLPSpec:
+    """A picklable recipe for a multilayer perceptron with a fixed initialisation."""
+
+    sizes: tuple[int, ...] = (32, 64, 64, 10)
+    seed: int = 0
+
+    def build(self) -> nn.Sequential:
+        if len(self.sizes) < 2 or min(self.sizes) < 1:
+            raise ValueError(f"sizes needs at least an input and an output width, all positive; got {self.sizes}")
+        torch.manual_seed(self.seed)
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
+            layers.append(nn.Linear(a, b))
+            if i < len(self.sizes) - 2:
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+
+
+def synthetic_data(spec: MLPSpec, n: int, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """A classification batch for ``spec``: inputs and labels from a fixed random teacher."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, spec.sizes[0], generator=g)
+    teacher = torch.randn(spec.sizes[0], spec.sizes[-1], generator=g)
+    return x, (x @ teacher).argmax(dim=1)
+
+
+def shard(x: torch.Tensor, y: torch.Tensor, rank: int, world: int):
+    """This rank's slice of the minibatch; the first ``len % world`` ranks get one extra example."""
+    if len(x) < world:
+        raise ValueError(f"a batch of {len(x)} cannot give each of {world} ranks an example")
+    return torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
+
+
+def local_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, global_batch: int) -> torch.Tensor:
+    """Cross-entropy summed over the local examples, divided by the global batch size."""
+    return nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
+
+
+def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None) -> None:
+    """Version 1: sum every gradient over the ranks, one blocking all-reduce per tensor."""
+    for name, p in model.named_parameters():
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        start = time.perf_counter()
+        dist.all_reduce(p.grad)
+        if timeline is not None:
+            timeline.add("allreduce", start, time.perf_counter(), name, bytes=p.grad.numel() * p.grad.element_size())
+
+
+class BucketedAllReduce:
+    """Version 2: bucketed, asynchronous gradient all-reduce started from backward hooks.
+
+    Parameters are bucketed in reverse order, the order in which backward produces their
+    gradients. With ``overlap=False`` the same buckets are all-reduced only after
+    backward, to measure what overlap buys. Call ``finish()`` after ``backward()``.
+    """
+
+    def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
+                 timeline: Timeline | None = None):
+        if bucket_bytes <= 0:
+            raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
+        self.overlap, self.timeline = overlap, timeline
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.buckets: list[list[nn.Parameter]] = []
+        current, size = [], 0
+        for p in reversed(params):
+            current.append(p)
+            size += p.numel() * p.element_size()
+            if size >= bucket_bytes:
+                self.buckets.append(current)
+                current, size = [], 0
+        if current:
+            self.buckets.append(current)
+        self._bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
+        self._reset()
+        self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
+
+    def _reset(self):
+        self._remaining = [len(b) for b in self.buckets]
+        self._inflight: dict[int, tuple[torch.Tensor, object]] = {}
+
+    def bucket_sizes(self) -> list[int]:
+        """Bytes per bucket, in the order they are all-reduced."""
+        return [sum(p.numel() * p.element_size() for p in b) for b in self.buckets]
+
+    def _grad_ready(self, p: torch.Tensor) -> None:
+        i = self._bucket_of[id(p)]
+        self._remaining[i] -= 1
+        if self._remaining[i] == 0 and self.overlap:
+            self._launch(i)
+
+    def _launch(self, i: int) -> None:
+        for p in self.buckets[i]:
+            if p.grad is None:  # a parameter that took no part in this forward pass
+                p.grad = torch.zeros_like(p)
+        flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[i]])
+        start = time.perf_counter()
+        work = dist.all_reduce(flat, async_op=True)
+        if self.timeline is not None:
+            timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
+
+            def done(fut, i=i, start=start):
+                timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", bytes=nbytes)
+                return fut.value()
+
+            work.get_future().then(done)
+        self._inflight[i] = (flat, work)
+
+    def finish(self) -> None:
+        """Start any bucket not yet started, wait for all, and write the sums back into ``.grad``."""
+        for i in range(len(self.buckets)):
+            if i not in self._inflight:
+                self._launch(i)
+        for i, (flat, work) in sorted(self._inflight.items()):
+            work.wait()
+            offset = 0
+            for p in self.buckets[i]:
+                n = p.numel()
+                p.grad.copy_(flat[offset:offset + n].view_as(p.grad))
+                offset += n
+        self._reset()
+
+    def remove(self) -> None:
+        """Detach the hooks from the model."""
+        for h in self._handles:
+            h.remove()
+
+
+def recording_hook(timeline, bucket):  # no annotations: DDP checks them literally
+    """A DDP communication hook: sum the bucket over ranks (no averaging) and log its size and time."""
+    start = time.perf_counter()
+    buffer = bucket.buffer()
+    nbytes = buffer.numel() * buffer.element_size()
+    future = dist.all_reduce(buffer, async_op=True).get_future()
+
+    def done(fut):
+        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", bytes=nbytes)
+        return fut.value()[0]
+
+    return future.then(done)
+
+
+VERSIONS = ("allreduce", "bucketed", "bucketed-no-overlap", "ddp")
+
+
+class DataParallelStep:
+    """One training step of a chosen version on this rank: forward, backward, gradient sum, SGD."""
+
+    def __init__(self, spec: MLPSpec, version: str, lr: float = 0.1, bucket_bytes: int = 1 << 20):
+        if version not in VERSIONS:
+            raise ValueError(f"unknown version {version!r}; available: {', '.join(VERSIONS)}")
+        self.version = version
+        self.timeline = Timeline(dist.get_rank())
+        self.model = spec.build()
+        self.bucketer = None
+        if version == "ddp":
+            self.module = nn.parallel.DistributedDataParallel(self.model, bucket_cap_mb=bucket_bytes / 2**20)
+            self.module.register_comm_hook(self.timeline, recording_hook)
+        else:
+            self.module = self.model
+            if version.startswith("bucketed"):
+                self.bucketer = BucketedAllReduce(self.model, bucket_bytes, overlap=version == "bucketed",
+                                                  timeline=self.timeline)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, global_batch: int) -> float:
+        """Run one step on the local slice (x, y); return the global mean loss."""
+        tl = self.timeline
+        self.optimizer.zero_grad(set_to_none=True)
+        with tl.span("forward"):
+            loss = local_loss(self.module, x, y, global_batch)
+        with tl.span("backward"):
+            loss.backward()
+        if self.version == "allreduce":
+            allreduce_gradients(self.model, tl)
+        elif self.bucketer is not None:
+            start = time.perf_counter()
+            self.bucketer.finish()
+            tl.add("wait", start, time.perf_counter())
+        with tl.span("step"):
+            self.optimizer.step()
+        total = loss.detach().clone()
+        dist.all_reduce(total)
+        return total.item()
+
+
+def dp_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
+                 bucket_bytes: int = 1 << 20) -> list[torch.Tensor]:
+    """Worker: one backward pass of ``version`` on this rank's slice; returns the summed gradients."""
+    step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes)
+    xs, ys = shard(x, y, rank, world)
+    step(xs, ys, len(x))
+    return [p.grad.clone() for p in step.model.parameters()]
+
+
+def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
+    """The reference: full-batch mean-loss gradients computed in this process."""
+    model = spec.build()
+    local_loss(model, x, y, len(x)).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
+             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20) -> dict:
+    """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and events."""
+    step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes)
+    xs, ys = shard(x, y, rank, world)
+    losses, times = [], []
+    for _ in range(steps):
+        dist.barrier()
+        start = time.perf_counter()
+        losses.append(step(xs, ys, len(x)))
+        times.append(time.perf_counter() - start)
+    return dict(losses=losses, step_seconds=times, events=step.timeline.events,
+                bucket_sizes=step.bucketer.bucket_sizes() if step.bucketer else None)
+
+
+def single_process_train(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, steps: int = 20, lr: float = 0.1) -> list[float]:
+    """The reference loss curve: the same SGD steps on the whole batch in one process."""
+    model = spec.build()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = local_loss(model, x, y, len(x))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses

@@ -1,0 +1,235 @@
+"""Run a function on N ranks, each a real process in one torch.distributed group.
+
+``launch(fn, world_size, *args)`` starts ``world_size`` processes; process ``r`` joins the
+group as rank ``r`` and calls ``fn(r, world_size, *args)``; ``launch`` returns the results
+in rank order. The same worker functions run under ``torchrun`` through ``run_from_env``.
+
+Start method. ``fork`` copies the running interpreter, so the worker may be a function
+defined in a notebook, and a rank starts in milliseconds. It is unsafe once CUDA is
+initialised in the parent, and NCCL ranks must use CUDA, so those use ``spawn``: a fresh
+interpreter that imports the worker by name (it must live in an importable module, not in
+the notebook) and takes seconds to start. ``start_method="auto"`` picks fork for gloo
+ranks while CUDA is untouched, and spawn otherwise.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+import queue
+import socket
+import sys
+import time
+import traceback
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+BACKENDS = ("auto", "gloo", "nccl")
+START_METHODS = ("auto", "fork", "spawn")
+
+
+class WorkerError(RuntimeError):
+    """A rank failed: raised an exception, died, or did not finish in time."""
+
+    def __init__(self, rank: int | None, message: str, remote_traceback: str = ""):
+        self.rank = rank
+        self.remote_traceback = remote_traceback
+        text = message if rank is None else f"rank {rank}: {message}"
+        if remote_traceback:
+            text += "\n\n--- traceback from the worker ---\n" + remote_traceback
+        super().__init__(text)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def choose_backend(world_size: int, backend: str = "auto") -> tuple[str, str]:
+    """(backend, one sentence saying why) for ``world_size`` ranks on this machine."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    nccl_ok = gpus >= world_size and dist.is_nccl_available()
+    if backend == "nccl" and not nccl_ok:
+        raise ValueError(f"backend 'nccl' needs one CUDA GPU per rank: asked for {world_size} ranks, "
+                         f"{gpus} GPU(s) present; use backend 'gloo' (CPU ranks)")
+    if backend == "nccl" or (backend == "auto" and nccl_ok):
+        return "nccl", f"NCCL: {world_size} rank(s), one CUDA GPU each (of {gpus})"
+    why = "no CUDA GPU here" if gpus == 0 else f"{gpus} GPU(s) for {world_size} ranks, so ranks run on the CPU"
+    return "gloo", f"gloo: {world_size} CPU process(es) ({why})"
+
+
+def choose_start_method(backend: str, start_method: str = "auto") -> str:
+    """fork for gloo ranks while CUDA is untouched here (fast, notebook functions work), else spawn."""
+    if start_method not in START_METHODS:
+        raise ValueError(f"unknown start method {start_method!r}; available: {', '.join(START_METHODS)}")
+    can_fork = "fork" in mp.get_all_start_methods()
+    if start_method == "fork" and not can_fork:
+        raise ValueError("start method 'fork' is not available on this system; use 'spawn'")
+    if start_method != "auto":
+        return start_method
+    if backend == "gloo" and can_fork and not torch.cuda.is_initialized():
+        return "fork"
+    return "spawn"
+
+
+def threads_per_rank(world_size: int) -> int:
+    """CPU cores divided among the ranks, at least one: ranks that share cores must not oversubscribe them."""
+    from ..hardware import usable_cores
+
+    return max(1, usable_cores() // world_size)
+
+
+def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    torch.set_num_threads(threads)
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world_size, timeout=timedelta(seconds=timeout))
+        result = fn(rank, world_size, *args)
+        dist.destroy_process_group()  # on failure we skip this: report first, then let the process end
+        buffer = io.BytesIO()
+        torch.save(result, buffer)  # by value: the parent may read it after this process is gone
+        results.put(("ok", rank, buffer.getvalue()))
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        results.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc(), time.time()))
+        results.close()
+        results.join_thread()  # flush the message before leaving
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)  # skip interpreter teardown, which can block on a broken process group
+
+
+def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str = "auto",
+           timeout: float = 120.0, threads: int | None = None):
+    """Run ``fn(rank, world_size, *args)`` on ``world_size`` ranks; return the results in rank order.
+
+    A rank that raises makes ``launch`` raise ``WorkerError`` with that rank's traceback
+    as soon as it arrives; a rank that dies without one (killed, segfault) is reported
+    the same way; ranks still running after ``timeout`` seconds are stopped and reported.
+    In every case all ranks are stopped before ``launch`` returns or raises.
+    ``timeout`` also bounds ``init_process_group``. ``threads`` is each rank's compute
+    thread count (default: usable cores / world size, at least 1).
+    """
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout}")
+    backend, _ = choose_backend(world_size, backend)
+    method = choose_start_method(backend, start_method)
+    if method == "spawn" and getattr(fn, "__module__", None) == "__main__":
+        raise ValueError(f"{fn.__name__} is defined in __main__ (a notebook or script), which spawned processes "
+                         "cannot import; move it into a module, or use start_method='fork' with backend 'gloo'")
+    ctx = mp.get_context(method)
+    results = ctx.Queue()
+    port = free_port()
+    threads = threads or threads_per_rank(world_size)
+    procs = [ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, port, timeout, threads, results),
+                         daemon=True, name=f"d2lmp-rank{r}") for r in range(world_size)]
+    try:
+        for p in procs:
+            p.start()
+        return _collect(procs, results, world_size, timeout)
+    finally:
+        _stop(procs)
+        results.close()
+        results.join_thread()
+
+
+def _collect(procs, results, world_size, timeout):
+    outputs: dict[int, object] = {}
+    deadline = time.monotonic() + timeout
+    dead_since: dict[int, float] = {}
+    while len(outputs) < world_size:
+        try:
+            message = results.get(timeout=0.05)
+        except queue.Empty:
+            message = None
+        if message is not None:
+            if message[0] == "error":
+                error = _first_error(message, results)
+                raise _killed_rank(procs, {error.rank}) or error
+            _, rank, payload = message
+            outputs[rank] = torch.load(io.BytesIO(payload), weights_only=False)
+            continue
+        now = time.monotonic()
+        for rank, p in enumerate(procs):
+            if rank in outputs or p.exitcode is None:
+                continue
+            # Exited without a result: allow a moment for a message still in the pipe.
+            if now - dead_since.setdefault(rank, now) > 1.0:
+                how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
+                raise WorkerError(rank, f"died without reporting an error ({how})")
+        if now > deadline:
+            missing = [r for r in range(world_size) if r not in outputs]
+            raise WorkerError(None, f"rank(s) {missing} did not finish within the {timeout:g} s timeout "
+                                    "(a hang: often a collective that some rank never joined)")
+    return [outputs[r] for r in range(world_size)]
+
+
+def _first_error(message, results, grace: float = 0.5) -> WorkerError:
+    """The earliest of the errors that arrive within ``grace`` seconds.
+
+    When one rank fails, its peers often fail a moment later inside a collective
+    ("connection closed"); the earliest error is the cause, the others are echoes.
+    """
+    errors = [message]
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            m = results.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if m[0] == "error":
+            errors.append(m)
+    _, rank, summary, remote_tb, _ = min(errors, key=lambda m: m[4])
+    others = sorted(m[1] for m in errors if m[1] != rank)
+    note = f" (rank(s) {others} failed after it)" if others else ""
+    return WorkerError(rank, f"raised {summary}{note}", remote_tb)
+
+
+def _killed_rank(procs, reported) -> WorkerError | None:
+    """A rank that died by a signal without reporting: the cause, not an echo, of its peers' errors."""
+    for rank, p in enumerate(procs):
+        if rank not in reported and p.exitcode is not None and p.exitcode < 0:
+            return WorkerError(rank, f"died without reporting an error (killed by signal {-p.exitcode})")
+    return None
+
+
+def _stop(procs):
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 5
+    for p in procs:
+        if p.pid is None:
+            continue
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1)
+
+
+def run_from_env(fn, *args):
+    """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > local else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(local)
+    dist.init_process_group(backend, timeout=timedelta(seconds=120))
+    try:
+        return rank, world, fn(rank, world, *args)
+    finally:
+        dist.destroy_process_group()

@@ -1,0 +1,69 @@
+"""Figure helpers used by notebook 02: live vs recorded matmul sweeps, the power model with Amdahl."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from d2lmp import recorded  # noqa: E402
+from d2lmp.plots import plot_matmul_sweep  # noqa: E402
+
+
+def _rows(device="cpu", peak=100.0):
+    return [dict(size=n, dtype="float32", device=device, gflops=n / 10, peak_gflops=peak) for n in (64, 128)]
+
+
+def _labels(fig):
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_live_rows_and_dashed_peak():
+    fig = plot_matmul_sweep(_rows(), title="CPU only (no GPU here)")
+    ax = fig.axes[0]
+    assert ax.get_title() == "CPU only (no GPU here)"
+    assert _labels(fig) == ["cpu float32 (measured here)", "cpu float32 peak 100"]
+    assert ax.lines[1].get_linestyle() == "--"
+    plt.close(fig)
+
+
+def test_recorded_rows_are_a_separate_labelled_series():
+    rec = [r for r in recorded.selfcheck_section("matmul_sweep")["rows"] if r["dtype"] == "float32"]
+    fig = plot_matmul_sweep(_rows(), recorded_rows=rec, recorded_label=recorded.H200_LABEL)
+    labels = _labels(fig)
+    assert labels[:2] == ["cpu float32 (measured here)", "cpu float32 peak 100"]
+    assert labels[2] == f"float32, {recorded.H200_LABEL}"
+    assert labels[3].startswith("float32 peak 67,000")
+    ax = fig.axes[0]
+    assert ax.lines[2].get_linestyle() == ":" and ax.lines[2].get_markerfacecolor() == "none"
+    assert [int(t) for t in ax.get_xticks()] == [64, 128, 1024, 2048, 4096, 8192]
+    plt.close(fig)
+
+
+def test_recorded_rows_without_rows_or_peak():
+    rec = [dict(size=256, dtype="float32", device="cuda:0", gflops=1.0, peak_gflops=None)]
+    fig = plot_matmul_sweep([], recorded_rows=rec, recorded_label="recorded elsewhere")
+    assert _labels(fig) == ["float32, recorded elsewhere"]
+    plt.close(fig)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="recorded_label"):
+        plot_matmul_sweep(_rows(), recorded_rows=_rows("cuda:0"))
+    with pytest.raises(ValueError, match="empty"):
+        plot_matmul_sweep([])
+
+
+def test_power_model_marks_the_amdahl_speedup():
+    from d2lmp.plots import plot_power_model
+    from d2lmp.power import many_slow_cores
+
+    fig = plot_power_model(3, 0.9, marked=0.25)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    speedup = many_slow_cores(0.25, 3, parallel_fraction=0.9).speedup
+    assert texts == ["64.0 cores → 16.0×", f"{speedup:.2f}× speedup"]
+    plt.close(fig)
+    fig = plot_power_model(3, 1.0, marked=0.25)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["64.0 cores → 16.0×"]
+    plt.close(fig)
