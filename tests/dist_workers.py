@@ -1,0 +1,42 @@
+"""Worker functions for the launcher's tests (importable, so the spawn start method can run them)."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def note_pid(folder):
+    Path(folder, f"{os.getpid()}.pid").write_text(str(os.getpid()))
+
+
+def rank_info(rank, world, folder):
+    note_pid(folder)
+    total = torch.tensor([float(rank + 1)])
+    dist.all_reduce(total)
+    return dict(rank=rank, world=world, sum=total.item(), threads=torch.get_num_threads(),
+                env_rank=int(os.environ["RANK"]))
+
+
+def raise_on_rank_1(rank, world, folder):
+    note_pid(folder)
+    if rank == 1:
+        raise KeyError("rank one fails on purpose")
+    dist.barrier()  # the others wait for rank 1, which never arrives
+
+
+def killed_rank_1(rank, world, folder):
+    note_pid(folder)
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.barrier()
+
+
+def rank_0_hangs(rank, world, folder):
+    note_pid(folder)
+    if rank == 0:
+        time.sleep(300)
+    return rank

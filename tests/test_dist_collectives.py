@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+
+from d2lmp.dist import collectives as C
+from d2lmp.dist.launch import launch
+from d2lmp.dist.workers import check_collectives
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_collectives_equal_torch_distributed(world):
+    for rank, ok in enumerate(launch(check_collectives, world)):
+        assert ok and all(ok.values()), f"rank {rank}: {ok}"
+
+
+def test_single_rank_collectives_are_identity():
+    (ok,) = launch(check_collectives, 1, (1, 5))
+    assert all(ok.values())
+
+
+def _measure(rank, world):
+    rows = C.measure_collective("all_reduce", "ring", [4096, 65536], repeats=2, min_time=0.005)
+    rows += C.measure_collective("all_gather", "torch", [4096], repeats=2, min_time=0.005)
+    return rows
+
+
+def test_measure_collective_reports_nccl_tests_figures():
+    rows = launch(_measure, 2)
+    assert rows[0] == rows[1], "every rank reports the slowest rank's time"
+    for r in rows[0]:
+        assert r["algbw_gbs"] == pytest.approx(r["size_bytes"] / r["seconds"] / 1e9)
+        factor = 2 * (2 - 1) / 2 if r["collective"] == "all_reduce" else (2 - 1) / 2
+        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factor)
+
+
+def test_bus_factors_match_nccl_tests():
+    assert C.bus_bandwidth(10.0, "all_reduce", 8) == pytest.approx(10 * 14 / 8)
+    assert C.bus_bandwidth(10.0, "all_gather", 4) == pytest.approx(7.5)
+    assert C.bus_bandwidth(10.0, "reduce_scatter", 4) == pytest.approx(7.5)
+    assert C.bus_bandwidth(10.0, "broadcast", 4) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="available"):
+        C.bus_bandwidth(1.0, "all_to_all", 4)
+
+
+def test_fit_alpha_beta_recovers_a_known_line():
+    sizes = np.array([1e3, 1e4, 1e5, 1e6, 1e7])
+    alpha, beta = 50e-6, 1 / 5e9
+    rng = np.random.default_rng(0)
+    times = (alpha + beta * sizes) * (1 + 0.01 * rng.standard_normal(len(sizes)))
+    a, b = C.fit_alpha_beta(sizes, times)
+    assert a == pytest.approx(alpha, rel=0.1) and b == pytest.approx(beta, rel=0.05)
+    with pytest.raises(ValueError):
+        C.fit_alpha_beta([1.0], [1.0])
+
+
+def test_fit_never_returns_negative_terms():
+    a, b = C.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])  # time falling with size: no bandwidth term
+    assert a >= 0 and b >= 0
+
+
+def test_alpha_beta_model_orders_algorithms():
+    alpha, beta, n = 10e-6, 1e-9, 8
+    small, large = 1e3, 1e9
+    t = {a: C.predicted_all_reduce_time(a, n, large, alpha, beta) for a in ("naive", "tree", "ring")}
+    assert t["ring"] < t["tree"] < t["naive"]  # bandwidth-bound: the ring moves 2(n-1)/n·S per rank
+    t_small = {a: C.predicted_all_reduce_time(a, n, small, alpha, beta) for a in ("tree", "ring")}
+    assert t_small["tree"] < t_small["ring"]  # latency-bound: log2 n steps beat n-1
+    assert C.predicted_all_reduce_time("ring", 1, large, alpha, beta) == 0
+    with pytest.raises(ValueError):
+        C.predicted_all_reduce_time("butterfly", 4, 1.0, alpha, beta)

@@ -1,0 +1,112 @@
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import dist_workers as W
+from d2lmp.dist.launch import WorkerError, choose_backend, choose_start_method, launch
+
+
+def _assert_all_gone(folder):
+    pids = [int(p.stem) for p in folder.glob("*.pid")]
+    assert pids, "workers never started"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_results_come_back_in_rank_order(tmp_path, world):
+    results = launch(W.rank_info, world, str(tmp_path))
+    assert [r["rank"] for r in results] == list(range(world))
+    assert [r["env_rank"] for r in results] == list(range(world))
+    assert all(r["sum"] == world * (world + 1) / 2 for r in results)
+    assert all(r["threads"] == max(1, len(os.sched_getaffinity(0)) // world) for r in results)
+    _assert_all_gone(tmp_path)
+
+
+def test_spawn_start_method_runs_module_workers(tmp_path):
+    results = launch(W.rank_info, 2, str(tmp_path), start_method="spawn")
+    assert [r["sum"] for r in results] == [3.0, 3.0]
+    _assert_all_gone(tmp_path)
+
+
+def test_worker_defined_here_runs_with_fork(tmp_path):
+    def local_worker(rank, world):  # a closure, as a notebook would define it
+        return rank * 10
+
+    assert launch(local_worker, 3) == [0, 10, 20]
+
+
+def test_exception_names_rank_and_carries_traceback(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as info:
+        launch(W.raise_on_rank_1, 3, str(tmp_path), timeout=60)
+    assert time.monotonic() - start < 15, "a failure must be reported within seconds, not at the timeout"
+    err = info.value
+    assert isinstance(err, RuntimeError)
+    assert err.rank == 1 and "KeyError" in str(err) and "rank one fails on purpose" in str(err)
+    assert "raise_on_rank_1" in err.remote_traceback
+    _assert_all_gone(tmp_path)
+
+
+def test_killed_rank_is_reported(tmp_path):
+    with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 9\)"):
+        launch(W.killed_rank_1, 2, str(tmp_path), timeout=60)
+    _assert_all_gone(tmp_path)
+
+
+def test_hanging_rank_ends_at_the_timeout(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout"):
+        launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
+    assert time.monotonic() - start < 12
+    _assert_all_gone(tmp_path)
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((W.rank_info, 0), {}, "world_size must be an integer >= 1"),
+    ((W.rank_info, "2"), {}, "world_size must be an integer >= 1"),
+    (("not a function", 2), {}, "fn must be callable"),
+    ((W.rank_info, 2), dict(backend="mpi"), "available: auto, gloo, nccl"),
+    ((W.rank_info, 2), dict(start_method="thread"), "available: auto, fork, spawn"),
+])
+def test_bad_input(args, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        launch(*args, **kwargs)
+
+
+def test_nccl_without_enough_gpus_names_what_is_there():
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    with pytest.raises(ValueError, match=rf"{gpus} GPU\(s\) present"):
+        choose_backend(gpus + 1, "nccl")
+
+
+def test_spawn_refuses_functions_from_main():
+    def fn(rank, world):
+        return rank
+
+    fn.__module__ = "__main__"
+    with pytest.raises(ValueError, match="cannot import"):
+        launch(fn, 2, start_method="spawn")
+
+
+def test_auto_choices_on_this_machine():
+    import torch
+
+    if not torch.cuda.is_available():
+        backend, why = choose_backend(2)
+        assert backend == "gloo" and "no CUDA GPU" in why
+        assert choose_start_method("gloo") == "fork"
+    assert choose_start_method("nccl") == "spawn"
+
+
+def test_torchrun_entry_point():
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                             "-m", "d2lmp.dist.demo_dp"], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("matches: True") == 4
