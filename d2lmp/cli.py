@@ -1,4 +1,4 @@
-"""Command line: `d2lmp info`, `d2lmp bench matmul`, `d2lmp selfcheck`."""
+"""Command line: `d2lmp info`, `d2lmp bench matmul|conv|train`, `d2lmp selfcheck`."""
 
 from __future__ import annotations
 
@@ -51,6 +51,88 @@ def cmd_bench_matmul(args) -> int:
     return 0
 
 
+def cmd_bench_conv(args) -> int:
+    import torch
+
+    from .conv import ALEXNET_2012_CONV, benchmark_conv
+    from .hardware import torch_devices
+    from .report import table
+    from .timing import resolve_device
+
+    devices = [resolve_device(d) for d in (args.devices or [d for d in torch_devices() if d in ("cpu", "cuda:0")])]
+    print(f"Convolution on AlexNet's conv layers (2012 paper shapes), batch {args.batch}, forward only, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    print("ratio = time / F.conv2d time in the same run (lower is better; goal for im2col on CPU: within 2×). "
+          "conv2d_loops is left out: it is a reference for tiny inputs only.")
+    for device in devices:
+        rows = benchmark_conv(ALEXNET_2012_CONV, batch=args.batch, device=device, min_time=args.min_time, progress=True)
+        print()
+        print(table([[r["layer"], r["impl"], f"{r['seconds'] * 1e3:.2f}", f"{r['gflops']:,.1f}", f"{r['ratio']:.2f}"]
+                     for r in rows], ["layer", "implementation", "median ms", "GFLOP/s", "ratio"]))
+        for impl in ("im2col", "c01b"):
+            ratios = [r["ratio"] for r in rows if r["impl"] == impl]
+            verdict = "" if impl != "im2col" or device != "cpu" else \
+                (" (within the 2× goal)" if max(ratios) <= 2 else " (MISSES the 2× goal on some layers)")
+            print(f"{device} {impl}: ratio to F.conv2d {min(ratios):.2f}–{max(ratios):.2f}{verdict}")
+    return 0
+
+
+def cmd_bench_train(args) -> int:
+    from .train import train_small_alexnet
+
+    model, history, data = train_small_alexnet(epochs=args.epochs, device=args.device, progress=True, live_plot=False)
+    ok = history.final_test_acc >= 0.9 and history.total_seconds <= 60
+    print(f"small AlexNet (scaled down) on {data.name}, {history.device}: test accuracy "
+          f"{history.final_test_acc:.1%} after {args.epochs} epochs in {history.total_seconds:.1f} s "
+          f"({'meets' if ok else 'MISSES'} the goal of >= 90% within 60 s)")
+    return 0
+
+
+def cmd_bench_allreduce(args) -> int:
+    from .dist.bench import allreduce_bench
+    from .report import table
+
+    rows = allreduce_bench(args.worlds, args.sizes, rounds=args.rounds, min_time=args.min_time)
+    print("All-reduce bus bandwidth (nccl-tests convention), our ring vs torch.distributed (gloo), medians:")
+    lines, verdicts = [], []
+    for world in args.worlds:
+        for size in args.sizes:
+            torch_row = next(r for r in rows if r["world"] == world and r["impl"] == "torch" and r["size_bytes"] == size)
+            ring_row = next(r for r in rows if r["world"] == world and r["impl"] == "ring" and r["size_bytes"] == size)
+            ratio = ring_row["busbw_gbs"] / torch_row["busbw_gbs"]
+            lines.append([world, _bytes(size), f"{torch_row['seconds'] * 1e3:.3f}", f"{torch_row['busbw_gbs']:.3f}",
+                          f"{ring_row['seconds'] * 1e3:.3f}", f"{ring_row['busbw_gbs']:.3f}", f"{ratio:.2f}"])
+            if world == 2 and 16 * 2**20 <= size <= 64 * 2**20:
+                verdicts.append(ratio)
+    print(table(lines, ["ranks", "size", "gloo ms", "gloo busbw GB/s", "ring ms", "ring busbw GB/s", "ring / gloo"]))
+    if verdicts:
+        print(f"\ngoal: ring >= 0.8x gloo at 16-64 MiB on 2 ranks: worst ratio {min(verdicts):.2f} "
+              f"({'met' if min(verdicts) >= 0.8 else 'NOT met'})")
+    return 0
+
+
+def _bytes(n: int) -> str:
+    return f"{n // 2**20} MiB" if n >= 2**20 else f"{n // 2**10} KiB"
+
+
+def cmd_bench_dp(args) -> int:
+    from .dist.bench import dp_bench, dp_bench_spec
+    from .report import table
+
+    spec = dp_bench_spec()
+    params = sum(a * b + b for a, b in zip(spec.sizes[:-1], spec.sizes[1:]))
+    print(f"Data-parallel step time on {args.world} gloo ranks: MLP {spec.sizes} ({params / 1e6:.1f} M parameters), "
+          f"global batch {args.batch}, buckets of {args.bucket_mb} MiB; median of the slowest rank")
+    times = dp_bench(args.world, args.batch, args.steps, args.rounds, int(args.bucket_mb * 2**20))
+    ddp = times["ddp"]
+    print(table([[v, f"{t * 1e3:.1f}", f"{t / ddp:.2f}"] for v, t in times.items()],
+                ["version", "step ms", "ratio to DDP"]))
+    print(f"\noverlap saves {1 - times['bucketed'] / times['bucketed-no-overlap']:.0%} of the no-overlap step; "
+          f"goal: bucketed within 1.15x of DDP: {times['bucketed'] / ddp:.2f} "
+          f"({'met' if times['bucketed'] / ddp <= 1.15 else 'NOT met'})")
+    return 0
+
+
 def cmd_selfcheck(args) -> int:
     from .selfcheck import run_selfcheck
 
@@ -76,6 +158,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agree-size", type=int, default=1024, help="matrix size for the harness check")
     p.add_argument("--agree-time", type=float, default=1.5, help="seconds per harness in the check")
     p.set_defaults(func=cmd_bench_matmul)
+
+    p = bench_sub.add_parser("conv", help="im2col and c01b convolution vs F.conv2d on AlexNet's conv layers")
+    p.add_argument("--batch", type=int, default=16, help="images per batch")
+    p.add_argument("--devices", type=_words, default=None, help="comma-separated devices (default: cpu and cuda:0)")
+    p.add_argument("--min-time", type=float, default=0.6, help="seconds of timing per implementation and layer")
+    p.set_defaults(func=cmd_bench_conv)
+    p = bench_sub.add_parser("train", help="train the small AlexNet on the offline digits; accuracy and time")
+    p.add_argument("--epochs", type=int, default=10, help="passes over the training set")
+    p.add_argument("--device", default=None, help="device (default: cuda:0 if present, else cpu)")
+    p.set_defaults(func=cmd_bench_train)
+
+    p = bench_sub.add_parser("allreduce", help="our ring all-reduce vs torch.distributed's, busbw ratios")
+    p.add_argument("--worlds", type=_ints, default=[2, 4], help="comma-separated rank counts")
+    p.add_argument("--sizes", type=_ints, default=[2**10 * 4**k for k in range(9)], help="bytes, comma-separated")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per size (median)")
+    p.add_argument("--min-time", type=float, default=0.05, help="seconds per timed repeat")
+    p.set_defaults(func=cmd_bench_allreduce)
+
+    p = bench_sub.add_parser("dp", help="data-parallel step time of each version vs DistributedDataParallel")
+    p.add_argument("--world", type=int, default=2)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--steps", type=int, default=6, help="steps per round (the first two are warm-up)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--bucket-mb", type=float, default=4.0)
+    p.set_defaults(func=cmd_bench_dp)
 
     p = sub.add_parser("selfcheck", help="run every GPU code path (skips with a message without a GPU)")
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")

@@ -168,6 +168,133 @@ def check_graphics(device, quick):
     return {"status": "pass" if ok else "fail", "detail": "batched vertex transform: GPU equals CPU" if ok else "GPU differs"}
 
 
+def check_conv_cuda(device, quick):
+    """im2col and c01b convolution on the GPU against F.conv2d on AlexNet's layers (forward and gradients)."""
+    import torch.nn.functional as F
+
+    from .conv import ALEXNET_2012_CONV, check_layer, conv2d_im2col
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # compare FP32 with FP32
+        errors = [check_layer(layer, batch=4, device=device) for layer in ALEXNET_2012_CONV]
+    worst = max(max(e["im2col"], e["c01b"]) / e["max_abs_ref"] for e in errors)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 8, 11, 11, generator=g).to(device).requires_grad_()
+    w = torch.randn(6, 4, 3, 3, generator=g).to(device).requires_grad_()
+    grads = []
+    for fn in (lambda: F.conv2d(x, w, None, 2, 1, 1, 2), lambda: conv2d_im2col(x, w, None, 2, 1, 2)):
+        x.grad = w.grad = None
+        fn().square().sum().backward()
+        grads.append((x.grad.clone(), w.grad.clone()))
+    grad_ok = all(torch.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in zip(grads[0], grads[1]))
+    ok = worst < 1e-3 and grad_ok
+    return {"status": "pass" if ok else "fail",
+            "detail": f"largest error relative to max |output| {worst:.1e} over AlexNet's conv layers; "
+                      f"im2col gradients {'match' if grad_ok else 'DIFFER from'} F.conv2d's",
+            "errors": errors}
+
+
+def check_conv_speed(device, quick):
+    """im2col and c01b against F.conv2d (cuDNN) on AlexNet's conv layers on the GPU, batch 128 and 16."""
+    from .conv import ALEXNET_2012_CONV, benchmark_conv
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    rows = []
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # FP32 against FP32, not TF32
+        for batch in pick([16, 128], [16, 128]):
+            rows += benchmark_conv(ALEXNET_2012_CONV, batch=batch, device=device, min_time=pick(0.3, 0.15))
+    summary = "; ".join(f"b{b} {impl} {min(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}–"
+                        f"{max(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}×"
+                        for b in sorted({r['batch'] for r in rows}) for impl in ("im2col", "c01b"))
+    return {"status": "info", "detail": f"time / F.conv2d time (FP32, TF32 off): {summary}", "rows": rows}
+
+
+def check_train_cuda(device, quick):
+    """A few training steps of the small AlexNet on the GPU: loss falls, GPU forward equals CPU forward."""
+    from .config import set_seed
+    from .data import load_digits
+    from .models import alexnet_small
+    from .train import train
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    set_seed(0)
+    data = load_digits(resize=32)
+    model = alexnet_small().eval()
+    x = data.x_test[:64]
+    with torch.no_grad():
+        cpu_out = model(x)
+        gpu_out = model.to(device)(x.to(device)).cpu()
+    same = torch.allclose(cpu_out, gpu_out, rtol=1e-3, atol=1e-4)
+    train_loader, test_loader = data.loaders(batch_size=64)
+    history = train(model, train_loader, test_loader, epochs=pick(10, 3), device=device, progress=False,
+                    live_plot=False)
+    falls = history.train_loss[-1] < history.train_loss[0]
+    ok = same and falls
+    return {"status": "pass" if ok else "fail",
+            "detail": f"GPU forward {'equals' if same else 'DIFFERS from'} CPU; loss {history.train_loss[0]:.3f} → "
+                      f"{history.train_loss[-1]:.3f}, test accuracy {history.final_test_acc:.1%} after "
+                      f"{len(history.epoch)} epochs in {history.total_seconds:.1f} s",
+            "history": history.as_dict()}
+
+
+def check_nccl_collectives(device, quick):
+    """Our send/recv collectives against NCCL's, one rank per GPU."""
+    from .dist.launch import launch
+    from .dist.workers import check_collectives
+    from .hardware import gpu_count
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    results = launch(check_collectives, world, (1, 3, 1001, 2**20 + 3), "cuda", backend="nccl", timeout=300)
+    ok = all(all(r.values()) for r in results)
+    note = "" if world > 1 else " (one GPU: one rank, so this exercises NCCL set-up and calls, not traffic)"
+    return {"status": "pass" if ok else "fail", "detail": f"{world} NCCL rank(s): all equal: {ok}{note}",
+            "per_rank": results}
+
+
+def check_nccl_data_parallel(device, quick):
+    """Every data-parallel version on NCCL ranks gives the single-process gradients."""
+    from .dist.data_parallel import VERSIONS
+    from .dist.launch import launch
+    from .dist.workers import check_data_parallel
+    from .hardware import gpu_count
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    results = launch(check_data_parallel, world, VERSIONS, 23, "cuda", backend="nccl", timeout=300)
+    worst = max(max(r.values()) for r in results)
+    ok = worst < 1e-4
+    return {"status": "pass" if ok else "fail",
+            "detail": f"{world} NCCL rank(s), versions {', '.join(VERSIONS)}: max |grad error| {worst:.1e}",
+            "per_rank": results}
+
+
+def check_nccl_bandwidth(device, quick):
+    """All-reduce bus bandwidth on NCCL, like nccl-tests (needs two or more GPUs)."""
+    from .dist.launch import launch
+    from .hardware import gpu_count
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    if world < 2:
+        return {"status": "skip", "detail": "one GPU: an all-reduce needs two or more to move data"}
+    rows = launch(_nccl_bandwidth_worker, world, backend="nccl", timeout=300)[0]
+    best = max(r["busbw_gbs"] for r in rows)
+    return {"status": "pass", "detail": f"{world} GPUs: best all-reduce busbw {best:,.1f} GB/s", "rows": rows}
+
+
+def _nccl_bandwidth_worker(rank, world):
+    from .dist.collectives import measure_collective
+
+    return measure_collective("all_reduce", "torch", [2**20, 2**24, 2**28], device="cuda")
+
+
 CHECKS = [
     check_environment,
     check_nvml_matches_torch,
@@ -178,6 +305,9 @@ CHECKS = [
     check_bandwidth,
     check_roofline_points,
     check_graphics,
+    check_conv_cuda,
+    check_conv_speed,
+    check_train_cuda,
 ]
 
 

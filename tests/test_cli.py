@@ -57,3 +57,16 @@ def test_selfcheck_reports_a_failing_check(tmp_path):
     report = run_selfcheck(str(tmp_path / "r.json"), checks=[check_broken], echo=lambda *a: None)
     (only,) = report["checks"]
     assert only["name"] == "broken" and only["status"] == "fail" and "boom" in only["detail"]
+
+
+def test_bench_allreduce_prints_ratios(capsys):
+    assert main(["bench", "allreduce", "--worlds", "2", "--sizes", "4096,65536", "--rounds", "1",
+                 "--min-time", "0.005"]) == 0
+    out = capsys.readouterr().out
+    assert "ring / gloo" in out and "64 KiB" in out
+
+
+def test_bench_dp_prints_ratio_to_ddp(capsys):
+    assert main(["bench", "dp", "--batch", "8", "--steps", "3", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio to DDP" in out and "bucketed-no-overlap" in out and "goal" in out

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from .launch import rank_device
+
 
 SEGMENT_ELEMENTS = 2**18  # 1 MiB of float32: big messages are cut so that adding overlaps sending
 
@@ -38,13 +40,16 @@ def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: in
     """
     right, left = (rank + 1) % world, (rank - 1) % world
     incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
-    receives = [dist.irecv(buf, left) for buf in incoming]
-    sends = [dist.isend(seg, right) for seg in _segments(send.contiguous())]
-    for buf, target, request in zip(incoming, _segments(recv_into), receives):
+    ops = [dist.P2POp(dist.irecv, buf, left) for buf in incoming]
+    ops += [dist.P2POp(dist.isend, seg, right) for seg in _segments(send.contiguous())]
+    # One batch: NCCL runs it as a single group call, so the two neighbours cannot deadlock
+    # waiting for each other's send; gloo posts the messages one by one.
+    requests = dist.batch_isend_irecv(ops) if ops else []
+    for buf, target, request in zip(incoming, _segments(recv_into), requests):
         request.wait()
         if accumulate:
             target += buf
-    for request in sends:
+    for request in requests[len(incoming):]:
         request.wait()
 
 
@@ -193,7 +198,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     for size in sizes_bytes:
         if size < 4 * world:
             raise ValueError(f"size {size} B is too small for {world} ranks of float32 (need >= {4 * world})")
-        tensor = torch.ones(size // 4, device=device)
+        tensor = torch.ones(size // 4, device=rank_device(device))
         fn = _collective_call(name, impl, tensor)
         fn()  # warm-up
         dist.barrier()
@@ -210,7 +215,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
             for _ in range(calls):
                 fn()
             if device != "cpu":
-                torch.cuda.synchronize()
+                torch.cuda.synchronize()  # NCCL calls return before the GPU has finished
             samples.append((time.perf_counter() - start) / calls)
         slowest = torch.tensor([statistics.median(samples)], dtype=torch.float64)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)

@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .launch import rank_device
 from .timeline import Timeline
 
 
@@ -171,18 +172,23 @@ def recording_hook(timeline, bucket):  # no annotations: DDP checks them literal
 VERSIONS = ("allreduce", "bucketed", "bucketed-no-overlap", "ddp")
 
 
+
 class DataParallelStep:
     """One training step of a chosen version on this rank: forward, backward, gradient sum, SGD."""
 
-    def __init__(self, spec: MLPSpec, version: str, lr: float = 0.1, bucket_bytes: int = 1 << 20):
+    def __init__(self, spec: MLPSpec, version: str, lr: float = 0.1, bucket_bytes: int = 1 << 20,
+                 device: str = "cpu"):
         if version not in VERSIONS:
             raise ValueError(f"unknown version {version!r}; available: {', '.join(VERSIONS)}")
         self.version = version
         self.timeline = Timeline(dist.get_rank())
-        self.model = spec.build()
+        self.device = rank_device(device)
+        self.model = spec.build().to(self.device)
         self.bucketer = None
         if version == "ddp":
-            self.module = nn.parallel.DistributedDataParallel(self.model, bucket_cap_mb=bucket_bytes / 2**20)
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.module = nn.parallel.DistributedDataParallel(self.model, device_ids=ids,
+                                                              bucket_cap_mb=bucket_bytes / 2**20)
             self.module.register_comm_hook(self.timeline, recording_hook)
         else:
             self.module = self.model
@@ -194,11 +200,14 @@ class DataParallelStep:
     def __call__(self, x: torch.Tensor, y: torch.Tensor, global_batch: int) -> float:
         """Run one step on the local slice (x, y); return the global mean loss."""
         tl = self.timeline
+        x, y = x.to(self.device), y.to(self.device)
         self.optimizer.zero_grad(set_to_none=True)
         with tl.span("forward"):
             loss = local_loss(self.module, x, y, global_batch)
         with tl.span("backward"):
             loss.backward()
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)  # the span must cover the GPU work, not just its launch
         if self.version == "allreduce":
             allreduce_gradients(self.model, tl)
         elif self.bucketer is not None:
@@ -213,12 +222,12 @@ class DataParallelStep:
 
 
 def dp_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
-                 bucket_bytes: int = 1 << 20) -> list[torch.Tensor]:
-    """Worker: one backward pass of ``version`` on this rank's slice; returns the summed gradients."""
-    step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes)
+                 bucket_bytes: int = 1 << 20, device: str = "cpu") -> list[torch.Tensor]:
+    """Worker: one backward pass of ``version`` on this rank's slice; returns the summed gradients (on the CPU)."""
+    step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
     step(xs, ys, len(x))
-    return [p.grad.clone() for p in step.model.parameters()]
+    return [p.grad.cpu().clone() for p in step.model.parameters()]
 
 
 def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
@@ -229,9 +238,9 @@ def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) ->
 
 
 def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
-             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20) -> dict:
+             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "cpu") -> dict:
     """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and events."""
-    step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes)
+    step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
     losses, times = [], []
     for _ in range(steps):

@@ -86,6 +86,13 @@ def threads_per_rank(world_size: int) -> int:
     return max(1, usable_cores() // world_size)
 
 
+def rank_device(device: str = "cpu") -> torch.device:
+    """This rank's device: "cuda" means the GPU ``launch`` assigned to this rank (``torch.cuda.set_device``)."""
+    if device == "cuda":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device(device)
+
+
 def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))

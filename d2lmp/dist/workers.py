@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from . import collectives as C
 from . import data_parallel as DP
+from .launch import rank_device
 
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
 
@@ -24,7 +25,7 @@ def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "cpu") -
 
     for n in sizes:
         g = torch.Generator().manual_seed(1000 * rank + n)
-        x = torch.randint(-50, 50, (n,), generator=g).float().to(device)
+        x = torch.randint(-50, 50, (n,), generator=g).float().to(rank_device(device))
         reference = x.clone()
         dist.all_reduce(reference)
         for name, fn in (("ring_all_reduce", C.ring_all_reduce), ("naive_all_reduce", C.naive_all_reduce),
@@ -34,20 +35,21 @@ def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "cpu") -
         gathered = [torch.empty_like(x) for _ in range(world)]
         dist.all_gather(gathered, x)
         record("ring_all_gather", torch.equal(C.ring_all_gather(x), torch.stack(gathered)))
-    block = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(rank)).to(device)
+    block = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(rank)).to(rank_device(device))
     reference = block.clone()
     dist.all_reduce(reference)
     record("ring_all_reduce_3d_float", torch.allclose(C.ring_all_reduce(block.clone()), reference, rtol=1e-5, atol=1e-5))
     return ok
 
 
-def check_data_parallel(rank: int, world: int, versions=DP.VERSIONS, batch: int = 23) -> dict[str, float]:
+def check_data_parallel(rank: int, world: int, versions=DP.VERSIONS, batch: int = 23,
+                        device: str = "cpu") -> dict[str, float]:
     """Max |difference| between each version's gradients and the single-process full-batch gradients."""
     spec = DP.MLPSpec((16, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, batch)
     reference = DP.single_process_gradients(spec, x, y)
     errors = {}
     for version in versions:
-        grads = DP.dp_gradients(rank, world, spec, x, y, version, bucket_bytes=512)
+        grads = DP.dp_gradients(rank, world, spec, x, y, version, bucket_bytes=512, device=device)
         errors[version] = max(float((g - r).abs().max()) for g, r in zip(grads, reference))
     return errors
