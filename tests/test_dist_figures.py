@@ -31,3 +31,24 @@ def test_timeline_plot_has_a_row_per_rank_and_lane():
     fig = plot_timeline(events)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["rank 0 compute", "rank 0 comm", "rank 1 compute", "rank 1 comm"]
+
+
+def test_collective_pictures_follow_the_definitions():
+    from d2lmp.dist.figures import collective_examples, plot_collectives
+
+    ex = collective_examples(3)
+    before, after = ex["all-reduce"]
+    assert after == [["Σa", "Σb", "Σc"]] * 3
+    assert ex["reduce-scatter"][1][1] == ["·", "Σb", "·"]
+    assert ex["all-gather"][1] == [["a0", "b1", "c2"]] * 3
+    assert ex["broadcast (from rank 0)"][1] == [["a0", "b0", "c0"]] * 3
+    assert len(plot_collectives(3).axes) == 10
+    with pytest.raises(ValueError):
+        collective_examples(1)
+
+
+def test_widgets_build():
+    from d2lmp.dist.widgets import allreduce_model_widget, dp_scaling_widget
+
+    assert dp_scaling_widget(0.1, 60e6, 50e-6).children
+    assert allreduce_model_widget(50e-6, 1e-9).children

@@ -23,13 +23,14 @@ def test_results_come_back_in_rank_order(tmp_path, world):
     assert [r["rank"] for r in results] == list(range(world))
     assert [r["env_rank"] for r in results] == list(range(world))
     assert all(r["sum"] == world * (world + 1) / 2 for r in results)
-    assert all(r["threads"] == max(1, len(os.sched_getaffinity(0)) // world) for r in results)
+    assert all(r["threads"] == 1 for r in results)  # forked ranks: one thread each
     _assert_all_gone(tmp_path)
 
 
 def test_spawn_start_method_runs_module_workers(tmp_path):
     results = launch(W.rank_info, 2, str(tmp_path), start_method="spawn")
     assert [r["sum"] for r in results] == [3.0, 3.0]
+    assert all(r["threads"] == max(1, len(os.sched_getaffinity(0)) // 2) for r in results)
     _assert_all_gone(tmp_path)
 
 
@@ -72,6 +73,7 @@ def test_hanging_rank_ends_at_the_timeout(tmp_path):
     (("not a function", 2), {}, "fn must be callable"),
     ((W.rank_info, 2), dict(backend="mpi"), "available: auto, gloo, nccl"),
     ((W.rank_info, 2), dict(start_method="thread"), "available: auto, fork, spawn"),
+    ((W.rank_info, 1), dict(start_method="fork", threads=2), "would hang in OpenMP"),
 ])
 def test_bad_input(args, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -110,3 +112,18 @@ def test_torchrun_entry_point():
                              "-m", "d2lmp.dist.demo_dp"], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.count("matches: True") == 4
+
+
+def _multithreaded_matmul(rank, world):
+    import torch
+
+    a = torch.randn(512, 512)
+    return float((a @ a).sum())
+
+
+def test_forked_rank_survives_a_parent_that_used_openmp():
+    import torch
+
+    a = torch.randn(1024, 1024)
+    a @ a  # the parent's OpenMP pool is now busy-initialised
+    assert len(launch(_multithreaded_matmul, 1, timeout=30)) == 1

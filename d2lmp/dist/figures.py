@@ -40,7 +40,7 @@ def plot_timeline(events: list[dict], ax=None, title: str = "Per-rank timeline",
     ax.set(xlabel="time (ms)", title=title)
     kinds = sorted({e["kind"] for e in events}, key=list(KIND_COLOURS).index)
     ax.legend(handles=[Patch(color=KIND_COLOURS[k], label=k) for k in kinds], fontsize=8,
-              loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=len(kinds))
+              loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, axis="x", alpha=0.3)
     return ax.figure
 
@@ -94,3 +94,45 @@ def plot_ring_all_reduce(world: int = 4, step: int | None = None):
     fig.suptitle(f"Ring all-reduce on {world} ranks: contributions summed in each rank's copy of each chunk", y=1.02)
     fig.tight_layout()
     return fig, states
+
+
+def collective_examples(world: int = 4) -> dict[str, tuple[list[list[str]], list[list[str]]]]:
+    """Before/after contents of each rank for the five NCCL collectives, as text cells.
+
+    Rank r starts with values a_r, b_r, ... (one per chunk); sums are written Σa.
+    """
+    if world < 2:
+        raise ValueError(f"collectives need at least 2 ranks to show anything, got {world}")
+    letters = "abcdefgh"[:world]
+    start = [[f"{c}{r}" for c in letters] for r in range(world)]
+    summed = [f"Σ{c}" for c in letters]
+    return {
+        "all-reduce": (start, [summed[:] for _ in range(world)]),
+        "reduce (to rank 0)": (start, [summed[:]] + [["·"] * world for _ in range(world - 1)]),
+        "broadcast (from rank 0)": ([start[0]] + [["·"] * world for _ in range(world - 1)],
+                                    [start[0][:] for _ in range(world)]),
+        "reduce-scatter": (start, [[summed[r] if c == r else "·" for c in range(world)] for r in range(world)]),
+        "all-gather": ([[start[r][r] if c == r else "·" for c in range(world)] for r in range(world)],
+                       [[f"{letters[c]}{c}" for c in range(world)] for _ in range(world)]),
+    }
+
+
+def plot_collectives(world: int = 4):
+    """A before → after panel for each collective: rows are ranks, columns are chunks."""
+    import matplotlib.pyplot as plt
+
+    examples = collective_examples(world)
+    fig, axes = plt.subplots(len(examples), 2, figsize=(6.5, 1.25 * world * len(examples) / 2.2))
+    for row, (name, (before, after)) in enumerate(examples.items()):
+        for col, (grid, when) in enumerate(((before, "before"), (after, "after"))):
+            ax = axes[row, col]
+            ax.imshow([[0 if cell == "·" else 1 for cell in r] for r in grid], cmap="Blues", vmin=0, vmax=2.2)
+            for r, cells in enumerate(grid):
+                for c, cell in enumerate(cells):
+                    ax.text(c, r, cell, ha="center", va="center", fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks(range(world))
+            ax.set_yticklabels([f"rank {r}" for r in range(world)], fontsize=7)
+            ax.set_title(f"{name}: {when}", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -125,7 +125,11 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
     the same way; ranks still running after ``timeout`` seconds are stopped and reported.
     In every case all ranks are stopped before ``launch`` returns or raises.
     ``timeout`` also bounds ``init_process_group``. ``threads`` is each rank's compute
-    thread count (default: usable cores / world size, at least 1).
+    thread count: forked ranks always use one (see below); spawned ranks default to
+    usable cores / world size, at least 1.
+
+    Why one thread after fork: the parent's OpenMP thread pool does not survive ``fork``,
+    and a child that starts a multi-threaded operator can hang forever.
     """
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
@@ -138,6 +142,13 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
     if method == "spawn" and getattr(fn, "__module__", None) == "__main__":
         raise ValueError(f"{fn.__name__} is defined in __main__ (a notebook or script), which spawned processes "
                          "cannot import; move it into a module, or use start_method='fork' with backend 'gloo'")
+    if method == "fork":
+        # A forked child inherits the parent's OpenMP thread pool in a broken state: the first
+        # multi-threaded operator would hang. One thread per rank never enters that pool.
+        if threads not in (None, 1):
+            raise ValueError(f"threads={threads} with start method 'fork' would hang in OpenMP; "
+                             "forked ranks run one thread each (use start_method='spawn' for more)")
+        threads = 1
     ctx = mp.get_context(method)
     results = ctx.Queue()
     port = free_port()
