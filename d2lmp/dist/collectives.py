@@ -185,11 +185,11 @@ def _collective_call(name: str, impl: str, tensor: torch.Tensor):
 
 
 def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_bytes=(1024, 2**20),
-                       repeats: int = 5, min_time: float = 0.05, device: str = "cpu") -> list[dict]:
+                       repeats: int = 5, min_time: float = 0.05, device: str = "auto") -> list[dict]:
     """Time a collective at each size on the current group, like nccl-tests.
 
     Call on every rank. ``impl`` is "torch" (the backend's own) or one of ours ("ring",
-    "naive", "tree"). Each repeat times a block of calls between barriers; a size's time
+    "naive", "tree"). ``device`` "auto" is the rank's GPU under NCCL, else the CPU. Each repeat times a block of calls between barriers; a size's time
     is the median repeat, taken as the slowest rank's. S is the tensor's bytes (for
     all_gather, the gathered total). Returns rows with size_bytes, seconds, algbw_gbs, busbw_gbs.
     """
@@ -198,7 +198,8 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     for size in sizes_bytes:
         if size < 4 * world:
             raise ValueError(f"size {size} B is too small for {world} ranks of float32 (need >= {4 * world})")
-        tensor = torch.ones(size // 4, device=rank_device(device))
+        dev = rank_device(device)
+        tensor = torch.ones(size // 4, device=dev)
         fn = _collective_call(name, impl, tensor)
         fn()  # warm-up
         dist.barrier()
@@ -214,8 +215,8 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
             start = time.perf_counter()
             for _ in range(calls):
                 fn()
-            if device != "cpu":
-                torch.cuda.synchronize()  # NCCL calls return before the GPU has finished
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)  # NCCL calls return before the GPU has finished
             samples.append((time.perf_counter() - start) / calls)
         slowest = torch.tensor([statistics.median(samples)], dtype=torch.float64)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)

@@ -177,7 +177,7 @@ class DataParallelStep:
     """One training step of a chosen version on this rank: forward, backward, gradient sum, SGD."""
 
     def __init__(self, spec: MLPSpec, version: str, lr: float = 0.1, bucket_bytes: int = 1 << 20,
-                 device: str = "cpu"):
+                 device: str = "auto"):
         if version not in VERSIONS:
             raise ValueError(f"unknown version {version!r}; available: {', '.join(VERSIONS)}")
         self.version = version
@@ -222,7 +222,7 @@ class DataParallelStep:
 
 
 def dp_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
-                 bucket_bytes: int = 1 << 20, device: str = "cpu") -> list[torch.Tensor]:
+                 bucket_bytes: int = 1 << 20, device: str = "auto") -> list[torch.Tensor]:
     """Worker: one backward pass of ``version`` on this rank's slice; returns the summed gradients (on the CPU)."""
     step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
@@ -238,7 +238,7 @@ def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) ->
 
 
 def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
-             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "cpu") -> dict:
+             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "auto") -> dict:
     """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and events."""
     step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)

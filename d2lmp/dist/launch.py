@@ -86,8 +86,10 @@ def threads_per_rank(world_size: int) -> int:
     return max(1, usable_cores() // world_size)
 
 
-def rank_device(device: str = "cpu") -> torch.device:
-    """This rank's device: "cuda" means the GPU ``launch`` assigned to this rank (``torch.cuda.set_device``)."""
+def rank_device(device: str = "auto") -> torch.device:
+    """This rank's device. "auto": its GPU under NCCL, else the CPU; "cuda": the GPU ``launch`` assigned to it."""
+    if device == "auto":
+        device = "cuda" if dist.is_initialized() and dist.get_backend() == "nccl" else "cpu"
     if device == "cuda":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device(device)

@@ -16,7 +16,7 @@ from .launch import rank_device
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
 
 
-def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "cpu") -> dict[str, bool]:
+def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "auto") -> dict[str, bool]:
     """Our collectives against torch.distributed's on integer-valued tensors (sums are exact)."""
     ok: dict[str, bool] = {}
 
@@ -43,7 +43,7 @@ def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "cpu") -
 
 
 def check_data_parallel(rank: int, world: int, versions=DP.VERSIONS, batch: int = 23,
-                        device: str = "cpu") -> dict[str, float]:
+                        device: str = "auto") -> dict[str, float]:
     """Max |difference| between each version's gradients and the single-process full-batch gradients."""
     spec = DP.MLPSpec((16, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, batch)
@@ -53,3 +53,12 @@ def check_data_parallel(rank: int, world: int, versions=DP.VERSIONS, batch: int 
         grads = DP.dp_gradients(rank, world, spec, x, y, version, bucket_bytes=512, device=device)
         errors[version] = max(float((g - r).abs().max()) for g, r in zip(grads, reference))
     return errors
+
+
+def measure_all_reduces(rank: int, world: int, sizes, impls=("torch", "naive", "tree", "ring"),
+                        min_time: float = 0.05, repeats: int = 3) -> list[dict]:
+    """All-reduce timings of each implementation at each size (see ``collectives.measure_collective``)."""
+    rows = []
+    for impl in impls:
+        rows += C.measure_collective("all_reduce", impl, sizes, repeats=repeats, min_time=min_time)
+    return rows
