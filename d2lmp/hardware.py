@@ -140,6 +140,41 @@ def cpu_info() -> CPUInfo:
     return CPUInfo(model, usable_cores(), clock, source, simd, lanes, units, note)
 
 
+def _parse_cache_size(text: str) -> int | None:
+    """Bytes from a sysfs cache size such as "32768K", "1M" or "512" (None if unreadable)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.IGNORECASE)
+    if not match:
+        return None
+    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
+    return int(match.group(1)) * scale
+
+
+def last_level_cache(root: str = "/sys/devices/system/cpu/cpu0/cache") -> tuple[int, int] | None:
+    """(level, bytes) of the largest-level data or unified cache of CPU 0, read from sysfs.
+
+    None where the operating system does not say (macOS, Windows, some containers).
+    The size is what one core can use; on many CPUs a slice of it is shared with others.
+    """
+    best: tuple[int, int] | None = None
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        level, kind, size = (_read(os.path.join(root, entry, f)) for f in ("level", "type", "size"))
+        if not level or not size or (kind or "").strip() == "Instruction":
+            continue
+        nbytes = _parse_cache_size(size)
+        if not level.strip().isdigit() or nbytes is None:
+            continue
+        candidate = (int(level), nbytes)
+        if best is None or candidate > best:
+            best = candidate
+    return best
+
+
 # ---------------------------------------------------------------------------------------
 # GPUs through NVML
 

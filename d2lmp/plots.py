@@ -163,7 +163,7 @@ def plot_speedups(names, ratios, kinds=None, references: dict[str, float] | None
     kinds = list(kinds) if kinds is not None else [""] * len(names)
     if len(kinds) != len(names):
         raise ValueError(f"need one kind per name, got {len(kinds)} kinds for {len(names)} names")
-    fig, ax = _figure(ax, figsize=(8, 4.5))
+    fig, ax = _figure(ax, figsize=(9.5, 4.5))
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colours = {k: palette[i % len(palette)] for i, k in enumerate(dict.fromkeys(kinds))}
     x = np.arange(len(names))
@@ -184,7 +184,7 @@ def plot_speedups(names, ratios, kinds=None, references: dict[str, float] | None
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, axis="y", which="both", alpha=0.3)
     if handles:
-        ax.legend(handles=handles, fontsize=8)
+        ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     return fig
 
@@ -203,8 +203,11 @@ def plot_history(history, axes=None, epochs: int | None = None):
     ax_loss.plot(history.epoch, history.train_loss, "o-", label="training loss")
     ax_acc.plot(history.epoch, history.train_acc, "o-", label="train accuracy")
     ax_acc.plot(history.epoch, history.test_acc, "s-", label="test accuracy")
+    from matplotlib.ticker import MaxNLocator
+
     last = epochs or (history.epoch[-1] if history.epoch else 1)
     for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlim(0.5, last + 0.5)
         ax.set_xlabel("epoch")
         ax.grid(True, alpha=0.3)
@@ -307,5 +310,27 @@ def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's 
     ax.set(ylabel="GFLOP/s", title=f"{title} ({device}, batch {rows[0]['batch'] if rows else '?'}); "
                                     "labels: time / F.conv2d time")
     ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16, kernels=(1, 3, 5, 7, 9, 11),
+                       strides=(1, 2, 4), marked: tuple[int, int] | None = None, ax=None):
+    """How many times larger im2col's matrix is than its input, against kernel size, per stride ("same" padding)."""
+    from .conv import im2col_size
+
+    fig, ax = _figure(ax, figsize=(6.5, 3.8))
+    for s in strides:
+        ks = [k for k in kernels if k <= size + 2 * (k // 2)]
+        ax.plot(ks, [im2col_size((batch, channels, size, size), k, s, k // 2).blowup for k in ks], "o-",
+                label=f"stride {s}")
+    if marked is not None:
+        k, s = marked
+        b = im2col_size((batch, channels, size, size), k, s, k // 2).blowup
+        ax.plot([k], [b], "k*", ms=14, label=f"kernel {k}, stride {s}: {b:.1f}×")
+    ax.set(yscale="log", xlabel="kernel size k (k×k, padding k//2)", ylabel="im2col matrix / input size",
+           title=f"im2col memory blow-up ({channels} channels, {size}×{size} input)")
+    ax.set_xticks(list(kernels))
+    ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return fig

@@ -53,6 +53,58 @@ class OpPoint:
     def gbs(self) -> float:
         return self.bytes / self.seconds / 1e9
 
+    @classmethod
+    def from_rates(cls, name: str, intensity: float, gflops: float, bytes: float = 1.0) -> "OpPoint":
+        """A point from its intensity (FLOP/byte) and rate (GFLOP/s), e.g. one read back from a report.
+
+        The absolute size is lost in such records, so ``bytes`` (1 by default) only sets the
+        scale: flops = intensity × bytes and seconds = flops / rate, which keeps both rates.
+        """
+        if intensity <= 0 or gflops <= 0 or bytes <= 0:
+            raise ValueError(f"intensity, gflops and bytes must be positive, got {intensity}, {gflops}, {bytes}")
+        flops = intensity * bytes
+        return cls(name, flops, bytes, flops / (gflops * 1e9))
+
+
+def points_from_records(records) -> list[OpPoint]:
+    """``OpPoint``s from dicts with name, intensity and gflops (as ``d2lmp selfcheck`` records them)."""
+    points = []
+    for r in records:
+        missing = {"name", "intensity", "gflops"} - set(r)
+        if missing:
+            raise ValueError(f"record {r!r} lacks {', '.join(sorted(missing))}")
+        points.append(OpPoint.from_rates(r["name"], r["intensity"], r["gflops"]))
+    return points
+
+
+def best_matmul(points) -> OpPoint:
+    """The matmul point (name starting "matmul") with the highest GFLOP/s: a measured peak."""
+    matmuls = [p for p in points if p.name.startswith("matmul")]
+    if not matmuls:
+        raise ValueError("no matmul among the points; measure_operations needs matmul_sizes")
+    return max(matmuls, key=lambda p: p.gflops)
+
+
+def summarise(points, peak_gflops: float, bandwidth_gbs: float) -> list[dict]:
+    """One dict per point: its rates, which roof bounds it, that roof's height and the fraction reached."""
+    ridge = ridge_point(peak_gflops, bandwidth_gbs)
+    rows = []
+    for p in points:
+        roof = attainable_gflops(p.intensity, peak_gflops, bandwidth_gbs)
+        rows.append(dict(name=p.name, intensity=p.intensity, gflops=p.gflops, gbs=p.gbs,
+                         bound="memory" if p.intensity < ridge else "compute",
+                         roof_gflops=roof, fraction_of_roof=p.gflops / roof))
+    return rows
+
+
+def speedups(base, faster) -> list[tuple[str, float]]:
+    """(name, GFLOP/s of ``faster`` / GFLOP/s of ``base``) for every operation both lists measured.
+
+    Names are matched exactly, in ``base``'s order; operations in only one list are left out.
+    """
+    rates = {p.name: p.gflops for p in faster}
+    return [(p.name, rates[p.name] / p.gflops) for p in base if p.name in rates]
+
 
 def measure_bandwidth(device: str = "cpu", megabytes: int = 256, min_time: float = 0.2) -> float:
     """Memory bandwidth in GB/s from copying one buffer into another (read + write counted).
@@ -67,6 +119,18 @@ def measure_bandwidth(device: str = "cpu", megabytes: int = 256, min_time: float
     dst = torch.empty_like(src)
     m = benchmark(lambda: dst.copy_(src), device, min_time=min_time, label="copy")
     return 2 * src.nbytes / m.median / 1e9
+
+
+def bandwidth_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_time: float = 0.1) -> list[dict]:
+    """Copy bandwidth for each buffer size: shows the caches (small buffers) and main memory (large).
+
+    Returns one dict per size: megabytes (one buffer), bytes_touched (source + destination) and gbs.
+    """
+    sizes = list(megabytes)
+    if not sizes:
+        raise ValueError("megabytes is empty; give buffer sizes such as (1, 4, 16, 64)")
+    return [dict(megabytes=mb, bytes_touched=2 * mb * 2**20, gbs=measure_bandwidth(device, mb, min_time))
+            for mb in sizes]
 
 
 def measure_operations(

@@ -80,8 +80,11 @@ def power_widget():
     )
 
 
-def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=()):
-    """Slide an arithmetic intensity along this machine's roofline and read the bound."""
+def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), **plot_kwargs):
+    """Slide an arithmetic intensity along this machine's roofline and read the bound.
+
+    ``plot_kwargs`` (label, peak_estimate, title, ...) go to ``plots.plot_roofline``.
+    """
     import ipywidgets as w
 
     from .roofline import OpPoint, attainable_gflops, ridge_point
@@ -92,8 +95,50 @@ def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=()):
         bound = attainable_gflops(ai, peak_gflops, bandwidth_gbs)
         kind = "memory-bound" if ai < ridge_point(peak_gflops, bandwidth_gbs) else "compute-bound"
         print(f"{ai:.3g} FLOP/byte → at most {bound:,.1f} GFLOP/s ({kind})")
-        marker = OpPoint("your op (bound)", ai, 1.0, 1e-9 / bound)
-        _show(plot_roofline(peak_gflops, bandwidth_gbs, list(points) + [marker]))
+        marker = OpPoint.from_rates("your op (at its bound)", ai, bound)
+        _show(plot_roofline(peak_gflops, bandwidth_gbs, list(points) + [marker], **plot_kwargs))
 
     return w.interactive(draw, log10_intensity=w.FloatSlider(
         value=0.0, min=-2.0, max=3.0, step=0.1, description="log10 AI"))
+
+
+def alexnet_widget():
+    """Input size and width → AlexNet's (2012) layer shapes, parameters and FLOPs, and where they live."""
+    import ipywidgets as w
+
+    from .models import alexnet_summary, format_layer_table, params_vs_flops
+    from .plots import plot_params_vs_flops
+
+    def draw(input_size=224, width=1.0):
+        s = alexnet_summary(input_size=input_size, width=width)
+        t = s["totals"]
+        print(f"input {input_size}×{input_size}, width ×{width}: {t['params']:,} parameters, "
+              f"{t['flops'] / 1e9:.2f} GFLOPs per image; conv layers do {s['conv_flop_share']:.0%} of the FLOPs, "
+              f"FC layers hold {s['fc_param_share']:.0%} of the parameters")
+        print(format_layer_table(s["rows"], skip_kinds=("ReLU", "Dropout", "Flatten", "LocalResponseNorm")))
+        _show(plot_params_vs_flops(params_vs_flops(s["rows"])))
+
+    return w.interactive(draw, input_size=w.IntSlider(224, 64, 320, 16, description="input size"),
+                         width=w.SelectionSlider(options=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0], value=1.0,
+                                                 description="width ×"))
+
+
+def im2col_widget():
+    """Kernel, stride, channels, input size and batch → the im2col matrix's size and its blow-up over the input."""
+    import ipywidgets as w
+
+    from .conv import im2col_size
+    from .plots import plot_im2col_memory
+
+    def draw(kernel=3, stride=1, channels=64, size=27, batch=16):
+        m = im2col_size((batch, channels, size, size), kernel, stride, kernel // 2)
+        print(f"input {batch}×{channels}×{size}×{size} = {m.input_elements * 4 / 2**20:,.2f} MiB; im2col matrix "
+              f"{m.rows:,} × {m.cols:,} = {m.bytes / 2**20:,.2f} MiB ({m.blowup:.1f}× the input)")
+        _show(plot_im2col_memory(channels, size, batch, marked=(kernel, stride)))
+
+    return w.interactive(draw,
+                         kernel=w.IntSlider(3, 1, 11, 2, description="kernel"),
+                         stride=w.IntSlider(1, 1, 4, 1, description="stride"),
+                         channels=w.IntSlider(64, 1, 512, 1, description="channels"),
+                         size=w.IntSlider(27, 11, 224, 1, description="input size"),
+                         batch=w.IntSlider(16, 1, 128, 1, description="batch"))

@@ -108,7 +108,7 @@ def test_auto_choices_on_this_machine():
 
 
 def test_torchrun_entry_point():
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                              "-m", "d2lmp.dist.demo_dp"], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.count("matches: True") == 4

@@ -158,3 +158,35 @@ def test_nvml_driver_without_gpus(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     gpus, sentence = hardware.nvml_gpus()
     assert gpus == [] and "reports no GPU" in sentence
+
+
+def _fake_cache(tmp_path, entries):
+    for i, (level, kind, size) in enumerate(entries):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    return str(tmp_path)
+
+
+def test_last_level_cache_from_sysfs(tmp_path):
+    root = _fake_cache(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "1024K"),
+                                  (3, "Unified", "32768K")])
+    assert hardware.last_level_cache(root) == (3, 32 * 2**20)
+
+
+def test_last_level_cache_skips_instruction_caches_and_bad_sizes(tmp_path):
+    root = _fake_cache(tmp_path, [(1, "Data", "32K"), (2, "Instruction", "64M"), (2, "Unified", "oops")])
+    assert hardware.last_level_cache(root) == (1, 32 * 2**10)
+
+
+def test_last_level_cache_missing_directory(tmp_path):
+    assert hardware.last_level_cache(str(tmp_path / "nothing")) is None
+
+
+def test_last_level_cache_on_this_machine():
+    found = hardware.last_level_cache()
+    if found is not None:
+        level, nbytes = found
+        assert level >= 1 and nbytes > 0

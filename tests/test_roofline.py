@@ -1,7 +1,19 @@
 import numpy as np
 import pytest
 
-from d2lmp.roofline import OpPoint, attainable_gflops, measure_bandwidth, measure_operations, ridge_point
+from d2lmp import recorded
+from d2lmp.roofline import (
+    OpPoint,
+    attainable_gflops,
+    bandwidth_sweep,
+    best_matmul,
+    measure_bandwidth,
+    measure_operations,
+    points_from_records,
+    ridge_point,
+    speedups,
+    summarise,
+)
 
 
 def test_roofline_has_two_regimes():
@@ -39,3 +51,48 @@ def test_bandwidth_is_positive_and_bad_size_rejected():
     assert measure_bandwidth("cpu", megabytes=8, min_time=0.01) > 0
     with pytest.raises(ValueError):
         measure_bandwidth("cpu", megabytes=0)
+
+
+def test_op_point_from_rates_keeps_intensity_and_rate():
+    p = OpPoint.from_rates("dot", intensity=0.25, gflops=1000.0)
+    assert p.intensity == pytest.approx(0.25)
+    assert p.gflops == pytest.approx(1000.0)
+    assert p.gbs == pytest.approx(4000.0)  # rate / intensity
+    q = OpPoint.from_rates("dot", intensity=0.25, gflops=1000.0, bytes=4e9)
+    assert (q.gflops, q.seconds) == (pytest.approx(1000.0), pytest.approx(1e-3))
+    with pytest.raises(ValueError):
+        OpPoint.from_rates("bad", intensity=0.0, gflops=1.0)
+
+
+def test_points_from_recorded_h200_selfcheck():
+    records = recorded.selfcheck_section("roofline_points")["points"]
+    points = points_from_records(records)
+    assert [p.name for p in points] == [r["name"] for r in records]
+    for p, r in zip(points, records):
+        assert p.intensity == pytest.approx(r["intensity"])
+        assert p.gflops == pytest.approx(r["gflops"])
+        assert p.gbs == pytest.approx(r["gbs"], rel=1e-9)
+    with pytest.raises(ValueError, match="gflops"):
+        points_from_records([{"name": "x", "intensity": 1.0}])
+
+
+def test_best_matmul_summarise_and_speedups():
+    slow = [OpPoint("add", 1, 12, 1e-9), OpPoint("matmul n=2", 480, 24, 1e-9), OpPoint("matmul n=4", 1920, 48, 1e-9)]
+    fast = [OpPoint("add", 1, 12, 1e-10), OpPoint("matmul n=4", 1920, 48, 1e-11), OpPoint("only here", 1, 1, 1)]
+    assert best_matmul(slow).name == "matmul n=4"
+    with pytest.raises(ValueError):
+        best_matmul(slow[:1])
+    rows = summarise(slow, peak_gflops=100.0, bandwidth_gbs=10.0)  # ridge at 10 FLOP/byte
+    assert [r["bound"] for r in rows] == ["memory", "compute", "compute"]
+    assert rows[0]["roof_gflops"] == pytest.approx(10 / 12)
+    assert rows[0]["fraction_of_roof"] == pytest.approx(1.0 / (10 / 12))
+    assert speedups(slow, fast) == [("add", pytest.approx(10.0)), ("matmul n=4", pytest.approx(100.0))]
+
+
+def test_bandwidth_sweep_rows():
+    rows = bandwidth_sweep("cpu", megabytes=(1, 2), min_time=0.01)
+    assert [r["megabytes"] for r in rows] == [1, 2]
+    assert rows[1]["bytes_touched"] == 4 * 2**20
+    assert all(r["gbs"] > 0 for r in rows)
+    with pytest.raises(ValueError):
+        bandwidth_sweep("cpu", megabytes=())

@@ -1,6 +1,6 @@
 """torchrun entry point: our collectives equal torch.distributed's.
 
-    python -m torch.distributed.run --nproc-per-node 4 -m d2lmp.dist.demo_collectives
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.dist.demo_collectives
 """
 
 from .launch import run_from_env

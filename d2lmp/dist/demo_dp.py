@@ -1,6 +1,6 @@
 """torchrun entry point: every data-parallel version gives the single-process gradients.
 
-    python -m torch.distributed.run --nproc-per-node 2 -m d2lmp.dist.demo_dp
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.dist.demo_dp
 """
 
 from .launch import run_from_env

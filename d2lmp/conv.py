@@ -1,0 +1,384 @@
+"""Convolution three ways: readable loops, im2col + GEMM, and the cuda-convnet ("c01b") layout.
+
+All three compute what ``torch.nn.functional.conv2d`` computes (a cross-correlation: the
+kernel is not flipped, as in every deep learning framework and in cuda-convnet).
+
+- ``conv2d_loops``: one output value at a time; the definition, for tiny inputs only.
+- ``conv2d_im2col``: copy every receptive field into a column (``F.unfold``), then one
+  matrix product per group: how Caffe and early cuDNN turned convolution into GEMM.
+- ``conv2d_c01b``: tensors stored as (channels, rows, cols, batch), batch innermost, as
+  cuda-convnet stores them; the gather reads runs of consecutive images and one GEMM
+  writes the output directly in the same layout.
+
+Also: output sizes, multiply-add counts, im2col memory, and a benchmark against
+``F.conv2d`` on AlexNet's convolutional layers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+# ---------------------------------------------------------------------------------------
+# Shapes and checks
+
+
+def _pair(value, name: str) -> tuple[int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return int(value[0]), int(value[1])
+    raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
+
+
+def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
+    """Output length along one axis: floor((size + 2·padding − kernel) / stride) + 1."""
+    if kernel > size + 2 * padding:
+        raise ValueError(f"kernel {kernel} is larger than the padded input {size} + 2·{padding}")
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def check_conv_shapes(x_shape, w_shape, bias_shape=None, stride=1, padding=0, groups=1) -> tuple[int, int, int, int]:
+    """Validate an NCHW input and OIHW (O, C/groups, kh, kw) weight; return the NCHW output shape.
+
+    Raises ValueError naming the shapes for: wrong rank, channel mismatch, groups that do not
+    divide the channels, a kernel larger than the padded input, bad stride/padding or bias.
+    """
+    x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+    if len(x_shape) != 4:
+        raise ValueError(f"input must be 4-D (batch, channels, rows, cols), got shape {x_shape}")
+    if len(w_shape) != 4:
+        raise ValueError(f"weight must be 4-D (out_channels, in_channels/groups, kh, kw), got shape {w_shape}")
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    if sh < 1 or sw < 1:
+        raise ValueError(f"stride must be at least 1, got {stride}")
+    if ph < 0 or pw < 0:
+        raise ValueError(f"padding must be non-negative, got {padding}")
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"groups must be a positive int, got {groups!r}")
+    n, c, h, w = x_shape
+    o, cg, kh, kw = w_shape
+    if c % groups or o % groups:
+        raise ValueError(f"groups={groups} must divide the input channels ({c}, input {x_shape}) "
+                         f"and the output channels ({o}, weight {w_shape})")
+    if cg * groups != c:
+        raise ValueError(f"weight {w_shape} expects {cg}×{groups} = {cg * groups} input channels "
+                         f"(in_channels/groups × groups), but input {x_shape} has {c}")
+    if kh > h + 2 * ph or kw > w + 2 * pw:
+        raise ValueError(f"kernel {kh}×{kw} (weight {w_shape}) is larger than the padded input "
+                         f"{h + 2 * ph}×{w + 2 * pw} (input {x_shape}, padding {padding})")
+    if bias_shape is not None and tuple(bias_shape) != (o,):
+        raise ValueError(f"bias must have shape ({o},) for weight {w_shape}, got {tuple(bias_shape)}")
+    return n, o, (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+
+
+def conv2d_macs(x_shape, w_shape, stride=1, padding=0, groups=1) -> int:
+    """Multiply-adds of one convolution: output elements × (in_channels/groups × kh × kw)."""
+    n, o, ho, wo = check_conv_shapes(x_shape, w_shape, None, stride, padding, groups)
+    _, cg, kh, kw = w_shape
+    return n * o * ho * wo * cg * kh * kw
+
+
+def conv2d_flops(x_shape, w_shape, stride=1, padding=0, groups=1) -> int:
+    """FLOPs = 2 × multiply-adds (one multiply and one add each); the bias add is not counted."""
+    return 2 * conv2d_macs(x_shape, w_shape, stride, padding, groups)
+
+
+def conv2d_min_bytes(x_shape, w_shape, stride=1, padding=0, groups=1, element_size: int = 4) -> int:
+    """Minimum memory traffic: read the input and the weights once, write the output once."""
+    out = check_conv_shapes(x_shape, w_shape, None, stride, padding, groups)
+    numel = lambda s: int(torch.Size(s).numel())  # noqa: E731
+    return element_size * (numel(x_shape) + numel(w_shape) + numel(out))
+
+
+@dataclass
+class Im2colSize:
+    """The size of the matrix im2col builds, against the input it was built from."""
+
+    rows: int  # in_channels × kh × kw (one row per weight of a filter)
+    cols: int  # batch × output positions (one column per receptive field)
+    input_elements: int
+    element_size: int = 4
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def bytes(self) -> int:
+        return self.elements * self.element_size
+
+    @property
+    def blowup(self) -> float:
+        """How many times larger the column matrix is than the input it copies."""
+        return self.elements / self.input_elements
+
+
+def im2col_size(x_shape, kernel, stride=1, padding=0, element_size: int = 4) -> Im2colSize:
+    """Rows, columns and bytes of the im2col matrix for an NCHW input and a kh×kw kernel."""
+    kh, kw = _pair(kernel, "kernel")
+    if len(tuple(x_shape)) != 4:
+        raise ValueError(f"input must be 4-D (batch, channels, rows, cols), got shape {tuple(x_shape)}")
+    n, c, h, w = x_shape
+    _, _, ho, wo = check_conv_shapes(x_shape, (1, c, kh, kw), None, stride, padding, 1)
+    return Im2colSize(c * kh * kw, n * ho * wo, n * c * h * w, element_size)
+
+
+# ---------------------------------------------------------------------------------------
+# The three implementations
+
+
+def conv2d_loops(x, w, b=None, stride=1, padding=0):
+    """The definition, one output value at a time (NCHW input, OIHW weight). Tiny inputs only.
+
+    out[n, o, i, j] = b[o] + Σ_c Σ_u Σ_v x_padded[n, c, i·s + u, j·s + v] · w[o, c, u, v]
+    """
+    n, o, ho, wo = check_conv_shapes(x.shape, w.shape, None if b is None else b.shape, stride, padding, 1)
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    kh, kw = w.shape[2:]
+    xp = F.pad(x, (pw, pw, ph, ph))
+    rows = []
+    for img in range(n):
+        for f in range(o):
+            for i in range(ho):
+                for j in range(wo):
+                    patch = xp[img, :, i * sh:i * sh + kh, j * sw:j * sw + kw]
+                    value = (patch * w[f]).sum()
+                    rows.append(value if b is None else value + b[f])
+    return torch.stack(rows).reshape(n, o, ho, wo)
+
+
+def conv2d_im2col(x, w, b=None, stride=1, padding=0, groups=1):
+    """im2col + GEMM: copy receptive fields into columns, then one matrix product per group.
+
+    Same arguments, shapes and results as ``F.conv2d`` for NCHW input; autograd flows through.
+    """
+    n, o, ho, wo = check_conv_shapes(x.shape, w.shape, None if b is None else b.shape, stride, padding, groups)
+    kh, kw = w.shape[2:]
+    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
+    xp = F.pad(x, (pw, pw, ph, ph)) if (ph or pw) else x
+    windows = xp.unfold(2, kh, sh).unfold(3, kw, sw)  # a view (N, C, Ho, Wo, kh, kw): no copy yet
+    # The copy: columns (N, C·kh·kw, Ho·Wo), rows ordered channel-major like F.unfold's,
+    # so each group's rows are contiguous.
+    k = w.shape[1] * kh * kw
+    cols = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, groups, k, ho * wo)
+    filters = w.reshape(groups, o // groups, k)
+    out = torch.matmul(filters, cols)  # (G, O/G, K) @ (N, G, K, L) → (N, G, O/G, L)
+    out = out.reshape(n, o, ho, wo)
+    if b is not None:
+        out = out + b.view(1, o, 1, 1)
+    return out
+
+
+def to_c01b(x):
+    """NCHW → c01b: (channels, rows, cols, batch), batch innermost (a contiguous copy)."""
+    if x.dim() != 4:
+        raise ValueError(f"expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
+    return x.permute(1, 2, 3, 0).contiguous()
+
+
+def from_c01b(x):
+    """c01b (channels, rows, cols, batch) → NCHW (a contiguous copy)."""
+    if x.dim() != 4:
+        raise ValueError(f"expected a 4-D c01b tensor, got shape {tuple(x.shape)}")
+    return x.permute(3, 0, 1, 2).contiguous()
+
+
+def filters_to_c01b(w):
+    """OIHW weights (out, in/groups, kh, kw) → cuda-convnet's (in/groups, kh, kw, out)."""
+    if w.dim() != 4:
+        raise ValueError(f"expected a 4-D weight (out, in, kh, kw), got shape {tuple(w.shape)}")
+    return w.permute(1, 2, 3, 0).contiguous()
+
+
+def conv2d_c01b(x, w, b=None, stride=1, padding=0, groups=1):
+    """Convolution in cuda-convnet's layout.
+
+    ``x``: images (channels, rows, cols, batch); ``w``: filters (in_channels/groups, kh, kw,
+    out_channels); result (out_channels, out_rows, out_cols, batch). The gather copies runs of
+    consecutive images (the batch axis is contiguous) and one GEMM per group writes the output
+    straight into the same layout, so no transposes are needed between layers.
+    """
+    if x.dim() != 4:
+        raise ValueError(f"input must be 4-D (channels, rows, cols, batch), got shape {tuple(x.shape)}")
+    if w.dim() != 4:
+        raise ValueError(f"filters must be 4-D (in_channels/groups, kh, kw, out_channels), got shape {tuple(w.shape)}")
+    c, h, wd, n = x.shape
+    cg, kh, kw, o = w.shape
+    try:
+        _, _, ho, wo = check_conv_shapes((n, c, h, wd), (o, cg, kh, kw), None if b is None else b.shape,
+                                         stride, padding, groups)
+    except ValueError as exc:
+        raise ValueError(f"{exc} [c01b input {tuple(x.shape)}, filters {tuple(w.shape)}]") from None
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    xp = F.pad(x, (0, 0, pw, pw, ph, ph)) if (ph or pw) else x.contiguous()
+    s = xp.stride()
+    # View (C, kh, kw, Ho, Wo, N) of the padded images: no copy yet.
+    patches = xp.as_strided((c, kh, kw, ho, wo, n), (s[0], s[1], s[2], s[1] * sh, s[2] * sw, s[3]))
+    k = cg * kh * kw
+    cols = patches.reshape(groups, k, ho * wo * n)  # the copy: innermost runs of n consecutive images
+    filters = w.reshape(k, groups, o // groups).permute(1, 2, 0)  # (G, O/G, K)
+    out = torch.bmm(filters, cols).reshape(o, ho, wo, n)
+    if b is not None:
+        out = out + b.view(o, 1, 1, 1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# AlexNet's convolutional layers and the benchmark
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """One convolution's shape: input channels and size, filters, kernel, stride, padding, groups."""
+
+    name: str
+    in_channels: int
+    size: int
+    out_channels: int
+    kernel: int
+    stride: int = 1
+    padding: int = 0
+    groups: int = 1
+
+    def x_shape(self, batch: int) -> tuple[int, int, int, int]:
+        return (batch, self.in_channels, self.size, self.size)
+
+    @property
+    def w_shape(self) -> tuple[int, int, int, int]:
+        return (self.out_channels, self.in_channels // self.groups, self.kernel, self.kernel)
+
+    def macs(self, batch: int) -> int:
+        return conv2d_macs(self.x_shape(batch), self.w_shape, self.stride, self.padding, self.groups)
+
+    def flops(self, batch: int) -> int:
+        return 2 * self.macs(batch)
+
+    def min_bytes(self, batch: int, element_size: int = 4) -> int:
+        return conv2d_min_bytes(self.x_shape(batch), self.w_shape, self.stride, self.padding, self.groups, element_size)
+
+
+# The 2012 paper's five convolutions (facts.md §1.2): 224×224 input with padding 2 in conv1
+# (so conv1 gives 55×55), groups=2 where a layer sees only its own GPU's maps.
+ALEXNET_2012_CONV = (
+    ConvLayer("conv1", 3, 224, 96, 11, stride=4, padding=2),
+    ConvLayer("conv2", 96, 27, 256, 5, padding=2, groups=2),
+    ConvLayer("conv3", 256, 13, 384, 3, padding=1),
+    ConvLayer("conv4", 384, 13, 384, 3, padding=1, groups=2),
+    ConvLayer("conv5", 384, 13, 256, 3, padding=1, groups=2),
+)
+
+IMPLEMENTATIONS = ("im2col", "c01b", "GEMM only")
+
+
+def _inputs(layer: ConvLayer, batch: int, device, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(layer.x_shape(batch), generator=g).to(device)
+    w = (torch.randn(layer.w_shape, generator=g) * 0.01).to(device)
+    b = torch.randn(layer.out_channels, generator=g).to(device)
+    return x, w, b
+
+
+def layer_fns(layer: ConvLayer, batch: int, device="cpu"):
+    """{"F.conv2d": fn, "im2col": fn, "c01b": fn, "GEMM only": fn}: zero-argument calls on prepared inputs.
+
+    The c01b call gets its input and filters already in c01b layout (cuda-convnet keeps
+    activations in that layout from layer to layer), so the layout change is not timed.
+    "GEMM only" is im2col's matrix product alone, on columns built beforehand: a lower
+    bound for any im2col that calls the same matrix product.
+    """
+    x, w, b = _inputs(layer, batch, device)
+    xc, wc = to_c01b(x), filters_to_c01b(w)
+    kw = dict(stride=layer.stride, padding=layer.padding, groups=layer.groups)
+    n, k, groups = batch, w.shape[1] * layer.kernel ** 2, layer.groups
+    cols = F.unfold(x, layer.kernel, padding=layer.padding, stride=layer.stride).view(n, groups, k, -1)
+    filters = w.reshape(groups, -1, k)
+    return {
+        "F.conv2d": lambda: F.conv2d(x, w, b, **kw),
+        "im2col": lambda: conv2d_im2col(x, w, b, **kw),
+        "c01b": lambda: conv2d_c01b(xc, wc, b, **kw),
+        "GEMM only": lambda: torch.matmul(filters, cols),
+    }
+
+
+def check_layer(layer: ConvLayer, batch: int = 2, device="cpu") -> dict:
+    """Largest absolute difference of each implementation from ``F.conv2d`` on one layer."""
+    fns = layer_fns(layer, batch, device)
+    with torch.no_grad():
+        ref = fns["F.conv2d"]()
+        errors = {"im2col": float((fns["im2col"]() - ref).abs().max()),
+                  "c01b": float((from_c01b(fns["c01b"]()) - ref).abs().max())}
+    return {"layer": layer.name, "max_abs_ref": float(ref.abs().max()), **errors}
+
+
+def benchmark_conv(layers=ALEXNET_2012_CONV, batch: int = 16, device="cpu", implementations=IMPLEMENTATIONS,
+                   min_time: float = 0.3, rounds: int = 3, progress: bool = False) -> list[dict]:
+    """Time each implementation and ``F.conv2d`` (forward, no autograd) on each layer.
+
+    Returns one dict per (layer, implementation): seconds, gflops and ``ratio`` = its time
+    / ``F.conv2d``'s time measured in the same run (1.0 = as fast as the framework). The
+    implementations are timed in ``rounds`` alternating turns and the median is kept.
+    """
+    from .timing import benchmark, resolve_device
+
+    device = resolve_device(device)
+    unknown = set(implementations) - set(IMPLEMENTATIONS)
+    if unknown:
+        raise ValueError(f"unknown implementation(s) {sorted(unknown)}; available: {', '.join(IMPLEMENTATIONS)}")
+    if batch < 1:
+        raise ValueError(f"batch must be positive, got {batch}")
+    jobs = list(layers)
+    if progress:
+        from tqdm.auto import tqdm
+
+        jobs = tqdm(jobs, desc=f"conv layers on {device}")
+    rows = []
+    names = ["F.conv2d", *implementations]
+    for layer in jobs:
+        fns = layer_fns(layer, batch, device)
+        flops, nbytes = layer.flops(batch), layer.min_bytes(batch)
+        times = {name: [] for name in names}
+        with torch.no_grad():
+            for _ in range(rounds):  # alternate so that drifting machine load hits all alike
+                for name in names:
+                    times[name].append(benchmark(fns[name], device, min_time=min_time / rounds, min_blocks=3).median)
+        median = {name: statistics.median(ts) for name, ts in times.items()}
+        for name in names:
+            t = median[name]
+            rows.append(dict(layer=layer.name, impl=name, device=device, batch=batch, seconds=t,
+                             gflops=flops / t / 1e9, ratio=t / median["F.conv2d"], flops=flops, bytes=nbytes))
+        del fns
+    return rows
+
+
+def conv_points(rows, impl: str = "F.conv2d"):
+    """``roofline.OpPoint``s (minimum traffic, measured time) for one implementation's rows."""
+    from .roofline import OpPoint
+
+    return [OpPoint(f"{r['layer']} ({r['impl']})", float(r["flops"]), float(r["bytes"]), r["seconds"])
+            for r in rows if r["impl"] == impl]
+
+
+def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
+    """Which of cuda-convnet's constraints a layer and batch meet (facts.md §3, from cuda-convnet2's code).
+
+    - filters a multiple of 16 per group (``assert(numFilters % (16 * numGroups) == 0)``), required;
+    - input channels 1, 2, 3 or a multiple of 4 per group, required;
+    - square filters and stride ≤ filter size, required;
+    - batch a multiple of 128 for full speed (``imgsPerThread = numImages % 128 == 0 ? 4 : ...``); other
+      batches work, slower.
+    """
+    cin = layer.in_channels // layer.groups
+    return {
+        "filters_multiple_of_16": layer.out_channels % (16 * layer.groups) == 0,
+        "channels_supported": cin in (1, 2, 3) or cin % 4 == 0,
+        "stride_at_most_kernel": layer.stride <= layer.kernel,
+        "batch_multiple_of_128": batch % 128 == 0,
+        "images_per_thread": 4 if batch % 128 == 0 else 2 if batch % 64 == 0 else 1,
+    }

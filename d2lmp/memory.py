@@ -1,0 +1,277 @@
+"""What a training step stores and what inference does not: measured, and predicted by formula.
+
+A training step keeps four kinds of tensors in memory:
+
+- **parameters** (the weights),
+- **gradients** (one number per parameter),
+- **optimizer state** (SGD with momentum: one buffer per parameter; Adam: two, plus a step counter),
+- **saved activations**: the tensors autograd keeps from the forward pass because backward needs them.
+
+Inference keeps only the parameters and the few activations alive at any moment.
+``measure_saved_activations`` records every tensor autograd saves, through
+``torch.autograd.graph.saved_tensors_hooks``, and counts each *storage* once (a ReLU's output
+that the next layer also saves, or a flattened view of it, is one block of memory).
+``predict_saved_activations`` gets the same total from layer shapes and a rule per layer kind.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+# What autograd saves for each supported leaf layer (the rule the prediction uses):
+SAVE_RULES = {
+    "Conv2d": "its input (needed for the weight gradient)",
+    "Linear": "its input (needed for the weight gradient)",
+    "ReLU": "its output (the gradient is passed where output > 0)",
+    "Sigmoid": "its output (σ' = σ(1 − σ))",
+    "Tanh": "its output (tanh' = 1 − tanh²)",
+    "MaxPool2d": "its input and the int64 index of each maximum (output-shaped)",
+    "Dropout": "the random mask (output-shaped): float on the CPU, one byte (bool) on CUDA; nothing in eval mode",
+    "Flatten": "nothing: its output is a view of its input",
+    "Identity": "nothing",
+}
+
+OPTIMIZERS = ("sgd", "momentum", "adam")
+
+
+def _storage_key(t: torch.Tensor):
+    return (t.device.type, t.untyped_storage().data_ptr())
+
+
+def _leaf_modules(model: nn.Module):
+    return [(name, m) for name, m in model.named_modules() if not list(m.children())]
+
+
+def measure_saved_activations(model: nn.Module, x: torch.Tensor) -> dict:
+    """Run ``model(x)`` and record every tensor autograd saves for backward (parameters excluded).
+
+    Each storage is counted once, at the first layer that saves it. Returns {"total_bytes",
+    "per_layer": [{"name", "kind", "bytes", "tensors"}], "saved_tensors" (how many saves),
+    "unique_storages", "output"}. Under ``torch.no_grad()`` nothing is saved and the total is 0.
+    """
+    param_keys = {_storage_key(p) for p in model.parameters()}
+    current = {"name": "(outside any layer)"}
+    per_layer: dict[str, dict] = {}
+    seen: set = set()
+    count = {"saves": 0}
+    hooks = []
+    for name, module in _leaf_modules(model):
+        def pre(mod, args, name=name):
+            current["name"] = name
+        hooks.append(module.register_forward_pre_hook(pre))
+        per_layer[name] = dict(name=name, kind=type(module).__name__, bytes=0, tensors=0)
+
+    def pack(t):
+        count["saves"] += 1
+        key = _storage_key(t)
+        if key not in param_keys and key not in seen:
+            seen.add(key)
+            row = per_layer.setdefault(current["name"], dict(name=current["name"], kind="", bytes=0, tensors=0))
+            row["bytes"] += t.untyped_storage().nbytes()
+            row["tensors"] += 1
+        return t
+
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    rows = list(per_layer.values())
+    return dict(total_bytes=sum(r["bytes"] for r in rows), per_layer=rows, saved_tensors=count["saves"],
+                unique_storages=len(seen), output=out)
+
+
+def _tensor_id(t: torch.Tensor) -> int:
+    base = t._base if t._base is not None else t
+    return id(base)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def predict_saved_activations(model: nn.Module, input_shape, dtype: torch.dtype = torch.float32,
+                              device_type: str | None = None, training: bool = True) -> dict:
+    """Saved-activation bytes from layer shapes and ``SAVE_RULES`` (no autograd involved).
+
+    Shapes come from one forward pass under ``torch.no_grad()`` on the model's device (build
+    the model on ``meta`` for big ones: no arithmetic happens there). ``device_type`` ("cpu"
+    or "cuda") decides the dropout mask's size; default: where the parameters are. Raises
+    ValueError for a layer kind without a rule. Returns the same layout as
+    ``measure_saved_activations``: {"total_bytes", "per_layer"}.
+    """
+    leaves = _leaf_modules(model)
+    for name, m in leaves:
+        if type(m).__name__ not in SAVE_RULES:
+            raise ValueError(f"no saved-activation rule for layer {name!r} ({type(m).__name__}); "
+                             f"known kinds: {', '.join(SAVE_RULES)}")
+    param = next(model.parameters())
+    device_type = device_type or param.device.type
+    if device_type == "meta":
+        device_type = "cpu"
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(f"device_type must be 'cpu' or 'cuda', got {device_type!r}")
+    records = []
+    hooks = [m.register_forward_hook(lambda mod, args, out, name=name: records.append((name, mod, args[0], out)))
+             for name, m in leaves]
+    x = torch.zeros(tuple(input_shape), dtype=dtype, device=param.device)
+    was_training = model.training
+    try:
+        model.train(training)  # in training mode dropout makes a new tensor, as it does when autograd records
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+        model.train(was_training)
+    saved: dict = {}  # tensor id -> bytes, first saver wins
+    rows = []
+    for name, mod, inp, out in records:
+        kind = type(mod).__name__
+        row = dict(name=name, kind=kind, bytes=0, tensors=0)
+
+        def save(key, nbytes):
+            if key not in saved:
+                saved[key] = nbytes
+                row["bytes"] += nbytes
+                row["tensors"] += 1
+
+        if kind in ("Conv2d", "Linear"):
+            save(_tensor_id(inp), _nbytes(inp))
+        elif kind in ("ReLU", "Sigmoid", "Tanh"):
+            save(_tensor_id(out), _nbytes(out))
+        elif kind == "MaxPool2d":
+            save(_tensor_id(inp), _nbytes(inp))
+            save((name, "indices"), out.numel() * 8)
+        elif kind == "Dropout" and training and 0 < mod.p < 1:
+            save((name, "mask"), out.numel() * (1 if device_type == "cuda" else out.element_size()))
+        rows.append(row)
+    return dict(total_bytes=sum(r["bytes"] for r in rows), per_layer=rows)
+
+
+def compare_saved_activations(model: nn.Module, x: torch.Tensor) -> dict:
+    """Measured and predicted saved-activation bytes for ``model(x)`` in training mode, and their ratio."""
+    model.train()
+    measured = measure_saved_activations(model, x)
+    predicted = predict_saved_activations(model, tuple(x.shape), x.dtype, x.device.type)
+    m, p = measured["total_bytes"], predicted["total_bytes"]
+    per_layer = [dict(name=a["name"], kind=a["kind"], measured=a["bytes"], predicted=b["bytes"])
+                 for a, b in zip(measured["per_layer"], predicted["per_layer"])]
+    return dict(measured_bytes=m, predicted_bytes=p, ratio=m / p if p else float("nan"), per_layer=per_layer)
+
+
+# ---------------------------------------------------------------------------------------
+# A whole training step
+
+
+def _make_optimizer(name: str, params, lr: float = 1e-3):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if name == "momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
+
+
+def predict_step_memory(model: nn.Module, input_shape, optimizer: str = "adam", dtype_bytes: int = 4,
+                        device_type: str | None = None) -> dict:
+    """Bytes of parameters, gradients, optimizer state and saved activations for one training step.
+
+    Parameters P × bytes; gradients the same; optimizer state 0 (plain SGD), P × bytes (momentum)
+    or 2 P × bytes plus a 4-byte step counter per parameter tensor (Adam). Inference needs the
+    parameters only, plus the activations alive at one moment (not counted here).
+    """
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    params = list(model.parameters())
+    p_bytes = sum(p.numel() for p in params) * dtype_bytes
+    state = {"sgd": 0, "momentum": p_bytes, "adam": 2 * p_bytes + 4 * len(params)}[optimizer]
+    acts = predict_saved_activations(model, input_shape, device_type=device_type)["total_bytes"]
+    return dict(parameters=p_bytes, gradients=p_bytes, optimizer_state=state, saved_activations=acts)
+
+
+def measure_step_memory(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: str = "adam") -> dict:
+    """Run one real training step and add up the tensors each part holds (bytes).
+
+    Parameters and gradients from the tensors themselves, optimizer state from the optimizer's
+    ``state`` after ``step()``, saved activations with ``measure_saved_activations`` (the loss's
+    own few saved tensors are left out, as in the prediction).
+    """
+    model.train()
+    opt = _make_optimizer(optimizer, model.parameters())
+    opt.zero_grad(set_to_none=True)
+    out = measure_saved_activations(model, x)
+    loss = nn.functional.cross_entropy(out["output"], y)
+    loss.backward()
+    opt.step()
+    params = list(model.parameters())
+    state_bytes = sum(_nbytes(v) for s in opt.state.values() for v in s.values() if torch.is_tensor(v))
+    return dict(parameters=sum(_nbytes(p) for p in params),
+                gradients=sum(_nbytes(p.grad) for p in params if p.grad is not None),
+                optimizer_state=state_bytes, saved_activations=out["total_bytes"])
+
+
+def inference_activation_peak(model: nn.Module, input_shape, dtype_bytes: int = 4) -> int:
+    """Predicted activation bytes inference must hold at once: max over layers of (input + output).
+
+    In a chain of layers, once a layer's output exists its input can be freed, so only two
+    neighbouring activations are ever alive together (the framework may keep a little more).
+    """
+    leaves = _leaf_modules(model)
+    param = next(model.parameters())
+    sizes = []
+    hooks = [m.register_forward_hook(lambda mod, args, out: sizes.append(
+        (args[0].numel() + (0 if out._base is args[0] or out is args[0] else out.numel())) * dtype_bytes))
+        for _, m in leaves]
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(torch.zeros(tuple(input_shape), device=param.device))
+    finally:
+        for h in hooks:
+            h.remove()
+        model.train(was_training)
+    return max(sizes)
+
+
+def cuda_peak_memory(model: nn.Module, x: torch.Tensor, y: torch.Tensor, train: bool = True,
+                     optimizer: str = "adam") -> dict:
+    """The CUDA caching allocator's peak for one training step (``train``) or one inference pass.
+
+    Reports bytes above what was allocated before (model already on the GPU): the step's own
+    memory, including workspaces and temporaries the formulas above do not count.
+    """
+    device = x.device
+    if device.type != "cuda":
+        raise ValueError(f"cuda_peak_memory needs tensors on a CUDA device, got {device}")
+    model.to(device)
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    if train:
+        model.train()
+        opt = _make_optimizer(optimizer, model.parameters())
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    else:
+        model.eval()
+        with torch.no_grad():
+            model(x)
+    torch.cuda.synchronize(device)
+    return dict(peak_bytes=torch.cuda.max_memory_allocated(device) - before, baseline_bytes=before,
+                parameter_bytes=sum(_nbytes(p) for p in model.parameters()))
+
+
+def breakdown_rows(model: nn.Module, input_shape, optimizer: str = "adam", device_type: str | None = None) -> list[dict]:
+    """Two rows for a bar chart, "training" and "inference", with bytes per component (predicted)."""
+    train = predict_step_memory(model, input_shape, optimizer, device_type=device_type)
+    infer = dict(parameters=train["parameters"], gradients=0, optimizer_state=0, saved_activations=0,
+                 live_activations=inference_activation_peak(model, input_shape))
+    train["live_activations"] = 0
+    return [dict(label=f"training step ({optimizer})", **train), dict(label="inference (forward only)", **infer)]

@@ -1,0 +1,266 @@
+"""LeNet-5, four AlexNets and a per-layer table of shapes, parameters, multiply-adds and memory.
+
+- ``lenet5``: the LeNet-5 of *Dive into Deep Learning* (sigmoid, average pooling, 28×28 input).
+- ``alexnet_d2l``: D2L's single-tower AlexNet for 224×224 inputs (facts.md §1.4c: 46,764,746
+  parameters with 1 input channel and 10 classes).
+- ``alexnet2012``: the 2012 paper's network: two towers as grouped convolutions (conv2, conv4,
+  conv5), local response normalisation with k=2, n=5, α=1e-4, β=0.75, overlapping 3×3/2 pooling,
+  dropout 0.5 in fc6 and fc7 (facts.md §1.1, §1.2, §1.4a: 60,965,224 parameters).
+- ``alexnet_torchvision``: parameter names and shapes of torchvision's ``alexnet`` (facts.md
+  §1.4b: 61,100,840 parameters), so its published weights load unchanged.
+- ``alexnet_small``: an AlexNet-shaped network scaled down for 32×32 inputs and CPU training.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+from torch import nn
+
+# Paper constants (facts.md §1.1, paper §3.3): b = a / (k + α Σ a²)^β over n adjacent maps.
+LRN_K, LRN_N, LRN_ALPHA, LRN_BETA = 2.0, 5, 1e-4, 0.75
+
+
+def paper_lrn() -> nn.LocalResponseNorm:
+    """The paper's local response normalisation.
+
+    PyTorch's ``LocalResponseNorm`` divides α by n (it computes k + α/n · Σ a²), so the
+    paper's α = 1e-4 is passed as n · α.
+    """
+    return nn.LocalResponseNorm(LRN_N, alpha=LRN_N * LRN_ALPHA, beta=LRN_BETA, k=LRN_K)
+
+
+def lenet5(num_classes: int = 10) -> nn.Sequential:
+    """LeNet-5 as in *Dive into Deep Learning*: sigmoid activations, 2×2 average pooling, 28×28 input."""
+    return nn.Sequential(
+        nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+        nn.Conv2d(6, 16, kernel_size=5), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+        nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120), nn.Sigmoid(),
+        nn.Linear(120, 84), nn.Sigmoid(),
+        nn.Linear(84, num_classes),
+    )
+
+
+def alexnet_d2l(num_classes: int = 10, in_channels: int = 1) -> nn.Sequential:
+    """D2L's AlexNet: one tower, no LRN, 224×224 input (Fashion-MNIST resized in the book)."""
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 96, kernel_size=11, stride=4, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(96, 256, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(256, 384, kernel_size=3, padding=1), nn.ReLU(),
+        nn.Conv2d(384, 384, kernel_size=3, padding=1), nn.ReLU(),
+        nn.Conv2d(384, 256, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Flatten(),
+        nn.Linear(6400, 4096), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(4096, 4096), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(4096, num_classes),
+    )
+
+
+def _scaled(channels: int, width: float) -> int:
+    # Keep every width even so the two towers (groups=2) split it evenly.
+    return max(2, 2 * round(channels * width / 2))
+
+
+def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 224, init: str = "paper") -> nn.Module:
+    """The 2012 paper's AlexNet; ``width`` scales every layer's channels (1.0 = the paper).
+
+    The two GPUs are written as ``groups=2`` in conv2, conv4 and conv5, whose kernels see
+    only their own GPU's maps (paper §3.2). conv1 uses padding 2 so that a 224×224 input
+    gives the paper's 55×55 maps (facts.md §1.2, the 224 vs 227 note). fc6's input size
+    follows ``input_size``. ``init="paper"`` draws weights from N(0, 0.01) with bias 1 in
+    conv2, conv4, conv5 and the hidden FC layers, 0 elsewhere (paper §5); "torch" keeps
+    PyTorch's default initialisation.
+    """
+    if init not in ("paper", "torch"):
+        raise ValueError(f"init must be 'paper' or 'torch', got {init!r}")
+    if width <= 0:
+        raise ValueError(f"width must be positive, got {width}")
+    c = [_scaled(ch, width) for ch in (96, 256, 384, 384, 256)]
+    fc = _scaled(4096, width)
+    features = nn.Sequential(OrderedDict([
+        ("conv1", nn.Conv2d(3, c[0], 11, stride=4, padding=2)), ("relu1", nn.ReLU()), ("norm1", paper_lrn()),
+        ("pool1", nn.MaxPool2d(3, 2)),
+        ("conv2", nn.Conv2d(c[0], c[1], 5, padding=2, groups=2)), ("relu2", nn.ReLU()), ("norm2", paper_lrn()),
+        ("pool2", nn.MaxPool2d(3, 2)),
+        ("conv3", nn.Conv2d(c[1], c[2], 3, padding=1)), ("relu3", nn.ReLU()),
+        ("conv4", nn.Conv2d(c[2], c[3], 3, padding=1, groups=2)), ("relu4", nn.ReLU()),
+        ("conv5", nn.Conv2d(c[3], c[4], 3, padding=1, groups=2)), ("relu5", nn.ReLU()),
+        ("pool5", nn.MaxPool2d(3, 2)),
+    ]))
+    with torch.device("meta"):
+        flat = features(torch.empty(1, 3, input_size, input_size)).numel()
+    classifier = nn.Sequential(OrderedDict([
+        ("fc6", nn.Linear(flat, fc)), ("relu6", nn.ReLU()), ("drop6", nn.Dropout(0.5)),
+        ("fc7", nn.Linear(fc, fc)), ("relu7", nn.ReLU()), ("drop7", nn.Dropout(0.5)),
+        ("fc8", nn.Linear(fc, num_classes)),
+    ]))
+    model = nn.Sequential(OrderedDict([("features", features), ("flatten", nn.Flatten()), ("classifier", classifier)]))
+    if init == "paper" and not any(p.is_meta for p in model.parameters()):
+        with torch.no_grad():
+            for name, m in model.named_modules():
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    m.weight.normal_(0.0, 0.01)
+                    m.bias.fill_(1.0 if name.split(".")[-1] in ("conv2", "conv4", "conv5", "fc6", "fc7") else 0.0)
+    return model
+
+
+class TorchvisionAlexNet(nn.Module):
+    """torchvision's ``AlexNet`` rewritten here (same module names, so the same state-dict keys)."""
+
+    def __init__(self, num_classes: int = 1000, dropout: float = 0.5):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, kernel_size=5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, kernel_size=3, padding=1), nn.ReLU(inplace=True),
+            nn.Conv2d(256, 256, kernel_size=3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
+        )
+        self.avgpool = nn.AdaptiveAvgPool2d((6, 6))
+        self.classifier = nn.Sequential(
+            nn.Dropout(dropout), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True),
+            nn.Dropout(dropout), nn.Linear(4096, 4096), nn.ReLU(inplace=True),
+            nn.Linear(4096, num_classes),
+        )
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+def alexnet_torchvision(num_classes: int = 1000) -> TorchvisionAlexNet:
+    """An AlexNet whose parameter names and shapes equal torchvision's ``alexnet`` (61,100,840 parameters)."""
+    return TorchvisionAlexNet(num_classes)
+
+
+def alexnet_small(num_classes: int = 10, in_channels: int = 1, width: int = 16, input_size: int = 32) -> nn.Sequential:
+    """A scaled-down AlexNet for 32×32 images and CPU training (not the paper's network).
+
+    Same shape of network: five convolutions with ReLU, three overlapping 3×3/2 max-pools,
+    two dropout-regularised hidden FC layers and a classifier; ``width`` channels in conv1
+    (the paper has 96), a 5×5 first kernel with stride 1 instead of 11×11 with stride 4,
+    no LRN, 256-wide FC layers instead of 4096.
+    """
+    if width < 2:
+        raise ValueError(f"width must be at least 2, got {width}")
+    c = [width, 2 * width, 3 * width, 3 * width, 2 * width]
+    features = nn.Sequential(OrderedDict([
+        ("conv1", nn.Conv2d(in_channels, c[0], 5, padding=2)), ("relu1", nn.ReLU()), ("pool1", nn.MaxPool2d(3, 2)),
+        ("conv2", nn.Conv2d(c[0], c[1], 3, padding=1)), ("relu2", nn.ReLU()), ("pool2", nn.MaxPool2d(3, 2)),
+        ("conv3", nn.Conv2d(c[1], c[2], 3, padding=1)), ("relu3", nn.ReLU()),
+        ("conv4", nn.Conv2d(c[2], c[3], 3, padding=1)), ("relu4", nn.ReLU()),
+        ("conv5", nn.Conv2d(c[3], c[4], 3, padding=1)), ("relu5", nn.ReLU()), ("pool5", nn.MaxPool2d(3, 2)),
+    ]))
+    with torch.device("meta"):
+        flat = features(torch.empty(1, in_channels, input_size, input_size)).numel()
+    classifier = nn.Sequential(OrderedDict([
+        ("fc6", nn.Linear(flat, 256)), ("relu6", nn.ReLU()), ("drop6", nn.Dropout(0.5)),
+        ("fc7", nn.Linear(256, 256)), ("relu7", nn.ReLU()), ("drop7", nn.Dropout(0.5)),
+        ("fc8", nn.Linear(256, num_classes)),
+    ]))
+    return nn.Sequential(OrderedDict([("features", features), ("flatten", nn.Flatten()), ("classifier", classifier)]))
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of learnable parameters."""
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---------------------------------------------------------------------------------------
+# The layer table
+
+
+def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None) -> list[dict]:
+    """One row per leaf layer (in execution order) for an input of ``input_shape`` (batch first).
+
+    Columns: name, kind, output shape (batch first), params, macs (multiply-adds for the whole
+    batch; only convolutions and linear layers count), flops (2 × macs) and activation_bytes
+    (the output's size). The forward pass runs where the parameters are; build the model on
+    the ``meta`` device (``with torch.device("meta"):``) to get shapes without arithmetic.
+    """
+    input_shape = tuple(input_shape)
+    if len(input_shape) < 2:
+        raise ValueError(f"input_shape must include the batch, e.g. (1, 3, 224, 224), got {input_shape}")
+    rows: list[dict] = []
+    hooks = []
+
+    def hook(name):
+        def record(module, inputs, output):
+            params = sum(p.numel() for p in module.parameters(recurse=False))
+            if isinstance(module, nn.Conv2d):
+                macs = output.numel() * (module.in_channels // module.groups) * module.kernel_size[0] * module.kernel_size[1]
+            elif isinstance(module, nn.Linear):
+                macs = output.numel() * module.in_features
+            else:
+                macs = 0
+            rows.append(dict(name=name, kind=type(module).__name__, output_shape=tuple(output.shape), params=params,
+                             macs=macs, flops=2 * macs, activation_bytes=output.numel() * dtype_bytes))
+        return record
+
+    for name, module in model.named_modules():
+        if not list(module.children()):
+            hooks.append(module.register_forward_hook(hook(name)))
+    was_training = model.training
+    try:
+        model.eval()
+        if device is None:
+            device = next(model.parameters()).device
+        with torch.no_grad():
+            model(torch.zeros(input_shape, device=device))
+    finally:
+        for h in hooks:
+            h.remove()
+        model.train(was_training)
+    return rows
+
+
+def totals(rows: list[dict]) -> dict:
+    """Sums of params, macs, flops and activation bytes over a layer table."""
+    return {k: sum(r[k] for r in rows) for k in ("params", "macs", "flops", "activation_bytes")}
+
+
+def format_layer_table(rows: list[dict], skip_kinds=("ReLU", "Dropout", "Flatten")) -> str:
+    """A plain-text table (shapes without the batch, parameters, MFLOPs, activation KiB) plus a total row.
+
+    Layers of ``skip_kinds`` are left out; the activation total sums the rows shown.
+    """
+    from .report import table
+
+    body = [[r["name"], r["kind"], "×".join(str(s) for s in r["output_shape"][1:]), f"{r['params']:,}",
+             f"{r['flops'] / 1e6:,.1f}", f"{r['activation_bytes'] / 2**10:,.1f}"]
+            for r in rows if r["kind"] not in skip_kinds]
+    t = totals(rows)
+    shown = sum(r["activation_bytes"] for r in rows if r["kind"] not in skip_kinds)
+    body.append(["total", "", "", f"{t['params']:,}", f"{t['flops'] / 1e6:,.1f}", f"{shown / 2**10:,.1f}"])
+    return table(body, ["layer", "kind", "output", "params", "MFLOPs", "activations KiB"])
+
+
+def params_vs_flops(rows: list[dict]) -> list[dict]:
+    """For each conv/linear layer: its share of all parameters and of all FLOPs."""
+    learned = [r for r in rows if r["kind"] in ("Conv2d", "Linear")]
+    p_total = sum(r["params"] for r in learned)
+    f_total = sum(r["flops"] for r in learned)
+    return [dict(name=r["name"], kind=r["kind"], params=r["params"], flops=r["flops"],
+                 param_share=r["params"] / p_total, flop_share=r["flops"] / f_total) for r in learned]
+
+
+def alexnet_summary(input_size: int = 224, width: float = 1.0, num_classes: int = 1000) -> dict:
+    """Shapes, parameters and FLOPs of ``alexnet2012`` at an input size and width (built on ``meta``).
+
+    Returns {"rows": layer table, "totals": sums, "conv_flop_share", "fc_param_share"}.
+    ValueError when the input is too small for the network (the last pooling needs ≥ 1×1 maps).
+    """
+    if input_size < 1:
+        raise ValueError(f"input_size must be positive, got {input_size}")
+    try:
+        with torch.device("meta"):
+            model = alexnet2012(num_classes, width=width, input_size=input_size, init="torch")
+    except RuntimeError as exc:
+        raise ValueError(f"input {input_size}×{input_size} is too small for AlexNet's five conv and three "
+                         f"pooling layers (try 63 or more): {exc}") from None
+    rows = layer_table(model, (1, 3, input_size, input_size))
+    shares = params_vs_flops(rows)
+    return {"rows": rows, "totals": totals(rows),
+            "conv_flop_share": sum(s["flop_share"] for s in shares if s["kind"] == "Conv2d"),
+            "fc_param_share": sum(s["param_share"] for s in shares if s["kind"] == "Linear")}

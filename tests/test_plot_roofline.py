@@ -1,0 +1,73 @@
+"""Roofline, bandwidth-sweep and speed-up figures: measured and estimated figures kept apart."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from d2lmp.plots import plot_bandwidth_sweep, plot_roofline, plot_speedups  # noqa: E402
+from d2lmp.roofline import OpPoint  # noqa: E402
+
+
+def _labels(fig):
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_roofline_with_dashed_estimate_and_named_points():
+    points = [OpPoint.from_rates("add", 1 / 12, 5.0), OpPoint.from_rates("matmul n=512", 85.0, 200.0)]
+    fig = plot_roofline(200.0, 70.0, points, label="cpu (measured)", peak_estimate=332.0,
+                        estimate_label="estimated peak", title="CPU")
+    ax = fig.axes[0]
+    labels = _labels(fig)
+    assert labels[0] == "cpu (measured): 70 GB/s, 200 GFLOP/s"
+    assert labels[1] == "estimated peak: 332 GFLOP/s"
+    assert labels[-2:] == ["add", "matmul n=512"]
+    assert ax.lines[1].get_linestyle() == "--"
+    assert ax.get_title() == "CPU"
+    plt.close(fig)
+
+
+def test_roofline_without_estimate_has_one_roof():
+    fig = plot_roofline(100.0, 10.0, [OpPoint("x", 1, 1, 1e-9)])
+    assert not any("estimate" in t for t in _labels(fig))
+    plt.close(fig)
+
+
+def test_bandwidth_sweep_figure_marks_the_cache():
+    rows = [dict(megabytes=m, bytes_touched=2 * m * 2**20, gbs=100.0 / m) for m in (1, 4, 16)]
+    fig = plot_bandwidth_sweep(rows, cache_bytes=32 * 2**20, cache_label="L3")
+    assert _labels(fig) == ["measured copy bandwidth", "L3: 32 MiB"]
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        plot_bandwidth_sweep([])
+
+
+def test_speedup_bars():
+    fig = plot_speedups(["add", "matmul"], [50.0, 250.0], kinds=["memory-bound", "compute-bound"],
+                        references={"bandwidth ratio": 58.0})
+    assert _labels(fig) == ["memory-bound", "compute-bound", "bandwidth ratio: 58×"]
+    assert len(fig.axes[0].patches) == 2
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        plot_speedups(["a"], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        plot_speedups(["a"], [1.0], kinds=["x", "y"])
+
+
+def test_roofline_widget_marks_the_bound(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from d2lmp import widgets
+
+    shown = []
+    monkeypatch.setattr(widgets, "_show", shown.append)
+    w = widgets.roofline_widget(100.0, 10.0, [OpPoint("x", 1, 1, 1e-9)], title="test")
+    w.children[0].value = 2.0  # 100 FLOP/byte: compute-bound, the roof is the peak
+    fig = shown[-1]
+    marker = fig.axes[0].lines[-1]
+    assert marker.get_label() == "your op (at its bound)"
+    assert (marker.get_xdata()[0], marker.get_ydata()[0]) == (pytest.approx(100.0), pytest.approx(100.0))
+    assert fig.axes[0].get_title() == "test"
+    for f in shown:
+        plt.close(f)
