@@ -1,0 +1,231 @@
+"""Network (pipeline) partitioning: consecutive layers on consecutive ranks.
+
+Rank r holds stage r, a contiguous slice of an ``nn.Sequential``. A minibatch is cut into
+m micro-batches; activations travel forward rank r → r+1 and their gradients back r+1 → r,
+by point-to-point send/recv. Schedules:
+
+* naive: one micro-batch (m = 1): each stage waits for the whole batch.
+* GPipe: every micro-batch's forward, then every backward (in reverse).
+* 1F1B: after a warm-up of (p - r - 1) forwards, each stage alternates one forward and one
+  backward, so at most p micro-batches' activations are alive at once.
+
+With equal stage times the idle share ("bubble") of GPipe and 1F1B is (p-1)/(m+p-1).
+Every rank builds the whole model from the same seed and keeps its own slice, so shapes
+are known everywhere without extra messages.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from .launch import rank_device
+from .timeline import Timeline
+
+SCHEDULES = ("naive", "gpipe", "1f1b")
+
+
+# ---------------------------------------------------------------------------------------
+# Balancing
+
+
+def balance(costs, num_stages: int) -> list[int]:
+    """Layers per stage for a contiguous split minimising the largest stage cost (exact).
+
+    Dynamic programming over (layers used, stages used); ties prefer earlier cuts.
+    """
+    costs = [float(c) for c in costs]
+    n = len(costs)
+    if not isinstance(num_stages, int) or num_stages < 1:
+        raise ValueError(f"num_stages must be an integer >= 1, got {num_stages!r}")
+    if num_stages > n:
+        raise ValueError(f"cannot split {n} layers into {num_stages} non-empty stages")
+    if any(c < 0 for c in costs):
+        raise ValueError("layer costs must be non-negative")
+    prefix = [0.0]
+    for c in costs:
+        prefix.append(prefix[-1] + c)
+    inf = float("inf")
+    # best[s][i]: the smallest possible largest-stage cost for the first i layers in s stages
+    best = [[inf] * (n + 1) for _ in range(num_stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(num_stages + 1)]
+    best[0][0] = 0.0
+    for s in range(1, num_stages + 1):
+        for i in range(s, n - (num_stages - s) + 1):
+            for j in range(s - 1, i):
+                value = max(best[s - 1][j], prefix[i] - prefix[j])
+                if value < best[s][i]:
+                    best[s][i], cut[s][i] = value, j
+    sizes, i = [], n
+    for s in range(num_stages, 0, -1):
+        j = cut[s][i]
+        sizes.append(i - j)
+        i = j
+    return sizes[::-1]
+
+
+def stage_costs(costs, sizes) -> list[float]:
+    """Sum of layer costs in each stage of a split given as layers per stage."""
+    out, start = [], 0
+    for size in sizes:
+        out.append(float(sum(costs[start:start + size])))
+        start += size
+    return out
+
+
+def bubble_fraction(stages: int, micro_batches: int) -> float:
+    """Idle share of a GPipe or 1F1B step with equal stage times: (p - 1) / (m + p - 1)."""
+    if stages < 1 or micro_batches < 1:
+        raise ValueError("stages and micro_batches must be >= 1")
+    return (stages - 1) / (micro_batches + stages - 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Profiling
+
+
+@dataclass
+class LayerProfile:
+    name: str
+    seconds: float  # forward + backward
+    activation_bytes: int  # the layer's output
+    parameter_bytes: int
+
+
+def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05) -> list[LayerProfile]:
+    """Per-layer forward+backward time, output bytes and parameter bytes of an ``nn.Sequential``."""
+    from ..timing import benchmark
+
+    if not isinstance(model, nn.Sequential):
+        raise ValueError(f"profile_layers needs an nn.Sequential, got {type(model).__name__}")
+    profiles = []
+    x = sample
+    for name, layer in model.named_children():
+        inp = x.detach().requires_grad_(x.is_floating_point())
+
+        def fwd_bwd(layer=layer, inp=inp):
+            out = layer(inp)
+            if out.requires_grad:
+                out.backward(torch.ones_like(out))
+
+        seconds = benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1).median
+        with torch.no_grad():
+            x = layer(inp)
+        params = sum(p.numel() * p.element_size() for p in layer.parameters())
+        profiles.append(LayerProfile(f"{name}: {type(layer).__name__}", seconds, x.numel() * x.element_size(), params))
+    model.zero_grad(set_to_none=True)
+    return profiles
+
+
+# ---------------------------------------------------------------------------------------
+# Running a pipeline on ranks
+
+
+def schedule(kind: str, stages: int, rank: int, micro_batches: int) -> list[tuple[str, int]]:
+    """The order of ("F", i) and ("B", i) operations that ``rank`` performs."""
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r}; available: {', '.join(SCHEDULES)}")
+    m = 1 if kind == "naive" else micro_batches
+    if kind in ("naive", "gpipe"):
+        return [("F", i) for i in range(m)] + [("B", i) for i in reversed(range(m))]
+    warmup = min(stages - rank - 1, m)
+    ops = [("F", i) for i in range(warmup)]
+    f, b = warmup, 0
+    while f < m:
+        ops += [("F", f), ("B", b)]
+        f, b = f + 1, b + 1
+    ops += [("B", i) for i in range(b, m)]
+    return ops
+
+
+def _stage_bounds(sizes: list[int], rank: int) -> tuple[int, int]:
+    start = sum(sizes[:rank])
+    return start, start + sizes[rank]
+
+
+def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: list[int], x: torch.Tensor,
+                  y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4, loss_fn=None,
+                  device: str = "auto") -> dict:
+    """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs and events.
+
+    ``build`` makes the whole model (same weights on every rank, e.g. a seeded ``MLPSpec.build``);
+    ``sizes`` gives layers per stage (``balance`` computes one). The loss is the sum over the
+    batch divided by the batch size, so gradients equal the unsplit model's mean-loss gradients.
+    """
+    if len(sizes) != world or sum(sizes) != len(build()):
+        raise ValueError(f"sizes {sizes} must give one stage per rank ({world}) and cover every layer")
+    dev = rank_device(device)
+    full = build().to(dev)
+    start, end = _stage_bounds(sizes, rank)
+    stage = full[start:end]
+    loss_fn = loss_fn or (lambda out, target: nn.functional.cross_entropy(out, target, reduction="sum"))
+    m = 1 if kind == "naive" else micro_batches
+    if m > len(x):
+        raise ValueError(f"{m} micro-batches need at least {m} examples, got {len(x)}")
+    xs, ys = torch.tensor_split(x.to(dev), m), torch.tensor_split(y.to(dev), m)
+    with torch.no_grad():  # input shape of this stage for every micro-batch
+        in_shapes = [tuple(full[:start](xi).shape) for xi in xs]
+    timeline = Timeline(rank)
+    inputs, outputs, pending, results = {}, {}, [], {}
+    total_loss = torch.zeros((), device=dev)
+    for op, i in schedule(kind, world, rank, m):
+        if op == "F":
+            if rank == 0:
+                inp = xs[i]
+            else:
+                inp = torch.empty(in_shapes[i], device=dev)
+                dist.recv(inp, rank - 1)
+                inp.requires_grad_(True)
+            with timeline.span("forward", f"F{i}"):
+                out = stage(inp)
+                if rank == world - 1:
+                    results[i] = out.detach()
+                    out = loss_fn(out, ys[i]) / len(x)
+                    total_loss += out.detach()
+            inputs[i], outputs[i] = inp, out
+            if rank < world - 1:
+                pending.append(dist.isend(out.detach().contiguous(), rank + 1))
+        else:
+            out = outputs.pop(i)
+            if rank == world - 1:
+                grad = None
+            else:
+                grad = torch.empty_like(out)
+                dist.recv(grad, rank + 1)
+            with timeline.span("backward", f"B{i}"):
+                torch.autograd.backward(out, grad)
+            inp = inputs.pop(i)
+            if rank > 0:
+                pending.append(dist.isend(inp.grad.contiguous(), rank - 1))
+    for request in pending:
+        request.wait()
+    return dict(
+        grads={k: p.grad.cpu().clone() for k, p in stage.named_parameters()},  # a slice keeps the full model's names
+        outputs=torch.cat([results[i] for i in range(m)]).cpu() if rank == world - 1 else None,
+        loss=total_loss.item() if rank == world - 1 else None,
+        events=timeline.events,
+    )
+
+
+def sequential_reference(build: Callable[[], nn.Sequential], x: torch.Tensor, y: torch.Tensor, loss_fn=None) -> dict:
+    """The unsplit model's outputs, mean loss and gradients, computed in this process."""
+    model = build()
+    loss_fn = loss_fn or (lambda out, target: nn.functional.cross_entropy(out, target, reduction="sum"))
+    out = model(x)
+    loss = loss_fn(out, y) / len(x)
+    loss.backward()
+    return dict(outputs=out.detach(), loss=loss.item(),
+                grads={k: p.grad.clone() for k, p in model.named_parameters()})
+
+
+def measured_bubble(events: list[dict], world: int) -> float:
+    """Idle share of the step: 1 - (busy time summed over ranks) / (ranks × span of the step)."""
+    start = min(e["start"] for e in events)
+    end = max(e["end"] for e in events)
+    busy = sum(e["end"] - e["start"] for e in events if e["kind"] in ("forward", "backward"))
+    return 1 - busy / (world * (end - start))

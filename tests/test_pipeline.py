@@ -1,0 +1,109 @@
+import itertools
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from d2lmp.dist import data_parallel as DP
+from d2lmp.dist import pipeline as P
+from d2lmp.dist.launch import launch
+
+
+def _brute_force(costs, stages):
+    n = len(costs)
+    best = float("inf")
+    for cuts in itertools.combinations(range(1, n), stages - 1):
+        bounds = (0, *cuts, n)
+        best = min(best, max(sum(costs[a:b]) for a, b in zip(bounds, bounds[1:])))
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(costs=st.lists(st.floats(0, 100, allow_nan=False), min_size=1, max_size=9), data=st.data())
+def test_balance_is_optimal(costs, data):
+    stages = data.draw(st.integers(1, len(costs)))
+    sizes = P.balance(costs, stages)
+    assert len(sizes) == stages and sum(sizes) == len(costs) and min(sizes) >= 1
+    assert max(P.stage_costs(costs, sizes)) == pytest.approx(_brute_force(costs, stages))
+
+
+@pytest.mark.parametrize("costs, stages, message", [
+    ([1, 2], 3, "cannot split 2 layers into 3"),
+    ([1, -2], 1, "non-negative"),
+    ([1, 2], 0, ">= 1"),
+])
+def test_balance_bad_input(costs, stages, message):
+    with pytest.raises(ValueError, match=message):
+        P.balance(costs, stages)
+
+
+def test_bubble_fraction():
+    assert P.bubble_fraction(1, 8) == 0
+    assert P.bubble_fraction(4, 1) == pytest.approx(0.75)
+    assert P.bubble_fraction(4, 8) == pytest.approx(3 / 11)
+    with pytest.raises(ValueError):
+        P.bubble_fraction(0, 4)
+
+
+@pytest.mark.parametrize("kind", P.SCHEDULES)
+@pytest.mark.parametrize("stages, m", [(2, 1), (2, 4), (4, 3), (4, 8)])
+def test_schedules_run_every_micro_batch_once_forward_before_backward(kind, stages, m):
+    for rank in range(stages):
+        ops = P.schedule(kind, stages, rank, m)
+        expected_m = 1 if kind == "naive" else m
+        assert sorted(ops) == sorted([("F", i) for i in range(expected_m)] + [("B", i) for i in range(expected_m)])
+        assert all(ops.index(("F", i)) < ops.index(("B", i)) for i in range(expected_m))
+        if kind == "1f1b":  # at most p - rank micro-batches in flight: the point of 1F1B
+            alive = peak = 0
+            for op, _ in ops:
+                alive += 1 if op == "F" else -1
+                peak = max(peak, alive)
+            assert peak <= min(stages - rank, m)
+
+
+def _check(world, sizes, kinds=P.SCHEDULES, ms=(1, 3, 5)):
+    spec = DP.MLPSpec((16, 32, 32, 32, 32, 5), seed=0)
+    x, y = DP.synthetic_data(spec, 22)
+    ref = P.sequential_reference(spec.build, x, y)
+    for kind in kinds:
+        for m in ms:
+            res = launch(P.pipeline_step, world, spec.build, sizes, x, y, kind, m)
+            grads = {k: v for r in res for k, v in r["grads"].items()}
+            assert set(grads) == set(ref["grads"])
+            for k in grads:
+                torch.testing.assert_close(grads[k], ref["grads"][k], rtol=1e-5, atol=1e-6, msg=f"{kind} m={m} {k}")
+            torch.testing.assert_close(res[-1]["outputs"], ref["outputs"], rtol=1e-5, atol=1e-6)
+            assert res[-1]["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+
+
+def test_two_stages_equal_the_sequential_model():
+    _check(2, [4, 5])
+
+
+def test_four_stages_equal_the_sequential_model():
+    _check(4, [2, 2, 2, 3])
+
+
+def test_pipeline_bad_input():
+    from d2lmp.dist.launch import WorkerError
+
+    spec = DP.MLPSpec((4, 8, 3), seed=0)
+    x, y = DP.synthetic_data(spec, 4)
+    with pytest.raises(WorkerError, match="must give one stage per rank"):
+        launch(P.pipeline_step, 2, spec.build, [1, 1], x, y)
+    with pytest.raises(WorkerError, match="need at least 8 examples"):
+        launch(P.pipeline_step, 2, spec.build, [1, 2], x, y, "gpipe", 8)
+    with pytest.raises(ValueError, match="available: naive, gpipe, 1f1b"):
+        P.schedule("zero-bubble", 2, 0, 4)
+
+
+def test_profile_layers():
+    model = DP.MLPSpec((8, 16, 4), seed=0).build()
+    profiles = P.profile_layers(model, torch.randn(5, 8), min_time=0.005)
+    assert [p.name for p in profiles] == ["0: Linear", "1: ReLU", "2: Linear"]
+    assert [p.activation_bytes for p in profiles] == [5 * 16 * 4, 5 * 16 * 4, 5 * 4 * 4]
+    assert [p.parameter_bytes for p in profiles] == [(8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]
+    assert all(p.seconds > 0 for p in profiles)
+    with pytest.raises(ValueError, match="nn.Sequential"):
+        P.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
