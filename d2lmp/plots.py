@@ -334,3 +334,212 @@ def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16, kern
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Notebooks 04-07: memory bandwidth, interconnects, memory of training vs inference, precision
+
+MEMORY_COLOURS = {"GDDR5": "#8c8c8c", "GDDR6": "#1f77b4", "HBM2": "#d62728", "HBM2e": "#ff7f0e",
+                  "HBM3": "#9467bd", "HBM3e": "#2ca02c"}
+
+
+def plot_bus_bandwidth(table, marked: tuple[int, float] | None = None, ax=None,
+                       title: str = "Bandwidth = bus width × data rate per pin / 8"):
+    """Known GPUs (rows from ``bandwidth.gpu_memory_table``) on bus width vs bandwidth, with lines of equal
+    per-pin rate; ``marked`` = (bus bits, Gb/s per pin) adds a star for a design of your own."""
+    from .bandwidth import bus_bandwidth_gbs
+
+    fig, ax = _figure(ax, figsize=(8, 4.5))
+    bits = np.logspace(np.log10(128), np.log10(10000), 50)
+    for rate in (2, 4, 8, 16, 32):
+        ax.plot(bits, bits * rate / 8, color="gray", lw=0.8, ls=":")
+        ax.annotate(f"{rate} Gb/s per pin", (bits[-1], bits[-1] * rate / 8), fontsize=7, color="gray",
+                    ha="right", va="bottom")
+    for kind in dict.fromkeys(r["memory_type"] for r in table):
+        rows = [r for r in table if r["memory_type"] == kind]
+        ax.plot([r["bus_bits"] for r in rows], [r["bandwidth_gbs"] for r in rows], "o", ms=8,
+                color=MEMORY_COLOURS.get(kind), label=kind)
+        for r in rows:
+            ax.annotate(r["name"], (r["bus_bits"], r["bandwidth_gbs"]), fontsize=7, textcoords="offset points",
+                        xytext=(5, -10 if "80GB" in r["name"] else 4))
+    if marked is not None:
+        b, rate = marked
+        bw = bus_bandwidth_gbs(b, rate)
+        ax.plot([b], [bw], "k*", ms=15, label=f"yours: {b}-bit × {rate:g} Gb/s = {bw:,.0f} GB/s")
+    ax.set(xscale="log", yscale="log", xlabel="memory bus width (bits)", ylabel="peak bandwidth (GB/s)", title=title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def plot_bandwidth_curves(series: dict, specs: dict | None = None, ax=None,
+                          title: str = "Measured copy bandwidth against buffer size"):
+    """One curve per label (rows with ``bytes_touched`` and ``gbs``), dashed horizontal lines for ``specs``."""
+    if not series:
+        raise ValueError("series is empty; pass {label: rows}")
+    fig, ax = _figure(ax, figsize=(8, 4.2))
+    for i, (label, rows) in enumerate(series.items()):
+        rows = sorted(rows, key=lambda r: r["bytes_touched"])
+        ax.plot([r["bytes_touched"] / 2**20 for r in rows], [r["gbs"] for r in rows],
+                "o-" if "recorded" not in label else "s:", color=f"C{i}", label=label)
+    for j, (label, value) in enumerate((specs or {}).items()):
+        ax.axhline(value, color=f"C{j}", ls="--", lw=1, label=label)
+    ax.set(xscale="log", yscale="log", xlabel="bytes one copy touches (read + write, MiB)", ylabel="GB/s", title=title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def plot_link_bandwidth(pcie_rows, nvlink_rows, ax=None, title: str = "Link bandwidth per GPU (both directions)"):
+    """Bars: PCIe ×16 per generation and NVLink per generation (rows from ``topology.pcie_table`` / ``nvlink_table``)."""
+    fig, ax = _figure(ax, figsize=(8, 3.8))
+    names = [f"PCIe {r['generation']}.0 ×16" for r in pcie_rows] + [f"NVLink {r['generation']}\n({r['gpu']})"
+                                                                     for r in nvlink_rows]
+    values = [r["both_directions_gbs"] for r in pcie_rows] + [r["total_gbs"] for r in nvlink_rows]
+    colours = ["#1f77b4"] * len(pcie_rows) + ["#2ca02c"] * len(nvlink_rows)
+    bars = ax.bar(range(len(names)), values, color=colours)
+    for b, v in zip(bars, values):
+        ax.annotate(f"{v:,.0f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, fontsize=7)
+    ax.set(yscale="log", ylabel="GB/s (both directions)", title=title)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    return fig
+
+
+def plot_topology(topology, ax=None):
+    """Draw a ``topology.Topology``: GPUs as boxes, switches and CPUs as grey boxes, NVLink green, PCIe blue."""
+    fig, ax = _figure(ax, figsize=(4.5, 3.6))
+    colours = {"nvlink": "#2ca02c", "pcie": "#1f77b4"}
+    for a, b, kind in topology.edges:
+        (x1, y1), (x2, y2) = topology.nodes[a], topology.nodes[b]
+        ax.plot([x1, x2], [y1, y2], color=colours.get(kind, "k"), lw=2, alpha=0.8, zorder=1)
+    for name, (x, y) in topology.nodes.items():
+        gpu = name.startswith("GPU")
+        ax.text(x, y, name, ha="center", va="center", fontsize=7 if gpu else 6, zorder=2,
+                bbox=dict(boxstyle="round,pad=0.3", fc="#fde0b6" if gpu else "#dddddd", ec="k"))
+    for kind, c in colours.items():
+        if any(k == kind for *_, k in topology.edges):
+            ax.plot([], [], color=c, lw=2, label="NVLink" if kind == "nvlink" else "PCIe")
+    ax.set_title(topology.name, fontsize=10)
+    ax.margins(0.15)
+    ax.axis("off")
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    return fig
+
+
+def plot_power_budget(budget: dict, ax=None):
+    """One stacked bar of the load (GPUs, CPU, rest) against the supply and its usable part."""
+    fig, ax = _figure(ax, figsize=(7, 2.4))
+    left = 0.0
+    for label, value, colour in (("GPUs", budget["gpu_total"], "#2ca02c"), ("CPU", budget["cpu"], "#1f77b4"),
+                                 ("rest", budget["other"], "#8c8c8c")):
+        ax.barh([0], [value], left=left, color=colour, label=f"{label}: {value:,.0f} W")
+        left += value
+    ax.axvline(budget["usable"], color="orange", ls="--", label=f"usable ({budget['usable']:,.0f} W)")
+    ax.axvline(budget["psu"], color="red", lw=2, label=f"power supply {budget['psu']:,.0f} W")
+    verdict = "fits" if budget["fits"] else "does NOT fit"
+    ax.set(yticks=[], xlabel="watts", xlim=(0, max(budget["psu"], budget["load"]) * 1.1),
+           title=f"{budget['gpus']} GPU(s): load {budget['load']:,.0f} W {verdict}")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+MEMORY_PARTS = (("parameters", "#1f77b4"), ("gradients", "#ff7f0e"), ("optimizer_state", "#2ca02c"),
+                ("saved_activations", "#d62728"), ("live_activations", "#9467bd"))
+
+
+def plot_memory_breakdown(rows, ax=None, title: str = "What memory holds", unit: str = "MiB"):
+    """Stacked horizontal bars, one per row (``memory.breakdown_rows``), one colour per component."""
+    scale = {"MiB": 2**20, "GiB": 2**30}[unit]
+    fig, ax = _figure(ax, figsize=(8, 1.2 + 0.7 * len(rows)))
+    for i, row in enumerate(rows):
+        left = 0.0
+        for part, colour in MEMORY_PARTS:
+            value = row.get(part, 0) / scale
+            if value > 0:
+                ax.barh([i], [value], left=left, color=colour, label=part.replace("_", " ") if i == 0 or
+                        not any(r.get(part, 0) for r in rows[:i]) else None)
+                left += value
+        ax.annotate(f"{left:,.1f} {unit}", (left, i), textcoords="offset points", xytext=(4, 0), va="center", fontsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r["label"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel=unit, title=title)
+    ax.set_xlim(0, max(sum(r.get(p, 0) for p, _ in MEMORY_PARTS) for r in rows) / scale * 1.25)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_saved_per_layer(per_layer, ax=None, title: str = "Saved activations per layer"):
+    """Measured and predicted saved bytes per layer (rows from ``memory.compare_saved_activations``)."""
+    rows = [r for r in per_layer if r["measured"] or r["predicted"]]
+    fig, ax = _figure(ax, figsize=(8, 3.6))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r["measured"] / 2**10 for r in rows], 0.4, label="measured (saved-tensor hooks)")
+    ax.bar(x + 0.2, [r["predicted"] / 2**10 for r in rows], 0.4, label="predicted (shapes × rule)")
+    ax.set_xticks(x)
+    ax.set_xticklabels([r["name"].split(".")[-1] + f"\n{r['kind']}" for r in rows], fontsize=6)
+    ax.set(ylabel="KiB", title=title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_exponent_histogram(values, scale: float = 1.0, ax=None, title: str = "Gradient magnitudes and FP16's range"):
+    """Histogram of log2 |value × scale| with FP16's smallest subnormal, smallest normal and max marked."""
+    import torch
+
+    from .precision import exponent_histogram
+
+    edges, counts = exponent_histogram(values * scale)
+    fig, ax = _figure(ax, figsize=(8, 3.6))
+    fi = torch.finfo(torch.float16)
+    lo_sub, lo_norm, hi = np.log2(float(fi.tiny * fi.eps)), np.log2(float(fi.tiny)), np.log2(float(fi.max))
+    centres = np.array(edges[:-1]) + 0.5
+    colours = ["#d62728" if c < lo_sub else "#ff7f0e" if c < lo_norm else "#1f77b4" for c in centres]
+    ax.bar(centres, counts, width=1.0, color=colours)
+    ax.axvline(lo_sub, color="k", ls="--", lw=1, label="FP16 smallest subnormal 2^-24")
+    ax.axvline(lo_norm, color="k", ls=":", lw=1, label="FP16 smallest normal 2^-14")
+    ax.axvline(hi, color="k", ls="-.", lw=1, label="FP16 max 65,504 (≈2^16)")
+    ax.set(xlabel=f"log2 |gradient × {scale:g}|", ylabel="count", title=title, yscale="log")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def plot_underflow_vs_scale(sweeps: dict, ax=None, title: str = "Gradients lost in FP16 against the loss scale"):
+    """Fraction of non-zero gradients that become 0 (solid) or inf (dashed) in FP16, per loss scale."""
+    fig, ax = _figure(ax, figsize=(7, 3.6))
+    for i, (label, rows) in enumerate(sweeps.items()):
+        s = [r["scale"] for r in rows]
+        ax.plot(s, [max(r["zero"], 1e-7) for r in rows], "o-", color=f"C{i}", label=f"{label}: flushed to zero")
+        ax.plot(s, [max(r["overflow"], 1e-7) for r in rows], "x--", color=f"C{i}", label=f"{label}: overflow to inf")
+    ax.set(xscale="log", yscale="log", xlabel="loss scale", ylabel="fraction of gradients (floor 1e-7)", title=title)
+    ax.set_xscale("log", base=2)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_inference_compare(rows, ax=None, title: str = "Inference on this CPU"):
+    """Latency bars per precision (rows from ``quantize.compare_inference``), labelled with accuracy and size."""
+    fig, ax = _figure(ax, figsize=(7, 3.4))
+    x = np.arange(len(rows))
+    base = rows[0]["median_s"]
+    bars = ax.bar(x, [r["median_s"] * 1e3 for r in rows], color=[f"C{i}" for i in range(len(rows))])
+    for b, r in zip(bars, rows):
+        ax.annotate(f"acc {r['accuracy']:.1%}\n{r['weight_bytes'] / 2**10:,.0f} KiB\n{base / r['median_s']:.2f}× speed",
+                    (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x)
+    ax.set_xticklabels([r["method"] for r in rows])
+    ax.set(ylabel="ms per batch (median)", title=title)
+    ax.set_ylim(0, max(r["median_s"] for r in rows) * 1e3 * 1.45)
+    ax.grid(True, axis="y", alpha=0.3)
+    return fig

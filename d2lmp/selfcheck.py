@@ -295,6 +295,132 @@ def _nccl_bandwidth_worker(rank, world):
     return measure_collective("all_reduce", "torch", [2**20, 2**24, 2**28], device="cuda")
 
 
+# ---------------------------------------------------------------------------------------
+# Notebooks 04-07: bandwidth, host-device copies, memory of a step, mixed precision, int8
+
+
+def check_bandwidth_sweep(device, quick):
+    """Device-memory copy bandwidth from small to large buffers, against the vendor figure."""
+    from .bandwidth import device_copy_sweep
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    rows = device_copy_sweep(device, megabytes=pick([1, 4, 16, 64, 256, 1024, 4096], [1, 16, 256, 2048]), min_time=0.1)
+    best = max(rows, key=lambda r: r["gbs"])
+    ratios = [r["fraction_of_spec"] for r in rows if "fraction_of_spec" in r]
+    ok = all(r <= 1.0 for r in ratios)
+    return {"status": "pass" if ok else "fail",
+            "detail": f"best {best['gbs']:,.0f} GB/s at {best['megabytes']} MiB"
+                      + (f" = {best['fraction_of_spec']:.0%} of spec" if ratios else "; GPU not in NOTABLE_GPUS"),
+            "rows": rows}
+
+
+def check_pinned_copies(device, quick):
+    """Host-to-device and back, pageable vs pinned host memory; pinned should be faster, and below the PCIe link."""
+    from .bandwidth import transfer_sweep
+    from .hardware import nvml_gpus
+    from .topology import PCIE, pcie_bandwidth_gbs
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    rows = transfer_sweep(device, megabytes=pick([1, 16, 256, 1024], [16, 256]), min_time=0.1)
+    big = max(r["megabytes"] for r in rows)
+    get = {(r["direction"], r["pinned"]): r["gbs"] for r in rows if r["megabytes"] == big}
+    gpus, _ = nvml_gpus()
+    link = None
+    if gpus and gpus[0].pcie_gen in PCIE and gpus[0].pcie_width in (1, 2, 4, 8, 16):
+        link = pcie_bandwidth_gbs(gpus[0].pcie_gen, gpus[0].pcie_width)
+    faster = get[("h2d", True)] >= get[("h2d", False)]
+    below = link is None or max(get.values()) <= 1.05 * link
+    return {"status": "pass" if faster and below else "fail",
+            "detail": f"{big} MiB h2d: pageable {get[('h2d', False)]:,.1f}, pinned {get[('h2d', True)]:,.1f} GB/s; "
+                      f"d2h: pageable {get[('d2h', False)]:,.1f}, pinned {get[('d2h', True)]:,.1f} GB/s"
+                      + (f"; PCIe link (NVML gen {gpus[0].pcie_gen} x{gpus[0].pcie_width}) {link:,.1f} GB/s per direction"
+                         if link else "; PCIe link not reported"),
+            "rows": rows, "pcie_link_gbs": link}
+
+
+def check_memory_cuda(device, quick):
+    """Saved activations measured on the GPU vs the formula (dropout keeps a 1-byte mask on CUDA), and the
+    allocator's peak for a training step vs an inference pass."""
+    from .config import set_seed
+    from .memory import compare_saved_activations, cuda_peak_memory, predict_step_memory
+    from .models import alexnet_small
+    from .precision import digits_mlp
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    set_seed(0)
+    results = {}
+    for name, model, shape in (("mlp", digits_mlp(dropout=0.5), (256, 1, 8, 8)),
+                               ("alexnet_small", alexnet_small(), (128, 1, 32, 32))):
+        model = model.to(device)
+        x = torch.randn(shape, device=device)
+        y = torch.randint(0, 10, (shape[0],), device=device)
+        cmp = compare_saved_activations(model, x)
+        train = cuda_peak_memory(model, x, y, train=True)
+        infer = cuda_peak_memory(model, x, y, train=False)
+        pred = predict_step_memory(model, shape, "adam", device_type="cuda")
+        results[name] = dict(saved_ratio=cmp["ratio"], measured=cmp["measured_bytes"], predicted=cmp["predicted_bytes"],
+                             train_peak=train["peak_bytes"], inference_peak=infer["peak_bytes"],
+                             predicted_step_total=sum(pred.values()))
+    ok = all(abs(r["saved_ratio"] - 1) <= 0.05 for r in results.values())
+    return {"status": "pass" if ok else "fail",
+            "detail": "; ".join(f"{k}: saved measured/predicted {r['saved_ratio']:.3f}, peak train "
+                                f"{r['train_peak'] / 2**20:,.1f} MiB vs inference {r['inference_peak'] / 2**20:,.1f} MiB"
+                                for k, r in results.items()),
+            "models": results}
+
+
+def check_fp16_grad_scaler(device, quick):
+    """Train the same MLP in FP32, BF16 autocast and FP16 autocast with GradScaler on the GPU; accuracies must agree."""
+    from .config import set_seed
+    from .data import load_digits
+    from .precision import digits_mlp, train_mixed
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    data = load_digits(resize=None)
+    train_loader, test_loader = data.loaders(batch_size=64)
+    results = {}
+    for mode in ("fp32", "bf16", "fp16"):
+        set_seed(0)
+        r = train_mixed(digits_mlp(), train_loader, test_loader, mode, epochs=pick(5, 3), device=device)
+        results[mode] = dict(test_acc=r["test_acc"], final_loss=r["losses"][-1], skipped_steps=r["skipped_steps"],
+                             final_scale=r["final_scale"])
+    finite = all(torch.isfinite(torch.tensor(r["final_loss"])) for r in results.values())
+    close = all(abs(results[m]["test_acc"] - results["fp32"]["test_acc"]) <= 0.03 for m in ("bf16", "fp16"))
+    return {"status": "pass" if finite and close else "fail",
+            "detail": ", ".join(f"{m} {r['test_acc']:.1%}" for m, r in results.items())
+                      + f" test accuracy; GradScaler skipped {results['fp16']['skipped_steps']} step(s), "
+                        f"final scale {results['fp16']['final_scale']:g}",
+            "results": results}
+
+
+def check_int8_inference(device, quick):
+    """Hand-written int8 inference (torch._int_mm) on the GPU against FP32 and BF16: accuracy and latency."""
+    from .config import set_seed
+    from .data import load_digits
+    from .precision import digits_mlp, train_mixed
+    from .quantize import compare_inference, has_int_mm
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    set_seed(0)
+    data = load_digits(resize=None)
+    train_loader, test_loader = data.loaders(batch_size=64)
+    model = digits_mlp(hidden=(1024, 1024))
+    train_mixed(model, train_loader, test_loader, "fp32", epochs=3, device=device)
+    x, y = data.x_test.repeat(8, 1, 1, 1), data.y_test.repeat(8)
+    rows = compare_inference(model, x, y, min_time=0.2, device=device)
+    acc = {r["method"]: r["accuracy"] for r in rows}
+    ok = acc["int8"] >= acc["fp32"] - 0.02
+    return {"status": "pass" if ok else "fail",
+            "detail": f"_int_mm on GPU: {has_int_mm(device)}; " + ", ".join(
+                f"{r['method']} {r['accuracy']:.1%} in {r['median_s'] * 1e3:.3f} ms" for r in rows),
+            "rows": rows}
+
+
 CHECKS = [
     check_environment,
     check_nvml_matches_torch,
@@ -308,6 +434,11 @@ CHECKS = [
     check_conv_cuda,
     check_conv_speed,
     check_train_cuda,
+    check_bandwidth_sweep,
+    check_pinned_copies,
+    check_memory_cuda,
+    check_fp16_grad_scaler,
+    check_int8_inference,
 ]
 
 

@@ -142,3 +142,87 @@ def im2col_widget():
                          channels=w.IntSlider(64, 1, 512, 1, description="channels"),
                          size=w.IntSlider(27, 11, 224, 1, description="input size"),
                          batch=w.IntSlider(16, 1, 128, 1, description="batch"))
+
+
+def bandwidth_widget():
+    """Bus width and data rate per pin → peak bandwidth, with the known GPUs (sourced table) for comparison."""
+    import ipywidgets as w
+
+    from .bandwidth import bus_bandwidth_gbs, gpu_memory_table
+    from .plots import plot_bus_bandwidth
+
+    table = gpu_memory_table()
+
+    def draw(bus_bits=384, gbps=14.0):
+        print(f"{bus_bits}-bit bus × {gbps:g} Gb/s per pin / 8 = {bus_bandwidth_gbs(bus_bits, gbps):,.0f} GB/s")
+        _show(plot_bus_bandwidth(table, marked=(bus_bits, gbps)))
+
+    return w.interactive(draw,
+                         bus_bits=w.SelectionSlider(options=[64, 128, 192, 256, 320, 352, 384, 512, 1024, 2048,
+                                                             4096, 5120, 6144, 8192], value=384, description="bus bits"),
+                         gbps=w.FloatSlider(value=14.0, min=1.0, max=32.0, step=0.5, description="Gb/s per pin"))
+
+
+def power_budget_widget():
+    """GPUs × board power + CPU + the rest against a power supply kept below a headroom."""
+    import ipywidgets as w
+
+    from .hardware import NOTABLE_GPUS
+    from .plots import plot_power_budget
+    from .topology import power_budget
+
+    def draw(gpus=2, gpu="RTX 2080 Ti", cpu_watts=150, other_watts=100, psu_watts=1000, headroom=0.2):
+        spec = next(s for s in NOTABLE_GPUS if s.name == gpu)
+        b = power_budget(gpus, spec.tdp_w, cpu_watts, other_watts, psu_watts, headroom)
+        print(f"{gpus} × {spec.name} ({spec.tdp_w:g} W board power, vendor figure) + CPU {cpu_watts} W + rest "
+              f"{other_watts} W = {b['load']:,.0f} W; supply needed with {headroom:.0%} headroom: "
+              f"{b['psu_needed']:,.0f} W → {'fits' if b['fits'] else 'does not fit'}")
+        _show(plot_power_budget(b))
+
+    return w.interactive(draw,
+                         gpus=w.IntSlider(2, 1, 8, 1, description="GPUs"),
+                         gpu=w.Dropdown(options=[s.name for s in NOTABLE_GPUS], value="RTX 2080 Ti", description="GPU"),
+                         cpu_watts=w.IntSlider(150, 50, 700, 10, description="CPU W"),
+                         other_watts=w.IntSlider(100, 0, 1000, 10, description="rest W"),
+                         psu_watts=w.IntSlider(1000, 300, 6000, 50, description="supply W"),
+                         headroom=w.FloatSlider(value=0.2, min=0.0, max=0.5, step=0.05, description="headroom"))
+
+
+def memory_widget():
+    """Batch size and optimizer → predicted memory of a training step and of inference for D2L's AlexNet."""
+    import ipywidgets as w
+    import torch
+
+    from .memory import breakdown_rows
+    from .models import alexnet_d2l
+    from .plots import plot_memory_breakdown
+
+    with torch.device("meta"):
+        model = alexnet_d2l()
+
+    def draw(batch=128, optimizer="adam"):
+        rows = breakdown_rows(model, (batch, 1, 224, 224), optimizer, device_type="cuda")
+        t, i = (sum(v for k, v in r.items() if k != "label") for r in rows)
+        print(f"D2L AlexNet (224×224, FP32), batch {batch}: training {t / 2**30:.2f} GiB, inference "
+              f"{i / 2**30:.2f} GiB ({t / i:.1f}× less)")
+        _show(plot_memory_breakdown(rows, unit="GiB", title=f"D2L AlexNet, batch {batch}, {optimizer}"))
+
+    return w.interactive(draw, batch=w.SelectionSlider(options=[1, 8, 32, 64, 128, 256, 512], value=128,
+                                                       description="batch"),
+                         optimizer=w.Dropdown(options=["sgd", "momentum", "adam"], value="adam", description="optimizer"))
+
+
+def loss_scale_widget(gradients):
+    """Slide the loss scale (a power of two) and watch gradients move into FP16's range or out past its max."""
+    import ipywidgets as w
+
+    from .plots import plot_exponent_histogram
+    from .precision import underflow_fractions
+
+    def draw(log2_scale=0):
+        f = underflow_fractions(gradients, 2.0**log2_scale)
+        print(f"scale 2^{log2_scale}: {f['zero']:.2%} flushed to zero, {f['subnormal']:.2%} subnormal, "
+              f"{f['overflow']:.2%} overflow (of {f['count']:,} non-zero gradients)")
+        _show(plot_exponent_histogram(gradients, 2.0**log2_scale))
+
+    return w.interactive(draw, log2_scale=w.IntSlider(0, 0, 30, 1, description="log2 scale"))

@@ -1,0 +1,84 @@
+"""Memory bandwidth: from bus width × data rate, and measured (device copies, host↔device copies).
+
+Peak bandwidth of a memory system is (bus width in bits × data rate per pin in Gb/s) / 8, in
+GB/s. Copy measurements count the bytes read plus the bytes written for a copy within one
+memory (``roofline.measure_bandwidth``), and the bytes moved once for a copy between host and
+device: the link carries each byte once, in one direction.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .hardware import NOTABLE_GPUS, find_gpu_spec
+from .roofline import measure_bandwidth
+from .timing import benchmark, resolve_device
+
+
+def bus_bandwidth_gbs(bus_bits: int, gbps_per_pin: float) -> float:
+    """Peak GB/s = bus bits × Gb/s per pin / 8 (e.g. 352 × 14 / 8 = 616 for the RTX 2080 Ti)."""
+    if bus_bits <= 0 or gbps_per_pin <= 0:
+        raise ValueError(f"bus width and data rate must be positive, got {bus_bits} and {gbps_per_pin}")
+    return bus_bits * gbps_per_pin / 8
+
+
+def gpu_memory_table() -> list[dict]:
+    """The sourced GPUs of ``hardware.NOTABLE_GPUS`` with the per-pin data rate their figures imply.
+
+    ``gbps_per_pin`` = bandwidth × 8 / bus bits (derived here, not a vendor figure), and
+    ``gb_per_tflop``: bytes of memory traffic available per FP32 FLOP × 1000.
+    """
+    return [dict(name=s.name, year=s.year, memory_type=s.memory_type, bus_bits=s.bus_bits,
+                 bandwidth_gbs=s.bandwidth_gbs, gbps_per_pin=s.bandwidth_gbs * 8 / s.bus_bits,
+                 memory_gb=s.memory_gb, fp32_tflops=s.fp32_tflops, bytes_per_flop=s.bandwidth_gbs / (s.fp32_tflops * 1e3))
+            for s in NOTABLE_GPUS]
+
+
+def device_copy_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_time: float = 0.1) -> list[dict]:
+    """Copy bandwidth within one device's memory for each buffer size (read + write counted).
+
+    One dict per size: device, megabytes (one buffer), bytes_touched, gbs and, on a known GPU,
+    spec_gbs and fraction_of_spec.
+    """
+    device = resolve_device(device)
+    spec = find_gpu_spec(torch.cuda.get_device_name(torch.device(device))) if device.startswith("cuda") else None
+    rows = []
+    for mb in megabytes:
+        gbs = measure_bandwidth(device, mb, min_time)
+        row = dict(device=device, megabytes=mb, bytes_touched=2 * mb * 2**20, gbs=gbs)
+        if spec is not None:
+            row.update(spec_gbs=spec.bandwidth_gbs, fraction_of_spec=gbs / spec.bandwidth_gbs)
+        rows.append(row)
+    return rows
+
+
+def host_device_copy(device: str, megabytes: int, pinned: bool, direction: str = "h2d",
+                     min_time: float = 0.1) -> float:
+    """GB/s of one copy of ``megabytes`` between host memory (``pinned`` or pageable) and a CUDA device.
+
+    ``direction``: "h2d" (host to device) or "d2h". A pageable buffer must first be staged
+    through a pinned bounce buffer by the driver; a pinned (page-locked) one is read by the
+    GPU's copy engine directly, so it is faster and is what ``DataLoader(pin_memory=True)`` gives.
+    """
+    if direction not in ("h2d", "d2h"):
+        raise ValueError(f"direction must be 'h2d' or 'd2h', got {direction!r}")
+    if megabytes <= 0:
+        raise ValueError(f"megabytes must be positive, got {megabytes}")
+    device = resolve_device(device)
+    if not device.startswith("cuda"):
+        raise ValueError(f"host↔device copies need a CUDA device, got {device}")
+    n = megabytes * 2**20 // 4
+    host = torch.ones(n, pin_memory=pinned)
+    dev = torch.empty(n, device=device)
+    if direction == "h2d":
+        fn = lambda: dev.copy_(host, non_blocking=pinned)  # noqa: E731
+    else:
+        fn = lambda: host.copy_(dev, non_blocking=pinned)  # noqa: E731
+    m = benchmark(fn, device, min_time=min_time, label=f"{direction} pinned={pinned}")
+    return host.nbytes / m.median / 1e9
+
+
+def transfer_sweep(device: str, megabytes=(1, 16, 256), min_time: float = 0.1) -> list[dict]:
+    """``host_device_copy`` for every size × pinned/pageable × direction."""
+    return [dict(megabytes=mb, pinned=p, direction=d, gbs=host_device_copy(device, mb, p, d, min_time))
+            for d in ("h2d", "d2h") for p in (False, True) for mb in megabytes]

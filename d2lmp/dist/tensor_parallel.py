@@ -1,0 +1,195 @@
+"""Layerwise (tensor) partitioning: one layer's weights split over ranks.
+
+Two conjugate operators make a split layer differentiate correctly (Megatron-LM's f and g):
+
+* ``copy_to_parallel``: identity forward, all-reduce of the gradient backward. Put it where
+  every rank uses the same input: each rank's input-gradient is only a partial sum.
+* ``reduce_from_parallel``: all-reduce forward, identity backward. Put it where each rank
+  has a partial sum of the output.
+
+``ColumnParallelLinear`` splits output features (weight rows); ``RowParallelLinear`` splits
+input features (weight columns); a column layer followed by a row layer needs one
+all-reduce forward and one backward. ``ChannelParallelConv2d`` splits output channels and
+``InputChannelParallelConv2d`` input channels, the same two ideas for convolutions.
+Each is built from a full layer, so it starts with exactly the unsplit layer's weights.
+``CommLog`` counts every collective and its bytes.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn import functional as F
+
+_LOGS: list["CommLog"] = []  # active logs; entered and left only through ``CommLog``
+
+
+class CommLog:
+    """Records (operation, bytes, label) for collectives issued while the ``with`` block runs."""
+
+    def __init__(self):
+        self.calls: list[dict] = []
+
+    def __enter__(self):
+        _LOGS.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _LOGS.remove(self)
+
+    def total_bytes(self) -> int:
+        return sum(c["bytes"] for c in self.calls)
+
+
+def _log(op: str, tensor: torch.Tensor, label: str) -> None:
+    for log in _LOGS:
+        log.calls.append(dict(op=op, bytes=tensor.numel() * tensor.element_size(), label=label))
+
+
+def _all_reduce(t: torch.Tensor, label: str) -> torch.Tensor:
+    t = t.contiguous().clone()
+    _log("all_reduce", t, label)
+    dist.all_reduce(t)
+    return t
+
+
+def _all_gather(t: torch.Tensor, dim: int, label: str) -> torch.Tensor:
+    t = t.contiguous()
+    parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    _log("all_gather", t, label)
+    dist.all_gather(parts, t)
+    return torch.cat(parts, dim=dim)
+
+
+class _CopyToParallel(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, label):
+        ctx.label = label
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_reduce(grad, ctx.label + " (backward)"), None
+
+
+class _ReduceFromParallel(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, label):
+        return _all_reduce(x, label)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _GatherFromParallel(torch.autograd.Function):
+    """All-gather along ``dim`` forward; backward keeps this rank's slice of the gradient."""
+
+    @staticmethod
+    def forward(ctx, x, dim, label):
+        ctx.dim, ctx.size = dim, x.shape[dim]
+        return _all_gather(x, dim, label)
+
+    @staticmethod
+    def backward(ctx, grad):
+        rank = dist.get_rank()
+        return grad.narrow(ctx.dim, rank * ctx.size, ctx.size).contiguous(), None, None
+
+
+def copy_to_parallel(x: torch.Tensor, label: str = "") -> torch.Tensor:
+    return _CopyToParallel.apply(x, label)
+
+
+def reduce_from_parallel(x: torch.Tensor, label: str = "") -> torch.Tensor:
+    return _ReduceFromParallel.apply(x, label)
+
+
+def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "") -> torch.Tensor:
+    return _GatherFromParallel.apply(x, dim % x.dim(), label)
+
+
+def _shard(n: int, what: str) -> tuple[int, int]:
+    world, rank = dist.get_world_size(), dist.get_rank()
+    if n % world:
+        raise ValueError(f"{what} = {n} is not divisible by the {world} ranks; choose a multiple of {world}")
+    size = n // world
+    return rank * size, size
+
+
+class ColumnParallelLinear(nn.Module):
+    """A ``Linear`` whose output features are split: rank r computes features [r·k, (r+1)·k)."""
+
+    def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear"):
+        super().__init__()
+        start, size = _shard(full.out_features, "out_features")
+        self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
+        self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
+        self.gather_output, self.label = gather_output, label
+
+    def forward(self, x):
+        out = F.linear(copy_to_parallel(x, self.label), self.weight, self.bias)
+        return gather_from_parallel(out, -1, self.label) if self.gather_output else out
+
+
+class RowParallelLinear(nn.Module):
+    """A ``Linear`` whose input features are split; partial outputs are summed by an all-reduce."""
+
+    def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear"):
+        super().__init__()
+        self.start, self.size = _shard(full.in_features, "in_features")
+        self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
+        self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
+        self.input_is_parallel, self.label = input_is_parallel, label
+
+    def forward(self, x):
+        if not self.input_is_parallel:
+            x = copy_to_parallel(x, self.label)[..., self.start:self.start + self.size]
+        out = reduce_from_parallel(F.linear(x, self.weight), self.label)
+        return out + self.bias if self.bias is not None else out
+
+
+class ChannelParallelConv2d(nn.Module):
+    """A ``Conv2d`` whose output channels are split; all-gather them when the next layer needs all."""
+
+    def __init__(self, full: nn.Conv2d, gather_output: bool = True, label: str = "channel conv"):
+        super().__init__()
+        if full.groups != 1:
+            raise ValueError("ChannelParallelConv2d splits an ungrouped convolution (groups=1)")
+        start, size = _shard(full.out_channels, "out_channels")
+        self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
+        self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
+        self.stride, self.padding, self.gather_output, self.label = full.stride, full.padding, gather_output, label
+
+    def forward(self, x):
+        out = F.conv2d(copy_to_parallel(x, self.label), self.weight, self.bias, self.stride, self.padding)
+        return gather_from_parallel(out, 1, self.label) if self.gather_output else out
+
+
+class InputChannelParallelConv2d(nn.Module):
+    """A ``Conv2d`` whose input channels are split; each rank's partial sum is all-reduced."""
+
+    def __init__(self, full: nn.Conv2d, input_is_parallel: bool = True, label: str = "input-channel conv"):
+        super().__init__()
+        if full.groups != 1:
+            raise ValueError("InputChannelParallelConv2d splits an ungrouped convolution (groups=1)")
+        self.start, self.size = _shard(full.in_channels, "in_channels")
+        self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
+        self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
+        self.stride, self.padding = full.stride, full.padding
+        self.input_is_parallel, self.label = input_is_parallel, label
+
+    def forward(self, x):
+        if not self.input_is_parallel:
+            x = copy_to_parallel(x, self.label)[:, self.start:self.start + self.size]
+        out = reduce_from_parallel(F.conv2d(x, self.weight, None, self.stride, self.padding), self.label)
+        return out + self.bias.view(1, -1, 1, 1) if self.bias is not None else out
+
+
+def parallel_mlp(full: nn.Sequential) -> nn.Sequential:
+    """Megatron's MLP split of ``Linear → activation → Linear``: column then row, one all-reduce each way."""
+    first, act, second = full
+    return nn.Sequential(ColumnParallelLinear(first, gather_output=False, label="fc1"), act,
+                         RowParallelLinear(second, input_is_parallel=True, label="fc2"))

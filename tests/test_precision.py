@@ -1,0 +1,78 @@
+"""Number formats, underflow with and without loss scaling, mixed-precision training on the CPU."""
+
+import math
+
+import pytest
+import torch
+
+from d2lmp import precision
+from d2lmp.data import load_digits
+
+
+def test_format_table_matches_facts():
+    rows = {r["name"]: r for r in precision.format_table()}
+    assert rows["FP16"]["max"] == 65504.0
+    assert rows["FP16"]["smallest_normal"] == 2.0**-14
+    assert rows["FP16"]["smallest_subnormal"] == 2.0**-24
+    assert rows["BF16"]["smallest_normal"] == rows["FP32"]["smallest_normal"]
+    assert rows["BF16"]["eps"] == 2.0**-7
+    assert rows["TF32"]["eps"] == rows["FP16"]["eps"]
+    if "FP8 E4M3" in rows:
+        assert rows["FP8 E4M3"]["max"] == 448 and rows["FP8 E5M2"]["max"] == 57344
+
+
+def test_subnormals_really_are_the_smallest():
+    for r in precision.format_table():
+        if r["name"] in ("FP16", "BF16"):
+            dtype = torch.float16 if r["name"] == "FP16" else torch.bfloat16
+            assert precision.representable(r["smallest_subnormal"], dtype) == r["smallest_subnormal"]
+            assert precision.representable(r["smallest_subnormal"] * 0.49, dtype) == 0.0
+
+
+def test_underflow_fractions_and_scaling():
+    v = torch.tensor([1e-9, 1e-6, 1e-3, 1.0, 0.0])
+    f = precision.underflow_fractions(v)
+    assert f["count"] == 4 and f["zero"] == 0.25  # 1e-9 < 2^-24 ≈ 6e-8
+    assert f["subnormal"] == 0.25  # 1e-6 lies between 2^-24 and 2^-14
+    scaled = precision.underflow_fractions(v, 2.0**10)
+    assert scaled["zero"] == 0 and scaled["overflow"] == 0
+    assert precision.underflow_fractions(v, 2.0**17)["overflow"] == 0.25
+    with pytest.raises(ValueError):
+        precision.underflow_fractions(v, 0)
+
+
+def test_real_gradients_lose_less_with_scaling():
+    torch.manual_seed(0)
+    model = precision.digits_mlp(hidden=(64,))
+    g = precision.gradients_of(model, torch.randn(32, 64), torch.randint(0, 10, (32,)))
+    assert g["weights"].numel() == sum(p.numel() for p in model.parameters())
+    assert g["activations"].numel() > 0
+    sweep = precision.scale_sweep(g["activations"], (1, 2**12))
+    assert sweep[1]["zero"] <= sweep[0]["zero"]
+
+
+def test_lost_update_threshold():
+    assert precision.lost_update_threshold(torch.float16) == 2**11  # facts.md §7.2
+    assert precision.bits_needed(2.0**-24) == -24
+    edges, counts = precision.exponent_histogram(torch.tensor([2.0**-30, 1.0]), -40, 10)
+    assert sum(counts) == 2 and len(edges) == 51
+
+
+def test_bf16_autocast_training_matches_fp32_on_cpu():
+    data = load_digits(resize=None)
+    train, test = data.loaders(batch_size=128)
+    acc = {}
+    for mode in ("fp32", "bf16"):
+        torch.manual_seed(0)
+        acc[mode] = precision.train_mixed(precision.digits_mlp(hidden=(64,)), train, test, mode, epochs=2,
+                                          lr=3e-3)["test_acc"]
+    assert acc["fp32"] > 0.85 and abs(acc["bf16"] - acc["fp32"]) <= 0.03
+
+
+def test_fp16_mode_needs_cuda_and_modes_are_checked():
+    with pytest.raises(ValueError, match="CUDA"):
+        precision.train_mixed(precision.digits_mlp(), [], [], "fp16", device="cpu")
+    with pytest.raises(ValueError, match="fp32"):
+        precision.train_mixed(precision.digits_mlp(), [], [], "fp64")
+    with pytest.raises(ValueError):
+        precision.digits_mlp(hidden=())

@@ -1,0 +1,52 @@
+"""Hand-written int8 inference: exact integer products, small quantisation error, same predictions."""
+
+import pytest
+import torch
+from torch import nn
+
+from d2lmp import quantize
+
+
+def test_int8_matmul_is_exact():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-127, 128, (33, 64), generator=g, dtype=torch.int8)
+    b = torch.randint(-127, 128, (64, 24), generator=g, dtype=torch.int8)
+    exact = (a.double() @ b.double())
+    for method in ("auto", "int32"):
+        out = quantize.int8_matmul(a, b, method)
+        assert out.dtype == torch.int32 and torch.equal(out.double(), exact)
+    with pytest.raises(ValueError):
+        quantize.int8_matmul(a.float(), b)
+
+
+def test_per_channel_symmetric_quantisation():
+    w = torch.tensor([[1.0, -0.5, 0.25], [100.0, 0.0, -50.0], [0.0, 0.0, 0.0]])
+    q, s = quantize.quantize_symmetric(w, dim=1)
+    assert q.dtype == torch.int8 and s.shape == (3, 1)
+    assert q.abs().max() == 127 and torch.equal(q[2], torch.zeros(3, dtype=torch.int8))
+    err = (quantize.dequantize(q, s) - w).abs()
+    assert torch.all(err <= s / 2 + 1e-6)  # rounding error at most half a step per row
+
+
+def test_int8_linear_close_to_float():
+    torch.manual_seed(0)
+    lin = nn.Linear(64, 32)
+    x = torch.randn(20, 64)
+    q = quantize.Int8Linear(lin)
+    ref = lin(x)
+    rel = (q(x) - ref).abs().max() / ref.abs().max()
+    assert rel < 0.03
+
+
+def test_quantized_model_predictions_and_size():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    x, y = torch.randn(64, 64), torch.randint(0, 10, (64,))
+    qmodel = quantize.quantize_linear_layers(model)
+    assert isinstance(model[0], nn.Linear) and isinstance(qmodel[0], quantize.Int8Linear)
+    assert quantize.weight_bytes(qmodel) < quantize.weight_bytes(model) / 3
+    rows = quantize.compare_inference(model, x, y, min_time=0.01, methods=("fp32", "bf16", "int8", "int8-int32"))
+    by = {r["method"]: r for r in rows}
+    assert by["int8"]["agrees_with_fp32"] >= 0.9 and by["int8-int32"]["agrees_with_fp32"] == by["int8"]["agrees_with_fp32"]
+    with pytest.raises(ValueError):
+        quantize.compare_inference(model, x, y, methods=("int4",))

@@ -1,0 +1,31 @@
+import pytest
+
+import tp_workers as W
+from d2lmp.dist.launch import WorkerError, launch
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_linear_splits_equal_the_full_layer(world):
+    for rank, result in enumerate(launch(W.linear_layers, world)):
+        for layer, (errors, calls) in result.items():
+            assert max(errors.values()) < 1e-5, (rank, layer, errors)
+        # Communication exactly where the theory puts it (5 examples of float32):
+        assert result["column"][1] == [("all_gather", 5 * 12 // world * 4, "column linear"),
+                                       ("all_reduce", 5 * 8 * 4, "column linear (backward)")]
+        assert result["row"][1] == [("all_reduce", 5 * 12 * 4, "row linear"),
+                                    ("all_reduce", 5 * 8 * 4, "row linear (backward)")]
+        assert [c[0] for c in result["mlp"][1]] == ["all_reduce", "all_reduce"]  # one forward (fc2), one backward (fc1)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_conv_splits_equal_the_full_layer(world):
+    for rank, result in enumerate(launch(W.conv_layers, world)):
+        for layer, (errors, calls) in result.items():
+            assert max(errors.values()) < 1e-5, (rank, layer, errors)
+        assert [c[0] for c in result["out_channels"][1]] == ["all_gather", "all_reduce"]
+        assert [c[0] for c in result["in_channels"][1]] == ["all_reduce", "all_reduce"]
+
+
+def test_indivisible_features_are_refused():
+    with pytest.raises(WorkerError, match="out_features = 5 is not divisible by the 2 ranks"):
+        launch(W.indivisible, 2)
