@@ -58,6 +58,21 @@ def alexnet_d2l(num_classes: int = 10, in_channels: int = 1) -> nn.Sequential:
     )
 
 
+class TowerLRN(nn.Module):
+    """The paper's LRN applied within each GPU's maps: channels are cut into ``towers`` groups.
+
+    Each GPU normalised only the kernel maps it held, so in the one-device model the
+    "adjacent maps" of the normalisation never cross the boundary between the two towers.
+    """
+
+    def __init__(self, towers: int = 2):
+        super().__init__()
+        self.towers, self.lrn = towers, paper_lrn()
+
+    def forward(self, x):
+        return torch.cat([self.lrn(part) for part in x.chunk(self.towers, dim=1)], dim=1)
+
+
 def _scaled(channels: int, width: float) -> int:
     # Keep every width even so the two towers (groups=2) split it evenly.
     return max(2, 2 * round(channels * width / 2))
@@ -67,7 +82,8 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
     """The 2012 paper's AlexNet; ``width`` scales every layer's channels (1.0 = the paper).
 
     The two GPUs are written as ``groups=2`` in conv2, conv4 and conv5, whose kernels see
-    only their own GPU's maps (paper §3.2). conv1 uses padding 2 so that a 224×224 input
+    only their own GPU's maps (paper §3.2), and the response normalisations after conv1 and
+    conv2 work within each GPU's maps (``TowerLRN``). conv1 uses padding 2 so that a 224×224 input
     gives the paper's 55×55 maps (facts.md §1.2, the 224 vs 227 note). fc6's input size
     follows ``input_size``. ``init="paper"`` draws weights from N(0, 0.01) with bias 1 in
     conv2, conv4, conv5 and the hidden FC layers, 0 elsewhere (paper §5); "torch" keeps
@@ -80,9 +96,9 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
     c = [_scaled(ch, width) for ch in (96, 256, 384, 384, 256)]
     fc = _scaled(4096, width)
     features = nn.Sequential(OrderedDict([
-        ("conv1", nn.Conv2d(3, c[0], 11, stride=4, padding=2)), ("relu1", nn.ReLU()), ("norm1", paper_lrn()),
+        ("conv1", nn.Conv2d(3, c[0], 11, stride=4, padding=2)), ("relu1", nn.ReLU()), ("norm1", TowerLRN(2)),
         ("pool1", nn.MaxPool2d(3, 2)),
-        ("conv2", nn.Conv2d(c[0], c[1], 5, padding=2, groups=2)), ("relu2", nn.ReLU()), ("norm2", paper_lrn()),
+        ("conv2", nn.Conv2d(c[0], c[1], 5, padding=2, groups=2)), ("relu2", nn.ReLU()), ("norm2", TowerLRN(2)),
         ("pool2", nn.MaxPool2d(3, 2)),
         ("conv3", nn.Conv2d(c[1], c[2], 3, padding=1)), ("relu3", nn.ReLU()),
         ("conv4", nn.Conv2d(c[2], c[3], 3, padding=1, groups=2)), ("relu4", nn.ReLU()),

@@ -383,7 +383,7 @@ def plot_bandwidth_curves(series: dict, specs: dict | None = None, ax=None,
         ax.plot([r["bytes_touched"] / 2**20 for r in rows], [r["gbs"] for r in rows],
                 "o-" if "recorded" not in label else "s:", color=f"C{i}", label=label)
     for j, (label, value) in enumerate((specs or {}).items()):
-        ax.axhline(value, color=f"C{j}", ls="--", lw=1, label=label)
+        ax.axhline(value, color=f"C{j + len(series)}", ls="--", lw=1, label=label)
     ax.set(xscale="log", yscale="log", xlabel="bytes one copy touches (read + write, MiB)", ylabel="GB/s", title=title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))

@@ -99,6 +99,39 @@ class _GatherFromParallel(torch.autograd.Function):
         return grad.narrow(ctx.dim, rank * ctx.size, ctx.size).contiguous(), None, None
 
 
+def _reduce_scatter(t: torch.Tensor, dim: int, label: str) -> torch.Tensor:
+    """Sum over ranks, keeping this rank's block along ``dim`` (a ring reduce-scatter from send/recv)."""
+    from .collectives import ring_reduce_scatter
+
+    world = dist.get_world_size()
+    moved = t.movedim(dim, 0).contiguous()
+    _log("reduce_scatter", moved, label)
+    mine = ring_reduce_scatter(moved).view(moved.shape[0] // world, *moved.shape[1:])
+    return mine.movedim(0, dim).contiguous()
+
+
+class _GatherForSplitCompute(torch.autograd.Function):
+    """All-gather forward; reduce-scatter backward.
+
+    For a gathered tensor that each rank then uses *differently* (each computes its own
+    output channels from all input channels), the input's gradient is the sum of every
+    rank's contribution, and each rank keeps the block it owns.
+    """
+
+    @staticmethod
+    def forward(ctx, x, dim, label):
+        ctx.dim, ctx.label = dim, label
+        return _all_gather(x, dim, label)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _reduce_scatter(grad, ctx.dim, ctx.label + " (backward)"), None, None
+
+
+def gather_for_split_compute(x: torch.Tensor, dim: int = 1, label: str = "") -> torch.Tensor:
+    return _GatherForSplitCompute.apply(x, dim % x.dim(), label)
+
+
 def copy_to_parallel(x: torch.Tensor, label: str = "") -> torch.Tensor:
     return _CopyToParallel.apply(x, label)
 
