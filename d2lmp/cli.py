@@ -134,6 +134,30 @@ def cmd_bench_dp(args) -> int:
     return 0
 
 
+def cmd_bench_pipeline(args) -> int:
+    from .dist.bench import pipeline_bench
+    from .report import table
+
+    result = pipeline_bench(args.worlds, args.micro_batches, batch=args.batch, steps=args.steps)
+    print("Pipeline (GPipe, 4 micro-batches) of a half-width AlexNet: equal-layer vs balanced partition")
+    rows = result["partitions"]
+    lines = []
+    for world in args.worlds:
+        equal = next(r for r in rows if r["world"] == world and r["partition"] == "equal layers")
+        bal = next(r for r in rows if r["world"] == world and r["partition"] == "balanced")
+        for r in (equal, bal):
+            lines.append([world, r["partition"], r["sizes"], f"{r['step_s'] * 1e3:.1f}",
+                          f"{r['step_s'] / equal['step_s']:.2f}"])
+    print(table(lines, ["stages", "partition", "layers per stage", "step ms", "ratio to equal"]))
+    print("\nBubble on 2 stages (balanced): measured vs (p-1)/(m+p-1)")
+    worst = max(abs(b["measured"] - b["theory"]) for b in result["bubbles"])
+    print(table([[b["micro_batches"], f"{b['theory']:.3f}", f"{b['measured']:.3f}",
+                  f"{b['measured'] - b['theory']:+.3f}"] for b in result["bubbles"]],
+                ["micro-batches", "theory", "measured", "difference"]))
+    print(f"\ngoal: measured within 0.1 of theory: worst difference {worst:.3f} ({'met' if worst <= 0.1 else 'NOT met'})")
+    return 0
+
+
 def cmd_selfcheck(args) -> int:
     from .selfcheck import run_selfcheck
 
@@ -184,6 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--bucket-mb", type=float, default=4.0)
     p.set_defaults(func=cmd_bench_dp)
+
+    p = bench_sub.add_parser("pipeline", help="balanced vs equal partitions; measured vs theoretical bubble")
+    p.add_argument("--worlds", type=_ints, default=[2, 4])
+    p.add_argument("--micro-batches", type=_ints, default=[1, 2, 4, 8])
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=3)
+    p.set_defaults(func=cmd_bench_pipeline)
 
     p = sub.add_parser("selfcheck", help="run every GPU code path (skips with a message without a GPU)")
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")

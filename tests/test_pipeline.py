@@ -107,3 +107,18 @@ def test_profile_layers():
     assert all(p.seconds > 0 for p in profiles)
     with pytest.raises(ValueError, match="nn.Sequential"):
         P.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
+
+
+@pytest.mark.parametrize("stages, m", [(2, 1), (2, 4), (4, 4), (4, 8), (3, 5)])
+def test_simulated_bubble_matches_the_formula(stages, m):
+    for kind in ("gpipe", "1f1b"):
+        events = P.simulate(kind, stages, m)
+        assert P.measured_bubble(events, stages) == pytest.approx(P.bubble_fraction(stages, m))
+    naive = P.simulate("naive", stages, m)  # one big micro-batch: the bubble of m = 1
+    assert P.measured_bubble(naive, stages) == pytest.approx(P.bubble_fraction(stages, 1))
+
+
+def test_equal_split():
+    assert P.equal_split(23, 4) == [6, 6, 6, 5]
+    with pytest.raises(ValueError):
+        P.equal_split(2, 3)

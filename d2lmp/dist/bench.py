@@ -62,3 +62,64 @@ def dp_bench(world: int = 2, batch: int = 64, steps: int = 6, rounds: int = 3, b
     spec = spec or dp_bench_spec()
     per_rank = launch(_dp_worker, world, spec, batch, steps, rounds, bucket_bytes, tuple(versions), timeout=900)
     return {v: max(r[v] for r in per_rank) for v in versions}
+
+
+def pipeline_model(quick: bool = False):
+    """A half-width AlexNet (paper layout) on 115×115 inputs as one flat nn.Sequential."""
+    from ..models import alexnet2012
+    from .pipeline import flat_sequential
+
+    import torch
+
+    torch.manual_seed(0)
+    return flat_sequential(alexnet2012(num_classes=10, width=0.5, input_size=115, init="torch"))
+
+
+def _pipeline_worker(rank, world, sizes, batch, kind, micro_batches, steps):
+    import torch
+
+    from .pipeline import pipeline_step, step_span
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
+    spans, events = [], []
+    for _ in range(steps):
+        result = pipeline_step(rank, world, pipeline_model, sizes, x, y, kind, micro_batches)
+        events.append(result["events"])
+    return events
+
+
+def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 32, steps: int = 3) -> dict:
+    """Balanced vs equal-layer partitions (GPipe, m=4) and measured vs theoretical bubbles (balanced)."""
+    import statistics
+
+    import torch
+
+    from .pipeline import balance, bubble_fraction, equal_split, measured_bubble, profile_layers, step_span
+
+    from ..config import set_threads
+
+    model = pipeline_model()
+    previous = set_threads(1)  # profile as a rank computes: one thread
+    try:
+        profiles = profile_layers(model, torch.randn(batch // 4, 3, 115, 115), min_time=0.05)
+    finally:
+        set_threads(previous)
+    costs = [p.seconds for p in profiles]
+    out = {"partitions": [], "bubbles": []}
+
+    def run(world, sizes, kind, m):
+        per_rank = launch(_pipeline_worker, world, sizes, batch, kind, m, steps, timeout=600)
+        steps_events = [sum((r[s] for r in per_rank), []) for s in range(steps)]
+        return (statistics.median(step_span(e) for e in steps_events),
+                statistics.median(measured_bubble(e, world) for e in steps_events))
+
+    for world in worlds:
+        for name, sizes in (("equal layers", equal_split(len(costs), world)), ("balanced", balance(costs, world))):
+            span, _ = run(world, sizes, "gpipe", 4)
+            out["partitions"].append(dict(world=world, partition=name, sizes=sizes, step_s=span))
+    sizes = balance(costs, 2)
+    for m in micro_batches:
+        _, bubble = run(2, sizes, "gpipe", m)
+        out["bubbles"].append(dict(world=2, micro_batches=m, measured=bubble, theory=bubble_fraction(2, m)))
+    return out

@@ -85,6 +85,23 @@ def bubble_fraction(stages: int, micro_batches: int) -> float:
     return (stages - 1) / (micro_batches + stages - 1)
 
 
+def flat_sequential(model: nn.Module, prefix: str = "") -> nn.Sequential:
+    """Nested ``nn.Sequential`` containers flattened into one, layer by layer ("features.conv1" → "features_conv1")."""
+    layers = []
+
+    def walk(module, name):
+        if isinstance(module, nn.Sequential):
+            for child_name, child in module.named_children():
+                walk(child, f"{name}_{child_name}" if name else child_name)
+        else:
+            layers.append((name or type(module).__name__, module))
+
+    walk(model, prefix)
+    from collections import OrderedDict
+
+    return nn.Sequential(OrderedDict(layers))
+
+
 # ---------------------------------------------------------------------------------------
 # Profiling
 
@@ -105,8 +122,9 @@ def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float =
         raise ValueError(f"profile_layers needs an nn.Sequential, got {type(model).__name__}")
     profiles = []
     x = sample
-    for name, layer in model.named_children():
-        inp = x.detach().requires_grad_(x.is_floating_point())
+    for index, (name, layer) in enumerate(model.named_children()):
+        # As in training, the data needs no gradient; every later activation does.
+        inp = x.detach().requires_grad_(index > 0 and x.is_floating_point())
 
         def fwd_bwd(layer=layer, inp=inp):
             out = layer(inp)
@@ -172,6 +190,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         in_shapes = [tuple(full[:start](xi).shape) for xi in xs]
     timeline = Timeline(rank)
     inputs, outputs, pending, results = {}, {}, [], {}
+    dist.barrier()  # start the clocks together: set-up above is not part of the step
     total_loss = torch.zeros((), device=dev)
     for op, i in schedule(kind, world, rank, m):
         if op == "F":
@@ -223,9 +242,56 @@ def sequential_reference(build: Callable[[], nn.Sequential], x: torch.Tensor, y:
                 grads={k: p.grad.clone() for k, p in model.named_parameters()})
 
 
+def equal_split(layers: int, stages: int) -> list[int]:
+    """The naive partition: the same number of layers per stage (the first ones get the remainder)."""
+    if stages < 1 or stages > layers:
+        raise ValueError(f"cannot split {layers} layers into {stages} non-empty stages")
+    return [layers // stages + (i < layers % stages) for i in range(stages)]
+
+
+def step_span(events: list[dict]) -> float:
+    """Seconds from the first operation's start to the last one's end, over all ranks."""
+    return max(e["end"] for e in events) - min(e["start"] for e in events)
+
+
 def measured_bubble(events: list[dict], world: int) -> float:
     """Idle share of the step: 1 - (busy time summed over ranks) / (ranks × span of the step)."""
     start = min(e["start"] for e in events)
     end = max(e["end"] for e in events)
     busy = sum(e["end"] - e["start"] for e in events if e["kind"] in ("forward", "backward"))
     return 1 - busy / (world * (end - start))
+
+
+def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, backward: float = 2.0) -> list[dict]:
+    """Events of an ideal pipeline: every stage takes ``forward``/``backward`` time units per
+    micro-batch and messages are free. Each stage runs its ``schedule`` in order, an op
+    starting once the stage is free and its input (from the neighbouring stage) is ready.
+    """
+    if forward <= 0 or backward <= 0:
+        raise ValueError("forward and backward times must be positive")
+    m = 1 if kind == "naive" else micro_batches
+    plans = [schedule(kind, stages, s, micro_batches) for s in range(stages)]
+    done: dict[tuple[str, int, int], float] = {}
+    position, free = [0] * stages, [0.0] * stages
+    events = []
+    while any(position[s] < len(plans[s]) for s in range(stages)):
+        progressed = False
+        for s in range(stages):
+            if position[s] == len(plans[s]):
+                continue
+            op, i = plans[s][position[s]]
+            if op == "F":
+                need = ("F", s - 1, i) if s > 0 else None
+            else:
+                need = ("B", s + 1, i) if s < stages - 1 else ("F", s, i)
+            if need is not None and need not in done:
+                continue
+            start = max(free[s], done.get(need, 0.0))
+            end = start + (forward if op == "F" else backward) * (micro_batches / m if kind == "naive" else 1)
+            done[(op, s, i)] = free[s] = end
+            events.append(dict(rank=s, kind="forward" if op == "F" else "backward", label=f"{op}{i}", start=start, end=end))
+            position[s] += 1
+            progressed = True
+        if not progressed:
+            raise RuntimeError("schedule deadlocks")  # cannot happen for the schedules above
+    return events
