@@ -226,3 +226,22 @@ def parallel_mlp(full: nn.Sequential) -> nn.Sequential:
     first, act, second = full
     return nn.Sequential(ColumnParallelLinear(first, gather_output=False, label="fc1"), act,
                          RowParallelLinear(second, input_is_parallel=True, label="fc2"))
+
+
+def comm_volume(batch: int, n_in: int, n_out: int, world: int, element_size: int = 4) -> dict[str, dict[str, int]]:
+    """Bytes each rank puts into collectives for one forward+backward of a Linear(n_in, n_out).
+
+    * column split, output gathered: forward all-gather of its B·n_out/t outputs; backward
+      all-reduce of the B·n_in input gradient.
+    * row split, input already split: forward all-reduce of the B·n_out partial outputs;
+      backward nothing.
+    * data parallel (for comparison): all-reduce of the weight and bias gradients.
+    """
+    if min(batch, n_in, n_out, world) < 1 or n_out % world or n_in % world:
+        raise ValueError(f"need positive sizes with n_in and n_out divisible by world ({world})")
+    e = element_size
+    return {
+        "column, gather output": {"forward": batch * n_out // world * e, "backward": batch * n_in * e},
+        "row, split input": {"forward": batch * n_out * e, "backward": 0},
+        "data parallel (gradients)": {"forward": 0, "backward": (n_in * n_out + n_out) * e},
+    }

@@ -62,3 +62,25 @@ def measure_all_reduces(rank: int, world: int, sizes, impls=("torch", "naive", "
     for impl in impls:
         rows += C.measure_collective("all_reduce", impl, sizes, repeats=repeats, min_time=min_time)
     return rows
+
+
+def dtensor_mlp_check(rank: int, world: int) -> dict:
+    """PyTorch's own tensor parallelism (DTensor ColwiseParallel/RowwiseParallel) on an MLP vs the unsplit MLP."""
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    torch.manual_seed(0)
+    full = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
+    split = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
+    split.load_state_dict(full.state_dict())
+    mesh = init_device_mesh(rank_device("auto").type, (world,))
+    parallelize_module(split, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+    full(x).sum().backward()
+    split(x.to(rank_device("auto"))).sum().backward()
+    local = split[0].weight.grad.to_local().cpu()
+    rows = 16 // world
+    return dict(output_equal=torch.allclose(split(x.to(rank_device("auto"))).cpu(), full(x), atol=1e-6),
+                local_weight_shape=tuple(split[0].weight.to_local().shape),
+                grad_equal=torch.allclose(local, full[0].weight.grad[rank * rows:(rank + 1) * rows], atol=1e-6))
