@@ -17,6 +17,7 @@ from collections import OrderedDict
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 # Paper constants (facts.md §1.1, paper §3.3): b = a / (k + α Σ a²)^β over n adjacent maps.
 LRN_K, LRN_N, LRN_ALPHA, LRN_BETA = 2.0, 5, 1e-4, 0.75
@@ -67,10 +68,15 @@ class TowerLRN(nn.Module):
 
     def __init__(self, towers: int = 2):
         super().__init__()
-        self.towers, self.lrn = towers, paper_lrn()
+        self.towers = towers
 
     def forward(self, x):
-        return torch.cat([self.lrn(part) for part in x.chunk(self.towers, dim=1)], dim=1)
+        return torch.cat([tower_lrn(part) for part in x.chunk(self.towers, dim=1)], dim=1)
+
+
+def tower_lrn(x: torch.Tensor) -> torch.Tensor:
+    """The paper's LRN on one tower's maps (see ``paper_lrn`` for the α convention)."""
+    return F.local_response_norm(x, LRN_N, alpha=LRN_N * LRN_ALPHA, beta=LRN_BETA, k=LRN_K)
 
 
 def _scaled(channels: int, width: float) -> int:

@@ -18,6 +18,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
+from ..models import tower_lrn
 from .tensor_parallel import gather_for_split_compute, gather_from_parallel
 
 
@@ -61,7 +62,7 @@ class AlexNetTower(nn.Module):
         self.conv1, self.conv2 = TowerConv(f.conv1, rank), TowerConv(f.conv2, rank)
         self.conv3, self.conv4, self.conv5 = TowerConv(f.conv3, rank), TowerConv(f.conv4, rank), TowerConv(f.conv5, rank)
         self.fc6, self.fc7, self.fc8 = TowerLinear(c.fc6, rank), TowerLinear(c.fc7, rank), TowerLinear(c.fc8, rank)
-        self.lrn = f.norm1.lrn  # the paper's LRN, applied to this tower's maps only
+        self.lrn = tower_lrn  # the paper's LRN, applied to this tower's maps only
         self.drop6, self.drop7 = c.drop6, c.drop7
         self.pool = nn.MaxPool2d(3, 2)
 
