@@ -158,6 +158,20 @@ def cmd_bench_pipeline(args) -> int:
     return 0
 
 
+def cmd_bench_costmodel(args) -> int:
+    from .dist.bench import costmodel_bench
+    from .report import table
+
+    rows = costmodel_bench(batch=args.batch, steps=args.steps)
+    print("Cost model calibrated here (one-rank FLOP/s, fitted all-reduce α and β) vs measured steps on 2 CPU ranks")
+    print(table([[r["strategy"], f"{r['compute_s'] * 1e3:.1f}", f"{r['comm_s'] * 1e3:.1f}", f"{r['bubble_s'] * 1e3:.1f}",
+                  f"{r['predicted_s'] * 1e3:.1f}", f"{r['measured_s'] * 1e3:.1f}", f"{r['ratio']:.2f}"] for r in rows],
+                ["strategy", "compute ms", "comm ms", "bubble ms", "predicted ms", "measured ms", "predicted / measured"]))
+    ok = all(0.75 <= r["ratio"] <= 1.33 for r in rows)
+    print(f"\ngoal: every prediction within 0.75-1.33x of the measurement: {'met' if ok else 'NOT met'}")
+    return 0
+
+
 def cmd_selfcheck(args) -> int:
     from .selfcheck import run_selfcheck
 
@@ -215,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=3)
     p.set_defaults(func=cmd_bench_pipeline)
+
+    p = bench_sub.add_parser("costmodel", help="predicted vs measured step time of each strategy on CPU ranks")
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--steps", type=int, default=6)
+    p.set_defaults(func=cmd_bench_costmodel)
 
     p = sub.add_parser("selfcheck", help="run every GPU code path (skips with a message without a GPU)")
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")

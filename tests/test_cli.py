@@ -70,3 +70,12 @@ def test_bench_dp_prints_ratio_to_ddp(capsys):
     assert main(["bench", "dp", "--batch", "8", "--steps", "3", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     assert "ratio to DDP" in out and "bucketed-no-overlap" in out and "goal" in out
+
+
+def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
+    assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio to equal" in out and "goal" in out
+    assert main(["bench", "costmodel", "--batch", "32", "--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted / measured" in out and "goal" in out

@@ -123,3 +123,88 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 32, s
         _, bubble = run(2, sizes, "gpipe", m)
         out["bubbles"].append(dict(world=2, micro_batches=m, measured=bubble, theory=bubble_fraction(2, m)))
     return out
+
+
+def _steps_worker(rank, world, build, sizes, x, y, steps, kind="gpipe", micro_batches=4):
+    """Several pipeline steps in one process; the first (cold: allocations, autograd start-up) is for warm-up."""
+    from .pipeline import pipeline_step
+
+    return [pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches)["events"] for _ in range(steps)]
+
+
+def _tp_mlp_worker(rank, world, spec, batch, steps):
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    from .tensor_parallel import ColumnParallelLinear
+
+    full = spec.build()
+    layers = [ColumnParallelLinear(m, gather_output=True) if isinstance(m, nn.Linear) else m for m in full]
+    model = nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = DP.synthetic_data(spec, batch)
+    times = []
+    for _ in range(steps):
+        dist.barrier()
+        start = time.perf_counter()
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def _measure_strategies(spec, batch, steps, sizes):
+    from .pipeline import step_span
+
+    out = {}
+    result = launch(DP.dp_train, 2, spec, *DP.synthetic_data(spec, batch), "bucketed", steps, 0.01, 4 * MIB)
+    out["data"] = statistics.median(max(r["step_seconds"][i] for r in result) for i in range(1, steps))
+    x, y = DP.synthetic_data(spec, batch)
+    per_rank = launch(_steps_worker, 2, spec.build, sizes, x, y, steps)
+    out["pipeline"] = statistics.median(step_span(per_rank[0][s] + per_rank[1][s]) for s in range(1, steps))
+    out["tensor"] = max(launch(_tp_mlp_worker, 2, spec, batch, steps))
+    return out
+
+
+def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[dict]:
+    """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
+    import torch
+
+    from ..config import set_threads
+    from ..models import layer_table
+    from ..timing import benchmark
+    from .collectives import fit_alpha_beta
+    from .costmodel import predict, this_machine
+    from .pipeline import balance
+    from .workers import measure_all_reduces
+
+    spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
+    model = spec.build()
+    x, y = DP.synthetic_data(spec, batch)
+    rows = layer_table(model, (batch, spec.sizes[0]))
+
+    def one_step():
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+
+    previous = set_threads(1)  # calibrate at one thread, as each rank runs
+    try:
+        single = benchmark(one_step, min_time=0.5).median
+    finally:
+        set_threads(previous)
+    flops = 3 * sum(r["flops"] for r in rows) / single
+    timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
+    intercept, slope = fit_alpha_beta([r["size_bytes"] for r in timings], [r["seconds"] for r in timings])
+    hw = this_machine(flops, intercept / 2, slope, devices=2)
+    sizes = balance([r["flops"] for r in rows], 2)  # the pipeline split, balanced by FLOPs
+    measured = _measure_strategies(spec, batch, steps, sizes)
+    out = []
+    for strategy, seconds in measured.items():
+        p = predict(rows, strategy, hw, batch, micro_batches=4, batch_of_table=batch, stage_sizes=sizes)
+        out.append(dict(strategy=strategy, predicted_s=p.step_s, measured_s=seconds, ratio=p.step_s / seconds,
+                        compute_s=p.compute_s, comm_s=p.comm_s, bubble_s=p.bubble_s))
+    return out

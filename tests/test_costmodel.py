@@ -1,0 +1,61 @@
+import pytest
+import torch
+
+from d2lmp.dist import costmodel as CM
+from d2lmp.models import alexnet2012, layer_table
+
+
+@pytest.fixture(scope="module")
+def rows():
+    with torch.device("meta"):
+        model = alexnet2012()
+    return layer_table(model, (1, 3, 224, 224))
+
+
+def test_presets_are_sourced(rows):
+    for hw in CM.PRESETS.values():
+        assert hw.source and hw.flops > 0 and hw.link_bytes_per_s > 0 and hw.overlap
+    assert CM.PRESETS["2x GTX 580 (PCIe 2.0)"].flops == pytest.approx(512 * 2 * 1.544e9, rel=1e-3)
+
+
+def test_one_device_has_no_communication_or_bubble(rows):
+    hw = CM.PRESETS["8x H100 (NVSwitch)"].with_devices(1)
+    for strategy in CM.STRATEGIES:
+        p = CM.predict(rows, strategy, hw, 128)
+        assert p.comm_s == 0 and p.bubble_s == 0
+        assert p.compute_s == pytest.approx(3 * sum(r["flops"] for r in rows) * 128 / hw.flops)
+
+
+def test_memory_and_time_split_as_each_strategy_says(rows):
+    hw = CM.PRESETS["8x A100 (NVSwitch)"]
+    params = sum(r["params"] for r in rows) * 4
+    dp = CM.predict(rows, "data", hw, 1024)
+    assert dp.memory["parameters"] == params  # every replica holds everything
+    pp = CM.predict(rows, "pipeline", hw, 1024, micro_batches=8)
+    assert pp.memory["parameters"] == pytest.approx(params / 8)
+    assert pp.bubble_s == pytest.approx(pp.compute_s * 7 / 8)  # (p-1)/m of a stage
+    hybrid = CM.predict(rows, "hybrid", hw, 1024)
+    assert hybrid.memory["parameters"] < dp.memory["parameters"] / 5  # FC weights (96 %) are split
+
+
+def test_pipeline_stage_sizes_set_the_pace(rows):
+    hw = CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"].with_devices(2)
+    balanced = CM.predict(rows, "pipeline", hw, 256)
+    lopsided = CM.predict(rows, "pipeline", hw, 256, stage_sizes=[1, len(rows) - 1])
+    assert lopsided.compute_s > balanced.compute_s
+    with pytest.raises(ValueError):
+        CM.predict(rows, "pipeline", hw, 256, stage_sizes=[1, 2])
+
+
+def test_cpu_ranks_do_not_overlap(rows):
+    hw = CM.this_machine(1e11, 1e-4, 1e-9)
+    assert not hw.overlap
+    p = CM.predict(rows, "data", hw, 64)
+    assert p.comm_s == pytest.approx(2 * (hw.alpha + sum(r["params"] for r in rows) * 4 / 2 * 1e-9), rel=0.05)
+    with pytest.raises(ValueError):
+        CM.this_machine(0, 1e-4, 1e-9)
+
+
+def test_bad_strategy(rows):
+    with pytest.raises(ValueError, match="available: data, pipeline, tensor, hybrid"):
+        CM.predict(rows, "expert", CM.PRESETS["8x H100 (NVSwitch)"], 64)
