@@ -289,6 +289,23 @@ def check_nccl_bandwidth(device, quick):
     return {"status": "pass", "detail": f"{world} GPUs: best all-reduce busbw {best:,.1f} GB/s", "rows": rows}
 
 
+def check_nccl_pipeline_and_tensor_parallel(device, quick):
+    """Pipeline schedules and split linear layers on NCCL ranks against the unsplit model."""
+    from .dist.launch import launch
+    from .dist.workers import check_pipeline, check_tensor_parallel
+    from .hardware import gpu_count
+
+    if (skip := _skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    pipe = launch(check_pipeline, world, backend="nccl", timeout=300)
+    tp = launch(check_tensor_parallel, world, backend="nccl", timeout=300)
+    worst = max(max(r.values()) for r in pipe + tp)
+    return {"status": "pass" if worst < 1e-4 else "fail",
+            "detail": f"{world} NCCL rank(s): pipeline (naive, GPipe, 1F1B) and split linear layers, max error {worst:.1e}",
+            "pipeline": pipe, "tensor_parallel": tp}
+
+
 def _nccl_bandwidth_worker(rank, world):
     from .dist.collectives import measure_collective
 
@@ -439,6 +456,10 @@ CHECKS = [
     check_memory_cuda,
     check_fp16_grad_scaler,
     check_int8_inference,
+    check_nccl_collectives,
+    check_nccl_data_parallel,
+    check_nccl_bandwidth,
+    check_nccl_pipeline_and_tensor_parallel,
 ]
 
 

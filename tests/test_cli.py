@@ -79,3 +79,10 @@ def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
     assert main(["bench", "costmodel", "--batch", "32", "--steps", "3"]) == 0
     out = capsys.readouterr().out
     assert "predicted / measured" in out and "goal" in out
+
+
+def test_every_check_function_is_registered():
+    from d2lmp import selfcheck
+
+    defined = {name for name in dir(selfcheck) if name.startswith("check_") and callable(getattr(selfcheck, name))}
+    assert defined == {c.__name__ for c in selfcheck.CHECKS}

@@ -84,3 +84,36 @@ def dtensor_mlp_check(rank: int, world: int) -> dict:
     return dict(output_equal=torch.allclose(split(x.to(rank_device("auto"))).cpu(), full(x), atol=1e-6),
                 local_weight_shape=tuple(split[0].weight.to_local().shape),
                 grad_equal=torch.allclose(local, full[0].weight.grad[rank * rows:(rank + 1) * rows], atol=1e-6))
+
+
+def check_pipeline(rank: int, world: int, kinds=("naive", "gpipe", "1f1b"), micro_batches: int = 3) -> dict[str, float]:
+    """Max |difference| of each schedule's gradients and outputs from the unsplit MLP (computed on the CPU)."""
+    from . import pipeline as P
+
+    spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
+    x, y = DP.synthetic_data(spec, 12)
+    reference = P.sequential_reference(spec.build, x, y)
+    sizes = P.equal_split(len(spec.build()), world)
+    errors = {}
+    for kind in kinds:
+        result = P.pipeline_step(rank, world, spec.build, sizes, x, y, kind, micro_batches)
+        err = max((g - reference["grads"][k]).abs().max().item() for k, g in result["grads"].items())
+        if result["outputs"] is not None:
+            err = max(err, (result["outputs"] - reference["outputs"]).abs().max().item())
+        errors[kind] = err
+    return errors
+
+
+def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
+    """Max |difference| of column- and row-split linear layers (on this rank's device) from the full layer."""
+    from torch import nn
+
+    from . import tensor_parallel as TP
+
+    dev = rank_device("auto")
+    torch.manual_seed(0)
+    column_full, row_full = nn.Linear(8, 8 * world).to(dev), nn.Linear(8 * world, 8).to(dev)
+    x_column, x_row = torch.randn(5, 8, device=dev), torch.randn(5, 8 * world, device=dev)
+    column, row = TP.ColumnParallelLinear(column_full), TP.RowParallelLinear(row_full, input_is_parallel=False)
+    return {"column": (column(x_column) - column_full(x_column)).abs().max().item(),
+            "row": (row(x_row) - row_full(x_row)).abs().max().item()}
