@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench_sub.add_parser("pipeline", help="balanced vs equal partitions; measured vs theoretical bubble")
     p.add_argument("--worlds", type=_ints, default=[2, 4])
     p.add_argument("--micro-batches", type=_ints, default=[1, 2, 4, 8])
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--batch", type=int, default=128, help="examples per step (micro-batches of batch/m)")
     p.add_argument("--steps", type=int, default=3)
     p.set_defaults(func=cmd_bench_pipeline)
 

@@ -122,3 +122,10 @@ def test_equal_split():
     assert P.equal_split(23, 4) == [6, 6, 6, 5]
     with pytest.raises(ValueError):
         P.equal_split(2, 3)
+
+
+def test_pytorch_pipelining_api_gives_the_same_gradients():
+    from d2lmp.dist.workers import torch_pipelining_check
+
+    for result in launch(torch_pipelining_check, 2):
+        assert result["max_grad_error"] < 1e-6

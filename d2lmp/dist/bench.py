@@ -89,7 +89,7 @@ def _pipeline_worker(rank, world, sizes, batch, kind, micro_batches, steps):
     return events
 
 
-def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 32, steps: int = 3) -> dict:
+def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 3) -> dict:
     """Balanced vs equal-layer partitions (GPipe, m=4) and measured vs theoretical bubbles (balanced)."""
     import statistics
 

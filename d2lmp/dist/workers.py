@@ -117,3 +117,33 @@ def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
     column, row = TP.ColumnParallelLinear(column_full), TP.RowParallelLinear(row_full, input_is_parallel=False)
     return {"column": (column(x_column) - column_full(x_column)).abs().max().item(),
             "row": (row(x_row) - row_full(x_row)).abs().max().item()}
+
+
+def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dict:
+    """PyTorch's production pipeline API (``torch.distributed.pipelining``, GPipe) vs the unsplit MLP."""
+    from torch import nn
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    from . import pipeline as P
+
+    spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
+    x, y = DP.synthetic_data(spec, 12)
+    reference = P.sequential_reference(spec.build, x, y)
+    sizes = P.equal_split(len(spec.build()), world)
+    start = sum(sizes[:rank])
+    stage_module = spec.build()[start:start + sizes[rank]]
+    dev = rank_device("auto")
+    stage = PipelineStage(stage_module.to(dev), rank, world, dev)
+
+    def loss_fn(out, target):  # per micro-batch mean; the schedule averages over micro-batches
+        return nn.functional.cross_entropy(out, target)
+
+    schedule = ScheduleGPipe(stage, micro_batches, loss_fn=loss_fn)
+    if rank == 0:
+        schedule.step(x.to(dev))
+    elif rank == world - 1:
+        schedule.step(target=y.to(dev))
+    else:
+        schedule.step()
+    grads = {k: p.grad.cpu() for k, p in stage_module.named_parameters()}
+    return {"max_grad_error": max((g - reference["grads"][k]).abs().max().item() for k, g in grads.items())}
