@@ -7,3 +7,12 @@ import torch
 os.environ.setdefault("D2LMP_QUICK", "1")
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Tests that draw leave no figures open for the next test."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
