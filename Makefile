@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lab test unit notebooks execute clean
+.PHONY: install lab test unit notebooks execute book browser-deps clean
 
 install: $(STAMP)
 
@@ -18,21 +18,35 @@ $(STAMP): pyproject.toml requirements-ci.txt
 	$(PY) -m pip install --quiet -e ".[lab,test]"
 	touch $(STAMP)
 
-lab: install
-	$(VENV)/bin/jupyter lab notebooks/
+# Jupyter refuses to run as root unless told; containers and CI often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-# Unit tests, then every notebook under nbval-lax, all in quick mode.
-test: install
+lab: install
+	$(VENV)/bin/jupyter lab notebooks/ $(ROOT_FLAG) $(LAB_ARGS)
+
+# Debian's Chromium for the browser tests (never a downloaded browser); tried only as root with
+# apt-get, otherwise the browser tests skip and say why.
+browser-deps:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "Chromium not installed: the browser tests will be skipped"
+
+# Unit tests, the browser tests, then every notebook under nbval-lax, all in quick mode.
+test: install browser-deps
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q
 
 unit: install
-	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests -q
+	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests -q -m "not browser"
 
 # Re-execute every notebook in place from a real (full-size) run, for committing.
 execute: install
 	for nb in notebooks/[0-9][0-9]_*.ipynb; do \
 	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 "$$nb" || exit 1; \
 	done
+
+# A static HTML book of the executed notebooks, with an index, in build/book.
+book: install
+	$(PY) book/build.py build/book
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -353,21 +353,27 @@ def plot_bus_bandwidth(table, marked: tuple[int, float] | None = None, ax=None,
     bits = np.logspace(np.log10(128), np.log10(10000), 50)
     for rate in (2, 4, 8, 16, 32):
         ax.plot(bits, bits * rate / 8, color="gray", lw=0.8, ls=":")
-        ax.annotate(f"{rate} Gb/s per pin", (bits[-1], bits[-1] * rate / 8), fontsize=7, color="gray",
-                    ha="right", va="bottom")
+        ax.annotate(f"{rate} Gb/s per pin", (bits[0], bits[0] * rate / 8), fontsize=7, color="gray",
+                    ha="left", va="bottom", rotation=22)
     for kind in dict.fromkeys(r["memory_type"] for r in table):
         rows = [r for r in table if r["memory_type"] == kind]
         ax.plot([r["bus_bits"] for r in rows], [r["bandwidth_gbs"] for r in rows], "o", ms=8,
                 color=MEMORY_COLOURS.get(kind), label=kind)
         for r in rows:
+            right = r["name"].startswith("A100")  # the two A100s share a bus width: label them on the right
             ax.annotate(r["name"], (r["bus_bits"], r["bandwidth_gbs"]), fontsize=7, textcoords="offset points",
-                        xytext=(5, -10 if "80GB" in r["name"] else 4))
+                        xytext=(8, -3) if right else (-6, 6),
+                        ha="left" if right or r["bus_bits"] < 3000 else "right")
     if marked is not None:
         b, rate = marked
         bw = bus_bandwidth_gbs(b, rate)
         ax.plot([b], [bw], "k*", ms=15, label=f"yours: {b}-bit × {rate:g} Gb/s = {bw:,.0f} GB/s")
     ax.set(xscale="log", yscale="log", xlabel="memory bus width (bits)", ylabel="peak bandwidth (GB/s)", title=title)
-    ax.grid(True, which="both", alpha=0.3)
+    ticks = [128, 256, 512, 1024, 2048, 4096, 8192]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     return fig
 
@@ -394,7 +400,7 @@ def plot_bandwidth_curves(series: dict, specs: dict | None = None, ax=None,
 def plot_link_bandwidth(pcie_rows, nvlink_rows, ax=None, title: str = "Link bandwidth per GPU (both directions)"):
     """Bars: PCIe ×16 per generation and NVLink per generation (rows from ``topology.pcie_table`` / ``nvlink_table``)."""
     fig, ax = _figure(ax, figsize=(8, 3.8))
-    names = [f"PCIe {r['generation']}.0 ×16" for r in pcie_rows] + [f"NVLink {r['generation']}\n({r['gpu']})"
+    names = [f"PCIe {r['generation']}.0\n×16" for r in pcie_rows] + [f"NVLink {r['generation']}\n({r['gpu']})"
                                                                      for r in nvlink_rows]
     values = [r["both_directions_gbs"] for r in pcie_rows] + [r["total_gbs"] for r in nvlink_rows]
     colours = ["#1f77b4"] * len(pcie_rows) + ["#2ca02c"] * len(nvlink_rows)
@@ -485,10 +491,11 @@ def plot_saved_per_layer(per_layer, ax=None, title: str = "Saved activations per
     ax.bar(x - 0.2, [r["measured"] / 2**10 for r in rows], 0.4, label="measured (saved-tensor hooks)")
     ax.bar(x + 0.2, [r["predicted"] / 2**10 for r in rows], 0.4, label="predicted (shapes × rule)")
     ax.set_xticks(x)
-    ax.set_xticklabels([r["name"].split(".")[-1] + f"\n{r['kind']}" for r in rows], fontsize=6)
+    ax.set_xticklabels([f"{r['name'].split('.')[-1]} ({r['kind']})" for r in rows], fontsize=7, rotation=40, ha="right")
     ax.set(ylabel="KiB", title=title)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
     return fig
 
 
@@ -505,6 +512,9 @@ def plot_exponent_histogram(values, scale: float = 1.0, ax=None, title: str = "G
     centres = np.array(edges[:-1]) + 0.5
     colours = ["#d62728" if c < lo_sub else "#ff7f0e" if c < lo_norm else "#1f77b4" for c in centres]
     ax.bar(centres, counts, width=1.0, color=colours)
+    for colour, text in (("#d62728", "becomes 0 in FP16"), ("#ff7f0e", "FP16 subnormal (few bits left)"),
+                         ("#1f77b4", "FP16 normal")):
+        ax.bar([np.nan], [np.nan], color=colour, label=text)
     ax.axvline(lo_sub, color="k", ls="--", lw=1, label="FP16 smallest subnormal 2^-24")
     ax.axvline(lo_norm, color="k", ls=":", lw=1, label="FP16 smallest normal 2^-14")
     ax.axvline(hi, color="k", ls="-.", lw=1, label="FP16 max 65,504 (≈2^16)")

@@ -32,7 +32,7 @@ def quantize_symmetric(x: torch.Tensor, dim: int | None = None) -> tuple[torch.T
     else:
         amax = x.abs().amax(dim=dim, keepdim=True)
     scale = torch.where(amax > 0, amax / QMAX, torch.ones_like(amax))
-    q = torch.clamp(torch.round(x / scale), -QMAX, QMAX).to(torch.int8)
+    q = torch.round(x / scale).clamp_(-QMAX, QMAX).to(torch.int8)
     return q, scale
 
 
@@ -65,31 +65,46 @@ def int8_matmul(a: torch.Tensor, b: torch.Tensor, method: str = "auto") -> torch
     m, k = a.shape
     n = b.shape[1]
     shape_ok = m > 16 and k % 8 == 0 and n % 8 == 0
-    if method == "int_mm" or (method == "auto" and shape_ok and has_int_mm(a.device.type)):
+    if method == "int_mm":
         return torch._int_mm(a.contiguous(), b.contiguous())
+    if method == "auto" and shape_ok and has_int_mm(a.device.type):
+        try:
+            return torch._int_mm(a.contiguous(), b.contiguous())
+        except RuntimeError:  # a layout or size this build's kernel refuses: fall back to the exact widened path
+            pass
     if a.device.type == "cuda":
         return (a.double() @ b.double()).to(torch.int32)
     return a.to(torch.int32) @ b.to(torch.int32)
 
 
 class Int8Linear(nn.Module):
-    """A ``nn.Linear`` with int8 weights (one scale per output channel) and int8 inputs (one scale per row)."""
+    """A ``nn.Linear`` with int8 weights (one scale per output channel) and int8 inputs (one scale per row).
+
+    The weight matrix is padded with zero rows and columns to multiples of 8, the sizes that
+    ``torch._int_mm`` accepts; the padding adds zeros to the sums and is sliced off the result.
+    """
 
     def __init__(self, linear: nn.Linear, method: str = "auto"):
         super().__init__()
         q, scale = quantize_symmetric(linear.weight, dim=1)
+        out_f, in_f = q.shape
+        self.in_features, self.out_features = in_f, out_f
+        self.in_pad, out_pad = -in_f % 8, -out_f % 8
+        q = nn.functional.pad(q, (0, self.in_pad, 0, out_pad))  # zeros: they add nothing to the sums
+        scale = nn.functional.pad(scale, (0, 0, 0, out_pad), value=1.0)
         self.register_buffer("qweight_t", q.t().contiguous())  # (in, out), ready for x @ Wᵀ
         self.register_buffer("wscale", scale.t().contiguous())  # (1, out)
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
         self.method = method
-        self.in_features, self.out_features = linear.in_features, linear.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
         qx, xscale = quantize_symmetric(x2, dim=1)
+        if self.in_pad:
+            qx = nn.functional.pad(qx, (0, self.in_pad))
         acc = int8_matmul(qx, self.qweight_t, self.method)
-        y = acc.float() * (xscale * self.wscale)
+        y = (acc.float().mul_(xscale).mul_(self.wscale))[:, : self.out_features]
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*shape[:-1], self.out_features)
@@ -153,3 +168,16 @@ def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_ti
                              agrees_with_fp32=float((pred == reference).float().mean()),
                              weight_bytes=weight_bytes(net), median_s=t.median, spread=t.spread))
     return rows
+
+
+def linear_intensity(batch: int, in_features: int, out_features: int, bytes_per_value: float) -> float:
+    """Operations per byte of a fully connected layer: 2·B·in·out over the bytes of weights, input and output.
+
+    All three are stored with ``bytes_per_value`` (4 FP32, 2 FP16/BF16, 1 INT8). At batch 1 the weights
+    dominate and the intensity is about 2 / bytes_per_value: a memory-bound operation on any accelerator.
+    """
+    if min(batch, in_features, out_features) < 1 or bytes_per_value <= 0:
+        raise ValueError("batch and feature counts must be positive integers and bytes_per_value positive")
+    ops = 2 * batch * in_features * out_features
+    nbytes = bytes_per_value * (in_features * out_features + batch * (in_features + out_features))
+    return ops / nbytes

@@ -121,7 +121,7 @@ def hybrid_cube_mesh() -> Topology:
     """DGX-1's eight GPUs (facts.md §5.3, NVIDIA's DGX-1 whitepaper): a cube with GPUs at the corners,
     all twelve edges NVLink, and the diagonals of two opposite faces too (16 GPU pairs directly linked)."""
     front = {"GPU0": (0, 1), "GPU1": (1, 1), "GPU2": (0, 0), "GPU3": (1, 0)}
-    back = {f"GPU{int(k[3]) + 4}": (x + 0.45, y + 0.35) for k, (x, y) in front.items()}
+    back = {f"GPU{int(k[3]) + 4}": (x + 1.6, y + 0.5) for k, (x, y) in front.items()}
     nodes = {**front, **back}
     edges = []
     for quad in (list(front), list(back)):

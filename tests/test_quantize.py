@@ -50,3 +50,20 @@ def test_quantized_model_predictions_and_size():
     assert by["int8"]["agrees_with_fp32"] >= 0.9 and by["int8-int32"]["agrees_with_fp32"] == by["int8"]["agrees_with_fp32"]
     with pytest.raises(ValueError):
         quantize.compare_inference(model, x, y, methods=("int4",))
+
+
+def test_linear_intensity():
+    assert quantize.linear_intensity(1, 4096, 4096, 1) == pytest.approx(2, rel=1e-3)
+    assert quantize.linear_intensity(64, 4096, 4096, 1) == pytest.approx(2 * quantize.linear_intensity(64, 4096, 4096, 2))
+    with pytest.raises(ValueError):
+        quantize.linear_intensity(0, 1, 1, 1)
+
+
+def test_int8_linear_pads_odd_sizes():
+    torch.manual_seed(0)
+    lin = nn.Linear(13, 10)
+    q = quantize.Int8Linear(lin)
+    assert q.qweight_t.shape == (16, 16)
+    x = torch.randn(32, 13)
+    assert q(x).shape == (32, 10)
+    assert (q(x) - lin(x)).abs().max() / lin(x).abs().max() < 0.03

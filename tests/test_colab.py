@@ -1,0 +1,41 @@
+"""Colab readiness: one repository address everywhere, badges, and GPU requests where they help."""
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+SLUG = REPOSITORY.removeprefix("https://github.com/")
+GPU_SECTIONS = {f"{n:02d}" for n in range(1, 10)}  # timing and training notebooks; 10-14 run CPU ranks either way
+
+
+def _setup_cell(path):
+    cell = json.loads(path.read_text())["cells"][1]
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_installs_from_the_repository(path):
+    assert f'"d2lmp @ git+{REPOSITORY}"' in _setup_cell(path)
+
+
+def test_readme_badges_and_install_line_use_the_repository():
+    readme = (ROOT / "README.md").read_text()
+    badges = re.findall(r"colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/main/notebooks/", readme)
+    assert badges and set(badges) == {SLUG}
+    assert f"git+{REPOSITORY}" in readme
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_gpu_requested_where_it_helps(path):
+    metadata = json.loads(path.read_text())["metadata"]
+    if path.name[:2] in GPU_SECTIONS:
+        assert metadata.get("accelerator") == "GPU", "Colab should offer a GPU runtime for this notebook"
+        assert metadata.get("colab", {}).get("gpuType")
+    else:
+        assert "accelerator" not in metadata
