@@ -105,7 +105,8 @@ def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results
         dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=timeout))
         result = fn(rank, world_size, *args)
-        dist.destroy_process_group()  # on failure we skip this: report first, then let the process end
+        dist.barrier()  # nobody leaves while a peer still talks to it
+        dist.destroy_process_group()  # on failure we skip both: report first, then let the process end
         buffer = io.BytesIO()
         torch.save(result, buffer)  # by value: the parent may read it after this process is gone
         results.put(("ok", rank, buffer.getvalue()))
@@ -249,7 +250,7 @@ def run_from_env(fn, *args):
     if backend == "nccl":
         torch.cuda.set_device(local)
     dist.init_process_group(backend, timeout=timedelta(seconds=120))
-    try:
-        return rank, world, fn(rank, world, *args)
-    finally:
-        dist.destroy_process_group()
+    result = fn(rank, world, *args)
+    dist.barrier()  # nobody leaves while a peer still talks to it (gloo aborts on a closed connection)
+    dist.destroy_process_group()
+    return rank, world, result
