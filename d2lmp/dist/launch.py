@@ -105,8 +105,6 @@ def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results
         dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=timeout))
         result = fn(rank, world_size, *args)
-        dist.barrier()  # nobody leaves while a peer still talks to it
-        dist.destroy_process_group()  # on failure we skip both: report first, then let the process end
         buffer = io.BytesIO()
         torch.save(result, buffer)  # by value: the parent may read it after this process is gone
         results.put(("ok", rank, buffer.getvalue()))
@@ -117,6 +115,11 @@ def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)  # skip interpreter teardown, which can block on a broken process group
+    try:  # the result is delivered; now leave together (gloo aborts a peer whose partner vanished)
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:  # a peer failed after this rank finished: the parent reports that peer
+        pass
 
 
 def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str = "auto",
