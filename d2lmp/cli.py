@@ -94,7 +94,8 @@ def cmd_bench_allreduce(args) -> int:
     from .report import table
 
     rows = allreduce_bench(args.worlds, args.sizes, rounds=args.rounds, min_time=args.min_time)
-    print("All-reduce bus bandwidth (nccl-tests convention), our ring vs torch.distributed (gloo), medians:")
+    print("All-reduce bus bandwidth (nccl-tests convention), our ring vs torch.distributed's own "
+          "(gloo on CPU ranks, NCCL with a GPU per rank), medians:")
     lines, verdicts = [], []
     for world in args.worlds:
         for size in args.sizes:
