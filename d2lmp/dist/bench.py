@@ -64,7 +64,7 @@ def dp_bench(world: int = 2, batch: int = 64, steps: int = 6, rounds: int = 3, b
     return {v: max(r[v] for r in per_rank) for v in versions}
 
 
-def pipeline_model(quick: bool = False):
+def pipeline_model():
     """A half-width AlexNet (paper layout) on 115×115 inputs as one flat nn.Sequential."""
     from ..models import alexnet2012
     from .pipeline import flat_sequential
@@ -75,18 +75,11 @@ def pipeline_model(quick: bool = False):
     return flat_sequential(alexnet2012(num_classes=10, width=0.5, input_size=115, init="torch"))
 
 
-def _pipeline_worker(rank, world, sizes, batch, kind, micro_batches, steps):
-    import torch
+def _steps_worker(rank, world, build, sizes, x, y, steps, kind="gpipe", micro_batches=4):
+    """Several pipeline steps in one process; the first (cold: allocations, autograd start-up) is for warm-up."""
+    from .pipeline import pipeline_step
 
-    from .pipeline import pipeline_step, step_span
-
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
-    spans, events = [], []
-    for _ in range(steps):
-        result = pipeline_step(rank, world, pipeline_model, sizes, x, y, kind, micro_batches)
-        events.append(result["events"])
-    return events
+    return [pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches)["events"] for _ in range(steps)]
 
 
 def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 3) -> dict:
@@ -95,9 +88,8 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
 
     import torch
 
-    from .pipeline import balance, bubble_fraction, equal_split, measured_bubble, profile_layers, step_span
-
     from ..config import set_threads
+    from .pipeline import balance, bubble_fraction, equal_split, measured_bubble, profile_layers, step_span
 
     model = pipeline_model()
     previous = set_threads(1)  # profile as a rank computes: one thread
@@ -108,8 +100,11 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
     costs = [p.seconds for p in profiles]
     out = {"partitions": [], "bubbles": []}
 
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
+
     def run(world, sizes, kind, m):
-        per_rank = launch(_pipeline_worker, world, sizes, batch, kind, m, steps, timeout=600)
+        per_rank = launch(_steps_worker, world, pipeline_model, sizes, x, y, steps, kind, m, timeout=600)
         steps_events = [sum((r[s] for r in per_rank), []) for s in range(steps)]
         return (statistics.median(step_span(e) for e in steps_events),
                 statistics.median(measured_bubble(e, world) for e in steps_events))
@@ -123,13 +118,6 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
         _, bubble = run(2, sizes, "gpipe", m)
         out["bubbles"].append(dict(world=2, micro_batches=m, measured=bubble, theory=bubble_fraction(2, m)))
     return out
-
-
-def _steps_worker(rank, world, build, sizes, x, y, steps, kind="gpipe", micro_batches=4):
-    """Several pipeline steps in one process; the first (cold: allocations, autograd start-up) is for warm-up."""
-    from .pipeline import pipeline_step
-
-    return [pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches)["events"] for _ in range(steps)]
 
 
 def _tp_mlp_worker(rank, world, spec, batch, steps):
