@@ -53,8 +53,20 @@ def test_fit_alpha_beta_recovers_a_known_line():
 
 
 def test_fit_never_returns_negative_terms():
-    a, b = C.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])  # time falling with size: no bandwidth term
-    assert a >= 0 and b >= 0
+    a, b = C.fit_alpha_beta([1e3, 1e6, 1e7], [1e-3, 1e-3, 1e-2])  # least squares would put α below zero
+    assert a >= 0 and b > 0
+    with pytest.raises(ValueError, match="do not grow"):
+        C.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])  # time falling with size: no bandwidth to report
+
+
+def test_fit_weights_relative_error():
+    """A 10 % error at the smallest size must not swamp α, as it would in an unweighted fit."""
+    sizes = np.array([1e3, 1e5, 1e7])
+    alpha, beta = 100e-6, 1 / 2e9
+    times = alpha + beta * sizes
+    times[-1] *= 1.02
+    a, b = C.fit_alpha_beta(sizes, times)
+    assert a == pytest.approx(alpha, rel=0.1) and b == pytest.approx(beta, rel=0.05)
 
 
 def test_alpha_beta_model_orders_algorithms():

@@ -189,8 +189,10 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     """Time a collective at each size on the current group, like nccl-tests.
 
     Call on every rank. ``impl`` is "torch" (the backend's own) or one of ours ("ring",
-    "naive", "tree"). ``device`` "auto" is the rank's GPU under NCCL, else the CPU. Each repeat times a block of calls between barriers; a size's time
-    is the median repeat, taken as the slowest rank's. S is the tensor's bytes (for
+    "naive", "tree"). ``device`` "auto" is the rank's GPU under NCCL, else the CPU. Each
+    call is timed on its own and a size's time is the median call, taken as the slowest rank's:
+    on shared CPUs a few calls wait a whole scheduler tick (milliseconds), and a mean over a
+    block would report that tail instead of the typical call. S is the tensor's bytes (for
     all_gather, the gathered total). Returns rows with size_bytes, seconds, algbw_gbs, busbw_gbs.
     """
     world = dist.get_world_size()
@@ -202,22 +204,16 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
         tensor = torch.ones(size // 4, device=dev)
         fn = _collective_call(name, impl, tensor)
         fn()  # warm-up
-        dist.barrier()
-        start = time.perf_counter()
-        fn()
-        dist.barrier()
-        calls = torch.tensor([max(1, int(min_time / max(time.perf_counter() - start, 1e-6) / repeats))])
-        dist.broadcast(calls, 0)  # every rank must make the same number of calls, or they deadlock
-        calls = int(calls.item())
+        calls = _calls_per_block(fn, min_time / repeats, dev)
         samples = []
         for _ in range(repeats):
             dist.barrier()
-            start = time.perf_counter()
             for _ in range(calls):
+                start = time.perf_counter()
                 fn()
-            if dev.type == "cuda":
-                torch.cuda.synchronize(dev)  # NCCL calls return before the GPU has finished
-            samples.append((time.perf_counter() - start) / calls)
+                if dev.type == "cuda":
+                    torch.cuda.synchronize(dev)  # NCCL calls return before the GPU has finished
+                samples.append(time.perf_counter() - start)
         slowest = torch.tensor([statistics.median(samples)], dtype=torch.float64)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         seconds = slowest.item()
@@ -228,20 +224,52 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     return rows
 
 
-def fit_alpha_beta(sizes_bytes, seconds) -> tuple[float, float]:
-    """Least-squares fit of t = α + β·S: (α seconds per message, β seconds per byte).
+def _calls_per_block(fn, block_seconds: float, dev: torch.device) -> int:
+    """Double the number of calls until one block takes ``block_seconds`` on the slowest rank.
 
-    α ≥ 0 and β ≥ 0 are enforced by refitting with the offending term fixed at zero.
+    One timed call is not enough: a block of a few calls also times how far apart the ranks left
+    the barrier. Every rank must make the same number of calls, or they deadlock, so the decision
+    uses the slowest rank's time, which all ranks share.
+    """
+    calls = 1
+    while True:
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        if elapsed.item() >= block_seconds or calls >= 2**20:
+            return calls
+        calls *= 2
+
+
+def fit_alpha_beta(sizes_bytes, seconds) -> tuple[float, float]:
+    """Fit t = α + β·S to measurements: (α seconds per message, β seconds per byte).
+
+    Sizes usually span several decades, so the fit minimises *relative* error (each point
+    weighted by 1/t); an unweighted fit would let the largest size decide everything.
+    α < 0 is refitted with α fixed at zero. Times that do not grow with size (β ≤ 0) mean the
+    sizes never left the latency-bound region, or the machine was too noisy: that raises
+    ValueError rather than returning a bandwidth the data do not show.
     """
     s = np.asarray(sizes_bytes, dtype=float)
     t = np.asarray(seconds, dtype=float)
-    if s.shape != t.shape or len(s) < 2:
+    if s.shape != t.shape or s.ndim != 1 or len(s) < 2:
         raise ValueError("need at least two (size, time) pairs of equal length")
-    beta, alpha = np.polyfit(s, t, 1)
+    if np.any(t <= 0) or np.any(s < 0):
+        raise ValueError("times must be positive and sizes non-negative")
+    w = 1 / t
+    design = np.stack([np.ones_like(s), s], axis=1) * w[:, None]
+    (alpha, beta), *_ = np.linalg.lstsq(design, t * w, rcond=None)
     if alpha < 0:
-        alpha, beta = 0.0, float(np.dot(s, t) / np.dot(s, s))
-    if beta < 0:
-        alpha, beta = float(t.mean()), 0.0
+        alpha, beta = 0.0, float(np.dot(s * w, t * w) / np.dot(s * w, s * w))
+    if not beta > 0:
+        raise ValueError(
+            f"the times do not grow with message size ({', '.join(f'{x:.0f} B: {y * 1e6:.0f} µs' for x, y in zip(s, t))}); "
+            "measure larger sizes, or repeat on a quieter machine")
     return float(alpha), float(beta)
 
 
