@@ -6,10 +6,11 @@ so a notebook that sets ``os.environ["D2LMP_QUICK"] = "1"`` sees the change at o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
-from typing import TypeVar
+from typing import Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -24,6 +25,20 @@ def quick_mode() -> bool:
     """
     value = os.environ.get(QUICK_ENV, "").strip().lower()
     return value in {"1", "true", "yes", "on"}
+
+
+@contextlib.contextmanager
+def quick_mode_set(on: bool) -> Iterator[None]:
+    """Within the block, quick mode is ``on``; the previous setting comes back afterwards."""
+    previous = os.environ.get(QUICK_ENV)
+    os.environ[QUICK_ENV] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(QUICK_ENV, None)
+        else:
+            os.environ[QUICK_ENV] = previous
 
 
 def pick(full: T, quick: T) -> T:

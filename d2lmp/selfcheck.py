@@ -15,7 +15,7 @@ import traceback
 
 import torch
 
-from .config import pick
+from .config import pick, quick_mode_set
 
 
 def _skip_without_gpu(device):
@@ -471,7 +471,8 @@ def run_selfcheck(output: str | None = "selfcheck.json", quick: bool = False, ch
     for check in checks or CHECKS:
         t0 = time.perf_counter()
         try:
-            result = check(device, quick)
+            with quick_mode_set(quick):  # the checks size their work with config.pick
+                result = check(device, quick)
         except Exception as exc:
             result = {"status": "fail", "detail": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         result = {"name": check.__name__.removeprefix("check_"), **result, "seconds": time.perf_counter() - t0}

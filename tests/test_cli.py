@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from d2lmp.cli import main
 
 
@@ -57,6 +59,20 @@ def test_selfcheck_reports_a_failing_check(tmp_path):
     report = run_selfcheck(str(tmp_path / "r.json"), checks=[check_broken], echo=lambda *a: None)
     (only,) = report["checks"]
     assert only["name"] == "broken" and only["status"] == "fail" and "boom" in only["detail"]
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_selfcheck_quick_flag_sets_quick_mode_for_the_checks(tmp_path, monkeypatch, quick):
+    from d2lmp import config
+    from d2lmp.selfcheck import run_selfcheck
+
+    monkeypatch.setenv(config.QUICK_ENV, "0" if quick else "1")  # the flag, not the environment, decides
+
+    def check_sizes(device, quick):
+        return {"status": "info", "detail": config.pick("full", "quick")}
+
+    report = run_selfcheck(None, quick=quick, checks=[check_sizes], echo=lambda *a: None)
+    assert report["checks"][0]["detail"] == ("quick" if quick else "full")
 
 
 def test_bench_allreduce_prints_ratios(capsys):

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -30,3 +32,14 @@ def test_set_threads_returns_previous_and_rejects_zero():
 
 def test_in_colab_false_here():
     assert config.in_colab() is False
+
+
+def test_quick_mode_set_restores_the_previous_setting(monkeypatch):
+    monkeypatch.setenv(config.QUICK_ENV, "1")
+    with config.quick_mode_set(False):
+        assert not config.quick_mode()
+    assert config.quick_mode()
+    monkeypatch.delenv(config.QUICK_ENV)
+    with config.quick_mode_set(True):
+        assert config.pick(full=1, quick=2) == 2
+    assert config.QUICK_ENV not in os.environ
