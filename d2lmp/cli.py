@@ -75,7 +75,23 @@ def cmd_bench_conv(args) -> int:
             verdict = "" if impl != "im2col" or device != "cpu" else \
                 (" (within the 2× goal)" if max(ratios) <= 2 else " (MISSES the 2× goal on some layers)")
             print(f"{device} {impl}: ratio to F.conv2d {min(ratios):.2f}–{max(ratios):.2f}{verdict}")
+        if device == "cpu":
+            _explain_cpu_gemm(rows, args.min_time)
     return 0
+
+
+def _explain_cpu_gemm(rows, min_time: float) -> None:
+    """Why im2col can or cannot reach F.conv2d on this CPU: the matrix product alone, and its library."""
+    from .conv import compare_gemm_libraries
+
+    over = [r["layer"] for r in rows if r["impl"] == "GEMM only" and r["ratio"] > 2]
+    if over:
+        print(f"lower bound: the matrix product alone takes more than 2× F.conv2d's time on {', '.join(over)}, "
+              "so no im2col built on torch.matmul meets the goal there on this machine, whatever its copy costs.")
+    libs = compare_gemm_libraries(min_time=max(min_time, 0.2))
+    print("the same 2048³ FP32 product through two libraries: "
+          + "; ".join(f"{r['library']} {r['gflops']:,.0f} GFLOP/s ({r['ratio']:.2f}×)" for r in libs)
+          + ". F.conv2d runs on oneDNN; torch.matmul on the BLAS.")
 
 
 def cmd_bench_train(args) -> int:

@@ -382,3 +382,66 @@ def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
         "batch_multiple_of_128": batch % 128 == 0,
         "images_per_thread": 4 if batch % 128 == 0 else 2 if batch % 64 == 0 else 1,
     }
+
+
+def blas_name() -> str:
+    """The BLAS library this torch build calls for CPU matrix products (from ``torch.__config__``)."""
+    import re
+
+    found = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+    return found.group(1) if found else "unknown"
+
+
+def onednn_matmul():
+    """oneDNN's FP32 matrix product ``(a, b) -> a @ b.T`` if this torch exposes it, else None.
+
+    PyTorch's CPU convolutions run on oneDNN, but ``torch.matmul`` in FP32 goes to the BLAS
+    (MKL on x86 builds). oneDNN's own matrix product is reachable only through the private
+    operator ``torch.ops.mkldnn._linear_pointwise``; it is used here to *compare* the two
+    libraries, never inside ``conv2d_im2col``, and it may disappear in a later torch.
+    """
+    try:
+        op = torch.ops.mkldnn._linear_pointwise
+    except (AttributeError, RuntimeError):
+        return None
+    if not torch.backends.mkldnn.is_available():
+        return None
+
+    def matmul_bt(a, b):
+        return op(a, b, None, "none", [], "")
+
+    try:
+        probe = torch.ones(2, 3)
+        if not torch.equal(matmul_bt(probe, probe), probe @ probe.T):
+            return None
+    except RuntimeError:
+        return None
+    return matmul_bt
+
+
+def compare_gemm_libraries(n: int = 2048, min_time: float = 0.3) -> list[dict]:
+    """GFLOP/s of an n×n×n FP32 product through ``torch.matmul`` (the BLAS) and through oneDNN.
+
+    On CPUs where the BLAS is slower than oneDNN, an im2col convolution built on
+    ``torch.matmul`` cannot match ``F.conv2d`` (which runs on oneDNN) however good its copy is.
+    Rows: library, gflops, ratio (to torch.matmul). oneDNN's row is missing where it is not exposed.
+    """
+    from .timing import benchmark
+
+    if n < 1:
+        raise ValueError(f"n must be positive, got {n}")
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+    flops = 2 * n**3
+    rows = [dict(library=f"torch.matmul ({blas_name()})",
+                 gflops=flops / benchmark(lambda: a @ b, min_time=min_time).median / 1e9)]
+    onednn = onednn_matmul()
+    if onednn is not None:
+        bt = b.T.contiguous()
+        if not torch.allclose(onednn(a, bt), a @ b, rtol=1e-4, atol=1e-3):
+            raise RuntimeError("oneDNN's matrix product disagrees with torch.matmul")
+        rows.append(dict(library="oneDNN matmul (private op)",
+                         gflops=flops / benchmark(lambda: onednn(a, bt), min_time=min_time).median / 1e9))
+    for r in rows:
+        r["ratio"] = r["gflops"] / rows[0]["gflops"]
+    return rows

@@ -157,6 +157,7 @@ def test_bench_conv_command_prints_ratios(capsys):
     assert main(["bench", "conv", "--batch", "1", "--devices", "cpu", "--min-time", "0.01"]) == 0
     out = capsys.readouterr().out
     assert "F.conv2d" in out and "cpu im2col: ratio to F.conv2d" in out and "cpu c01b" in out
+    assert "the same 2048³ FP32 product through two libraries" in out and "torch.matmul" in out
     assert main(["bench", "conv", "--devices", "cuda:5"]) == 2
 
 
@@ -166,3 +167,24 @@ def test_cuda_convnet_constraints_on_alexnet():
     assert all(f["batch_multiple_of_128"] and f["images_per_thread"] == 4 for f in fits)
     odd = cuda_convnet_fit(ConvLayer("odd", 5, 8, 24, 3), 64)
     assert not odd["filters_multiple_of_16"] and not odd["channels_supported"] and odd["images_per_thread"] == 2
+
+
+def test_onednn_matmul_equals_torch_matmul_where_exposed():
+    from d2lmp.conv import onednn_matmul
+
+    mm = onednn_matmul()
+    if mm is None:
+        pytest.skip("this torch does not expose oneDNN's matrix product")
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(37, 19, generator=g), torch.randn(23, 19, generator=g)
+    torch.testing.assert_close(mm(a, b), a @ b.T, rtol=1e-5, atol=1e-5)
+
+
+def test_compare_gemm_libraries_rows():
+    from d2lmp.conv import blas_name, compare_gemm_libraries
+
+    rows = compare_gemm_libraries(n=128, min_time=0.01)
+    assert rows[0]["library"] == f"torch.matmul ({blas_name()})" and rows[0]["ratio"] == 1.0
+    assert all(r["gflops"] > 0 for r in rows)
+    with pytest.raises(ValueError):
+        compare_gemm_libraries(n=0)
