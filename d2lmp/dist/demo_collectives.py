@@ -3,7 +3,7 @@
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.dist.demo_collectives
 """
 
-from .launch import run_from_env
+from .launch import exit_after_torchrun, run_from_env
 from .workers import check_collectives
 
 
@@ -16,3 +16,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_after_torchrun()

@@ -3,7 +3,7 @@
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.dist.demo_dp
 """
 
-from .launch import run_from_env
+from .launch import exit_after_torchrun, run_from_env
 from .workers import check_data_parallel
 
 
@@ -17,3 +17,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_after_torchrun()
