@@ -166,11 +166,12 @@ def cmd_bench_pipeline(args) -> int:
             lines.append([world, r["partition"], r["sizes"], f"{r['step_s'] * 1e3:.1f}",
                           f"{r['step_s'] / equal['step_s']:.2f}"])
     print(table(lines, ["stages", "partition", "layers per stage", "step ms", "ratio to equal"]))
-    print("\nBubble on 2 stages (balanced): measured vs (p-1)/(m+p-1)")
+    print(f"\nBubble on 2 stages, GPipe, batch {args.batch}, each partition balanced at its micro-batch size: "
+          "measured vs (p-1)/(m+p-1)")
     worst = max(abs(b["measured"] - b["theory"]) for b in result["bubbles"])
-    print(table([[b["micro_batches"], f"{b['theory']:.3f}", f"{b['measured']:.3f}",
+    print(table([[b["micro_batches"], b["sizes"], f"{b['theory']:.3f}", f"{b['measured']:.3f}",
                   f"{b['measured'] - b['theory']:+.3f}"] for b in result["bubbles"]],
-                ["micro-batches", "theory", "measured", "difference"]))
+                ["micro-batches", "layers per stage", "theory", "measured", "difference"]))
     print(f"\ngoal: measured within 0.1 of theory: worst difference {worst:.3f} ({'met' if worst <= 0.1 else 'NOT met'})")
     return 0
 
@@ -244,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worlds", type=_ints, default=[2, 4])
     p.add_argument("--micro-batches", type=_ints, default=[1, 2, 4, 8])
     p.add_argument("--batch", type=int, default=128, help="examples per step (micro-batches of batch/m)")
-    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=4, help="steps per configuration; the first is a warm-up")
     p.set_defaults(func=cmd_bench_pipeline)
 
     p = bench_sub.add_parser("costmodel", help="predicted vs measured step time of each strategy on CPU ranks")

@@ -107,6 +107,23 @@ def test_profile_layers():
     assert all(p.seconds > 0 for p in profiles)
     with pytest.raises(ValueError, match="nn.Sequential"):
         P.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
+    with pytest.raises(ValueError, match="rounds"):
+        P.profile_layers(model, torch.randn(5, 8), rounds=0)
+
+
+def test_profile_layers_keeps_each_layers_median_over_rounds(monkeypatch):
+    from d2lmp import timing
+
+    calls = iter([1.0, 9.0, 2.0, 3.0, 4.0, 5.0])  # layer 0: 1, 2, 4 -> 2; layer 1: 9, 3, 5 -> 5
+
+    class Fake:
+        def __init__(self):
+            self.median = next(calls)
+
+    monkeypatch.setattr(timing, "benchmark", lambda fn, *a, **k: (fn(), Fake())[1])
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+    profiles = P.profile_layers(model, torch.randn(2, 3), rounds=3)
+    assert [p.seconds for p in profiles] == [2.0, 5.0]
 
 
 @pytest.mark.parametrize("stages, m", [(2, 1), (2, 4), (4, 4), (4, 8), (3, 5)])
@@ -129,3 +146,20 @@ def test_pytorch_pipelining_api_gives_the_same_gradients():
 
     for result in launch(torch_pipelining_check, 2):
         assert result["max_grad_error"] < 1e-6
+
+
+def test_layer_costs_profile_at_one_thread_and_restore_the_count():
+    before = torch.get_num_threads()
+    costs = P.layer_costs(DP.MLPSpec((8, 16, 4), seed=0).build(), torch.randn(5, 8), min_time=0.005, rounds=2)
+    assert len(costs) == 3 and all(c > 0 for c in costs)
+    assert torch.get_num_threads() == before
+
+
+def test_pipeline_steps_returns_every_steps_events():
+    spec = DP.MLPSpec((8, 16, 16, 4), seed=0)
+    x, y = DP.synthetic_data(spec, 8)
+    per_rank = launch(P.pipeline_steps, 2, spec.build, [2, 3], x, y, 3, "gpipe", 2)
+    assert [len(steps) for steps in per_rank] == [3, 3]
+    for steps in per_rank:
+        for events in steps:  # two micro-batches: two forwards and two backwards per rank and step
+            assert sorted(e["kind"] for e in events) == ["backward"] * 2 + ["forward"] * 2

@@ -75,48 +75,50 @@ def pipeline_model():
     return flat_sequential(alexnet2012(num_classes=10, width=0.5, input_size=115, init="torch"))
 
 
-def _steps_worker(rank, world, build, sizes, x, y, steps, kind="gpipe", micro_batches=4):
-    """Several pipeline steps in one process; the first (cold: allocations, autograd start-up) is for warm-up."""
-    from .pipeline import pipeline_step
+def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 4) -> dict:
+    """Balanced vs equal-layer partitions (GPipe, m=4) and measured vs theoretical bubbles (balanced).
 
-    return [pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches)["events"] for _ in range(steps)]
-
-
-def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 3) -> dict:
-    """Balanced vs equal-layer partitions (GPipe, m=4) and measured vs theoretical bubbles (balanced)."""
+    Layer costs are not proportional to the batch (a small batch uses the vector units less well,
+    and each operator has a fixed overhead), so every partition is balanced on costs profiled at
+    the micro-batch size it will run: batch / m. Each configuration runs ``steps`` steps; the
+    first is a warm-up and the rest give medians.
+    """
     import statistics
 
     import torch
 
-    from ..config import set_threads
-    from .pipeline import balance, bubble_fraction, equal_split, measured_bubble, profile_layers, step_span
+    from .pipeline import balance, bubble_fraction, equal_split, layer_costs, measured_bubble, pipeline_steps, step_span
 
+    if steps < 2:
+        raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
     model = pipeline_model()
-    previous = set_threads(1)  # profile as a rank computes: one thread
-    try:
-        profiles = profile_layers(model, torch.randn(batch // 4, 3, 115, 115), min_time=0.05)
-    finally:
-        set_threads(previous)
-    costs = [p.seconds for p in profiles]
-    out = {"partitions": [], "bubbles": []}
+    profiled = {}
+
+    def costs_at(micro):
+        if micro not in profiled:
+            sample = torch.randn(micro, 3, 115, 115, generator=torch.Generator().manual_seed(1))
+            profiled[micro] = layer_costs(model, sample, min_time=0.05, rounds=3)
+        return profiled[micro]
 
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
 
     def run(world, sizes, kind, m):
-        per_rank = launch(_steps_worker, world, pipeline_model, sizes, x, y, steps, kind, m, timeout=600)
-        steps_events = [sum((r[s] for r in per_rank), []) for s in range(steps)]
+        per_rank = launch(pipeline_steps, world, pipeline_model, sizes, x, y, steps, kind, m, timeout=600)
+        steps_events = [sum((r[s] for r in per_rank), []) for s in range(1, steps)]  # step 0 is the warm-up
         return (statistics.median(step_span(e) for e in steps_events),
                 statistics.median(measured_bubble(e, world) for e in steps_events))
 
+    out = {"partitions": [], "bubbles": []}
+    costs = costs_at(batch // 4)
     for world in worlds:
         for name, sizes in (("equal layers", equal_split(len(costs), world)), ("balanced", balance(costs, world))):
             span, _ = run(world, sizes, "gpipe", 4)
             out["partitions"].append(dict(world=world, partition=name, sizes=sizes, step_s=span))
-    sizes = balance(costs, 2)
     for m in micro_batches:
+        sizes = balance(costs_at(batch // m), 2)
         _, bubble = run(2, sizes, "gpipe", m)
-        out["bubbles"].append(dict(world=2, micro_batches=m, measured=bubble, theory=bubble_fraction(2, m)))
+        out["bubbles"].append(dict(world=2, micro_batches=m, sizes=sizes, measured=bubble, theory=bubble_fraction(2, m)))
     return out
 
 
@@ -146,13 +148,13 @@ def _tp_mlp_worker(rank, world, spec, batch, steps):
 
 
 def _measure_strategies(spec, batch, steps, sizes):
-    from .pipeline import step_span
+    from .pipeline import pipeline_steps, step_span
 
     out = {}
     result = launch(DP.dp_train, 2, spec, *DP.synthetic_data(spec, batch), "bucketed", steps, 0.01, 4 * MIB)
     out["data"] = statistics.median(max(r["step_seconds"][i] for r in result) for i in range(1, steps))
     x, y = DP.synthetic_data(spec, batch)
-    per_rank = launch(_steps_worker, 2, spec.build, sizes, x, y, steps)
+    per_rank = launch(pipeline_steps, 2, spec.build, sizes, x, y, steps)
     out["pipeline"] = statistics.median(step_span(per_rank[0][s] + per_rank[1][s]) for s in range(1, steps))
     out["tensor"] = max(launch(_tp_mlp_worker, 2, spec, batch, steps))
     return out

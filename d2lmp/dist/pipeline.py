@@ -114,30 +114,58 @@ class LayerProfile:
     parameter_bytes: int
 
 
-def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05) -> list[LayerProfile]:
-    """Per-layer forward+backward time, output bytes and parameter bytes of an ``nn.Sequential``."""
+def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05,
+                   rounds: int = 1) -> list[LayerProfile]:
+    """Per-layer forward+backward time, output bytes and parameter bytes of an ``nn.Sequential``.
+
+    With ``rounds`` > 1 the whole sweep over the layers is repeated and each layer keeps its
+    median time: a burst of machine noise then spoils one round of one layer, not the partition.
+    """
+    import statistics
+
     from ..timing import benchmark
 
     if not isinstance(model, nn.Sequential):
         raise ValueError(f"profile_layers needs an nn.Sequential, got {type(model).__name__}")
-    profiles = []
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    inputs, names, sizes = [], [], []
     x = sample
     for index, (name, layer) in enumerate(model.named_children()):
         # As in training, the data needs no gradient; every later activation does.
-        inp = x.detach().requires_grad_(index > 0 and x.is_floating_point())
-
-        def fwd_bwd(layer=layer, inp=inp):
-            out = layer(inp)
-            if out.requires_grad:
-                out.backward(torch.ones_like(out))
-
-        seconds = benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1).median
+        inputs.append(x.detach().requires_grad_(index > 0 and x.is_floating_point()))
         with torch.no_grad():
-            x = layer(inp)
-        params = sum(p.numel() * p.element_size() for p in layer.parameters())
-        profiles.append(LayerProfile(f"{name}: {type(layer).__name__}", seconds, x.numel() * x.element_size(), params))
+            x = layer(inputs[-1])
+        names.append(f"{name}: {type(layer).__name__}")
+        sizes.append(x.numel() * x.element_size())
+    times = [[] for _ in inputs]
+    for _ in range(rounds):
+        for layer, inp, samples in zip(model, inputs, times):
+            def fwd_bwd(layer=layer, inp=inp):
+                out = layer(inp)
+                if out.requires_grad:
+                    out.backward(torch.ones_like(out))
+
+            samples.append(benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1).median)
     model.zero_grad(set_to_none=True)
-    return profiles
+    return [LayerProfile(name, statistics.median(samples), size, sum(p.numel() * p.element_size() for p in layer.parameters()))
+            for name, samples, size, layer in zip(names, times, sizes, model)]
+
+
+def layer_costs(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05, rounds: int = 1,
+                threads: int = 1) -> list[float]:
+    """Each layer's forward+backward seconds, profiled with ``threads`` compute threads (a rank's count).
+
+    Profile at the micro-batch size the pipeline will run: layer costs are not proportional to
+    the batch, so a partition balanced for one micro-batch size can be unbalanced for another.
+    """
+    from ..config import set_threads
+
+    previous = set_threads(threads)
+    try:
+        return [p.seconds for p in profile_layers(model, sample, min_time=min_time, rounds=rounds)]
+    finally:
+        set_threads(previous)
 
 
 # ---------------------------------------------------------------------------------------
@@ -229,6 +257,15 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         loss=total_loss.item() if rank == world - 1 else None,
         events=timeline.events,
     )
+
+
+def pipeline_steps(rank: int, world: int, build, sizes, x, y, steps: int, kind: str = "gpipe",
+                   micro_batches: int = 4) -> list[list[dict]]:
+    """Worker: ``steps`` pipeline steps in one process; returns each step's events.
+
+    The first step is cold (allocations, autograd start-up): measure from the second on.
+    """
+    return [pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches)["events"] for _ in range(steps)]
 
 
 def sequential_reference(build: Callable[[], nn.Sequential], x: torch.Tensor, y: torch.Tensor, loss_fn=None) -> dict:
