@@ -153,21 +153,28 @@ def conv2d_loops(x, w, b=None, stride=1, padding=0):
     return torch.stack(rows).reshape(n, o, ho, wo)
 
 
+def im2col_columns(x, kernel_size, stride=1, padding=0, groups=1):
+    """im2col's copy: every receptive field of NCHW ``x`` as a column, shape (N, groups, C/groups·kh·kw, Ho·Wo).
+
+    Rows are ordered channel-major like ``F.unfold``'s, so each group's rows are contiguous.
+    """
+    kh, kw = _pair(kernel_size, "kernel_size")
+    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
+    n, c = x.shape[:2]
+    xp = F.pad(x, (pw, pw, ph, ph)) if (ph or pw) else x
+    windows = xp.unfold(2, kh, sh).unfold(3, kw, sw)  # a view (N, C, Ho, Wo, kh, kw): no copy yet
+    ho, wo = windows.shape[2:4]
+    return windows.permute(0, 1, 4, 5, 2, 3).reshape(n, groups, c // groups * kh * kw, ho * wo)  # the copy
+
+
 def conv2d_im2col(x, w, b=None, stride=1, padding=0, groups=1):
     """im2col + GEMM: copy receptive fields into columns, then one matrix product per group.
 
     Same arguments, shapes and results as ``F.conv2d`` for NCHW input; autograd flows through.
     """
     n, o, ho, wo = check_conv_shapes(x.shape, w.shape, None if b is None else b.shape, stride, padding, groups)
-    kh, kw = w.shape[2:]
-    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
-    xp = F.pad(x, (pw, pw, ph, ph)) if (ph or pw) else x
-    windows = xp.unfold(2, kh, sh).unfold(3, kw, sw)  # a view (N, C, Ho, Wo, kh, kw): no copy yet
-    # The copy: columns (N, C·kh·kw, Ho·Wo), rows ordered channel-major like F.unfold's,
-    # so each group's rows are contiguous.
-    k = w.shape[1] * kh * kw
-    cols = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, groups, k, ho * wo)
-    filters = w.reshape(groups, o // groups, k)
+    cols = im2col_columns(x, tuple(w.shape[2:]), stride, padding, groups)
+    filters = w.reshape(groups, o // groups, cols.shape[2])
     out = torch.matmul(filters, cols)  # (G, O/G, K) @ (N, G, K, L) → (N, G, O/G, L)
     out = out.reshape(n, o, ho, wo)
     if b is not None:
@@ -274,7 +281,7 @@ ALEXNET_2012_CONV = (
     ConvLayer("conv5", 384, 13, 256, 3, padding=1, groups=2),
 )
 
-IMPLEMENTATIONS = ("im2col", "c01b", "GEMM only")
+IMPLEMENTATIONS = ("im2col", "c01b", "copy only", "GEMM only")
 
 
 def _inputs(layer: ConvLayer, batch: int, device, seed: int = 0):
@@ -286,12 +293,12 @@ def _inputs(layer: ConvLayer, batch: int, device, seed: int = 0):
 
 
 def layer_fns(layer: ConvLayer, batch: int, device="cpu"):
-    """{"F.conv2d": fn, "im2col": fn, "c01b": fn, "GEMM only": fn}: zero-argument calls on prepared inputs.
+    """{"F.conv2d": fn, "im2col": fn, "c01b": fn, "copy only": fn, "GEMM only": fn}: zero-argument calls.
 
     The c01b call gets its input and filters already in c01b layout (cuda-convnet keeps
     activations in that layout from layer to layer), so the layout change is not timed.
-    "GEMM only" is im2col's matrix product alone, on columns built beforehand: a lower
-    bound for any im2col that calls the same matrix product.
+    "copy only" is im2col's column building alone and "GEMM only" its matrix product alone,
+    on columns built beforehand: each is a lower bound for im2col built this way.
     """
     x, w, b = _inputs(layer, batch, device)
     xc, wc = to_c01b(x), filters_to_c01b(w)
@@ -303,6 +310,7 @@ def layer_fns(layer: ConvLayer, batch: int, device="cpu"):
         "F.conv2d": lambda: F.conv2d(x, w, b, **kw),
         "im2col": lambda: conv2d_im2col(x, w, b, **kw),
         "c01b": lambda: conv2d_c01b(xc, wc, b, **kw),
+        "copy only": lambda: im2col_columns(x, layer.kernel, layer.stride, layer.padding, groups),
         "GEMM only": lambda: torch.matmul(filters, cols),
     }
 
@@ -352,7 +360,8 @@ def benchmark_conv(layers=ALEXNET_2012_CONV, batch: int = 16, device="cpu", impl
         for name in names:
             t = median[name]
             rows.append(dict(layer=layer.name, impl=name, device=device, batch=batch, seconds=t,
-                             gflops=flops / t / 1e9, ratio=t / median["F.conv2d"], flops=flops, bytes=nbytes))
+                             gflops=None if name == "copy only" else flops / t / 1e9,  # a copy does no arithmetic
+                             ratio=t / median["F.conv2d"], flops=flops, bytes=nbytes))
         del fns
     return rows
 

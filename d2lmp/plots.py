@@ -291,6 +291,7 @@ def plot_two_gpu_split(ax=None):
 def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's layers"):
     """Grouped bars of GFLOP/s per layer and implementation (rows from ``conv.benchmark_conv``)."""
     fig, ax = _figure(ax, figsize=(8, 3.8))
+    rows = [r for r in rows if r.get("gflops") is not None]  # "copy only" does no arithmetic: no GFLOP/s bar
     layers = list(dict.fromkeys(r["layer"] for r in rows))
     impls = list(dict.fromkeys(r["impl"] for r in rows))
     width = 0.8 / len(impls)

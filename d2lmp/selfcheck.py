@@ -207,7 +207,7 @@ def check_conv_speed(device, quick):
             rows += benchmark_conv(ALEXNET_2012_CONV, batch=batch, device=device, min_time=pick(0.3, 0.15))
     summary = "; ".join(f"b{b} {impl} {min(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}–"
                         f"{max(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}×"
-                        for b in sorted({r['batch'] for r in rows}) for impl in ("im2col", "c01b", "GEMM only"))
+                        for b in sorted({r['batch'] for r in rows}) for impl in ("im2col", "c01b", "copy only", "GEMM only"))
     return {"status": "info", "detail": f"time / F.conv2d time (FP32, TF32 off): {summary}", "rows": rows}
 
 

@@ -75,6 +75,16 @@ def test_gradients_flow_like_conv2d(case):
         torch.testing.assert_close(gw, grads[0][1])
 
 
+def test_im2col_columns_match_f_unfold():
+    from d2lmp.conv import im2col_columns
+
+    x = torch.randn(2, 6, 7, 8, generator=torch.Generator().manual_seed(5))
+    cols = im2col_columns(x, 3, stride=2, padding=1, groups=3)
+    ref = F.unfold(x, 3, padding=1, stride=2)  # (N, C·9, L)
+    assert cols.shape == (2, 3, 2 * 9, ref.shape[-1])
+    torch.testing.assert_close(cols.reshape(2, 6 * 9, -1), ref)
+
+
 def test_layout_round_trips():
     x = torch.randn(2, 3, 4, 5)
     assert to_c01b(x).shape == (3, 4, 5, 2) and to_c01b(x).is_contiguous()
@@ -137,8 +147,9 @@ def test_check_layer_and_benchmark_rows():
     errs = check_layer(layer, batch=2)
     assert errs["im2col"] < 1e-5 and errs["c01b"] < 1e-5
     rows = benchmark_conv([layer], batch=2, min_time=0.01, rounds=1)
-    assert [r["impl"] for r in rows] == ["F.conv2d", "im2col", "c01b", "GEMM only"]
-    assert rows[0]["ratio"] == 1.0 and all(r["gflops"] > 0 for r in rows)
+    assert [r["impl"] for r in rows] == ["F.conv2d", "im2col", "c01b", "copy only", "GEMM only"]
+    assert rows[0]["ratio"] == 1.0 and all(r["seconds"] > 0 for r in rows)
+    assert all((r["gflops"] is None) == (r["impl"] == "copy only") for r in rows)  # a copy does no arithmetic
     assert [p.name for p in conv_points(rows)] == ["tiny (F.conv2d)"]
     with pytest.raises(ValueError, match="available"):
         benchmark_conv([layer], implementations=["winograd"])
