@@ -102,8 +102,10 @@ def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
+        # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
         dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=world_size, timeout=timedelta(seconds=timeout))
+                                world_size=world_size, timeout=timedelta(seconds=timeout),
+                                **({"device_id": torch.device("cuda", rank)} if backend == "nccl" else {}))
         result = fn(rank, world_size, *args)
         buffer = io.BytesIO()
         torch.save(result, buffer)  # by value: the parent may read it after this process is gone
@@ -257,7 +259,8 @@ def run_from_env(fn, *args):
     backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > local else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(local)
-    dist.init_process_group(backend, timeout=timedelta(seconds=120))
+    dist.init_process_group(backend, timeout=timedelta(seconds=120),
+                            **({"device_id": torch.device("cuda", local)} if backend == "nccl" else {}))
     result = fn(rank, world, *args)
     dist.barrier()  # nobody leaves while a peer still talks to it (gloo aborts on a closed connection)
     dist.destroy_process_group()
