@@ -37,15 +37,20 @@ def gpu_memory_table() -> list[dict]:
 def device_copy_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_time: float = 0.1) -> list[dict]:
     """Copy bandwidth within one device's memory for each buffer size (read + write counted).
 
-    One dict per size: device, megabytes (one buffer), bytes_touched, gbs and, on a known GPU,
-    spec_gbs and fraction_of_spec.
+    One dict per size: device, megabytes (one buffer), bytes_touched, gbs, on a GPU
+    ``fits_in_l2`` (read + write fit in the L2 cache, so the copy need not reach device memory
+    and can beat the memory's spec) and, on a known GPU, spec_gbs and fraction_of_spec.
     """
     device = resolve_device(device)
-    spec = find_gpu_spec(torch.cuda.get_device_name(torch.device(device))) if device.startswith("cuda") else None
+    on_gpu = device.startswith("cuda")
+    spec = find_gpu_spec(torch.cuda.get_device_name(torch.device(device))) if on_gpu else None
+    l2 = torch.cuda.get_device_properties(torch.device(device)).L2_cache_size if on_gpu else None
     rows = []
     for mb in megabytes:
         gbs = measure_bandwidth(device, mb, min_time)
         row = dict(device=device, megabytes=mb, bytes_touched=2 * mb * 2**20, gbs=gbs)
+        if l2 is not None:
+            row.update(l2_bytes=l2, fits_in_l2=row["bytes_touched"] <= l2)
         if spec is not None:
             row.update(spec_gbs=spec.bandwidth_gbs, fraction_of_spec=gbs / spec.bandwidth_gbs)
         rows.append(row)

@@ -317,18 +317,34 @@ def _nccl_bandwidth_worker(rank, world):
 
 
 def check_bandwidth_sweep(device, quick):
-    """Device-memory copy bandwidth from small to large buffers, against the vendor figure."""
+    """Device-memory copy bandwidth from small to large buffers, against the vendor figure.
+
+    Copies whose read + write fit in the L2 cache can be served from it and beat the memory's
+    spec; only the larger ones are held to it (a copy above the spec from device memory would
+    mean the measurement is wrong).
+    """
     from .bandwidth import device_copy_sweep
 
     if (skip := _skip_without_gpu(device)):
         return skip
     rows = device_copy_sweep(device, megabytes=pick([1, 4, 16, 64, 256, 1024, 4096], [1, 16, 256, 2048]), min_time=0.1)
-    best = max(rows, key=lambda r: r["gbs"])
-    ratios = [r["fraction_of_spec"] for r in rows if "fraction_of_spec" in r]
+    from_memory = [r for r in rows if not r.get("fits_in_l2")]
+    if not from_memory:
+        return {"status": "fail", "detail": "every buffer fit in the L2 cache: no device-memory bandwidth measured",
+                "rows": rows}
+    best = max(from_memory, key=lambda r: r["gbs"])
+    ratios = [r["fraction_of_spec"] for r in from_memory if "fraction_of_spec" in r]
     ok = all(r <= 1.0 for r in ratios)
+    cached = [r for r in rows if r.get("fits_in_l2")]
+    cache_note = ""
+    if cached:
+        top = max(cached, key=lambda r: r["gbs"])
+        cache_note = (f"; from the {top['l2_bytes'] / 2**20:.0f} MiB L2 cache: up to {top['gbs']:,.0f} GB/s "
+                      f"at {top['megabytes']} MiB")
     return {"status": "pass" if ok else "fail",
-            "detail": f"best {best['gbs']:,.0f} GB/s at {best['megabytes']} MiB"
-                      + (f" = {best['fraction_of_spec']:.0%} of spec" if ratios else "; GPU not in NOTABLE_GPUS"),
+            "detail": f"device memory: best {best['gbs']:,.0f} GB/s at {best['megabytes']} MiB"
+                      + (f" = {best['fraction_of_spec']:.0%} of spec" if ratios else "; GPU not in NOTABLE_GPUS")
+                      + cache_note,
             "rows": rows}
 
 

@@ -102,3 +102,18 @@ def test_every_check_function_is_registered():
 
     defined = {name for name in dir(selfcheck) if name.startswith("check_") and callable(getattr(selfcheck, name))}
     assert defined == {c.__name__ for c in selfcheck.CHECKS}
+
+
+def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch):
+    from d2lmp import bandwidth, selfcheck
+
+    def rows(gbs_cached, gbs_memory):
+        return [dict(megabytes=16, gbs=gbs_cached, fits_in_l2=True, l2_bytes=60 * 2**20, fraction_of_spec=gbs_cached / 4800),
+                dict(megabytes=1024, gbs=gbs_memory, fits_in_l2=False, l2_bytes=60 * 2**20,
+                     fraction_of_spec=gbs_memory / 4800)]
+
+    monkeypatch.setattr(bandwidth, "device_copy_sweep", lambda *a, **k: rows(4900, 4200))
+    result = selfcheck.check_bandwidth_sweep("cuda:0", True)
+    assert result["status"] == "pass" and "L2" in result["detail"] and "4,200" in result["detail"]
+    monkeypatch.setattr(bandwidth, "device_copy_sweep", lambda *a, **k: rows(4900, 5000))
+    assert selfcheck.check_bandwidth_sweep("cuda:0", True)["status"] == "fail"
