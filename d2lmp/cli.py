@@ -231,8 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench_sub.add_parser("allreduce", help="our ring all-reduce vs torch.distributed's, busbw ratios")
     p.add_argument("--worlds", type=_ints, default=[2, 4], help="comma-separated rank counts")
     p.add_argument("--sizes", type=_ints, default=[2**10 * 4**k for k in range(9)], help="bytes, comma-separated")
-    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per size (median)")
-    p.add_argument("--min-time", type=float, default=0.05, help="seconds per timed repeat")
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds per size (median)")
+    p.add_argument("--min-time", type=float, default=0.1, help="seconds per timed repeat")
     p.set_defaults(func=cmd_bench_allreduce)
 
     p = bench_sub.add_parser("dp", help="data-parallel step time of each version vs DistributedDataParallel")

@@ -33,7 +33,7 @@ def _allreduce_worker(rank, world, sizes, rounds, min_time):
     return rows
 
 
-def allreduce_bench(worlds=(2, 4), sizes=ALLREDUCE_SIZES, rounds: int = 3, min_time: float = 0.05) -> list[dict]:
+def allreduce_bench(worlds=(2, 4), sizes=ALLREDUCE_SIZES, rounds: int = 5, min_time: float = 0.1) -> list[dict]:
     """Rows of (impl, world, size, seconds, algbw, busbw) for our ring and gloo's all-reduce."""
     rows = []
     for world in worlds:
