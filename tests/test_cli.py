@@ -117,3 +117,12 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
     assert result["status"] == "pass" and "L2" in result["detail"] and "4,200" in result["detail"]
     monkeypatch.setattr(bandwidth, "device_copy_sweep", lambda *a, **k: rows(4900, 5000))
     assert selfcheck.check_bandwidth_sweep("cuda:0", True)["status"] == "fail"
+
+
+def test_bench_pipeline_rejects_bad_sizes():
+    from d2lmp.dist.bench import pipeline_bench
+
+    with pytest.raises(ValueError, match="warm-up"):
+        pipeline_bench(steps=1)
+    with pytest.raises(ValueError, match="too small"):
+        pipeline_bench(micro_batches=(1, 8), batch=4)

@@ -91,6 +91,8 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
 
     if steps < 2:
         raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
+    if batch < max(4, *micro_batches):
+        raise ValueError(f"batch {batch} is too small for {max(4, *micro_batches)} micro-batches")
     model = pipeline_model()
     profiled = {}
 
