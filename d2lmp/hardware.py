@@ -225,8 +225,13 @@ def nvml_gpus() -> tuple[list[GPUInfo], str]:
         driver = pynvml.nvmlSystemGetDriverVersion()
         if isinstance(driver, bytes):
             driver = driver.decode()
+    except Exception as exc:  # e.g. NoPermission in a container, or "GPU is lost"
+        return [], f"NVML started but could not be queried ({type(exc).__name__}: {exc}); GPU details are unavailable."
     finally:
-        pynvml.nvmlShutdown()
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
     if not gpus:
         return [], f"The NVIDIA driver {driver} is loaded but reports no GPU."
     return gpus, f"NVML (driver {driver}) reports {len(gpus)} NVIDIA GPU(s)."
@@ -295,12 +300,18 @@ def gpu_count() -> int:
 
 
 def accelerator_sentence() -> str:
-    """One sentence naming the accelerator the notebooks will use, or saying there is none."""
-    import torch
+    """One sentence naming the accelerator the notebooks will use, or saying there is none.
 
+    The GPU's name comes from NVML, not from torch: ``torch.cuda.get_device_name`` starts CUDA
+    in this process, after which ``launch`` can no longer fork gloo ranks (notebook-defined
+    workers would then fail).
+    """
     n = gpu_count()
     if n:
-        return f"Using {n} CUDA GPU(s): {torch.cuda.get_device_name(0)}" + (" and more." if n > 1 else ".")
+        gpus, _ = nvml_gpus()
+        names = sorted({gpu.name for gpu in gpus})
+        named = f": {', '.join(names)}" if names else " (NVML could not name them)"
+        return f"Using {n} CUDA GPU(s){named}."
     if "mps" in torch_devices():
         return "Using Apple's Metal GPU (mps); NVIDIA-only parts (NVML, NCCL) are skipped."
     return "No GPU here: everything runs on the CPU, and GPU-only measurements are skipped (not faked)."
@@ -354,16 +365,16 @@ NOTABLE_GPUS: tuple[GPUSpec, ...] = (
     GPUSpec("A100 SXM4 40GB", "Ampere GA100", 2020, 40, "HBM2", 5120, 1555, 19.5, 312, 624, 400,
             "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",
             "NVIDIA A100 datasheet via glennklockwood.com and thundercompute.com.",
-            r"A100(?!.*80GB)"),
+            r"A100(?!.*(80GB|PCIE))"),  # PCIe cards: lower power and clocks, not in the table
     GPUSpec("A100 SXM4 80GB", "Ampere GA100", 2020, 80, "HBM2e", 5120, 2039, 19.5, 312, 624, 400,
             "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",
             "NVIDIA A100 datasheet via glennklockwood.com and thundercompute.com.",
-            r"A100.*80GB"),
+            r"A100(?!.*PCIE).*80GB"),
     GPUSpec("H100 SXM5", "Hopper GH100", 2022, 80, "HBM3", 5120, 3350, 67, 989.4, 1979, 700,
             "NVLink 4: 18 links, 900 GB/s; PCIe 5.0",
             "NVIDIA H100 datasheet as reproduced by hpctech.co.jp; dense tensor figures from "
             "glennklockwood.com (datasheet headline values are 2:4 sparse, 2× dense).",
-            r"H100"),
+            r"H100(?!.*(PCIe|NVL))"),  # the PCIe and NVL cards have other memory and clocks
     GPUSpec("H200 SXM", "Hopper GH100", 2024, 141, "HBM3e", 6144, 4800, 67, 989.4, 1979, 700,
             "NVLink 4: 18 links, 900 GB/s; PCIe 5.0",
             "H200 product pages as summarised by aiminingco.com, lzwjava.github.io and geektopia.es "

@@ -54,6 +54,10 @@ def test_torch_devices_always_lists_cpu_last():
 @pytest.mark.parametrize("name, expected", [
     ("NVIDIA H200", "H200 SXM"),
     ("NVIDIA H100 80GB HBM3", "H100 SXM5"),
+    ("NVIDIA H100 PCIe", None),  # 2.0 TB/s HBM2e, not the SXM's 3.35 TB/s: no row rather than a wrong one
+    ("NVIDIA H100 NVL", None),
+    ("NVIDIA A100-PCIE-40GB", None),
+    ("NVIDIA A100 80GB PCIe", None),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
     ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB"),
     ("Tesla T4", "T4"),
@@ -190,3 +194,39 @@ def test_last_level_cache_on_this_machine():
     if found is not None:
         level, nbytes = found
         assert level >= 1 and nbytes > 0
+
+
+def test_nvml_error_after_init_gives_a_sentence(monkeypatch):
+    fake, calls = _fake_pynvml()
+
+    def lost(i):
+        raise _NotSupported("GPU is lost")
+
+    fake.nvmlDeviceGetHandleByIndex = lost
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    gpus, sentence = hardware.nvml_gpus()
+    assert gpus == [] and "could not be queried" in sentence and "GPU is lost" in sentence
+    assert calls == ["init", "shutdown"]
+
+
+def test_accelerator_sentence_names_the_gpu_through_nvml(monkeypatch):
+    """Naming the GPU must not start CUDA here, or launch() could no longer fork notebook workers."""
+    fake, _ = _fake_pynvml(count=2)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+
+    def would_start_cuda(*args, **kwargs):
+        raise AssertionError("torch.cuda.get_device_name starts CUDA in the notebook process")
+
+    monkeypatch.setattr("torch.cuda.get_device_name", would_start_cuda)
+    assert hardware.accelerator_sentence() == "Using 2 CUDA GPU(s): NVIDIA H200."
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert "could not name" in hardware.accelerator_sentence()
+
+
+def test_accelerator_sentence_without_gpu_leaves_cuda_untouched():
+    import torch
+
+    sentence = hardware.accelerator_sentence()
+    assert sentence
+    assert not torch.cuda.is_initialized()
