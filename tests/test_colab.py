@@ -2,7 +2,10 @@
 
 import json
 import re
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 from pathlib import Path
 
 import pytest

@@ -1,7 +1,10 @@
 """The install files agree with each other; conda is not run (it is not available here)."""
 
 import re
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 from pathlib import Path
 
 import yaml
@@ -56,6 +59,13 @@ def test_torch_range_admits_ci_and_colab_builds():
     assert "torch==2.13.0" in pinned
     for version in ["2.13.0", "2.9.0", "2.10.0", "2.14.1"]:  # CI's build and recent Colab releases
         assert torch_req.specifier.contains(Version(version)), version
+
+
+def test_ipywidgets_range_keeps_colabs_own():
+    """Colab's front end renders ipywidgets 7.x; an upgrade to 8 there breaks every widget."""
+    req = next(Requirement(r) for r in _pyproject()["project"]["dependencies"] if r.startswith("ipywidgets"))
+    for version in ["7.7.1", "8.1.5"]:  # Colab's build, and what JupyterLab 4 installs here
+        assert req.specifier.contains(Version(version)), version
 
 
 def test_nvml_comes_from_nvidia_ml_py_not_the_deprecated_shim():
