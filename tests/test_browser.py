@@ -123,7 +123,8 @@ def _run_all(page, name):
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         state = page.evaluate(STATE_JS)
-        if state and state["pending"] == 0 and state["kernel"] == "idle":
+        # Run-all stops at the first error, so the cells after it never run: report it at once.
+        if state and (state["errors"] or (state["pending"] == 0 and state["kernel"] == "idle")):
             return state
         time.sleep(1)
     raise TimeoutError(f"{name}: cells still running after {RUN_TIMEOUT_S} s: {page.evaluate(STATE_JS)}")
@@ -146,6 +147,27 @@ SNAPSHOT_JS = """(i) => {
 }"""
 
 
+# What the user would see as a failure inside a widget's output: a traceback or a widget that did not render.
+BOX_ERRORS_JS = """(i) => {
+  const box = document.querySelector(`[data-d2lmp-box="${i}"]`);
+  const text = box ? box.innerText : '';
+  return ['Traceback (most recent call last)', 'Error displaying widget'].filter(t => text.includes(t));
+}"""
+
+
+def _settled_snapshot(page, i, seconds=30):
+    """The widget's output once it is non-empty and unchanged for a second (None if it never settles)."""
+    deadline = time.monotonic() + seconds
+    previous = page.evaluate(SNAPSHOT_JS, i)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = page.evaluate(SNAPSHOT_JS, i)
+        if now and now == previous:
+            return now
+        previous = now
+    return None
+
+
 def _boxes(page):
     count = page.evaluate(LABEL_BOXES_JS)
     return [page.locator(f'[data-d2lmp-box="{i}"]') for i in range(count)]
@@ -154,7 +176,9 @@ def _boxes(page):
 def _move_first_control(page):
     """Change one dropdown or slider in a widget (pressing its buttons too); return the widget's index."""
     for i, box in enumerate(_boxes(page)):
-        before = page.evaluate(SNAPSHOT_JS, i)
+        if page.evaluate(SNAPSHOT_JS, i) is None:
+            continue
+        before = _settled_snapshot(page, i)
         if before is None:
             continue
         select = box.locator("select")
@@ -203,24 +227,36 @@ def test_notebook_runs_and_its_widgets_respond(lab, browser, notebook):
             const now = ({SNAPSHOT_JS})(i);
             return now !== null && now !== before && now.length > 0;
         }}""", arg=[index, before], timeout=120_000)
-    except Exception:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{notebook.stem}.png"), full_page=True)
+        after = _settled_snapshot(page, index, seconds=120)
+        assert after is not None, "the widget's output kept changing for 120 s after the control moved"
+        assert page.evaluate(BOX_ERRORS_JS, index) == [], "the widget showed an error after its control moved"
+        assert page.locator("text=Error displaying widget").count() == 0
+        assert page.evaluate(STATE_JS)["errors"] == []
+    except Exception as error:
+        _keep_evidence(page, notebook, index if "index" in locals() else None, error)
         raise
     finally:
         page.close()
         _shutdown_kernels(lab)
 
 
-def test_make_lab_serves_the_notebooks():
-    """The README's main command really serves notebooks/: start it, fetch the tree, stop it."""
-    port = _free_port()
-    lab = subprocess.Popen(["make", "lab", f"LAB_ARGS=--no-browser --port={port} --ip=127.0.0.1 --ServerApp.token="],
-                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+def _keep_evidence(page, notebook, index, error):
+    """Save a screenshot of the widget (or the window) and the page's HTML; name them in the error."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    saved = []
     try:
-        listing = json.loads(_wait_for(f"http://127.0.0.1:{port}/api/contents"))
-        names = {item["name"] for item in listing["content"]}
-        assert {nb.name for nb in NOTEBOOKS} <= names
-    finally:
-        os.killpg(lab.pid, signal.SIGTERM)
-        lab.wait(20)
+        target = page.locator(f'[data-d2lmp-box="{index}"]') if index is not None else None
+        shot = ARTIFACTS / f"{notebook.stem}.png"
+        if target is not None and target.count():
+            target.first.screenshot(path=str(shot))
+        else:
+            page.screenshot(path=str(shot))
+        saved.append(shot)
+        html = ARTIFACTS / f"{notebook.stem}.html"
+        html.write_text(page.content())
+        saved.append(html)
+    except Exception as secondary:  # the evidence must never hide the real failure
+        saved.append(f"(could not save all evidence: {secondary})")
+    if hasattr(error, "add_note"):
+        error.add_note("kept: " + ", ".join(map(str, saved)))
+
