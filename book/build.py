@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-LINK = re.compile(r'href="(\d\d_[a-z0-9_]+)\.ipynb"')
+LINK = re.compile(r'href="(\d\d_[a-z0-9_]+)\.ipynb(#[^"]*)?"')
 
 
 def title_of(path: Path) -> str:
@@ -32,7 +32,7 @@ def render(path: Path) -> str:
     from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter(template_name="lab").from_filename(str(path))
-    return LINK.sub(r'href="\1.html"', body)
+    return LINK.sub(r'href="\1.html\2"', body)
 
 
 def index_page(entries: list[tuple[str, str]]) -> str:
