@@ -33,7 +33,7 @@ browser-deps:
 
 # Unit tests, the browser tests, then every notebook under nbval-lax, all in quick mode.
 test: install browser-deps
-	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs
+	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=15
 
 unit: install
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests -q -m "not browser"
