@@ -63,6 +63,10 @@ def test_setup_cell_installs_only_in_colab(path):
     guarded = src.split('if "google.colab" in sys.modules:', 1)[1]
     assert "pip" in guarded and "install" in guarded
     assert "pip" not in src.split('if "google.colab"', 1)[0], "nothing is installed outside Colab"
+    # Outside the guarded block, only comments and `import sys` (which the guard needs): nothing runs elsewhere.
+    outside = [line for line in src.splitlines() if line.strip() and not line.startswith((" ", "\t"))
+               and not line.lstrip().startswith("#") and not line.startswith('if "google.colab" in sys.modules:')]
+    assert outside == ["import sys"], f"the set-up cell does something outside Colab: {outside}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
