@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 
@@ -15,6 +16,46 @@ def _ints(text: str) -> list[int]:
 
 def _words(text: str) -> list[str]:
     return [t for t in text.split(",") if t]
+
+
+# Every numeric option is checked before anything is timed: a bad value must not surface as a
+# traceback after minutes of measuring. Each raises ValueError, which main() prints as one line.
+
+def _need_positive(option: str, value, minimum=None) -> None:
+    """``value`` (a number or a list of them) must be finite and > 0, or >= ``minimum`` where given."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ValueError(f"{option} is empty; give at least one value")
+    for v in values:
+        if not math.isfinite(v) or (v < minimum if minimum is not None else v <= 0):
+            need = f"at least {minimum}" if minimum is not None else "positive"
+            raise ValueError(f"{option} must be {need}, got {v:g}")
+
+
+def check_matmul_args(args) -> None:
+    _need_positive("--sizes", args.sizes)
+    _need_positive("--agree-size", args.agree_size)
+    _need_positive("--min-time", args.min_time)
+    _need_positive("--agree-time", args.agree_time)
+
+
+def check_allreduce_args(args) -> None:
+    _need_positive("--worlds", args.worlds)
+    _need_positive("--sizes", args.sizes)
+    _need_positive("--rounds", args.rounds)
+    _need_positive("--min-time", args.min_time)
+    for size in args.sizes:  # float32 elements, at least one per rank
+        if size % 4 or size < 4 * max(args.worlds):
+            raise ValueError(f"--sizes: {size} B is not a multiple of 4 B (float32) of at least 4 B per rank "
+                             f"(>= {4 * max(args.worlds)} B for {max(args.worlds)} ranks)")
+
+
+def check_dp_args(args) -> None:
+    _need_positive("--world", args.world)
+    _need_positive("--batch", args.batch, minimum=args.world)  # every rank needs an example
+    _need_positive("--steps", args.steps, minimum=3)  # the first two steps are warm-up
+    _need_positive("--rounds", args.rounds)
+    _need_positive("--bucket-mb", args.bucket_mb)
 
 
 def cmd_info(args) -> int:
@@ -31,6 +72,7 @@ def cmd_bench_matmul(args) -> int:
     from .report import table
     from .timing import harness_agreement, matmul_sweep
 
+    check_matmul_args(args)
     devices = args.devices or [d for d in torch_devices() if d in ("cpu", "cuda:0")]
     rows = matmul_sweep(args.sizes, args.dtypes, devices, min_time=args.min_time, progress=True)
     print(f"Matrix multiplication, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
@@ -59,6 +101,8 @@ def cmd_bench_conv(args) -> int:
     from .report import table
     from .timing import resolve_device
 
+    _need_positive("--batch", args.batch)
+    _need_positive("--min-time", args.min_time)
     devices = [resolve_device(d) for d in (args.devices or [d for d in torch_devices() if d in ("cpu", "cuda:0")])]
     print(f"Convolution on AlexNet's conv layers (2012 paper shapes), batch {args.batch}, forward only, "
           f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
@@ -99,6 +143,7 @@ def _explain_cpu_gemm(rows, min_time: float) -> None:
 def cmd_bench_train(args) -> int:
     from .train import train_small_alexnet
 
+    _need_positive("--epochs", args.epochs)
     model, history, data = train_small_alexnet(epochs=args.epochs, device=args.device, progress=True, live_plot=False)
     ok = history.final_test_acc >= 0.9 and history.total_seconds <= 60
     print(f"small AlexNet (scaled down) on {data.name}, {history.device}: test accuracy "
@@ -111,22 +156,29 @@ def cmd_bench_allreduce(args) -> int:
     from .dist.bench import allreduce_bench
     from .report import table
 
+    check_allreduce_args(args)
     rows = allreduce_bench(args.worlds, args.sizes, rounds=args.rounds, min_time=args.min_time)
-    print("All-reduce bus bandwidth (nccl-tests convention), our ring vs torch.distributed's own "
-          "(gloo on CPU ranks, NCCL with a GPU per rank), medians:")
+    backends = {world: next(r["backend"] for r in rows if r["world"] == world) for world in args.worlds}
+    # Name the backend that actually ran (gloo on CPU ranks, NCCL with a GPU per rank); if the world
+    # sizes ran on different backends, a column says which.
+    name = next(iter(backends.values())) if len(set(backends.values())) == 1 else "torch"
+    print("All-reduce bus bandwidth (nccl-tests convention), our ring vs torch.distributed's own on "
+          + ", ".join(f"{w} ranks: {b}" for w, b in backends.items()) + "; medians:")
     lines, verdicts = [], []
     for world in args.worlds:
         for size in args.sizes:
             torch_row = next(r for r in rows if r["world"] == world and r["impl"] == "torch" and r["size_bytes"] == size)
             ring_row = next(r for r in rows if r["world"] == world and r["impl"] == "ring" and r["size_bytes"] == size)
             ratio = ring_row["busbw_gbs"] / torch_row["busbw_gbs"]
-            lines.append([world, _bytes(size), f"{torch_row['seconds'] * 1e3:.3f}", f"{torch_row['busbw_gbs']:.3f}",
-                          f"{ring_row['seconds'] * 1e3:.3f}", f"{ring_row['busbw_gbs']:.3f}", f"{ratio:.2f}"])
+            lines.append([world, backends[world], _bytes(size), f"{torch_row['seconds'] * 1e3:.3f}",
+                          f"{torch_row['busbw_gbs']:.3f}", f"{ring_row['seconds'] * 1e3:.3f}",
+                          f"{ring_row['busbw_gbs']:.3f}", f"{ratio:.2f}"])
             if world == 2 and 16 * 2**20 <= size <= 64 * 2**20:
                 verdicts.append(ratio)
-    print(table(lines, ["ranks", "size", "gloo ms", "gloo busbw GB/s", "ring ms", "ring busbw GB/s", "ring / gloo"]))
+    print(table(lines, ["ranks", "backend", "size", f"{name} ms", f"{name} busbw GB/s", "ring ms", "ring busbw GB/s",
+                        f"ring / {name}"]))
     if verdicts:
-        print(f"\ngoal: ring >= 0.8x gloo at 16-64 MiB on 2 ranks: worst ratio {min(verdicts):.2f} "
+        print(f"\ngoal: ring >= 0.8x {backends[2]} at 16-64 MiB on 2 ranks: worst ratio {min(verdicts):.2f} "
               f"({'met' if min(verdicts) >= 0.8 else 'NOT met'})")
     return 0
 
@@ -137,12 +189,15 @@ def _bytes(n: int) -> str:
 
 def cmd_bench_dp(args) -> int:
     from .dist.bench import dp_bench, dp_bench_spec
+    from .dist.launch import choose_backend
     from .report import table
 
+    check_dp_args(args)
     spec = dp_bench_spec()
     params = sum(a * b + b for a, b in zip(spec.sizes[:-1], spec.sizes[1:]))
-    print(f"Data-parallel step time on {args.world} gloo ranks: MLP {spec.sizes} ({params / 1e6:.1f} M parameters), "
-          f"global batch {args.batch}, buckets of {args.bucket_mb} MiB; median of the slowest rank")
+    print(f"Data-parallel step time on {args.world} ranks ({choose_backend(args.world)[1]}): MLP {spec.sizes} "
+          f"({params / 1e6:.1f} M parameters), global batch {args.batch}, buckets of {args.bucket_mb} MiB; "
+          "median of the slowest rank")
     times = dp_bench(args.world, args.batch, args.steps, args.rounds, int(args.bucket_mb * 2**20))
     ddp = times["ddp"]
     print(table([[v, f"{t * 1e3:.1f}", f"{t / ddp:.2f}"] for v, t in times.items()],
@@ -157,6 +212,10 @@ def cmd_bench_pipeline(args) -> int:
     from .dist.bench import pipeline_bench
     from .report import table
 
+    _need_positive("--worlds", args.worlds)
+    _need_positive("--micro-batches", args.micro_batches)
+    _need_positive("--batch", args.batch)
+    _need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
     result = pipeline_bench(args.worlds, args.micro_batches, batch=args.batch, steps=args.steps)
     print("Pipeline (GPipe, 4 micro-batches) of a half-width AlexNet: equal-layer vs balanced partition")
     rows = result["partitions"]
@@ -182,6 +241,8 @@ def cmd_bench_costmodel(args) -> int:
     from .dist.bench import costmodel_bench
     from .report import table
 
+    _need_positive("--batch", args.batch, minimum=4)  # the pipeline runs 4 micro-batches
+    _need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
     rows = costmodel_bench(batch=args.batch, steps=args.steps)
     print("Cost model calibrated here (one-rank FLOP/s, fitted all-reduce α and β) vs measured steps on 2 CPU ranks")
     print(table([[r["strategy"], f"{r['compute_s'] * 1e3:.1f}", f"{r['comm_s'] * 1e3:.1f}", f"{r['bubble_s'] * 1e3:.1f}",

@@ -226,8 +226,12 @@ def harness_agreement(n: int = 1024, dtype: str = "float32", device: str = "cpu"
     """Median time of ``a @ b`` from our ``benchmark`` and from ``torch.utils.benchmark``, same run.
 
     Returns both medians and ``ratio`` = ours / torch's (1.0 means perfect agreement).
-    Both harnesses synchronise CUDA devices before each clock read.
+    Both harnesses synchronise CUDA devices before each clock read. Bad inputs raise
+    ValueError before anything is allocated or timed.
     """
+    (n,) = _check_sizes([n])
+    if not (isinstance(min_time, (int, float)) and math.isfinite(min_time) and min_time > 0):
+        raise ValueError(f"min_time must be a positive number of seconds, got {min_time!r}")
     dtype_name, torch_dtype = resolve_dtype(dtype)
     device = resolve_device(device)
     a = torch.randn(n, n, device=device, dtype=torch_dtype)

@@ -23,6 +23,7 @@ def rank_info(rank, world, folder):
 
 def raise_on_rank_1(rank, world, folder):
     note_pid(folder)
+    dist.barrier()  # every rank has noted its pid before the failure
     if rank == 1:
         raise KeyError("rank one fails on purpose")
     dist.barrier()  # the others wait for rank 1, which never arrives
@@ -30,6 +31,7 @@ def raise_on_rank_1(rank, world, folder):
 
 def killed_rank_1(rank, world, folder):
     note_pid(folder)
+    dist.barrier()
     if rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     dist.barrier()
@@ -37,6 +39,7 @@ def killed_rank_1(rank, world, folder):
 
 def rank_0_hangs(rank, world, folder):
     note_pid(folder)
+    dist.barrier()
     if rank == 0:
         time.sleep(300)
     return rank

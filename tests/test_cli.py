@@ -37,6 +37,45 @@ def test_bench_matmul_bad_input_is_one_clear_line(capsys):
     assert "available" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["matmul", "--agree-size", "-1"], "--agree-size must be positive, got -1"),
+    (["matmul", "--agree-size", "0"], "--agree-size must be positive, got 0"),
+    (["matmul", "--sizes", "64,-8"], "--sizes must be positive, got -8"),
+    (["matmul", "--sizes", ","], "--sizes is empty"),
+    (["matmul", "--min-time", "0"], "--min-time must be positive, got 0"),
+    (["matmul", "--agree-time", "-0.5"], "--agree-time must be positive, got -0.5"),
+    (["matmul", "--agree-time", "nan"], "--agree-time must be positive, got nan"),
+    (["matmul", "--min-time", "inf"], "--min-time must be positive, got inf"),
+    (["conv", "--batch", "0"], "--batch must be positive"),
+    (["train", "--epochs", "0"], "--epochs must be positive"),
+    (["allreduce", "--worlds", "0"], "--worlds must be positive"),
+    (["allreduce", "--sizes", "1023"], "1023 B is not a multiple of 4 B"),
+    (["allreduce", "--worlds", "2,4", "--sizes", "8"], "at least 4 B per rank"),
+    (["allreduce", "--rounds", "0"], "--rounds must be positive"),
+    (["dp", "--world", "4", "--batch", "3"], "--batch must be at least 4, got 3"),
+    (["dp", "--steps", "2"], "--steps must be at least 3"),
+    (["dp", "--bucket-mb", "0"], "--bucket-mb must be positive"),
+    (["pipeline", "--steps", "1"], "--steps must be at least 2"),
+    (["costmodel", "--batch", "2"], "--batch must be at least 4"),
+])
+def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys, argv, message):
+    from d2lmp import timing
+    from d2lmp.dist import bench, launch
+
+    def must_not_run(*a, **k):
+        pytest.fail("started measuring before checking the options")
+
+    for module, name in ((timing, "matmul_sweep"), (timing, "harness_agreement"), (timing, "benchmark"),
+                         (launch, "launch"), (bench, "launch"), (bench, "pipeline_model")):
+        monkeypatch.setattr(module, name, must_not_run)
+    monkeypatch.setattr("d2lmp.train.train_small_alexnet", must_not_run)
+    monkeypatch.setattr("d2lmp.conv.benchmark_conv", must_not_run)
+    assert main(["bench", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("d2lmp: ") and message in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
 def test_selfcheck_without_gpu_skips_and_writes_json(tmp_path, capsys):
     import torch
 
@@ -78,8 +117,28 @@ def test_selfcheck_quick_flag_sets_quick_mode_for_the_checks(tmp_path, monkeypat
 def test_bench_allreduce_prints_ratios(capsys):
     assert main(["bench", "allreduce", "--worlds", "2", "--sizes", "4096,65536", "--rounds", "1",
                  "--min-time", "0.005"]) == 0
+    from d2lmp.dist.launch import choose_backend
+
+    backend = choose_backend(2)[0]  # the backend that ran, not a fixed label
     out = capsys.readouterr().out
-    assert "ring / gloo" in out and "64 KiB" in out
+    assert f"ring / {backend}" in out and "64 KiB" in out
+    assert f"2 ranks: {backend}" in out and f"{backend} busbw GB/s" in out
+
+
+@pytest.mark.parametrize("backends, label", [({2: "nccl", 4: "nccl"}, "nccl"), ({2: "nccl", 4: "gloo"}, "torch")])
+def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsys, backends, label):
+    from d2lmp.dist import bench
+
+    def fake_bench(worlds, sizes, rounds, min_time):
+        return [dict(impl=impl, world=w, backend=backends[w], size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
+                     busbw_gbs=1.0 if impl == "torch" else 0.9) for w in worlds for s in sizes for impl in ("torch", "ring")]
+
+    monkeypatch.setattr(bench, "allreduce_bench", fake_bench)
+    assert main(["bench", "allreduce", "--worlds", "2,4", "--sizes", str(16 * 2**20)]) == 0
+    out = capsys.readouterr().out
+    assert "gloo ms" not in out and f"{label} ms" in out and f"ring / {label}" in out
+    assert "2 ranks: nccl" in out and f"4 ranks: {backends[4]}" in out
+    assert "goal: ring >= 0.8x nccl at 16-64 MiB on 2 ranks: worst ratio 0.90 (met)" in out
 
 
 def test_bench_dp_prints_ratio_to_ddp(capsys):

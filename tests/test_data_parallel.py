@@ -3,7 +3,7 @@ import torch
 
 from d2lmp.dist import data_parallel as DP
 from d2lmp.dist.launch import launch
-from d2lmp.dist.timeline import align, overlap_ms
+from d2lmp.dist.timeline import align, overlap_ms, split_steps
 from d2lmp.dist.workers import check_data_parallel
 
 
@@ -23,34 +23,78 @@ def test_uneven_and_too_small_batches():
         DP.shard(x, y, 0, 8)
 
 
-def _train_both(rank, world, spec, x, y, steps):
-    overlap = DP.dp_train(rank, world, spec, x, y, "bucketed", steps, 0.1, 2048)
-    no_overlap = DP.dp_train(rank, world, spec, x, y, "bucketed-no-overlap", steps, 0.1, 2048)
-    return overlap, no_overlap
+SPEC = DP.MLPSpec((16, 64, 64, 64, 5), seed=0)
+STEPS, LR, BUCKET = 15, 0.5, 4096  # 4 KiB buckets: several buckets in this 39 KB model
+PARAM_BYTES = sorted(p.numel() * 4 for p in SPEC.build().parameters())
 
 
-def test_training_follows_the_single_process_curve_and_overlap_is_real():
-    spec = DP.MLPSpec((16, 64, 64, 64, 5), seed=0)
-    x, y = DP.synthetic_data(spec, 64)
-    reference = DP.single_process_train(spec, x, y, steps=15, lr=0.1)
-    results = launch(_train_both, 2, spec, x, y, 15)
-    for overlap, no_overlap in results:
-        torch.testing.assert_close(torch.tensor(overlap["losses"]), torch.tensor(reference), rtol=1e-4, atol=1e-5)
-        torch.testing.assert_close(torch.tensor(no_overlap["losses"]), torch.tensor(reference), rtol=1e-4, atol=1e-5)
-        assert len(overlap["bucket_sizes"]) > 1
-        assert reference[-1] < reference[0]
-    for rank, (overlap, no_overlap) in enumerate(results):
-        # A bucket's all-reduce starts from a hook inside backward: it begins before backward ends.
-        events = overlap["events"]
-        backward_ends = [e["end"] for e in events if e["kind"] == "backward"]
-        first_comm = [min(e["start"] for e in events if e["kind"] == "allreduce" and b_start <= e["start"] <= b_end)
-                      for b_start, b_end in [(e["start"], e["end"]) for e in events if e["kind"] == "backward"]]
-        assert len(first_comm) == len(backward_ends) == 15
-        assert overlap_ms(events, rank) >= 0
-        # Without overlap every all-reduce starts after its backward pass.
-        nb = no_overlap["events"]
-        for b in (e for e in nb if e["kind"] == "backward"):
-            assert not any(b["start"] <= e["start"] < b["end"] for e in nb if e["kind"] == "allreduce")
+def _train_every_version(rank, world, spec, x, y, steps, lr, bucket):
+    return {v: DP.dp_train(rank, world, spec, x, y, v, steps, lr, bucket) for v in DP.VERSIONS}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """One launch per world size trains every version (62 examples: uneven over 4 ranks)."""
+    x, y = DP.synthetic_data(SPEC, 62)
+    reference = DP.single_process_train(SPEC, x, y, steps=STEPS, lr=LR)
+    return reference, {world: launch(_train_every_version, world, SPEC, x, y, STEPS, LR, BUCKET) for world in (2, 4)}
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_version_follows_the_single_process_loss_curve(runs, world):
+    reference, results = runs
+    assert reference[-1] < reference[0] - 0.1, "the reference run must actually learn"
+    for rank, per_version in enumerate(results[world]):
+        assert set(per_version) == set(DP.VERSIONS)
+        for version, result in per_version.items():
+            torch.testing.assert_close(torch.tensor(result["losses"]), torch.tensor(reference), rtol=1e-4, atol=1e-5,
+                                       msg=lambda m: f"{world} ranks, rank {rank}, {version}: {m}")
+
+
+def _comm_and_backward(step_events):
+    (backward,) = [e for e in step_events if e["kind"] == "backward"]
+    return backward, [e for e in step_events if e["kind"] == "allreduce"]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_bucketed_starts_all_reduces_inside_backward_and_no_overlap_after_it(runs, world):
+    for rank, per_version in enumerate(runs[1][world]):
+        overlap, no_overlap = per_version["bucketed"], per_version["bucketed-no-overlap"]
+        buckets = len(overlap["bucket_sizes"])
+        assert buckets >= 3 and no_overlap["bucket_sizes"] == overlap["bucket_sizes"]
+        for steps_events, inside in ((split_steps(overlap["events"]), True),
+                                     (split_steps(no_overlap["events"]), False)):
+            assert len(steps_events) == STEPS
+            for i, step_events in enumerate(steps_events):
+                backward, comms = _comm_and_backward(step_events)
+                assert len(comms) == buckets, f"rank {rank} step {i}: {len(comms)} all-reduces for {buckets} buckets"
+                started_inside = [backward["start"] <= e["start"] < backward["end"] for e in comms]
+                # With overlap every bucket's all-reduce is started by a hook while backward still runs;
+                # without it, none starts before backward has returned.
+                assert all(started_inside) if inside else not any(started_inside), (rank, i, inside)
+        assert overlap_ms(overlap["events"], rank) > 0
+        assert overlap_ms(no_overlap["events"], rank) == 0
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ddp_hook_records_every_gradient_byte_in_buckets_under_the_cap(runs, world):
+    total = sum(PARAM_BYTES)
+    for rank, per_version in enumerate(runs[1][world]):
+        steps_events = split_steps(per_version["ddp"]["events"])
+        assert len(steps_events) == STEPS
+        layouts = []
+        for i, step_events in enumerate(steps_events):
+            _, comms = _comm_and_backward(step_events)
+            assert sum(e["bytes"] for e in comms) == total, f"rank {rank} step {i}"
+            assert all(e["end"] >= e["start"] for e in comms)
+            assert all(e["bytes"] == sum(e["tensor_bytes"]) for e in comms)
+            assert sorted(b for e in comms for b in e["tensor_bytes"]) == PARAM_BYTES  # each parameter once
+            layouts.append([e["tensor_bytes"] for e in sorted(comms, key=lambda e: e["label"])])
+        # From the second step on, DDP's rebuilt buckets stay the same, and each closes as soon as it reaches
+        # the cap: without its last parameter every bucket is below the cap.
+        assert all(layout == layouts[1] for layout in layouts[1:])
+        assert len(layouts[1]) > 1
+        assert all(sum(tensors[:-1]) < BUCKET for tensors in layouts[1]), layouts[1]
 
 
 def test_align_and_overlap_arithmetic():

@@ -19,17 +19,32 @@ def test_single_rank_collectives_are_identity():
 
 def _measure(rank, world):
     rows = C.measure_collective("all_reduce", "ring", [4096, 65536], repeats=2, min_time=0.005)
-    rows += C.measure_collective("all_gather", "torch", [4096], repeats=2, min_time=0.005)
+    # 28 B = 7 float32: 3 per rank on 2 ranks (6 gathered), 2 per rank on 3 ranks (6 gathered)
+    rows += C.measure_collective("all_gather", "torch", [4096, 28], repeats=2, min_time=0.005)
+    rows += C.measure_collective("all_gather", "ring", [28], repeats=2, min_time=0.005)
+    rows += C.measure_collective("reduce_scatter", "ring", [4096, 28], repeats=2, min_time=0.005)
+    rows += C.measure_collective("broadcast", "torch", [4096], repeats=2, min_time=0.005)
     return rows
 
 
-def test_measure_collective_reports_nccl_tests_figures():
-    rows = launch(_measure, 2)
-    assert rows[0] == rows[1], "every rank reports the slowest rank's time"
-    for r in rows[0]:
+@pytest.mark.parametrize("world", [2, 3])
+def test_measure_collective_reports_nccl_tests_figures(world):
+    per_rank = launch(_measure, world)
+    assert all(rows == per_rank[0] for rows in per_rank), "every rank reports the slowest rank's time"
+    factors = {"all_reduce": 2 * (world - 1) / world, "all_gather": (world - 1) / world,
+               "reduce_scatter": (world - 1) / world, "broadcast": 1.0}
+    rows = per_rank[0]
+    assert {r["collective"] for r in rows} == set(factors)
+    for r in rows:
+        assert r["world"] == world
         assert r["algbw_gbs"] == pytest.approx(r["size_bytes"] / r["seconds"] / 1e9)
-        factor = 2 * (2 - 1) / 2 if r["collective"] == "all_reduce" else (2 - 1) / 2
-        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factor)
+        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factors[r["collective"]]), r
+    # S counts the bytes the collective really moves: the gathered total for all-gather, the input otherwise
+    sizes = [(r["collective"], r["impl"], r["size_bytes"]) for r in rows]
+    assert sizes == [("all_reduce", "ring", 4096), ("all_reduce", "ring", 65536),
+                     ("all_gather", "torch", 4096 if world == 2 else 4092), ("all_gather", "torch", 24),
+                     ("all_gather", "ring", 24),
+                     ("reduce_scatter", "ring", 4096), ("reduce_scatter", "ring", 28), ("broadcast", "torch", 4096)]
 
 
 def test_bus_factors_match_nccl_tests():

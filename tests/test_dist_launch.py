@@ -9,9 +9,9 @@ import dist_workers as W
 from d2lmp.dist.launch import WorkerError, choose_backend, choose_start_method, launch
 
 
-def _assert_all_gone(folder):
+def _assert_all_gone(folder, world):
     pids = [int(p.stem) for p in folder.glob("*.pid")]
-    assert pids, "workers never started"
+    assert len(pids) == world, f"{len(pids)} of {world} workers noted their pid"
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
@@ -24,14 +24,14 @@ def test_results_come_back_in_rank_order(tmp_path, world):
     assert [r["env_rank"] for r in results] == list(range(world))
     assert all(r["sum"] == world * (world + 1) / 2 for r in results)
     assert all(r["threads"] == 1 for r in results)  # forked ranks: one thread each
-    _assert_all_gone(tmp_path)
+    _assert_all_gone(tmp_path, world)
 
 
 def test_spawn_start_method_runs_module_workers(tmp_path):
     results = launch(W.rank_info, 2, str(tmp_path), start_method="spawn")
     assert [r["sum"] for r in results] == [3.0, 3.0]
     assert all(r["threads"] == max(1, len(os.sched_getaffinity(0)) // 2) for r in results)
-    _assert_all_gone(tmp_path)
+    _assert_all_gone(tmp_path, 2)
 
 
 def test_worker_defined_here_runs_with_fork(tmp_path):
@@ -41,22 +41,27 @@ def test_worker_defined_here_runs_with_fork(tmp_path):
     assert launch(local_worker, 3) == [0, 10, 20]
 
 
-def test_exception_names_rank_and_carries_traceback(tmp_path):
+# fork starts a rank in milliseconds, spawn in seconds (a fresh interpreter imports torch):
+# the time limits allow for that start, and are far below the 60 s timeout.
+@pytest.mark.parametrize("method, limit", [("fork", 15), ("spawn", 30)])
+def test_exception_names_rank_and_carries_traceback(tmp_path, method, limit):
     start = time.monotonic()
     with pytest.raises(WorkerError) as info:
-        launch(W.raise_on_rank_1, 3, str(tmp_path), timeout=60)
-    assert time.monotonic() - start < 15, "a failure must be reported within seconds, not at the timeout"
+        launch(W.raise_on_rank_1, 3, str(tmp_path), timeout=60, start_method=method)
+    assert time.monotonic() - start < limit, "a failure must be reported within seconds, not at the timeout"
     err = info.value
     assert isinstance(err, RuntimeError)
     assert err.rank == 1 and "KeyError" in str(err) and "rank one fails on purpose" in str(err)
     assert "raise_on_rank_1" in err.remote_traceback
-    _assert_all_gone(tmp_path)
+    _assert_all_gone(tmp_path, 3)
 
 
 def test_killed_rank_is_reported(tmp_path):
+    start = time.monotonic()
     with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 9\)"):
         launch(W.killed_rank_1, 2, str(tmp_path), timeout=60)
-    _assert_all_gone(tmp_path)
+    assert time.monotonic() - start < 15, "a killed rank must be reported within seconds, not at the timeout"
+    _assert_all_gone(tmp_path, 2)
 
 
 def test_hanging_rank_ends_at_the_timeout(tmp_path):
@@ -64,7 +69,7 @@ def test_hanging_rank_ends_at_the_timeout(tmp_path):
     with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout"):
         launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
     assert time.monotonic() - start < 12
-    _assert_all_gone(tmp_path)
+    _assert_all_gone(tmp_path, 2)
 
 
 @pytest.mark.parametrize("args, kwargs, message", [
@@ -107,11 +112,50 @@ def test_auto_choices_on_this_machine():
     assert choose_start_method("nccl") == "spawn"
 
 
+def _torchrun(module, ranks):
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
+                           "-m", module], capture_output=True, text=True, timeout=180)
+
+
 def test_torchrun_entry_point():
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                             "-m", "d2lmp.dist.demo_dp"], capture_output=True, text=True, timeout=180)
+    result = _torchrun("d2lmp.dist.demo_dp", 2)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.count("matches: True") == 4
+
+
+def test_torchrun_collectives_entry_point():
+    from d2lmp.dist.workers import check_collectives
+
+    result = _torchrun("d2lmp.dist.demo_collectives", 2)
+    assert result.returncode == 0, result.stderr[-2000:]
+    names = set(launch(check_collectives, 1, (1,))[0])  # the checks the demo reports, one line each
+    assert result.stdout.count("equals torch.distributed on 2 ranks: True") == len(names) == 6
+    assert "MISMATCH" not in result.stderr
+
+
+@pytest.mark.parametrize("module, result, message", [
+    ("demo_dp", {"allreduce": 0.0, "ddp": 3e-3}, "ddp differs from the single-process gradients by 3.00e-03"),
+    ("demo_collectives", {"ring_all_reduce": True, "tree_all_reduce": False}, "tree_all_reduce differ"),
+])
+def test_demos_report_a_mismatch_with_status_1(monkeypatch, capsys, module, result, message):
+    import importlib
+
+    demo = importlib.import_module(f"d2lmp.dist.{module}")
+    monkeypatch.setattr(demo, "run_from_env", lambda fn: (1, 2, result))  # rank 1's check found a mismatch
+    assert demo.main() == 1
+    err = capsys.readouterr().err
+    assert f"{module}: MISMATCH on rank 1 of 2" in err and message in err
+    monkeypatch.setattr(demo, "run_from_env", lambda fn: (0, 2, {k: (0.0 if module == "demo_dp" else True) for k in result}))
+    assert demo.main() == 0
+
+
+def test_exit_after_torchrun_passes_the_status_on():
+    code = ("import d2lmp.dist.demo_dp as demo\n"
+            "from d2lmp.dist.launch import exit_after_torchrun\n"
+            "demo.run_from_env = lambda fn: (0, 2, {'ddp': 1.0})\n"
+            "exit_after_torchrun(demo.main())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "MISMATCH" in result.stderr
 
 
 def _multithreaded_matmul(rank, world):

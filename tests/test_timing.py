@@ -111,6 +111,20 @@ def test_harness_agreement_reports_both_medians():
     assert a["ratio"] == pytest.approx(a["ours_s"] / a["torch_s"])
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n=-1), "positive integers, got -1"),
+    (dict(n=0), "positive integers, got 0"),
+    (dict(n=2.5), "positive integers, got 2.5"),
+    (dict(n=64, min_time=0), "min_time must be a positive"),
+    (dict(n=64, min_time=float("nan")), "min_time must be a positive"),
+    (dict(n=64, dtype="int3"), "unknown dtype"),
+])
+def test_harness_agreement_rejects_bad_input_before_timing(monkeypatch, kwargs, message):
+    monkeypatch.setattr(timing, "benchmark", lambda *a, **k: pytest.fail("timed before checking its inputs"))
+    with pytest.raises(ValueError, match=message):
+        timing.harness_agreement(**kwargs)
+
+
 def test_linear_sweep_counts_flops_per_batch():
     rows = timing.linear_sweep([1, 8], in_features=16, out_features=32, min_time=0.01)
     assert [r["batch"] for r in rows] == [1, 8]

@@ -193,7 +193,9 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     call is timed on its own and a size's time is the median call, taken as the slowest rank's:
     on shared CPUs a few calls wait a whole scheduler tick (milliseconds), and a mean over a
     block would report that tail instead of the typical call. S is the tensor's bytes (for
-    all_gather, the gathered total). Returns rows with size_bytes, seconds, algbw_gbs, busbw_gbs.
+    all_gather, the gathered total: each rank contributes ``numel // world`` elements, so S is
+    that times ``world`` times 4 bytes; for reduce_scatter, the full input). Returns rows with
+    size_bytes, seconds, algbw_gbs, busbw_gbs.
     """
     world = dist.get_world_size()
     rows = []
@@ -217,7 +219,8 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
         slowest = torch.tensor([statistics.median(samples)], dtype=torch.float64)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         seconds = slowest.item()
-        nbytes = tensor.numel() * 4
+        # all_gather gathers world chunks of numel // world elements: fewer than the tensor when that does not divide
+        nbytes = (tensor.numel() // world) * world * 4 if name == "all_gather" else tensor.numel() * 4
         algbw = nbytes / seconds / 1e9
         rows.append(dict(collective=name, impl=impl, world=world, size_bytes=nbytes, seconds=seconds,
                          algbw_gbs=algbw, busbw_gbs=bus_bandwidth(algbw, name, world)))

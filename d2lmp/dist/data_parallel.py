@@ -156,21 +156,29 @@ class BucketedAllReduce:
 
 
 def recording_hook(timeline, bucket):  # no annotations: DDP checks them literally
-    """A DDP communication hook: sum the bucket over ranks (no averaging) and log its size and time."""
+    """A DDP communication hook: sum the bucket over ranks (no averaging) and log its size and time.
+
+    Each event records the bucket's bytes and the bytes of each parameter in it (``tensor_bytes``,
+    in bucket order). DDP closes a bucket once it reaches ``bucket_cap_mb``, so a bucket may pass
+    the cap by its last parameter. Note that in its first step DDP (PyTorch 2.x, without
+    ``find_unused_parameters``) puts every parameter in one bucket, and only then rebuilds the
+    buckets, in the order the gradients actually became ready, under the cap.
+    """
     start = time.perf_counter()
     buffer = bucket.buffer()
     nbytes = buffer.numel() * buffer.element_size()
+    tensor_bytes = [p.numel() * p.element_size() for p in bucket.parameters()]
     future = dist.all_reduce(buffer, async_op=True).get_future()
 
     def done(fut):
-        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", bytes=nbytes)
+        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", bytes=nbytes,
+                     tensor_bytes=tensor_bytes)
         return fut.value()[0]
 
     return future.then(done)
 
 
 VERSIONS = ("allreduce", "bucketed", "bucketed-no-overlap", "ddp")
-
 
 
 class DataParallelStep:

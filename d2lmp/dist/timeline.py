@@ -47,3 +47,14 @@ def overlap_ms(events: list[dict], rank: int, compute: str = "backward", comm: s
         for ms, me in comms:
             total += max(0.0, min(ce, me) - max(cs, ms))
     return total
+
+
+def split_steps(events: list[dict], marker: str = "forward") -> list[list[dict]]:
+    """One rank's events cut into training steps: a step begins where a ``marker`` event starts.
+
+    Events that start before the first marker are dropped. Use on a single rank's events.
+    """
+    starts = sorted(e["start"] for e in events if e["kind"] == marker)
+    bounds = starts + [float("inf")]
+    return [sorted((e for e in events if lo <= e["start"] < hi), key=lambda e: e["start"])
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
