@@ -43,23 +43,37 @@ def _leaf_modules(model: nn.Module):
     return [(name, m) for name, m in model.named_modules() if not list(m.children())]
 
 
+OUTSIDE = "(outside any layer)"
+
+
 def measure_saved_activations(model: nn.Module, x: torch.Tensor) -> dict:
     """Run ``model(x)`` and record every tensor autograd saves for backward (parameters excluded).
 
-    Each storage is counted once, at the first layer that saves it. Returns {"total_bytes",
-    "per_layer": [{"name", "kind", "bytes", "tensors"}], "saved_tensors" (how many saves),
-    "unique_storages", "output"}. Under ``torch.no_grad()`` nothing is saved and the total is 0.
+    Each storage is counted once, at the first layer that saves it. A save is credited to the
+    leaf layer running at that moment; a save made between layers (a functional op such as
+    ``torch.tanh`` in a parent module's ``forward``) goes to the row ``OUTSIDE``, which appears
+    only when something was saved there. Returns {"total_bytes", "per_layer": [{"name", "kind",
+    "bytes", "tensors"}], "saved_tensors" (how many saves), "unique_storages", "output"}. Under
+    ``torch.no_grad()`` nothing is saved and the total is 0.
     """
     param_keys = {_storage_key(p) for p in model.parameters()}
-    current = {"name": "(outside any layer)"}
+    running: list[str] = []  # leaf layers whose forward is in progress (a stack, should one call another)
     per_layer: dict[str, dict] = {}
     seen: set = set()
     count = {"saves": 0}
     hooks = []
+
+    def enter(name):
+        def pre(mod, args):
+            running.append(name)  # returns None: the input is left as it is
+        return pre
+
+    def leave(mod, args, out):
+        running.pop()  # returns None: the output is left as it is
+
     for name, module in _leaf_modules(model):
-        def pre(mod, args, name=name):
-            current["name"] = name
-        hooks.append(module.register_forward_pre_hook(pre))
+        hooks.append(module.register_forward_pre_hook(enter(name)))
+        hooks.append(module.register_forward_hook(leave, always_call=True))
         per_layer[name] = dict(name=name, kind=type(module).__name__, bytes=0, tensors=0)
 
     def pack(t):
@@ -67,7 +81,8 @@ def measure_saved_activations(model: nn.Module, x: torch.Tensor) -> dict:
         key = _storage_key(t)
         if key not in param_keys and key not in seen:
             seen.add(key)
-            row = per_layer.setdefault(current["name"], dict(name=current["name"], kind="", bytes=0, tensors=0))
+            name = running[-1] if running else OUTSIDE
+            row = per_layer.setdefault(name, dict(name=name, kind="", bytes=0, tensors=0))
             row["bytes"] += t.untyped_storage().nbytes()
             row["tensors"] += 1
         return t
@@ -152,14 +167,24 @@ def predict_saved_activations(model: nn.Module, input_shape, dtype: torch.dtype 
 
 
 def compare_saved_activations(model: nn.Module, x: torch.Tensor) -> dict:
-    """Measured and predicted saved-activation bytes for ``model(x)`` in training mode, and their ratio."""
+    """Measured and predicted saved-activation bytes for ``model(x)`` in training mode, and their ratio.
+
+    ``per_layer`` pairs the rows by layer name, in the order the layers ran; a row only one side
+    has (``OUTSIDE``: saved by a functional op between layers, which no rule predicts) is kept
+    with 0 on the other side, so every measured byte appears in some row.
+    """
     model.train()
     measured = measure_saved_activations(model, x)
     predicted = predict_saved_activations(model, tuple(x.shape), x.dtype, x.device.type)
     m, p = measured["total_bytes"], predicted["total_bytes"]
-    per_layer = [dict(name=a["name"], kind=a["kind"], measured=a["bytes"], predicted=b["bytes"])
-                 for a, b in zip(measured["per_layer"], predicted["per_layer"])]
-    return dict(measured_bytes=m, predicted_bytes=p, ratio=m / p if p else float("nan"), per_layer=per_layer)
+    rows: dict[str, dict] = {}
+    for r in predicted["per_layer"]:  # execution order; a layer called twice is summed
+        row = rows.setdefault(r["name"], dict(name=r["name"], kind=r["kind"], measured=0, predicted=0))
+        row["predicted"] += r["bytes"]
+    for r in measured["per_layer"]:
+        row = rows.setdefault(r["name"], dict(name=r["name"], kind=r["kind"], measured=0, predicted=0))
+        row["measured"] += r["bytes"]
+    return dict(measured_bytes=m, predicted_bytes=p, ratio=m / p if p else float("nan"), per_layer=list(rows.values()))
 
 
 # ---------------------------------------------------------------------------------------
@@ -215,17 +240,35 @@ def measure_step_memory(model: nn.Module, x: torch.Tensor, y: torch.Tensor, opti
 
 
 def inference_activation_peak(model: nn.Module, input_shape, dtype_bytes: int = 4) -> int:
-    """Predicted activation bytes inference must hold at once: max over layers of (input + output).
+    """Predicted activation bytes inference holds at once, the input batch included.
 
-    In a chain of layers, once a layer's output exists its input can be freed, so only two
-    neighbouring activations are ever alive together (the framework may keep a little more).
+    While a leaf layer runs, its input and its output are alive, and so is the input of every
+    module still running around it: the model's own input (its caller holds it) and, say, the
+    input of an ``nn.Sequential`` block, which the enclosing module still refers to. Everything
+    older has been freed, because without autograd nothing else refers to it. The prediction is
+    the largest such set over the leaf layers, each storage counted once (a view counts as the
+    tensor it views). ``d2lmp selfcheck`` compares it with the CUDA allocator's peak.
     """
-    leaves = _leaf_modules(model)
     param = next(model.parameters())
+    running: list[torch.Tensor] = []  # inputs of the modules whose forward is in progress
     sizes = []
-    hooks = [m.register_forward_hook(lambda mod, args, out: sizes.append(
-        (args[0].numel() + (0 if out._base is args[0] or out is args[0] else out.numel())) * dtype_bytes))
-        for _, m in leaves]
+
+    def base(t):
+        return t._base if t._base is not None else t
+
+    def enter(mod, args):
+        running.append(base(args[0]) if args and torch.is_tensor(args[0]) else None)
+
+    def leave(mod, args, out):
+        if not list(mod.children()) and torch.is_tensor(out):
+            alive = {id(t): t.numel() for t in running + [base(out)] if t is not None}
+            sizes.append(sum(alive.values()) * dtype_bytes)
+        running.pop()
+
+    hooks = []
+    for m in model.modules():
+        hooks.append(m.register_forward_pre_hook(enter))
+        hooks.append(m.register_forward_hook(leave, always_call=True))
     was_training = model.training
     try:
         model.eval()
@@ -238,38 +281,94 @@ def inference_activation_peak(model: nn.Module, input_shape, dtype_bytes: int = 
     return max(sizes)
 
 
+def predict_inference_memory(model: nn.Module, input_shape, dtype_bytes: int = 4) -> dict:
+    """Bytes an inference pass holds at its peak: the parameters and the activations alive together
+    (``inference_activation_peak``, which includes the input batch)."""
+    p_bytes = sum(p.numel() for p in model.parameters()) * dtype_bytes
+    return dict(parameters=p_bytes, live_activations=inference_activation_peak(model, input_shape, dtype_bytes))
+
+
 def cuda_peak_memory(model: nn.Module, x: torch.Tensor, y: torch.Tensor, train: bool = True,
                      optimizer: str = "adam") -> dict:
-    """The CUDA caching allocator's peak for one training step (``train``) or one inference pass.
+    """The CUDA caching allocator's peak during one training step (``train``) or one inference pass.
 
-    Reports bytes above what was allocated before (model already on the GPU): the step's own
-    memory, including workspaces and temporaries the formulas above do not count.
+    Counted as the predictions count: the parameters, the input batch ``x`` and, for training, the
+    optimizer's state are included; anything else that was already allocated (the labels, other
+    tensors, library workspaces) is left out. One unmeasured call runs first (a training step, or a
+    forward pass), so that Adam's state exists, as it does in every step after the first, and
+    one-time workspaces are already allocated. With ``train`` the weights change (two steps).
+
+    Returns {"peak_bytes", "parameter_bytes", "input_bytes", "optimizer_state_bytes", "other_bytes"
+    (allocated before the measured call and not counted), "step_bytes" (the peak above everything
+    allocated before the call: what the call itself added)}.
     """
     device = x.device
     if device.type != "cuda":
         raise ValueError(f"cuda_peak_memory needs tensors on a CUDA device, got {device}")
     model.to(device)
-    torch.cuda.synchronize(device)
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats(device)
-    before = torch.cuda.memory_allocated(device)
+    params = list(model.parameters())
     if train:
         model.train()
-        opt = _make_optimizer(optimizer, model.parameters())
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+        opt = _make_optimizer(optimizer, params)
+
+        def run():
+            opt.zero_grad(set_to_none=True)  # gradients are made anew in each step, as in a training loop
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
     else:
         model.eval()
-        with torch.no_grad():
-            model(x)
+
+        def run():
+            with torch.no_grad():
+                model(x)
+
+    run()  # unmeasured: creates the optimizer's state and any one-time workspaces
+    if train:
+        opt.zero_grad(set_to_none=True)
+    state_bytes = 0
+    if train:
+        state_bytes = sum(_nbytes(v) for st in opt.state.values() for v in st.values()
+                          if torch.is_tensor(v) and v.device == device)  # Adam's step counters live on the CPU
+    parameter_bytes = sum(_nbytes(p) for p in params)
+    input_bytes = _nbytes(x)
     torch.cuda.synchronize(device)
-    return dict(peak_bytes=torch.cuda.max_memory_allocated(device) - before, baseline_bytes=before,
-                parameter_bytes=sum(_nbytes(p) for p in model.parameters()))
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    run()
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device)
+    other = before - parameter_bytes - input_bytes - state_bytes
+    return dict(peak_bytes=peak - other, parameter_bytes=parameter_bytes, input_bytes=input_bytes,
+                optimizer_state_bytes=state_bytes, other_bytes=other, step_bytes=peak - before)
+
+
+def judge_cuda_peaks(predicted_step: dict, predicted_inference: dict, train_peak: int, inference_peak: int,
+                     tolerance: float = 0.05) -> dict:
+    """Compare the allocator's peaks (``cuda_peak_memory``) with the predictions; pure arithmetic.
+
+    Inference: the peak should match ``predict_inference_memory`` within ``tolerance``. Training: the
+    four parts of ``predict_step_memory`` are not all alive at one moment (gradients appear during
+    backward while the saved activations are being freed), and backward adds temporaries no formula
+    here counts, so their sum bounds the peak in neither direction. Two moments are certain: at the
+    end of the forward pass the parameters, the optimizer's state and every saved activation are
+    alive; at the optimizer step the parameters, gradients and state. The peak must reach the larger
+    (``train_lower_bound``, allowed 1 % below for the few bytes of optimizer state kept on the CPU).
+    """
+    P, G, O, A = (predicted_step[k] for k in ("parameters", "gradients", "optimizer_state", "saved_activations"))
+    infer_pred = sum(predicted_inference.values())
+    lower = P + O + max(A, G)
+    ratio = inference_peak / infer_pred
+    return dict(inference_predicted=infer_pred, inference_ratio=ratio, inference_ok=abs(ratio - 1) <= tolerance,
+                train_lower_bound=lower, train_formula_total=P + G + O + A, train_over_formula=train_peak / (P + G + O + A),
+                train_ok=train_peak >= 0.99 * lower)
 
 
 def breakdown_rows(model: nn.Module, input_shape, optimizer: str = "adam", device_type: str | None = None) -> list[dict]:
-    """Two rows for a bar chart, "training" and "inference", with bytes per component (predicted)."""
+    """Two rows for a bar chart, "training" and "inference", with bytes per component (predicted).
+
+    The input batch counts in both: in training as the first layer's saved input, in inference
+    among the live activations (``inference_activation_peak``).
+    """
     train = predict_step_memory(model, input_shape, optimizer, device_type=device_type)
     infer = dict(parameters=train["parameters"], gradients=0, optimizer_state=0, saved_activations=0,
                  live_activations=inference_activation_peak(model, input_shape))

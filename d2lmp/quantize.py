@@ -13,6 +13,7 @@ and the sum is exact in int32 (each product is at most 127², and a 32-bit sum h
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 from torch import nn
@@ -41,12 +42,23 @@ def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return q.float() * scale
 
 
-def has_int_mm(device: str = "cpu") -> bool:
-    """True when this torch build runs ``torch._int_mm`` (int8 × int8 → int32) on ``device``."""
+def has_int_mm(device: str | torch.device = "cpu") -> bool:
+    """True when this torch build runs ``torch._int_mm`` (int8 × int8 → int32) on ``device``.
+
+    The answer is worked out once per device type ("cpu", "cuda") and cached: the probe
+    allocates two small matrices, runs the kernel and reads one value back, which on a GPU
+    waits for every queued kernel to finish. ``Int8Linear`` asks on every call, so an uncached
+    probe would add that wait to every layer of every forward pass.
+    """
+    return _probe_int_mm(torch.device(device).type)
+
+
+@functools.cache
+def _probe_int_mm(device_type: str) -> bool:
     try:
-        a = torch.ones(32, 32, dtype=torch.int8, device=device)
+        a = torch.ones(32, 32, dtype=torch.int8, device=device_type)
         return bool(torch._int_mm(a, a)[0, 0] == 32)
-    except (RuntimeError, AttributeError, NotImplementedError):
+    except (RuntimeError, AttributeError, NotImplementedError, AssertionError):
         return False
 
 
@@ -126,6 +138,28 @@ def quantize_linear_layers(model: nn.Module, method: str = "auto") -> nn.Module:
 
     swap(model)
     return model
+
+
+def dispatched_operations(fn) -> list[str]:
+    """Names of the tensor operations one call of ``fn()`` runs, views left out, in order.
+
+    Recorded with a ``__torch_dispatch__`` mode, the level where PyTorch picks a kernel: in eager
+    mode each name is one pass over its data, and on a GPU one kernel launch. Operations that
+    only make a view (reshape, transpose, slicing) are not counted. ``fn`` runs under ``torch.no_grad()``.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    names: list[str] = []
+
+    class _Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not getattr(func, "is_view", False):
+                names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), _Record():
+        fn()
+    return names
 
 
 def weight_bytes(model: nn.Module) -> int:

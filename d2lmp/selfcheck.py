@@ -9,6 +9,7 @@ faked. Later parts of the package add their checks to ``CHECKS``.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import time
 import traceback
@@ -373,36 +374,82 @@ def check_pinned_copies(device, quick):
             "rows": rows, "pcie_link_gbs": link}
 
 
-def check_memory_cuda(device, quick):
-    """Saved activations measured on the GPU vs the formula (dropout keeps a 1-byte mask on CUDA), and the
-    allocator's peak for a training step vs an inference pass."""
-    from .config import set_seed
-    from .memory import compare_saved_activations, cuda_peak_memory, predict_step_memory
+def _memory_models():
+    """(name, model, input shape) of the two models the memory check measures."""
     from .models import alexnet_small
     from .precision import digits_mlp
+
+    return [("mlp", digits_mlp(dropout=0.5), (256, 1, 8, 8)), ("alexnet_small", alexnet_small(), (128, 1, 32, 32))]
+
+
+MEMORY_ACCOUNTING = ("peaks include the parameters, the input batch and (training) the optimizer state; "
+                     "measured on a step after an unmeasured warm-up step")
+
+
+def check_memory_cuda(device, quick):
+    """Saved activations measured on the GPU vs the formula (dropout keeps a 1-byte mask on CUDA), and the
+    allocator's peak for an inference pass (vs its prediction, within 5 %) and a training step (at least
+    parameters + optimizer state + saved activations; see ``memory.judge_cuda_peaks``)."""
+    from .config import set_seed
+    from .memory import (compare_saved_activations, cuda_peak_memory, judge_cuda_peaks, predict_inference_memory,
+                         predict_step_memory)
 
     if (skip := _skip_without_gpu(device)):
         return skip
     set_seed(0)
     results = {}
-    for name, model, shape in (("mlp", digits_mlp(dropout=0.5), (256, 1, 8, 8)),
-                               ("alexnet_small", alexnet_small(), (128, 1, 32, 32))):
+    for name, model, shape in _memory_models():
         model = model.to(device)
         x = torch.randn(shape, device=device)
         y = torch.randint(0, 10, (shape[0],), device=device)
         cmp = compare_saved_activations(model, x)
-        train = cuda_peak_memory(model, x, y, train=True)
-        infer = cuda_peak_memory(model, x, y, train=False)
         pred = predict_step_memory(model, shape, "adam", device_type="cuda")
+        pred_infer = predict_inference_memory(model, shape)
+        infer = cuda_peak_memory(model, x, y, train=False)
+        train = cuda_peak_memory(model, x, y, train=True)
+        verdict = judge_cuda_peaks(pred, pred_infer, train["peak_bytes"], infer["peak_bytes"])
         results[name] = dict(saved_ratio=cmp["ratio"], measured=cmp["measured_bytes"], predicted=cmp["predicted_bytes"],
                              train_peak=train["peak_bytes"], inference_peak=infer["peak_bytes"],
-                             predicted_step_total=sum(pred.values()))
-    ok = all(abs(r["saved_ratio"] - 1) <= 0.05 for r in results.values())
+                             parameter_bytes=train["parameter_bytes"], input_bytes=train["input_bytes"],
+                             optimizer_state_bytes=train["optimizer_state_bytes"],
+                             train_step_bytes=train["step_bytes"], inference_step_bytes=infer["step_bytes"],
+                             predicted_step_total=sum(pred.values()), predicted_parts=pred, **verdict)
+    ok = all(abs(r["saved_ratio"] - 1) <= 0.05 and r["inference_ok"] and r["train_ok"] for r in results.values())
     return {"status": "pass" if ok else "fail",
-            "detail": "; ".join(f"{k}: saved measured/predicted {r['saved_ratio']:.3f}, peak train "
-                                f"{r['train_peak'] / 2**20:,.1f} MiB vs inference {r['inference_peak'] / 2**20:,.1f} MiB"
+            "detail": "; ".join(f"{k}: saved measured/predicted {r['saved_ratio']:.3f}; inference peak "
+                                f"{r['inference_peak'] / 2**20:,.2f} MiB = {r['inference_ratio']:.3f} × predicted; "
+                                f"training peak {r['train_peak'] / 2**20:,.2f} MiB (lower bound "
+                                f"{r['train_lower_bound'] / 2**20:,.2f}, formula total {r['train_formula_total'] / 2**20:,.2f})"
                                 for k, r in results.items()),
-            "models": results}
+            "accounting": MEMORY_ACCOUNTING, "models": results}
+
+
+def memory_cuda_rows(entry: dict) -> list[dict]:
+    """Rows {"model", "batch", "train_peak", "inference_peak", "inference_predicted", "train_formula" (the sum of
+    ``predict_step_memory``'s parts, Adam), "first_step"} from a
+    ``memory_cuda`` report entry (e.g. ``recorded.selfcheck_section("memory_cuda")``), in the current accounting.
+
+    Reports written before the accounting was fixed (no "accounting" key) measured bytes above what was
+    allocated before the call, so without the parameters and the input batch, and the training step was
+    the first one (no optimizer state yet during forward and backward). Their peaks are converted by
+    adding the parameters and the input back, exact arithmetic for these two models; the training figure
+    stays a first step, which ``first_step`` says.
+    """
+    from .memory import predict_inference_memory, predict_step_memory
+
+    old = "accounting" not in entry
+    rows = []
+    for name, model, shape in _memory_models():
+        r = entry["models"][name]
+        add = 0
+        if old:
+            add = sum(p.numel() for p in model.parameters()) * 4 + math.prod(shape) * 4
+        rows.append(dict(model=name, batch=shape[0], train_peak=r["train_peak"] + add,
+                         inference_peak=r["inference_peak"] + add,
+                         inference_predicted=sum(predict_inference_memory(model, shape).values()),
+                         train_formula=sum(predict_step_memory(model, shape, "adam", device_type="cuda").values()),
+                         first_step=old))
+    return rows
 
 
 def check_fp16_grad_scaler(device, quick):

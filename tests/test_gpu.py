@@ -36,3 +36,85 @@ def test_gpu_transform_matches_cpu():
 @requires_cuda
 def test_gpu_bandwidth_positive():
     assert measure_bandwidth("cuda", megabytes=256, min_time=0.05) > 0
+
+
+# Notebooks 04-07: host-device copies, FP16 with a gradient scaler, the allocator's peak, int8 on the GPU.
+
+
+@requires_cuda
+def test_pinned_host_copies_are_not_slower_than_pageable():
+    from d2lmp.bandwidth import host_device_copy
+
+    for direction in ("h2d", "d2h"):
+        pageable = host_device_copy("cuda:0", 64, pinned=False, direction=direction, min_time=0.05)
+        pinned = host_device_copy("cuda:0", 64, pinned=True, direction=direction, min_time=0.05)
+        assert pageable > 0 and pinned >= 0.9 * pageable, (direction, pageable, pinned)
+
+
+@requires_cuda
+def test_fp16_with_grad_scaler_matches_fp32():
+    from d2lmp.data import load_digits
+    from d2lmp.precision import digits_mlp, train_mixed
+
+    train, test = load_digits(resize=None).loaders(batch_size=64)
+    runs = {}
+    for mode in ("fp32", "fp16"):
+        torch.manual_seed(0)
+        runs[mode] = train_mixed(digits_mlp(hidden=(64,)), train, test, mode, epochs=3, lr=3e-3, device="cuda:0")
+    assert all(torch.isfinite(torch.tensor(runs["fp16"]["losses"])))
+    assert runs["fp16"]["final_scale"] > 0
+    assert runs["fp32"]["test_acc"] > 0.85 and abs(runs["fp16"]["test_acc"] - runs["fp32"]["test_acc"]) <= 0.03
+
+
+@requires_cuda
+def test_saved_activations_on_cuda_use_one_byte_dropout_masks():
+    from d2lmp.memory import compare_saved_activations
+    from d2lmp.precision import digits_mlp
+
+    torch.manual_seed(0)
+    result = compare_saved_activations(digits_mlp(dropout=0.5).cuda(), torch.randn(32, 64, device="cuda"))
+    assert abs(result["ratio"] - 1) <= 0.05, result
+
+
+@requires_cuda
+def test_cuda_peak_memory_against_the_predictions():
+    from d2lmp.memory import cuda_peak_memory, judge_cuda_peaks, predict_inference_memory, predict_step_memory
+    from d2lmp.models import alexnet_small
+
+    torch.manual_seed(0)
+    model = alexnet_small().cuda()
+    shape = (32, 1, 32, 32)
+    x, y = torch.randn(shape, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
+    infer = cuda_peak_memory(model, x, y, train=False)
+    train = cuda_peak_memory(model, x, y, train=True)
+    assert infer["parameter_bytes"] == train["parameter_bytes"] and train["optimizer_state_bytes"] > 0
+    verdict = judge_cuda_peaks(predict_step_memory(model, shape, "adam", device_type="cuda"),
+                               predict_inference_memory(model, shape), train["peak_bytes"], infer["peak_bytes"])
+    assert verdict["inference_ok"], verdict
+    assert verdict["train_ok"], verdict
+    assert train["peak_bytes"] > infer["peak_bytes"]
+
+
+@requires_cuda
+def test_int8_on_the_gpu():
+    from torch import nn
+
+    from d2lmp import quantize
+
+    assert quantize.has_int_mm("cuda") == quantize.has_int_mm(torch.device("cuda:0"))  # cached per device type
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-127, 128, (33, 64), generator=g, dtype=torch.int8)
+    b = torch.randint(-127, 128, (64, 24), generator=g, dtype=torch.int8)
+    exact = a.double() @ b.double()
+    for method in ("auto", "int32"):
+        out = quantize.int8_matmul(a.cuda(), b.cuda(), method)
+        assert out.dtype == torch.int32 and torch.equal(out.double().cpu(), exact)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    x, y = torch.randn(256, 64), torch.randint(0, 10, (256,))
+    rows = {r["method"]: r for r in quantize.compare_inference(model, x, y, min_time=0.01, device="cuda:0")}
+    assert rows["int8"]["agrees_with_fp32"] >= 0.9 and rows["int8"]["device"].startswith("cuda")
+    lin = nn.Linear(64, 32).cuda()
+    xs = torch.randn(20, 64, device="cuda")
+    ref = lin(xs)
+    assert (quantize.Int8Linear(lin)(xs) - ref).abs().max() / ref.abs().max() < 0.03

@@ -42,13 +42,20 @@ def test_underflow_fractions_and_scaling():
 
 
 def test_real_gradients_lose_less_with_scaling():
+    # Gradients shrink as training converges: after a few epochs on the digits a clear share of the
+    # activation gradients is below FP16's smallest subnormal (notebook 07 measures ~17 % after 8 epochs).
+    data = load_digits(resize=None)
+    train, test = data.loaders(batch_size=64)
     torch.manual_seed(0)
-    model = precision.digits_mlp(hidden=(64,))
-    g = precision.gradients_of(model, torch.randn(32, 64), torch.randint(0, 10, (32,)))
+    model = precision.digits_mlp(hidden=(128, 128))
+    precision.train_mixed(model, train, test, "fp32", epochs=5, lr=3e-3)
+    g = precision.gradients_of(model, data.x_train[:256], data.y_train[:256])
     assert g["weights"].numel() == sum(p.numel() for p in model.parameters())
     assert g["activations"].numel() > 0
-    sweep = precision.scale_sweep(g["activations"], (1, 2**12))
-    assert sweep[1]["zero"] <= sweep[0]["zero"]
+    unscaled, scaled = precision.scale_sweep(g["activations"], (1, 2**12))
+    assert unscaled["zero"] > 0.02, unscaled  # measured 16 % on a 2-core AMD EPYC
+    assert scaled["zero"] < unscaled["zero"] / 10, (unscaled, scaled)  # measured 0.14 %
+    assert scaled["overflow"] == 0
 
 
 def test_lost_update_threshold():

@@ -67,3 +67,36 @@ def test_int8_linear_pads_odd_sizes():
     x = torch.randn(32, 13)
     assert q(x).shape == (32, 10)
     assert (q(x) - lin(x)).abs().max() / lin(x).abs().max() < 0.03
+
+
+def test_int_mm_probe_runs_once_per_device_type(monkeypatch):
+    calls = []
+    real = torch._int_mm
+
+    def counting(a, b):
+        calls.append(tuple(a.shape))
+        return real(a, b)
+
+    quantize._probe_int_mm.cache_clear()
+    monkeypatch.setattr(torch, "_int_mm", counting)
+    layer = quantize.Int8Linear(nn.Linear(64, 32))
+    x = torch.randn(24, 64)
+    for _ in range(3):
+        layer(x)
+    probes = [c for c in calls if c == (32, 32)]
+    assert len(probes) == 1  # one probe for "cpu", then three real products (24 × 64)
+    assert quantize.has_int_mm("cpu") == quantize.has_int_mm(torch.device("cpu")) == quantize.has_int_mm()
+    assert len([c for c in calls if c == (32, 32)]) == 1
+    assert quantize._probe_int_mm.cache_info().currsize == 1
+    quantize._probe_int_mm.cache_clear()
+
+
+def test_dispatched_operations_counts_kernels_not_views():
+    lin = nn.Linear(64, 32)
+    x = torch.randn(24, 64)
+    assert quantize.dispatched_operations(lambda: lin(x)) == ["addmm"]
+    q = quantize.Int8Linear(lin)
+    q(x)  # the first call may probe for torch._int_mm; count a later one
+    ops = quantize.dispatched_operations(lambda: q(x))
+    assert len(ops) > 8 and ops.count("round") == 1
+    assert "view" not in ops and "t" not in ops

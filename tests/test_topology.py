@@ -1,5 +1,8 @@
 """Link bandwidth tables (facts.md §5), topologies, the power budget and the bandwidth helpers."""
 
+import sys
+import types
+
 import pytest
 import torch
 
@@ -70,3 +73,86 @@ def test_device_copy_sweep_on_cpu_and_gpu_only_transfer():
         bandwidth.host_device_copy("cpu", 1, pinned=False)
     with pytest.raises(ValueError, match="direction"):
         bandwidth.host_device_copy("cpu", 1, pinned=False, direction="up")
+
+
+class _NvmlError(Exception):
+    pass
+
+
+def _fake_topology_pynvml(count=3, init_error=None):
+    """A stand-in for pynvml: GPU0 and GPU1 joined by two NVLinks, GPU2 on PCIe only.
+
+    GPU0 also has a link up to an NVSwitch (a bus id that is no GPU) and a link whose query
+    fails; bus ids differ in case and domain width, as NVML's do between calls.
+    """
+    m = types.ModuleType("pynvml")
+    m.NVML_NVLINK_MAX_LINKS = 6
+    calls = []
+    bus = ["00000000:1B:00.0", "00000000:3D:00.0", "00000000:B1:00.0"][:count]
+    links = {  # (gpu, link) -> remote bus id as NVML reports it
+        (0, 0): "0000:3d:00.0", (0, 1): "0000:3D:00.0", (0, 2): "00000000:C0:00.0",
+        (1, 0): "0000:1b:00.0", (1, 1): "00000000:1B:00.0",
+    }
+
+    def init():
+        if init_error:
+            raise init_error
+        calls.append("init")
+
+    m.nvmlInit = init
+    m.nvmlShutdown = lambda: calls.append("shutdown")
+    m.nvmlDeviceGetCount = lambda: count
+    m.nvmlDeviceGetHandleByIndex = lambda i: i
+    m.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=bus[h].encode())
+
+    def state(h, link):
+        if (h, link) == (0, 3):
+            raise _NvmlError("link query not supported")
+        return 1 if (h, link) in links else 0
+
+    m.nvmlDeviceGetNvLinkState = state
+    m.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, link: types.SimpleNamespace(busId=links[(h, link)])
+    levels = {frozenset((0, 2)): 20, frozenset((1, 2)): 50, frozenset((0, 1)): 10}
+
+    def ancestor(a, b):
+        return levels[frozenset((a, b))]
+
+    m.nvmlDeviceGetTopologyCommonAncestor = ancestor
+    return m, calls
+
+
+def test_nvml_topology_with_fake_library(monkeypatch):
+    fake, calls = _fake_topology_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    matrix, sentence = topology.nvml_topology()
+    assert matrix == [["X", "NV2", "PXB"],
+                      ["NV2", "X", "SYS"],
+                      ["PXB", "SYS", "X"]]
+    assert "3 GPUs" in sentence
+    assert calls == ["init", "shutdown"]
+
+
+def test_nvml_topology_unknown_level_and_failed_query(monkeypatch):
+    fake, _ = _fake_topology_pynvml()
+    levels = {frozenset((0, 2)): 70}
+
+    def ancestor(a, b):
+        if frozenset((a, b)) == frozenset((1, 2)):
+            raise _NvmlError("not supported")
+        return levels[frozenset((a, b))]
+
+    fake.nvmlDeviceGetTopologyCommonAncestor = ancestor
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    matrix, _ = topology.nvml_topology()
+    assert matrix[0][2] == "70" and matrix[1][2] == "?" and matrix[0][1] == "NV2"
+
+
+def test_nvml_topology_one_gpu_or_no_driver(monkeypatch):
+    fake, calls = _fake_topology_pynvml(count=1)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    matrix, sentence = topology.nvml_topology()
+    assert matrix is None and "1 GPU" in sentence and calls == ["init", "shutdown"]
+    fake, calls = _fake_topology_pynvml(init_error=RuntimeError("NVML Shared Library Not Found"))
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    matrix, sentence = topology.nvml_topology()
+    assert matrix is None and "No NVIDIA driver" in sentence and calls == []
