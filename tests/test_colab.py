@@ -42,3 +42,13 @@ def test_gpu_requested_where_it_helps(path):
         assert metadata.get("colab", {}).get("gpuType")
     else:
         assert "accelerator" not in metadata
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_opens_with_its_colab_badge_and_says_what_a_gpu_changes(path):
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    link = f"https://colab.research.google.com/github/{SLUG}/blob/main/notebooks/{path.name}"
+    assert f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({link})" in first
+    assert "**GPU:**" in first, "the first cell says whether a GPU is needed"
+    if path.name[:2] in GPU_SECTIONS:
+        assert "Without a GPU" in first, "say what happens without the GPU the notebook asks for"
