@@ -100,3 +100,11 @@ def test_readme_has_a_colab_badge_per_notebook():
     for path in NOTEBOOKS:
         assert re.search(r"colab\.research\.google\.com/github/[^)\s]+/notebooks/" + re.escape(path.name), readme), \
             f"README has no Colab link for {path.name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_from_a_full_size_run(path):
+    """Each notebook states its run mode; the committed outputs must come from a full-size run, not quick mode."""
+    text = "\n".join("".join(o.get("text", "")) for o in _outputs(_load(path)) if o["output_type"] == "stream")
+    assert re.search(r"Quick mode: False|full-size run", text), "no output states the run mode"
+    assert not re.search(r"Quick mode: True|\| quick mode", text), "committed from a quick-mode run"

@@ -168,32 +168,39 @@ def _measure_strategies(spec, batch, steps, sizes):
     return out
 
 
+def _step_time_worker(rank, world, spec, batch, min_time):
+    """Median time of one full-batch training step on this rank, timed while every rank does the same."""
+    import torch
+    import torch.distributed as dist
+
+    from ..timing import benchmark
+
+    model = spec.build()
+    x, y = DP.synthetic_data(spec, batch)
+
+    def one_step():
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+
+    dist.barrier()
+    return benchmark(one_step, min_time=min_time).median
+
+
 def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[dict]:
     """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
-    import torch
-
-    from ..config import set_threads
     from ..models import layer_table
-    from ..timing import benchmark
     from .collectives import fit_alpha_beta
     from .costmodel import predict, this_machine
     from .pipeline import balance
     from .workers import measure_all_reduces
 
     spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
-    model = spec.build()
-    x, y = DP.synthetic_data(spec, batch)
-    rows = layer_table(model, (batch, spec.sizes[0]))
+    rows = layer_table(spec.build(), (batch, spec.sizes[0]))
 
-    def one_step():
-        model.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-
-    previous = set_threads(1)  # calibrate at one thread, as each rank runs
-    try:
-        single = benchmark(one_step, min_time=0.5).median
-    finally:
-        set_threads(previous)
+    # Calibrate the FLOP rate the way the ranks will run: one thread each, both ranks computing at once. Timed alone,
+    # one process ran ~15% faster than each of two concurrent ones here (they share caches, memory bandwidth and
+    # possibly a physical core), and every prediction came out low (ratios 0.72-0.91; 0.81-0.90 calibrated this way).
+    single = max(launch(_step_time_worker, 2, spec, batch, 0.5))
     flops = 3 * sum(r["flops"] for r in rows) / single
     timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
     intercept, slope = fit_alpha_beta([r["size_bytes"] for r in timings], [r["seconds"] for r in timings])
