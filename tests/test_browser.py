@@ -10,8 +10,6 @@ own browser download is never used. Without Chromium the tests are skipped with 
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from serving import fetch_when_up, free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -28,23 +27,6 @@ RUN_TIMEOUT_S = 300
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(
     not Path(CHROMIUM).exists(), reason="Chromium is not installed (Debian: apt-get install chromium); browser tests skipped")]
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(url, seconds=90):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                return response.read()
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"{url} did not answer within {seconds} s")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +42,7 @@ def lab(tmp_path_factory):
     (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, D2LMP_QUICK="1", JUPYTERLAB_SETTINGS_DIR=str(root / "settings"))
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
@@ -69,15 +51,10 @@ def lab(tmp_path_factory):
         + (["--allow-root"] if os.geteuid() == 0 else []),
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for(f"http://127.0.0.1:{port}/api/status")
+        fetch_when_up(f"http://127.0.0.1:{port}/api/status", 90, server)
         yield f"http://127.0.0.1:{port}"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(5)
+        stop_group(server)
 
 
 @pytest.fixture(scope="module")
