@@ -153,7 +153,7 @@ def cmd_bench_train(args) -> int:
 
 
 def cmd_bench_allreduce(args) -> int:
-    from .dist.bench import allreduce_bench
+    from .parallel.bench import allreduce_bench
     from .report import table
 
     check_allreduce_args(args)
@@ -188,8 +188,8 @@ def _bytes(n: int) -> str:
 
 
 def cmd_bench_dp(args) -> int:
-    from .dist.bench import dp_bench, dp_bench_spec
-    from .dist.launch import choose_backend
+    from .parallel.bench import dp_bench, dp_bench_spec
+    from .parallel.launch import choose_backend
     from .report import table
 
     check_dp_args(args)
@@ -209,7 +209,7 @@ def cmd_bench_dp(args) -> int:
 
 
 def cmd_bench_pipeline(args) -> int:
-    from .dist.bench import pipeline_bench
+    from .parallel.bench import pipeline_bench
     from .report import table
 
     _need_positive("--worlds", args.worlds)
@@ -238,7 +238,7 @@ def cmd_bench_pipeline(args) -> int:
 
 
 def cmd_bench_costmodel(args) -> int:
-    from .dist.bench import costmodel_bench
+    from .parallel.bench import costmodel_bench
     from .report import table
 
     _need_positive("--batch", args.batch, minimum=4)  # the pipeline runs 4 micro-batches

@@ -243,8 +243,8 @@ def check_train_cuda(device, quick):
 
 def check_nccl_collectives(device, quick):
     """Our send/recv collectives against NCCL's, one rank per GPU."""
-    from .dist.launch import launch
-    from .dist.workers import check_collectives
+    from .parallel.launch import launch
+    from .parallel.workers import check_collectives
     from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
@@ -259,9 +259,9 @@ def check_nccl_collectives(device, quick):
 
 def check_nccl_data_parallel(device, quick):
     """Every data-parallel version on NCCL ranks gives the single-process gradients."""
-    from .dist.data_parallel import VERSIONS
-    from .dist.launch import launch
-    from .dist.workers import check_data_parallel
+    from .parallel.data_parallel import VERSIONS
+    from .parallel.launch import launch
+    from .parallel.workers import check_data_parallel
     from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
@@ -277,7 +277,7 @@ def check_nccl_data_parallel(device, quick):
 
 def check_nccl_bandwidth(device, quick):
     """All-reduce bus bandwidth on NCCL, like nccl-tests (needs two or more GPUs)."""
-    from .dist.launch import launch
+    from .parallel.launch import launch
     from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
@@ -292,8 +292,8 @@ def check_nccl_bandwidth(device, quick):
 
 def check_nccl_pipeline_and_tensor_parallel(device, quick):
     """Pipeline schedules and split linear layers on NCCL ranks against the unsplit model."""
-    from .dist.launch import launch
-    from .dist.workers import check_pipeline, check_tensor_parallel
+    from .parallel.launch import launch
+    from .parallel.workers import check_pipeline, check_tensor_parallel
     from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
@@ -308,7 +308,7 @@ def check_nccl_pipeline_and_tensor_parallel(device, quick):
 
 
 def _nccl_bandwidth_worker(rank, world):
-    from .dist.collectives import measure_collective
+    from .parallel.collectives import measure_collective
 
     return measure_collective("all_reduce", "torch", [2**20, 2**24, 2**28], device="cuda")
 

@@ -1,8 +1,8 @@
 import torch
 
 import alexnet_workers as W
-from d2lmp.dist.alexnet_towers import crossing_bytes
-from d2lmp.dist.launch import launch
+from d2lmp.parallel.alexnet_towers import crossing_bytes
+from d2lmp.parallel.launch import launch
 
 
 def test_two_towers_equal_the_single_device_network():

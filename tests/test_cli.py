@@ -60,7 +60,7 @@ def test_bench_matmul_bad_input_is_one_clear_line(capsys):
 ])
 def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys, argv, message):
     from d2lmp import timing
-    from d2lmp.dist import bench, launch
+    from d2lmp.parallel import bench, launch
 
     def must_not_run(*a, **k):
         pytest.fail("started measuring before checking the options")
@@ -117,7 +117,7 @@ def test_selfcheck_quick_flag_sets_quick_mode_for_the_checks(tmp_path, monkeypat
 def test_bench_allreduce_prints_ratios(capsys):
     assert main(["bench", "allreduce", "--worlds", "2", "--sizes", "4096,65536", "--rounds", "1",
                  "--min-time", "0.005"]) == 0
-    from d2lmp.dist.launch import choose_backend
+    from d2lmp.parallel.launch import choose_backend
 
     backend = choose_backend(2)[0]  # the backend that ran, not a fixed label
     out = capsys.readouterr().out
@@ -127,7 +127,7 @@ def test_bench_allreduce_prints_ratios(capsys):
 
 @pytest.mark.parametrize("backends, label", [({2: "nccl", 4: "nccl"}, "nccl"), ({2: "nccl", 4: "gloo"}, "torch")])
 def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsys, backends, label):
-    from d2lmp.dist import bench
+    from d2lmp.parallel import bench
 
     def fake_bench(worlds, sizes, rounds, min_time):
         return [dict(impl=impl, world=w, backend=backends[w], size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
@@ -179,7 +179,7 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
 
 
 def test_bench_pipeline_rejects_bad_sizes():
-    from d2lmp.dist.bench import pipeline_bench
+    from d2lmp.parallel.bench import pipeline_bench
 
     with pytest.raises(ValueError, match="warm-up"):
         pipeline_bench(steps=1)

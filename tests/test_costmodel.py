@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from d2lmp.dist import costmodel as CM
+from d2lmp.parallel import costmodel as CM
 from d2lmp.models import alexnet2012, layer_table
 
 

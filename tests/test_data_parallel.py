@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from d2lmp.dist import data_parallel as DP
-from d2lmp.dist.launch import launch
-from d2lmp.dist.timeline import align, overlap_ms, split_steps
-from d2lmp.dist.workers import check_data_parallel
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.launch import launch
+from d2lmp.parallel.timeline import align, overlap_ms, split_steps
+from d2lmp.parallel.workers import check_data_parallel
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -106,7 +106,7 @@ def test_align_and_overlap_arithmetic():
 
 
 def test_bad_inputs():
-    from d2lmp.dist.launch import WorkerError
+    from d2lmp.parallel.launch import WorkerError
 
     with pytest.raises(WorkerError, match="unknown version 'zero'; available: allreduce"):
         launch(DP.dp_gradients, 1, DP.MLPSpec(), *DP.synthetic_data(DP.MLPSpec(), 4), "zero")

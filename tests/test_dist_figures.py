@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from d2lmp.dist.figures import plot_ring_all_reduce, plot_timeline, ring_schedule
+from d2lmp.parallel.figures import plot_ring_all_reduce, plot_timeline, ring_schedule
 
 
 @pytest.mark.parametrize("world", [2, 3, 4, 5])
@@ -34,7 +34,7 @@ def test_timeline_plot_has_a_row_per_rank_and_lane():
 
 
 def test_collective_pictures_follow_the_definitions():
-    from d2lmp.dist.figures import collective_examples, plot_collectives
+    from d2lmp.parallel.figures import collective_examples, plot_collectives
 
     ex = collective_examples(3)
     before, after = ex["all-reduce"]
@@ -48,7 +48,7 @@ def test_collective_pictures_follow_the_definitions():
 
 
 def test_widgets_build():
-    from d2lmp.dist.widgets import allreduce_model_widget, dp_scaling_widget
+    from d2lmp.parallel.widgets import allreduce_model_widget, dp_scaling_widget
 
     assert dp_scaling_widget(0.1, 60e6, 50e-6).children
     assert allreduce_model_widget(50e-6, 1e-9).children

@@ -5,9 +5,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from d2lmp.dist import data_parallel as DP
-from d2lmp.dist import pipeline as P
-from d2lmp.dist.launch import launch
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel import pipeline as P
+from d2lmp.parallel.launch import launch
 
 
 def _brute_force(costs, stages):
@@ -86,7 +86,7 @@ def test_four_stages_equal_the_sequential_model():
 
 
 def test_pipeline_bad_input():
-    from d2lmp.dist.launch import WorkerError
+    from d2lmp.parallel.launch import WorkerError
 
     spec = DP.MLPSpec((4, 8, 3), seed=0)
     x, y = DP.synthetic_data(spec, 4)
@@ -142,7 +142,7 @@ def test_equal_split():
 
 
 def test_pytorch_pipelining_api_gives_the_same_gradients():
-    from d2lmp.dist.workers import torch_pipelining_check
+    from d2lmp.parallel.workers import torch_pipelining_check
 
     for result in launch(torch_pipelining_check, 2):
         assert result["max_grad_error"] < 1e-6

@@ -1,7 +1,7 @@
 import pytest
 
 import tp_workers as W
-from d2lmp.dist.launch import WorkerError, launch
+from d2lmp.parallel.launch import WorkerError, launch
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -33,7 +33,7 @@ def test_indivisible_features_are_refused():
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_comm_volume_formula_matches_the_logged_collectives(world):
-    from d2lmp.dist.tensor_parallel import comm_volume
+    from d2lmp.parallel.tensor_parallel import comm_volume
 
     predicted = comm_volume(5, 8, 12, world)
     result = launch(W.linear_layers, world)[0]
@@ -47,7 +47,7 @@ def test_comm_volume_formula_matches_the_logged_collectives(world):
 
 
 def test_pytorch_dtensor_tensor_parallel_equals_the_unsplit_mlp():
-    from d2lmp.dist.workers import dtensor_mlp_check
+    from d2lmp.parallel.workers import dtensor_mlp_check
 
     for result in launch(dtensor_mlp_check, 2):
         assert result == {"output_equal": True, "local_weight_shape": (8, 8), "grad_equal": True}

@@ -19,8 +19,8 @@ w = pytest.importorskip("ipywidgets")
 
 from d2lmp import models, roofline  # noqa: E402
 from d2lmp import widgets as W  # noqa: E402
-from d2lmp.dist import costmodel as CM  # noqa: E402
-from d2lmp.dist import widgets as DW  # noqa: E402
+from d2lmp.parallel import costmodel as CM  # noqa: E402
+from d2lmp.parallel import widgets as DW  # noqa: E402
 
 
 def _alexnet_rows():

@@ -4,7 +4,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from d2lmp.dist import tensor_parallel as TP
+from d2lmp.parallel import tensor_parallel as TP
 
 
 def _compare(full, split, x, slices):

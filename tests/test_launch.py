@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-import dist_workers as W
-from d2lmp.dist.launch import WorkerError, choose_backend, choose_start_method, launch
+import parallel_workers as W
+from d2lmp.parallel.launch import WorkerError, choose_backend, choose_start_method, launch
 
 
 def _assert_all_gone(folder, world):
@@ -118,15 +118,15 @@ def _torchrun(module, ranks):
 
 
 def test_torchrun_entry_point():
-    result = _torchrun("d2lmp.dist.demo_dp", 2)
+    result = _torchrun("d2lmp.parallel.demo_dp", 2)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.count("matches: True") == 4
 
 
 def test_torchrun_collectives_entry_point():
-    from d2lmp.dist.workers import check_collectives
+    from d2lmp.parallel.workers import check_collectives
 
-    result = _torchrun("d2lmp.dist.demo_collectives", 2)
+    result = _torchrun("d2lmp.parallel.demo_collectives", 2)
     assert result.returncode == 0, result.stderr[-2000:]
     names = set(launch(check_collectives, 1, (1,))[0])  # the checks the demo reports, one line each
     assert result.stdout.count("equals torch.distributed on 2 ranks: True") == len(names) == 6
@@ -140,7 +140,7 @@ def test_torchrun_collectives_entry_point():
 def test_demos_report_a_mismatch_with_status_1(monkeypatch, capsys, module, result, message):
     import importlib
 
-    demo = importlib.import_module(f"d2lmp.dist.{module}")
+    demo = importlib.import_module(f"d2lmp.parallel.{module}")
     monkeypatch.setattr(demo, "run_from_env", lambda fn: (1, 2, result))  # rank 1's check found a mismatch
     assert demo.main() == 1
     err = capsys.readouterr().err
@@ -150,8 +150,8 @@ def test_demos_report_a_mismatch_with_status_1(monkeypatch, capsys, module, resu
 
 
 def test_exit_after_torchrun_passes_the_status_on():
-    code = ("import d2lmp.dist.demo_dp as demo\n"
-            "from d2lmp.dist.launch import exit_after_torchrun\n"
+    code = ("import d2lmp.parallel.demo_dp as demo\n"
+            "from d2lmp.parallel.launch import exit_after_torchrun\n"
             "demo.run_from_env = lambda fn: (0, 2, {'ddp': 1.0})\n"
             "exit_after_torchrun(demo.main())\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

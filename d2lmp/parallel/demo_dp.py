@@ -1,6 +1,6 @@
 """torchrun entry point: every data-parallel version gives the single-process gradients.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.dist.demo_dp
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.parallel.demo_dp
 
 Every rank checks its own gradients; a rank that finds a mismatch says so on stderr and
 exits with status 1, so torchrun (and a shell script or CI job around it) reports a failure.

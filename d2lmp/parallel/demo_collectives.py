@@ -1,6 +1,6 @@
 """torchrun entry point: our collectives equal torch.distributed's.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.dist.demo_collectives
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.parallel.demo_collectives
 
 Every rank checks its own results; a rank that finds a mismatch says so on stderr and
 exits with status 1, so torchrun (and a shell script or CI job around it) reports a failure.
