@@ -30,7 +30,8 @@ def gpu_memory_table() -> list[dict]:
     """
     return [dict(name=s.name, year=s.year, memory_type=s.memory_type, bus_bits=s.bus_bits,
                  bandwidth_gbs=s.bandwidth_gbs, gbps_per_pin=s.bandwidth_gbs * 8 / s.bus_bits,
-                 memory_gb=s.memory_gb, fp32_tflops=s.fp32_tflops, bytes_per_flop=s.bandwidth_gbs / (s.fp32_tflops * 1e3))
+                 memory_gb=s.memory_gb, fp32_tflops=s.fp32_tflops,
+                 bytes_per_flop=s.bandwidth_gbs / (s.fp32_tflops * 1e3))
             for s in NOTABLE_GPUS]
 
 

@@ -10,8 +10,8 @@ import sys
 def _ints(text: str) -> list[int]:
     try:
         return [int(t) for t in text.split(",") if t]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from err
 
 
 def _words(text: str) -> list[str]:
@@ -167,7 +167,8 @@ def cmd_bench_allreduce(args) -> int:
     lines, verdicts = [], []
     for world in args.worlds:
         for size in args.sizes:
-            torch_row = next(r for r in rows if r["world"] == world and r["impl"] == "torch" and r["size_bytes"] == size)
+            torch_row = next(r for r in rows
+                             if r["world"] == world and r["impl"] == "torch" and r["size_bytes"] == size)
             ring_row = next(r for r in rows if r["world"] == world and r["impl"] == "ring" and r["size_bytes"] == size)
             ratio = ring_row["busbw_gbs"] / torch_row["busbw_gbs"]
             lines.append([world, backends[world], _bytes(size), f"{torch_row['seconds'] * 1e3:.3f}",
@@ -233,7 +234,8 @@ def cmd_bench_pipeline(args) -> int:
     print(table([[b["micro_batches"], b["sizes"], f"{b['theory']:.3f}", f"{b['measured']:.3f}",
                   f"{b['measured'] - b['theory']:+.3f}"] for b in result["bubbles"]],
                 ["micro-batches", "layers per stage", "theory", "measured", "difference"]))
-    print(f"\ngoal: measured within 0.1 of theory: worst difference {worst:.3f} ({'met' if worst <= 0.1 else 'NOT met'})")
+    print(f"\ngoal: measured within 0.1 of theory: worst difference {worst:.3f} "
+          f"({'met' if worst <= 0.1 else 'NOT met'})")
     return 0
 
 
@@ -245,9 +247,11 @@ def cmd_bench_costmodel(args) -> int:
     _need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
     rows = costmodel_bench(batch=args.batch, steps=args.steps)
     print("Cost model calibrated here (one-rank FLOP/s, fitted all-reduce α and β) vs measured steps on 2 CPU ranks")
-    print(table([[r["strategy"], f"{r['compute_s'] * 1e3:.1f}", f"{r['comm_s'] * 1e3:.1f}", f"{r['bubble_s'] * 1e3:.1f}",
-                  f"{r['predicted_s'] * 1e3:.1f}", f"{r['measured_s'] * 1e3:.1f}", f"{r['ratio']:.2f}"] for r in rows],
-                ["strategy", "compute ms", "comm ms", "bubble ms", "predicted ms", "measured ms", "predicted / measured"]))
+    print(table([[r["strategy"], f"{r['compute_s'] * 1e3:.1f}", f"{r['comm_s'] * 1e3:.1f}",
+                  f"{r['bubble_s'] * 1e3:.1f}", f"{r['predicted_s'] * 1e3:.1f}", f"{r['measured_s'] * 1e3:.1f}",
+                  f"{r['ratio']:.2f}"] for r in rows],
+                ["strategy", "compute ms", "comm ms", "bubble ms", "predicted ms", "measured ms",
+                 "predicted / measured"]))
     ok = all(0.75 <= r["ratio"] <= 1.33 for r in rows)
     print(f"\ngoal: every prediction within 0.75-1.33x of the measurement: {'met' if ok else 'NOT met'}")
     return 0

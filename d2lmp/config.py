@@ -10,7 +10,8 @@ import contextlib
 import os
 import random
 import sys
-from typing import Iterator, TypeVar
+from collections.abc import Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -41,7 +41,8 @@ class Dataset:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         g = torch.Generator().manual_seed(seed)
-        train = DataLoader(TensorDataset(self.x_train, self.y_train), batch_size=batch_size, shuffle=shuffle, generator=g)
+        train = DataLoader(TensorDataset(self.x_train, self.y_train), batch_size=batch_size, shuffle=shuffle,
+                           generator=g)
         test = DataLoader(TensorDataset(self.x_test, self.y_test), batch_size=256)
         return train, test
 

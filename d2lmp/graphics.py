@@ -45,14 +45,16 @@ def translation(dx: float, dy: float, dz: float) -> torch.Tensor:
 def transform_loop(vertices: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
     """One 4×4 matrix-vector product per vertex, in a Python loop (how one core would do it)."""
     if vertices.ndim != 2 or vertices.shape[1] != 4 or matrix.shape != (4, 4):
-        raise ValueError(f"need vertices (N, 4) and a (4, 4) matrix, got {tuple(vertices.shape)} and {tuple(matrix.shape)}")
+        raise ValueError(f"need vertices (N, 4) and a (4, 4) matrix, "
+                         f"got {tuple(vertices.shape)} and {tuple(matrix.shape)}")
     return torch.stack([matrix @ v for v in vertices])
 
 
 def transform_batched(vertices: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
     """All vertices at once: (N, 4) @ (4, 4)ᵀ, one matrix-matrix product."""
     if vertices.ndim != 2 or vertices.shape[1] != 4 or matrix.shape != (4, 4):
-        raise ValueError(f"need vertices (N, 4) and a (4, 4) matrix, got {tuple(vertices.shape)} and {tuple(matrix.shape)}")
+        raise ValueError(f"need vertices (N, 4) and a (4, 4) matrix, "
+                         f"got {tuple(vertices.shape)} and {tuple(matrix.shape)}")
     return vertices @ matrix.T.to(vertices.device, vertices.dtype)
 
 
@@ -80,7 +82,7 @@ def measure_transforms(counts, devices=("cpu",), loop_limit: int = 2000, min_tim
     rows = []
     for n in counts:
         v = torch.randn(n, 4)
-        jobs = [("loop", "cpu", lambda: transform_loop(v, m))] if n <= loop_limit else []
+        jobs = [("loop", "cpu", lambda v=v: transform_loop(v, m))] if n <= loop_limit else []
         for d in devices:
             vd, md = v.to(d), m.to(d)
             jobs.append(("batched", d, lambda vd=vd, md=md: transform_batched(vd, md)))

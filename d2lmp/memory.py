@@ -147,7 +147,7 @@ def predict_saved_activations(model: nn.Module, input_shape, dtype: torch.dtype 
         kind = type(mod).__name__
         row = dict(name=name, kind=kind, bytes=0, tensors=0)
 
-        def save(key, nbytes):
+        def save(key, nbytes, row=row):
             if key not in saved:
                 saved[key] = nbytes
                 row["bytes"] += nbytes
@@ -354,16 +354,20 @@ def judge_cuda_peaks(predicted_step: dict, predicted_inference: dict, train_peak
     alive; at the optimizer step the parameters, gradients and state. The peak must reach the larger
     (``train_lower_bound``, allowed 1 % below for the few bytes of optimizer state kept on the CPU).
     """
-    P, G, O, A = (predicted_step[k] for k in ("parameters", "gradients", "optimizer_state", "saved_activations"))
+    params, grads, opt_state, acts = (
+        predicted_step[k] for k in ("parameters", "gradients", "optimizer_state", "saved_activations")
+    )
     infer_pred = sum(predicted_inference.values())
-    lower = P + O + max(A, G)
+    lower = params + opt_state + max(acts, grads)
+    total = params + grads + opt_state + acts
     ratio = inference_peak / infer_pred
     return dict(inference_predicted=infer_pred, inference_ratio=ratio, inference_ok=abs(ratio - 1) <= tolerance,
-                train_lower_bound=lower, train_formula_total=P + G + O + A, train_over_formula=train_peak / (P + G + O + A),
+                train_lower_bound=lower, train_formula_total=total, train_over_formula=train_peak / total,
                 train_ok=train_peak >= 0.99 * lower)
 
 
-def breakdown_rows(model: nn.Module, input_shape, optimizer: str = "adam", device_type: str | None = None) -> list[dict]:
+def breakdown_rows(model: nn.Module, input_shape, optimizer: str = "adam",
+                   device_type: str | None = None) -> list[dict]:
     """Two rows for a bar chart, "training" and "inference", with bytes per component (predicted).
 
     The input batch counts in both: in training as the first layer's saved input, in inference

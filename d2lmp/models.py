@@ -211,7 +211,8 @@ def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None
         def record(module, inputs, output):
             params = sum(p.numel() for p in module.parameters(recurse=False))
             if isinstance(module, nn.Conv2d):
-                macs = output.numel() * (module.in_channels // module.groups) * module.kernel_size[0] * module.kernel_size[1]
+                macs = (output.numel() * (module.in_channels // module.groups)
+                        * module.kernel_size[0] * module.kernel_size[1])
             elif isinstance(module, nn.Linear):
                 macs = output.numel() * module.in_features
             else:

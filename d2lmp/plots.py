@@ -266,13 +266,13 @@ def plot_two_gpu_split(ax=None):
               ("conv5", "128", False), ("fc6", "2048", True), ("fc7", "2048", True), ("fc8", "500", True)]
     ys = {0: 1.0, 1: 0.0}
     for i, (name, per_gpu, cross) in enumerate(layers):
-        for gpu, y in ys.items():
+        for y in ys.values():
             ax.add_patch(FancyBboxPatch((i - 0.3, y - 0.22), 0.6, 0.44, boxstyle="round,pad=0.02",
                                         fc="#cfe3f7" if name.startswith("conv") else "#f7dccf", ec="k"))
             ax.text(i, y, f"{name}\n{per_gpu}", ha="center", va="center", fontsize=8)
         if i == 0:
             continue
-        for gpu, y in ys.items():  # same-GPU connection
+        for y in ys.values():  # same-GPU connection
             ax.annotate("", (i - 0.3, y), (i - 0.7, y), arrowprops=dict(arrowstyle="->", color="k"))
         if cross:  # cross-GPU connections: every kernel sees both halves
             ax.annotate("", (i - 0.3, 0.15), (i - 0.7, 0.85), arrowprops=dict(arrowstyle="->", color="crimson", lw=1.5))
@@ -298,12 +298,12 @@ def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's 
     x = np.arange(len(layers))
     for k, impl in enumerate(impls):
         got = {r["layer"]: r for r in rows if r["impl"] == impl}
-        ys = [got[l]["gflops"] if l in got else 0 for l in layers]
+        ys = [got[layer]["gflops"] if layer in got else 0 for layer in layers]
         bars = ax.bar(x + (k - (len(impls) - 1) / 2) * width, ys, width, label=impl)
         if impl != "F.conv2d":
-            for b, l in zip(bars, layers):
-                if l in got:
-                    ax.annotate(f"{got[l]['ratio']:.1f}×", (b.get_x() + b.get_width() / 2, b.get_height()),
+            for b, layer in zip(bars, layers):
+                if layer in got:
+                    ax.annotate(f"{got[layer]['ratio']:.1f}×", (b.get_x() + b.get_width() / 2, b.get_height()),
                                 ha="center", va="bottom", fontsize=7)
     device = rows[0]["device"] if rows else ""
     ax.set_xticks(x)
@@ -399,7 +399,7 @@ def plot_bandwidth_curves(series: dict, specs: dict | None = None, ax=None,
 
 
 def plot_link_bandwidth(pcie_rows, nvlink_rows, ax=None, title: str = "Link bandwidth per GPU (both directions)"):
-    """Bars: PCIe ×16 per generation and NVLink per generation (rows from ``topology.pcie_table`` / ``nvlink_table``)."""
+    """Bars: PCIe ×16 and NVLink per generation (rows from ``topology.pcie_table`` / ``nvlink_table``)."""
     fig, ax = _figure(ax, figsize=(8, 3.8))
     names = [f"PCIe {r['generation']}.0\n×16" for r in pcie_rows] + [f"NVLink {r['generation']}\n({r['gpu']})"
                                                                      for r in nvlink_rows]
@@ -470,7 +470,8 @@ def plot_memory_breakdown(rows, ax=None, title: str = "What memory holds", unit:
                 ax.barh([i], [value], left=left, color=colour, label=part.replace("_", " ") if i == 0 or
                         not any(r.get(part, 0) for r in rows[:i]) else None)
                 left += value
-        ax.annotate(f"{left:,.1f} {unit}", (left, i), textcoords="offset points", xytext=(4, 0), va="center", fontsize=8)
+        ax.annotate(f"{left:,.1f} {unit}", (left, i), textcoords="offset points", xytext=(4, 0), va="center",
+                    fontsize=8)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     ax.legend(unique.values(), unique.keys(), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))

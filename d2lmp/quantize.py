@@ -186,7 +186,7 @@ def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_ti
         elif m == "bf16":
             net = copy.deepcopy(model).to(torch.bfloat16)
             xb = x.to(torch.bfloat16)
-            variants[m] = (net, lambda net=net: net(xb).float())
+            variants[m] = (net, lambda net=net, xb=xb: net(xb).float())
         elif m in ("int8", "int8-int32"):
             net = quantize_linear_layers(model, "auto" if m == "int8" else "int32")
             variants[m] = (net, lambda net=net: net(x))

@@ -54,7 +54,7 @@ class OpPoint:
         return self.bytes / self.seconds / 1e9
 
     @classmethod
-    def from_rates(cls, name: str, intensity: float, gflops: float, bytes: float = 1.0) -> "OpPoint":
+    def from_rates(cls, name: str, intensity: float, gflops: float, bytes: float = 1.0) -> OpPoint:
         """A point from its intensity (FLOP/byte) and rate (GFLOP/s), e.g. one read back from a report.
 
         The absolute size is lost in such records, so ``bytes`` (1 by default) only sets the

@@ -142,7 +142,8 @@ def check_bandwidth(device, quick):
     ratio = gbs / spec.bandwidth_gbs if spec else None
     ok = ratio is None or ratio <= 1.0
     return {"status": "pass" if ok else "fail",
-            "detail": f"copy bandwidth {gbs:,.0f} GB/s" + (f" = {ratio:.0%} of {spec.name}'s {spec.bandwidth_gbs:,.0f} GB/s" if spec else ""),
+            "detail": f"copy bandwidth {gbs:,.0f} GB/s"
+                      + (f" = {ratio:.0%} of {spec.name}'s {spec.bandwidth_gbs:,.0f} GB/s" if spec else ""),
             "bandwidth_gbs": gbs, "ratio_to_spec": ratio}
 
 
@@ -166,7 +167,8 @@ def check_graphics(device, quick):
     v = torch.randn(100_000, 4)
     m = rotation_y(0.7)
     ok = torch.allclose(transform_batched(v.to(device), m.to(device)).cpu(), transform_batched(v, m), atol=1e-5)
-    return {"status": "pass" if ok else "fail", "detail": "batched vertex transform: GPU equals CPU" if ok else "GPU differs"}
+    return {"status": "pass" if ok else "fail",
+            "detail": "batched vertex transform: GPU equals CPU" if ok else "GPU differs"}
 
 
 def check_conv_cuda(device, quick):
@@ -208,7 +210,8 @@ def check_conv_speed(device, quick):
             rows += benchmark_conv(ALEXNET_2012_CONV, batch=batch, device=device, min_time=pick(0.3, 0.15))
     summary = "; ".join(f"b{b} {impl} {min(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}–"
                         f"{max(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}×"
-                        for b in sorted({r['batch'] for r in rows}) for impl in ("im2col", "c01b", "copy only", "GEMM only"))
+                        for b in sorted({r['batch'] for r in rows})
+                        for impl in ("im2col", "c01b", "copy only", "GEMM only"))
     return {"status": "info", "detail": f"time / F.conv2d time (FP32, TF32 off): {summary}", "rows": rows}
 
 
@@ -243,9 +246,9 @@ def check_train_cuda(device, quick):
 
 def check_nccl_collectives(device, quick):
     """Our send/recv collectives against NCCL's, one rank per GPU."""
+    from .hardware import gpu_count
     from .parallel.launch import launch
     from .parallel.workers import check_collectives
-    from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -259,10 +262,10 @@ def check_nccl_collectives(device, quick):
 
 def check_nccl_data_parallel(device, quick):
     """Every data-parallel version on NCCL ranks gives the single-process gradients."""
+    from .hardware import gpu_count
     from .parallel.data_parallel import VERSIONS
     from .parallel.launch import launch
     from .parallel.workers import check_data_parallel
-    from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -277,8 +280,8 @@ def check_nccl_data_parallel(device, quick):
 
 def check_nccl_bandwidth(device, quick):
     """All-reduce bus bandwidth on NCCL, like nccl-tests (needs two or more GPUs)."""
-    from .parallel.launch import launch
     from .hardware import gpu_count
+    from .parallel.launch import launch
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -292,9 +295,9 @@ def check_nccl_bandwidth(device, quick):
 
 def check_nccl_pipeline_and_tensor_parallel(device, quick):
     """Pipeline schedules and split linear layers on NCCL ranks against the unsplit model."""
+    from .hardware import gpu_count
     from .parallel.launch import launch
     from .parallel.workers import check_pipeline, check_tensor_parallel
-    from .hardware import gpu_count
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -303,7 +306,8 @@ def check_nccl_pipeline_and_tensor_parallel(device, quick):
     tp = launch(check_tensor_parallel, world, backend="nccl", timeout=300)
     worst = max(max(r.values()) for r in pipe + tp)
     return {"status": "pass" if worst < 1e-4 else "fail",
-            "detail": f"{world} NCCL rank(s): pipeline (naive, GPipe, 1F1B) and split linear layers, max error {worst:.1e}",
+            "detail": f"{world} NCCL rank(s): pipeline (naive, GPipe, 1F1B) and split linear layers, "
+                      f"max error {worst:.1e}",
             "pipeline": pipe, "tensor_parallel": tp}
 
 
@@ -369,7 +373,8 @@ def check_pinned_copies(device, quick):
     return {"status": "pass" if faster and below else "fail",
             "detail": f"{big} MiB h2d: pageable {get[('h2d', False)]:,.1f}, pinned {get[('h2d', True)]:,.1f} GB/s; "
                       f"d2h: pageable {get[('d2h', False)]:,.1f}, pinned {get[('d2h', True)]:,.1f} GB/s"
-                      + (f"; PCIe link (NVML gen {gpus[0].pcie_gen} x{gpus[0].pcie_width}) {link:,.1f} GB/s per direction"
+                      + (f"; PCIe link (NVML gen {gpus[0].pcie_gen} x{gpus[0].pcie_width}) "
+                         f"{link:,.1f} GB/s per direction"
                          if link else "; PCIe link not reported"),
             "rows": rows, "pcie_link_gbs": link}
 
@@ -391,8 +396,13 @@ def check_memory_cuda(device, quick):
     allocator's peak for an inference pass (vs its prediction, within 5 %) and a training step (at least
     parameters + optimizer state + saved activations; see ``memory.judge_cuda_peaks``)."""
     from .config import set_seed
-    from .memory import (compare_saved_activations, cuda_peak_memory, judge_cuda_peaks, predict_inference_memory,
-                         predict_step_memory)
+    from .memory import (
+        compare_saved_activations,
+        cuda_peak_memory,
+        judge_cuda_peaks,
+        predict_inference_memory,
+        predict_step_memory,
+    )
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -419,7 +429,8 @@ def check_memory_cuda(device, quick):
             "detail": "; ".join(f"{k}: saved measured/predicted {r['saved_ratio']:.3f}; inference peak "
                                 f"{r['inference_peak'] / 2**20:,.2f} MiB = {r['inference_ratio']:.3f} × predicted; "
                                 f"training peak {r['train_peak'] / 2**20:,.2f} MiB (lower bound "
-                                f"{r['train_lower_bound'] / 2**20:,.2f}, formula total {r['train_formula_total'] / 2**20:,.2f})"
+                                f"{r['train_lower_bound'] / 2**20:,.2f}, "
+                                f"formula total {r['train_formula_total'] / 2**20:,.2f})"
                                 for k, r in results.items()),
             "accounting": MEMORY_ACCOUNTING, "models": results}
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
@@ -47,7 +47,7 @@ class Timer:
         self.device = torch.device(device)
         self.seconds: float | None = None
 
-    def __enter__(self) -> "Timer":
+    def __enter__(self) -> Timer:
         synchronize(self.device)
         self._start = time.perf_counter()
         return self
@@ -192,7 +192,8 @@ def time_matmul(n: int, dtype: str = "float32", device: str = "cpu", min_time: f
     return m
 
 
-def matmul_sweep(sizes, dtypes=("float32",), devices=("cpu",), min_time: float = 0.2, progress: bool = False) -> list[dict]:
+def matmul_sweep(sizes, dtypes=("float32",), devices=("cpu",), min_time: float = 0.2,
+                 progress: bool = False) -> list[dict]:
     """GFLOP/s of square matmuls for every size × dtype × device.
 
     Returns one dict per measurement: size, dtype, device, median_s, spread, gflops,
@@ -264,7 +265,7 @@ def linear_sweep(batch_sizes, in_features: int = 1024, out_features: int = 1024,
         for b in batch_sizes:
             x = torch.randn(b, in_features, device=device)
             with torch.no_grad():
-                m = benchmark(lambda: layer(x), device, min_time=min_time)
+                m = benchmark(lambda layer=layer, x=x: layer(x), device, min_time=min_time)
             flops = 2 * b * in_features * out_features
             rows.append(dict(batch=b, device=device, seconds=m.median, gflops=flops / m.median / 1e9))
     return rows

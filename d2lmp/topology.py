@@ -130,9 +130,9 @@ def hybrid_cube_mesh() -> Topology:
     for i in range(4):
         edges.append((f"GPU{i}", f"GPU{i + 4}", "nvlink"))
     return Topology("hybrid cube-mesh (DGX-1)", nodes, edges,
-                    "12 cube edges + 2 face diagonals each on 2 faces = 16 directly linked pairs of 28; each V100 has 6 "
-                    "links, 24 in all, so 8 of the edges carry two links (which ones is not drawn); pairs such as "
-                    "GPU0–GPU5 need two hops")
+                    "12 cube edges + 2 face diagonals each on 2 faces = 16 directly linked pairs of 28; "
+                    "each V100 has 6 links, 24 in all, so 8 of the edges carry two links (which ones is not drawn); "
+                    "pairs such as GPU0–GPU5 need two hops")
 
 
 def nvswitch(gpus: int = 8, switches: int = 4) -> Topology:
@@ -194,7 +194,8 @@ def nvml_topology() -> tuple[list[list[str]] | None, str]:
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        return None, f"No NVIDIA driver (NVML could not start: {type(exc).__name__}), so there is no GPU topology to read."
+        return None, (f"No NVIDIA driver (NVML could not start: {type(exc).__name__}), "
+                      "so there is no GPU topology to read.")
     try:
         count = pynvml.nvmlDeviceGetCount()
         if count < 2:

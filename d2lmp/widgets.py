@@ -87,8 +87,8 @@ def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), **plot_
     """
     import ipywidgets as w
 
-    from .roofline import OpPoint, attainable_gflops, ridge_point
     from .plots import plot_roofline
+    from .roofline import OpPoint, attainable_gflops, ridge_point
 
     def draw(log10_intensity=0.0):
         ai = 10**log10_intensity
@@ -159,7 +159,8 @@ def bandwidth_widget():
 
     return w.interactive(draw,
                          bus_bits=w.SelectionSlider(options=[64, 128, 192, 256, 320, 352, 384, 512, 1024, 2048,
-                                                             4096, 5120, 6144, 8192], value=384, description="bus bits"),
+                                                             4096, 5120, 6144, 8192],
+                                                    value=384, description="bus bits"),
                          gbps=w.FloatSlider(value=14.0, min=1.0, max=32.0, step=0.5, description="Gb/s per pin"))
 
 
@@ -209,7 +210,8 @@ def memory_widget():
 
     return w.interactive(draw, batch=w.SelectionSlider(options=[1, 8, 32, 64, 128, 256, 512], value=128,
                                                        description="batch"),
-                         optimizer=w.Dropdown(options=["sgd", "momentum", "adam"], value="adam", description="optimizer"))
+                         optimizer=w.Dropdown(options=["sgd", "momentum", "adam"], value="adam",
+                                              description="optimizer"))
 
 
 def loss_scale_widget(gradients):

@@ -1,8 +1,8 @@
 import torch
 
+from d2lmp.models import alexnet2012
 from d2lmp.parallel.alexnet_towers import AlexNetTower
 from d2lmp.parallel.tensor_parallel import CommLog
-from d2lmp.models import alexnet2012
 
 SIZE = 67  # the smallest convenient input: 67 → 16 → 7 → 7 → 3 → 3 → 1
 

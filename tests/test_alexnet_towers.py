@@ -1,6 +1,6 @@
+import alexnet_workers as W
 import torch
 
-import alexnet_workers as W
 from d2lmp.parallel.alexnet_towers import crossing_bytes
 from d2lmp.parallel.launch import launch
 

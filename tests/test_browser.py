@@ -26,7 +26,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 RUN_TIMEOUT_S = 300
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="Chromium is not installed (Debian: apt-get install chromium); browser tests skipped")]
+    not Path(CHROMIUM).exists(),
+    reason="Chromium is not installed (Debian: apt-get install chromium); browser tests skipped")]
 
 
 @pytest.fixture(scope="module")

@@ -131,7 +131,8 @@ def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsy
 
     def fake_bench(worlds, sizes, rounds, min_time):
         return [dict(impl=impl, world=w, backend=backends[w], size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
-                     busbw_gbs=1.0 if impl == "torch" else 0.9) for w in worlds for s in sizes for impl in ("torch", "ring")]
+                     busbw_gbs=1.0 if impl == "torch" else 0.9)
+                for w in worlds for s in sizes for impl in ("torch", "ring")]
 
     monkeypatch.setattr(bench, "allreduce_bench", fake_bench)
     assert main(["bench", "allreduce", "--worlds", "2,4", "--sizes", str(16 * 2**20)]) == 0
@@ -167,7 +168,8 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
     from d2lmp import bandwidth, selfcheck
 
     def rows(gbs_cached, gbs_memory):
-        return [dict(megabytes=16, gbs=gbs_cached, fits_in_l2=True, l2_bytes=60 * 2**20, fraction_of_spec=gbs_cached / 4800),
+        return [dict(megabytes=16, gbs=gbs_cached, fits_in_l2=True, l2_bytes=60 * 2**20,
+                     fraction_of_spec=gbs_cached / 4800),
                 dict(megabytes=1024, gbs=gbs_memory, fits_in_l2=False, l2_bytes=60 * 2**20,
                      fraction_of_spec=gbs_memory / 4800)]
 

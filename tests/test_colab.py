@@ -2,6 +2,7 @@
 
 import json
 import re
+
 try:
     import tomllib
 except ImportError:  # Python 3.10

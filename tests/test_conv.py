@@ -3,14 +3,29 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import requires_cuda
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import requires_cuda
-from d2lmp.conv import (ALEXNET_2012_CONV, ConvLayer, benchmark_conv, check_conv_shapes, check_layer, conv2d_c01b,
-                        cuda_convnet_fit,
-                        conv2d_flops, conv2d_im2col, conv2d_loops, conv2d_macs, conv_output_size, conv_points,
-                        filters_to_c01b, from_c01b, im2col_size, to_c01b)
+from d2lmp.conv import (
+    ALEXNET_2012_CONV,
+    ConvLayer,
+    benchmark_conv,
+    check_conv_shapes,
+    check_layer,
+    conv2d_c01b,
+    conv2d_flops,
+    conv2d_im2col,
+    conv2d_loops,
+    conv2d_macs,
+    conv_output_size,
+    conv_points,
+    cuda_convnet_fit,
+    filters_to_c01b,
+    from_c01b,
+    im2col_size,
+    to_c01b,
+)
 
 
 @st.composite
@@ -137,7 +152,7 @@ def test_counts_for_alexnet_conv1():
 
 
 def test_alexnet_layers_total_the_paper_parameter_count():
-    convs = sum(l.w_shape[0] * l.w_shape[1] * l.w_shape[2] * l.w_shape[3] + l.out_channels for l in ALEXNET_2012_CONV)
+    convs = sum(c.w_shape[0] * c.w_shape[1] * c.w_shape[2] * c.w_shape[3] + c.out_channels for c in ALEXNET_2012_CONV)
     assert convs == 34_944 + 307_456 + 885_120 + 663_936 + 442_624  # facts.md §1.4a
     assert [ConvLayer("c", 3, 224, 96, 11, 4, 2).w_shape] == [(96, 3, 11, 11)]
 

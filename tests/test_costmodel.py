@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from d2lmp.parallel import costmodel as CM
 from d2lmp.models import alexnet2012, layer_table
+from d2lmp.parallel import costmodel as CM
 
 
 @pytest.fixture(scope="module")

@@ -47,8 +47,11 @@ def test_every_version_follows_the_single_process_loss_curve(runs, world):
     for rank, per_version in enumerate(results[world]):
         assert set(per_version) == set(DP.VERSIONS)
         for version, result in per_version.items():
+            def msg(m, rank=rank, version=version):
+                return f"{world} ranks, rank {rank}, {version}: {m}"
+
             torch.testing.assert_close(torch.tensor(result["losses"]), torch.tensor(reference), rtol=1e-4, atol=1e-5,
-                                       msg=lambda m: f"{world} ranks, rank {rank}, {version}: {m}")
+                                       msg=msg)
 
 
 def _comm_and_backward(step_events):

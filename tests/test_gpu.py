@@ -1,8 +1,8 @@
 """GPU paths; skipped without CUDA. Run on a GPU machine with `pytest tests/test_gpu.py`."""
 
 import torch
-
 from conftest import requires_cuda
+
 from d2lmp.graphics import rotation_y, transform_batched
 from d2lmp.roofline import measure_bandwidth
 from d2lmp.timing import Timer, matmul_flops, matmul_sweep
@@ -30,7 +30,8 @@ def test_timer_waits_for_the_gpu():
 @requires_cuda
 def test_gpu_transform_matches_cpu():
     v, m = torch.randn(10_000, 4), rotation_y(0.4)
-    torch.testing.assert_close(transform_batched(v.cuda(), m.cuda()).cpu(), transform_batched(v, m), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(transform_batched(v.cuda(), m.cuda()).cpu(), transform_batched(v, m),
+                               rtol=1e-5, atol=1e-5)
 
 
 @requires_cuda

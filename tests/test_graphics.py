@@ -3,8 +3,16 @@ import math
 import pytest
 import torch
 
-from d2lmp.graphics import (cube_edges, cube_vertices, project, rotation_x, rotation_y, transform_batched,
-                            transform_loop, translation)
+from d2lmp.graphics import (
+    cube_edges,
+    cube_vertices,
+    project,
+    rotation_x,
+    rotation_y,
+    transform_batched,
+    transform_loop,
+    translation,
+)
 
 
 def test_cube():

@@ -3,9 +3,9 @@ import subprocess
 import sys
 import time
 
+import parallel_workers as W
 import pytest
 
-import parallel_workers as W
 from d2lmp.parallel.launch import WorkerError, choose_backend, choose_start_method, launch
 
 
@@ -113,8 +113,9 @@ def test_auto_choices_on_this_machine():
 
 
 def _torchrun(module, ranks):
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
-                           "-m", module], capture_output=True, text=True, timeout=180)
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", str(ranks), "-m", module],
+                          capture_output=True, text=True, timeout=180)
 
 
 def test_torchrun_entry_point():
@@ -145,7 +146,8 @@ def test_demos_report_a_mismatch_with_status_1(monkeypatch, capsys, module, resu
     assert demo.main() == 1
     err = capsys.readouterr().err
     assert f"{module}: MISMATCH on rank 1 of 2" in err and message in err
-    monkeypatch.setattr(demo, "run_from_env", lambda fn: (0, 2, {k: (0.0 if module == "demo_dp" else True) for k in result}))
+    monkeypatch.setattr(demo, "run_from_env",
+                        lambda fn: (0, 2, {k: (0.0 if module == "demo_dp" else True) for k in result}))
     assert demo.main() == 0
 
 

@@ -3,9 +3,24 @@
 import pytest
 import torch
 
-from d2lmp.models import (LRN_ALPHA, LRN_BETA, LRN_K, LRN_N, alexnet2012, alexnet_d2l, alexnet_small,
-                          alexnet_summary, alexnet_torchvision, count_parameters, format_layer_table, layer_table,
-                          lenet5, paper_lrn, params_vs_flops, totals)
+from d2lmp.models import (
+    LRN_ALPHA,
+    LRN_BETA,
+    LRN_K,
+    LRN_N,
+    alexnet2012,
+    alexnet_d2l,
+    alexnet_small,
+    alexnet_summary,
+    alexnet_torchvision,
+    count_parameters,
+    format_layer_table,
+    layer_table,
+    lenet5,
+    paper_lrn,
+    params_vs_flops,
+    totals,
+)
 
 TORCHVISION_SHAPES = {  # torchvision.models.alexnet().state_dict(), facts.md §1.4b
     "features.0.weight": (64, 3, 11, 11), "features.0.bias": (64,),

@@ -1,6 +1,7 @@
 """The install files agree with each other; conda is not run (it is not available here)."""
 
 import re
+
 try:
     import tomllib
 except ImportError:  # Python 3.10

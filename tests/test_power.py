@@ -33,7 +33,8 @@ def test_dynamic_power():
         dynamic_power(1e-9, 1.0, 1e9, activity=2)
 
 
-@pytest.mark.parametrize("kwargs", [dict(clock_fraction=0), dict(clock_fraction=1.5), dict(clock_fraction=0.5, exponent=4),
+@pytest.mark.parametrize("kwargs", [dict(clock_fraction=0), dict(clock_fraction=1.5),
+                                    dict(clock_fraction=0.5, exponent=4),
                                     dict(clock_fraction=0.5, parallel_fraction=1.2)])
 def test_bad_input(kwargs):
     with pytest.raises(ValueError):

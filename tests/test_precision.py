@@ -1,6 +1,5 @@
 """Number formats, underflow with and without loss scaling, mixed-precision training on the CPU."""
 
-import math
 
 import pytest
 import torch

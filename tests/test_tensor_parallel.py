@@ -1,13 +1,13 @@
 import pytest
-
 import tp_workers as W
+
 from d2lmp.parallel.launch import WorkerError, launch
 
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_linear_splits_equal_the_full_layer(world):
     for rank, result in enumerate(launch(W.linear_layers, world)):
-        for layer, (errors, calls) in result.items():
+        for layer, (errors, _calls) in result.items():
             assert max(errors.values()) < 1e-5, (rank, layer, errors)
         # Communication exactly where the theory puts it (5 examples of float32):
         assert result["column"][1] == [("all_gather", 5 * 12 // world * 4, "column linear"),
@@ -20,7 +20,7 @@ def test_linear_splits_equal_the_full_layer(world):
 @pytest.mark.parametrize("world", [2, 4])
 def test_conv_splits_equal_the_full_layer(world):
     for rank, result in enumerate(launch(W.conv_layers, world)):
-        for layer, (errors, calls) in result.items():
+        for layer, (errors, _calls) in result.items():
             assert max(errors.values()) < 1e-5, (rank, layer, errors)
         assert [c[0] for c in result["out_channels"][1]] == ["all_gather", "all_reduce"]
         assert [c[0] for c in result["in_channels"][1]] == ["all_reduce", "all_reduce"]

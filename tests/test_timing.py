@@ -98,7 +98,8 @@ def test_matmul_sweep_bad_input_names_what_is_available(kwargs, message):
 
 def test_matmul_sweep_rows():
     rows = matmul_sweep([32, 64], ["float32", "float64"], ["cpu"], min_time=0.01)
-    assert [(r["size"], r["dtype"]) for r in rows] == [(32, "float32"), (64, "float32"), (32, "float64"), (64, "float64")]
+    assert [(r["size"], r["dtype"]) for r in rows] == [(32, "float32"), (64, "float32"),
+                                                       (32, "float64"), (64, "float64")]
     for r in rows:
         assert r["gflops"] == pytest.approx(matmul_flops(r["size"]) / r["median_s"] / 1e9)
         if r["peak_gflops"]:

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from conftest import requires_cuda
 from torch.utils.data import DataLoader, TensorDataset
 
-from conftest import requires_cuda
 from d2lmp.plots import plot_history
 from d2lmp.train import History, accuracy, choose_device, train, train_small_alexnet
 

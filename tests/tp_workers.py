@@ -1,7 +1,6 @@
 """Workers comparing tensor-parallel layers with the unsplit layer on every rank."""
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from d2lmp.parallel import tensor_parallel as TP

@@ -60,7 +60,8 @@ class AlexNetTower(nn.Module):
         rank = dist.get_rank()
         f, c = full.features, full.classifier
         self.conv1, self.conv2 = TowerConv(f.conv1, rank), TowerConv(f.conv2, rank)
-        self.conv3, self.conv4, self.conv5 = TowerConv(f.conv3, rank), TowerConv(f.conv4, rank), TowerConv(f.conv5, rank)
+        self.conv3, self.conv4, self.conv5 = (TowerConv(f.conv3, rank), TowerConv(f.conv4, rank),
+                                              TowerConv(f.conv5, rank))
         self.fc6, self.fc7, self.fc8 = TowerLinear(c.fc6, rank), TowerLinear(c.fc7, rank), TowerLinear(c.fc8, rank)
         self.lrn = tower_lrn  # the paper's LRN, applied to this tower's maps only
         self.drop6, self.drop7 = c.drop6, c.drop7

@@ -72,10 +72,10 @@ def dp_bench(world: int = 2, batch: int = 64, steps: int = 6, rounds: int = 3, b
 
 def pipeline_model():
     """A half-width AlexNet (paper layout) on 115×115 inputs as one flat nn.Sequential."""
+    import torch
+
     from ..models import alexnet2012
     from .pipeline import flat_sequential
-
-    import torch
 
     torch.manual_seed(0)
     return flat_sequential(alexnet2012(num_classes=10, width=0.5, input_size=115, init="torch"))
@@ -126,7 +126,8 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
     for m in micro_batches:
         sizes = balance(costs_at(batch // m), 2)
         _, bubble = run(2, sizes, "gpipe", m)
-        out["bubbles"].append(dict(world=2, micro_batches=m, sizes=sizes, measured=bubble, theory=bubble_fraction(2, m)))
+        out["bubbles"].append(dict(world=2, micro_batches=m, sizes=sizes, measured=bubble,
+                                   theory=bubble_fraction(2, m)))
     return out
 
 

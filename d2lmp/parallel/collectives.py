@@ -24,7 +24,6 @@ import torch.distributed as dist
 
 from .launch import rank_device
 
-
 SEGMENT_ELEMENTS = 2**18  # 1 MiB of float32: big messages are cut so that adding overlaps sending
 
 
@@ -271,7 +270,8 @@ def fit_alpha_beta(sizes_bytes, seconds) -> tuple[float, float]:
         alpha, beta = 0.0, float(np.dot(s * w, t * w) / np.dot(s * w, s * w))
     if not beta > 0:
         raise ValueError(
-            f"the times do not grow with message size ({', '.join(f'{x:.0f} B: {y * 1e6:.0f} µs' for x, y in zip(s, t))}); "
+            "the times do not grow with message size "
+            f"({', '.join(f'{x:.0f} B: {y * 1e6:.0f} µs' for x, y in zip(s, t))}); "
             "measure larger sizes, or repeat on a quieter machine")
     return float(alpha), float(beta)
 

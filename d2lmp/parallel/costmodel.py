@@ -41,7 +41,7 @@ class Hardware:
     source: str
     overlap: bool = True  # can communication run while the device computes? (not when CPU cores do both)
 
-    def with_devices(self, n: int) -> "Hardware":
+    def with_devices(self, n: int) -> Hardware:
         return replace(self, devices=n)
 
 
@@ -62,7 +62,8 @@ PRESETS = {
 }
 
 
-def this_machine(flops: float, alpha: float, beta: float, devices: int = 2, memory_bytes: float = 24 * 2**30) -> Hardware:
+def this_machine(flops: float, alpha: float, beta: float, devices: int = 2,
+                 memory_bytes: float = 24 * 2**30) -> Hardware:
     """A preset calibrated from measurements here: FLOP/s of one rank, and the fitted α and β."""
     if flops <= 0 or alpha < 0 or beta <= 0:
         raise ValueError("flops and beta must be positive, alpha non-negative")
@@ -141,7 +142,8 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch / n}
         return Prediction("pipeline", n, stage, comm, stage * (n - 1) / m, memory)
     if strategy == "tensor":
-        # Every conv/linear layer split by outputs: all-gather its output forward, all-reduce its input gradient backward.
+        # Every conv/linear layer split by outputs: all-gather its output forward,
+        # all-reduce its input gradient backward.
         split = [r for r in rows if r["flops"] > 0]
         comm = 0.0
         for r in split:

@@ -260,7 +260,8 @@ def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Ten
                 bucket_sizes=step.bucketer.bucket_sizes() if step.bucketer else None)
 
 
-def single_process_train(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, steps: int = 20, lr: float = 0.1) -> list[float]:
+def single_process_train(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, steps: int = 20,
+                         lr: float = 0.1) -> list[float]:
     """The reference loss curve: the same SGD steps on the whole batch in one process."""
     model = spec.build()
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)

@@ -76,7 +76,8 @@ def plot_ring_all_reduce(world: int = 4, step: int | None = None):
     for messages in schedule:
         new = counts.copy()
         for src, dst, chunk, phase in messages:
-            new[dst, chunk] = counts[src, chunk] + counts[dst, chunk] if phase == "reduce-scatter" else counts[src, chunk]
+            new[dst, chunk] = (counts[src, chunk] + counts[dst, chunk] if phase == "reduce-scatter"
+                               else counts[src, chunk])
         counts = new
         states.append(counts.copy())
     shown = range(len(states)) if step is None else [step]

@@ -16,9 +16,8 @@ are known everywhere without extra messages.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -148,7 +147,8 @@ def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float =
 
             samples.append(benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1).median)
     model.zero_grad(set_to_none=True)
-    return [LayerProfile(name, statistics.median(samples), size, sum(p.numel() * p.element_size() for p in layer.parameters()))
+    return [LayerProfile(name, statistics.median(samples), size,
+                         sum(p.numel() * p.element_size() for p in layer.parameters()))
             for name, samples, size, layer in zip(names, times, sizes, model)]
 
 
@@ -326,7 +326,8 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, b
             start = max(free[s], done.get(need, 0.0))
             end = start + (forward if op == "F" else backward) * (micro_batches / m if kind == "naive" else 1)
             done[(op, s, i)] = free[s] = end
-            events.append(dict(rank=s, kind="forward" if op == "F" else "backward", label=f"{op}{i}", start=start, end=end))
+            events.append(dict(rank=s, kind="forward" if op == "F" else "backward", label=f"{op}{i}",
+                               start=start, end=end))
             position[s] += 1
             progressed = True
         if not progressed:

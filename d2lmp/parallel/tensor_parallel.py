@@ -17,14 +17,12 @@ Each is built from a full layer, so it starts with exactly the unsplit layer's w
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
-_LOGS: list["CommLog"] = []  # active logs; entered and left only through ``CommLog``
+_LOGS: list[CommLog] = []  # active logs; entered and left only through ``CommLog``
 
 
 class CommLog:

@@ -89,7 +89,8 @@ def pipeline_widget():
         display(fig)
         plt.close(fig)
 
-    return w.interactive(draw, kind=w.Dropdown(options=["naive", "gpipe", "1f1b"], value="gpipe", description="schedule"),
+    return w.interactive(draw,
+                         kind=w.Dropdown(options=["naive", "gpipe", "1f1b"], value="gpipe", description="schedule"),
                          stages=w.IntSlider(4, 2, 8, description="stages"),
                          micro_batches=w.IntSlider(4, 1, 16, description="micro-batches"))
 
@@ -138,7 +139,9 @@ def costmodel_widget(rows: list[dict], presets: dict, batch_of_table: int = 1):
 
     from .costmodel import STRATEGIES, predict
 
-    def draw(strategy="hybrid", preset=next(iter(presets)), devices=8, batch=1024):
+    first_preset = next(iter(presets))
+
+    def draw(strategy="hybrid", preset=first_preset, devices=8, batch=1024):
         hw = presets[preset].with_devices(devices)
         preds = {s: predict(rows, s, hw, batch, micro_batches=8, batch_of_table=batch_of_table) for s in STRATEGIES}
         best = min(preds, key=lambda s: preds[s].step_s)

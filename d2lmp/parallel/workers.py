@@ -38,7 +38,8 @@ def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "auto") 
     block = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(rank)).to(rank_device(device))
     reference = block.clone()
     dist.all_reduce(reference)
-    record("ring_all_reduce_3d_float", torch.allclose(C.ring_all_reduce(block.clone()), reference, rtol=1e-5, atol=1e-5))
+    record("ring_all_reduce_3d_float",
+           torch.allclose(C.ring_all_reduce(block.clone()), reference, rtol=1e-5, atol=1e-5))
     return ok
 
 
