@@ -1,0 +1,179 @@
+"""Self-checking exercises: each one has a hint, a check that explains a wrong answer, and a solution.
+
+An :class:`Exercise` wraps a checker, a function ``answer -> Verdict``. ``check(answer)`` prints the
+verdict and returns it; called with nothing (or with a function that still raises
+``NotImplementedError``) it prints what to do instead of failing, so an unanswered exercise never
+breaks a notebook. ``solution()`` shows the model answer only when asked for.
+
+The helpers at the bottom build checkers for the kinds of answers the exercises ask for: a number
+with a tolerance and units, a choice among options, and a function run against reference cases.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "number_checker", "choice_checker", "function_checker",
+           "show_source"]
+
+
+class _NotAnswered:
+    def __repr__(self) -> str:
+        return "NOT_ANSWERED"
+
+
+NOT_ANSWERED = _NotAnswered()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a check: right or wrong, and why, in a sentence a student can act on."""
+
+    correct: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def __str__(self) -> str:
+        return ("Correct: " if self.correct else "Not yet: ") + self.message
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of a notebook.
+
+    ``checker`` is None for open questions, which have a model answer in ``solution_text`` only.
+    ``reference`` is the answer that the solution gives (a number, a choice or a function); CI checks
+    that it passes. ``wrong`` lists typical wrong answers with a fragment of the message each must get.
+    """
+
+    key: str
+    number: int
+    question: str
+    hint_text: str
+    solution_text: str
+    checker: Callable[[Any], Verdict] | None = None
+    reference: Any = None
+    wrong: Sequence[tuple[Any, str]] = field(default_factory=tuple)
+    how_to_answer: str = ""
+
+    def hint(self) -> None:
+        """Print the hint."""
+        print(f"Hint for exercise {self.number}: {self.hint_text}")
+
+    def check(self, answer: Any = NOT_ANSWERED) -> Verdict | None:
+        """Check ``answer``, print the verdict and return it (None while the exercise is unanswered)."""
+        if self.checker is None:
+            print(f"Exercise {self.number} is an open question: compare your answer with "
+                  f"ex.{self.key}.solution().")
+            return None
+        if answer is NOT_ANSWERED or answer is Ellipsis:
+            print(f"Exercise {self.number} is not answered yet. {self.how_to_answer}".rstrip())
+            return None
+        try:
+            verdict = self.checker(answer)
+        except NotImplementedError:
+            print(f"Exercise {self.number} is not answered yet: your function still raises NotImplementedError.")
+            return None
+        print(verdict)
+        return verdict
+
+    def solution(self) -> None:
+        """Print the model answer (and, for a function, its source)."""
+        print(f"Solution to exercise {self.number}:\n{self.solution_text}")
+        if callable(self.reference):
+            print()
+            print(show_source(self.reference))
+
+
+def show_source(fn: Callable) -> str:
+    """The source text of ``fn``, as it runs."""
+    return inspect.getsource(fn)
+
+
+def number_checker(expected: float, units: str = "", rel_tol: float = 0.02, abs_tol: float = 0.0,
+                   why: str = "", near_misses: Sequence[tuple[float, str]] = ()) -> Callable[[Any], Verdict]:
+    """A checker for a number: right within ``rel_tol`` (or ``abs_tol``) of ``expected``.
+
+    ``near_misses`` are (value, explanation) pairs for typical wrong answers (a factor of two, a unit
+    off by 1024...): an answer that matches one gets its explanation.
+    """
+    unit = f" {units}" if units else ""
+
+    def check(answer: Any) -> Verdict:
+        try:
+            value = float(answer)
+        except (TypeError, ValueError):
+            return Verdict(False, f"expected a number{(' in ' + units) if units else ''}, got {answer!r}.")
+        if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+            return Verdict(True, f"{value:g}{unit}. {why}".strip())
+        for wrong_value, explanation in near_misses:
+            if math.isclose(value, wrong_value, rel_tol=rel_tol, abs_tol=abs_tol):
+                return Verdict(False, f"{value:g}{unit}: {explanation}")
+        direction = "too large" if value > expected else "too small"
+        return Verdict(False, f"{value:g}{unit} is {direction} (tolerance {rel_tol:.0%}). Check the units and "
+                              "what is counted; the hint may help.")
+
+    return check
+
+
+def choice_checker(correct: str, explanations: dict[str, str]) -> Callable[[Any], Verdict]:
+    """A checker for a short choice: ``explanations`` maps every option to why it is right or wrong."""
+    options = ", ".join(repr(o) for o in explanations)
+
+    def check(answer: Any) -> Verdict:
+        key = str(answer).strip().lower()
+        matches = {o.lower(): o for o in explanations}
+        if key not in matches:
+            return Verdict(False, f"answer with one of {options}, got {answer!r}.")
+        option = matches[key]
+        return Verdict(option == correct, explanations[option])
+
+    return check
+
+
+def function_checker(cases: Callable[[Callable], list[tuple[str, Any, Any]]],
+                     compare: Callable[[Any, Any], bool],
+                     diagnose: Callable[[str, Any, Any], str | None] | None = None,
+                     success: str = "") -> Callable[[Any], Verdict]:
+    """A checker for a function the student writes.
+
+    ``cases(fn)`` runs ``fn`` on reference cases and returns (case name, got, expected) triples (for
+    distributed exercises it launches real ranks). The first case where ``compare(got, expected)``
+    fails is explained by ``diagnose(case, got, expected)`` when it recognises the mistake.
+    """
+
+    def check(fn: Any) -> Verdict:
+        if not callable(fn):
+            return Verdict(False, f"expected a function, got {type(fn).__name__}.")
+        try:
+            results = cases(fn)
+        except NotImplementedError:
+            raise
+        except Exception as err:  # the student's code raised: say where
+            if any(isinstance(e, NotImplementedError) for e in _causes(err)):
+                raise NotImplementedError from err
+            return Verdict(False, f"your function raised {type(err).__name__}: {_first_line(err)}")
+        for case, got, expected in results:
+            if not compare(got, expected):
+                reason = diagnose(case, got, expected) if diagnose else None
+                return Verdict(False, f"wrong result for {case}" + (f": {reason}" if reason else "."))
+        return Verdict(True, success or f"all {len(results)} reference cases agree.")
+
+    return check
+
+
+def _causes(err: BaseException):
+    while err is not None:
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else "(no message)"
