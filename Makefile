@@ -1,13 +1,13 @@
 # Two commands for a newcomer (see README.md):
 #   make lab    set everything up and open the notebooks in JupyterLab
-#   make test   set everything up and run all tests, notebooks included (quick mode)
+#   make test   set everything up, run ruff, then all tests, notebooks included (quick mode)
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lab test unit notebooks execute book browser-deps clean
+.PHONY: install lab lint test unit notebooks execute book browser-deps clean
 
 install: $(STAMP)
 
@@ -31,8 +31,15 @@ browser-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "Chromium not installed: the browser tests will be skipped"
 
-# Unit tests, the browser tests, then every notebook under nbval-lax, all in quick mode.
+# ruff (config in pyproject.toml) over the package, the tests, the book builder and the notebooks.
+LINT_PATHS := d2lmp tests book notebooks
+
+lint: install
+	$(PY) -m ruff check $(LINT_PATHS)
+
+# ruff, then the unit tests, the browser tests and every notebook under nbval-lax, all in quick mode.
 test: install browser-deps
+	$(PY) -m ruff check $(LINT_PATHS)
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=15
 
 unit: install
