@@ -39,7 +39,8 @@ LAYERS = {
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
         "d2lmp.parallel.costmodel",
     ),
-    "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*"),
+    # Exercises check a student's answer against the library, as the checks check the library.
+    "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
     "front ends": (
         "d2lmp.views.*", "d2lmp.cli", "d2lmp.__main__",
         "d2lmp.parallel.demo_dp", "d2lmp.parallel.demo_collectives",  # torchrun entry points
