@@ -108,3 +108,25 @@ def test_committed_from_a_full_size_run(path):
     text = "\n".join("".join(o.get("text", "")) for o in _outputs(_load(path)) if o["output_type"] == "stream")
     assert re.search(r"Quick mode: False|full-size run", text), "no output states the run mode"
     assert not re.search(r"Quick mode: True|\| quick mode", text), "committed from a quick-mode run"
+
+
+# Lessons speak about the subject, not about this project's goals, its past runs or its working files.
+PROJECT_HISTORY = [
+    (re.compile(r"\bgoals?\b", re.I), "goal language (only the 'Learning goals' of the first cell)"),
+    (re.compile(r"we have not recorded", re.I), "a remark about runs not yet recorded"),
+    (re.compile(r"the code of the time", re.I), "a remark about how earlier code measured"),
+    (re.compile(r"notebooks were committed from|met on this machine", re.I), "one machine's outcome stated as fact"),
+    (re.compile(r"facts\.md|facts sheet|reference sheet|\.\./shared|/wor[k]/", re.I),
+     "a working file outside the repository (cite d2lmp.bibliography instead)"),
+]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_markdown_speaks_about_the_subject_not_the_project(path):
+    found = []
+    for i, cell in enumerate(_load(path)["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = _source(cell).replace("**Learning goals**", "")
+        found += [(i, why, m.group()) for pattern, why in PROJECT_HISTORY for m in pattern.finditer(text)]
+    assert not found, f"(cell, reason, text): {found}"

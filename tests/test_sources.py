@@ -1,0 +1,108 @@
+"""Sources ship with the project: notebooks cite entries of d2lmp.bibliography, each notebook ends with a
+References cell that lists exactly what it cites, and nothing points to a file outside the repository."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from d2lmp.bibliography import SOURCES, Source, cite, cite_text, cited_keys, references_markdown, year_text
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# A reference sheet kept outside the repository, or any path outside it. The bracket in "wor[k]" keeps this
+# file from matching its own pattern.
+OUTSIDE = re.compile(r"facts\.md|\.\./shared|/wor[k]/")
+LINK = re.compile(r"\[([^\]]*)\]\(#ref-([A-Za-z0-9_]+)\)")
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _prose(path):
+    """The markdown of a notebook without its References cell (the last cell)."""
+    return "\n".join(_source(c) for c in _cells(path)[:-1] if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_points_only_inside_the_repository(path):
+    found = [(i, m.group()) for i, c in enumerate(_cells(path)) for m in OUTSIDE.finditer(_source(c))]
+    assert not found, f"cells cite files outside the repository (cite d2lmp.bibliography instead): {found}"
+
+
+def test_package_tests_book_and_readme_point_only_inside_the_repository():
+    files = sorted((ROOT / "d2lmp").rglob("*.py")) + sorted((ROOT / "tests").rglob("*.py"))
+    files += [ROOT / "book" / "build.py", ROOT / "README.md"]
+    offenders = [f"{f.relative_to(ROOT)}:{n}" for f in files
+                 for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if OUTSIDE.search(line)]
+    assert not offenders, "these lines cite files outside the repository:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cited_key_is_in_the_bibliography(path):
+    missing = [k for k in cited_keys(_prose(path)) if k not in SOURCES]
+    assert not missing, f"cited but not in d2lmp.bibliography.SOURCES: {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_citation_text_matches_the_bibliography(path):
+    """A link reads 'Huang et al., 2019' (or, after the authors' names in the sentence, just '2019')."""
+    wrong = [(text, key, cite_text(key)) for text, key in LINK.findall(_prose(path))
+             if key in SOURCES and text not in (cite_text(key), year_text(key))]
+    assert not wrong, f"(link text, key, expected text): {wrong}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_ends_with_its_references(path):
+    cells = _cells(path)
+    last = cells[-1]
+    assert last["cell_type"] == "markdown", "the last cell is the References cell"
+    headings = [line.strip() for c in cells if c["cell_type"] == "markdown" for line in _source(c).splitlines()]
+    assert "## Exercises" in headings and headings.index("## Exercises") < headings.index("## References")
+    keys = cited_keys(_prose(path))
+    assert keys, "a notebook cites at least one source"
+    assert _source(last) == references_markdown(keys), \
+        "References cell out of date: regenerate it with d2lmp.bibliography.references_markdown(cited keys)"
+
+
+@pytest.mark.parametrize("key", sorted(SOURCES))
+def test_source_is_complete(key):
+    source = SOURCES[key]
+    assert source.key == key and re.fullmatch(r"[A-Za-z0-9_]+", key)
+    for field in ("authors", "title", "venue", "year", "url"):
+        assert str(getattr(source, field)).strip(), f"{key}: empty {field}"
+    assert source.url.startswith(("https://", "http://")), f"{key}: {source.url}"
+    assert all(a.strip() for a in source.authors.split(";")), f"{key}: empty author in {source.authors!r}"
+
+
+def test_cite_and_references_format():
+    assert cite("huang2019gpipe") == "[Huang et al., 2019](#ref-huang2019gpipe)"
+    assert cite("patarasuk2009bandwidth") == "[Patarasuk and Yuan, 2009](#ref-patarasuk2009bandwidth)"
+    assert cite("krizhevsky2014weird").startswith("[Krizhevsky, 2014")
+    gpipe, ring = cite("huang2019gpipe"), cite("patarasuk2009bandwidth")
+    text = f"GPipe ({gpipe}) and the ring ({ring}), GPipe again ({gpipe})"
+    assert cited_keys(text) == ["huang2019gpipe", "patarasuk2009bandwidth"]
+    lines = references_markdown(["patarasuk2009bandwidth", "huang2019gpipe"]).splitlines()
+    assert lines[:2] == ["## References", ""]
+    assert [line.split('"')[1] for line in lines[2:]] == ["ref-huang2019gpipe", "ref-patarasuk2009bandwidth"]
+    assert lines[2].startswith('- <a id="ref-huang2019gpipe"></a>Huang, Y., ')
+    assert "(2019)" in lines[2] and "*GPipe:" in lines[2] and "<https://arxiv.org/abs/1811.06965>" in lines[2]
+
+
+def test_same_author_and_year_get_letters():
+    nvidia_2017 = sorted(k for k, s in SOURCES.items() if s.authors == "NVIDIA" and s.year == 2017)
+    assert len(nvidia_2017) > 1
+    assert sorted(year_text(k) for k in nvidia_2017) == [f"2017{c}" for c in "abcdefgh"[: len(nvidia_2017)]]
+    assert len({cite_text(k) for k in SOURCES}) == len(SOURCES), "every source has its own citation text"
+
+
+def test_source_is_frozen():
+    with pytest.raises(AttributeError):
+        SOURCES["huang2019gpipe"].year = 2020
+    assert isinstance(SOURCES["huang2019gpipe"], Source)
