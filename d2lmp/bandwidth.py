@@ -2,16 +2,15 @@
 
 Peak bandwidth of a memory system is (bus width in bits × data rate per pin in Gb/s) / 8, in
 GB/s. Copy measurements count the bytes read plus the bytes written for a copy within one
-memory (``roofline.measure_bandwidth``), and the bytes moved once for a copy between host and
-device: the link carries each byte once, in one direction.
+memory (``measure_bandwidth``, swept over buffer sizes by ``device_copy_sweep``), and the bytes
+moved once for a copy between host and device: the link carries each byte once, in one direction.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .hardware import NOTABLE_GPUS, find_gpu_spec
-from .roofline import measure_bandwidth
+from .gpu_specs import NOTABLE_GPUS, find_gpu_spec
 from .timing import benchmark, resolve_device
 
 
@@ -23,7 +22,7 @@ def bus_bandwidth_gbs(bus_bits: int, gbps_per_pin: float) -> float:
 
 
 def gpu_memory_table() -> list[dict]:
-    """The sourced GPUs of ``hardware.NOTABLE_GPUS`` with the per-pin data rate their figures imply.
+    """The sourced GPUs of ``gpu_specs.NOTABLE_GPUS`` with the per-pin data rate their figures imply.
 
     ``gbps_per_pin`` = bandwidth × 8 / bus bits (derived here, not a vendor figure), and
     ``gb_per_tflop``: bytes of memory traffic available per FP32 FLOP × 1000.
@@ -35,19 +34,38 @@ def gpu_memory_table() -> list[dict]:
             for s in NOTABLE_GPUS]
 
 
+def measure_bandwidth(device: str = "cpu", megabytes: int = 256, min_time: float = 0.2) -> float:
+    """Memory bandwidth in GB/s from copying one buffer into another (read + write counted).
+
+    Use buffers far larger than the last-level cache, or you measure the cache.
+    """
+    if megabytes <= 0:
+        raise ValueError(f"megabytes must be positive, got {megabytes}")
+    device = resolve_device(device)
+    n = megabytes * 2**20 // 4
+    src = torch.ones(n, device=device)
+    dst = torch.empty_like(src)
+    m = benchmark(lambda: dst.copy_(src), device, min_time=min_time, label="copy")
+    return 2 * src.nbytes / m.median / 1e9
+
+
 def device_copy_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_time: float = 0.1) -> list[dict]:
     """Copy bandwidth within one device's memory for each buffer size (read + write counted).
 
-    One dict per size: device, megabytes (one buffer), bytes_touched, gbs, on a GPU
-    ``fits_in_l2`` (read + write fit in the L2 cache, so the copy need not reach device memory
-    and can beat the memory's spec) and, on a known GPU, spec_gbs and fraction_of_spec.
+    Small buffers show the caches, large ones main memory. One dict per size: device,
+    megabytes (one buffer), bytes_touched (source + destination), gbs, on a GPU ``fits_in_l2``
+    (read + write fit in the L2 cache, so the copy need not reach device memory and can beat
+    the memory's spec) and, on a known GPU, spec_gbs and fraction_of_spec.
     """
+    sizes = list(megabytes)
+    if not sizes:
+        raise ValueError("megabytes is empty; give buffer sizes such as (1, 4, 16, 64)")
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")
     spec = find_gpu_spec(torch.cuda.get_device_name(torch.device(device))) if on_gpu else None
     l2 = torch.cuda.get_device_properties(torch.device(device)).L2_cache_size if on_gpu else None
     rows = []
-    for mb in megabytes:
+    for mb in sizes:
         gbs = measure_bandwidth(device, mb, min_time)
         row = dict(device=device, megabytes=mb, bytes_touched=2 * mb * 2**20, gbs=gbs)
         if l2 is not None:

@@ -96,7 +96,8 @@ def cmd_bench_matmul(args) -> int:
 def cmd_bench_conv(args) -> int:
     import torch
 
-    from .conv import ALEXNET_2012_CONV, benchmark_conv
+    from .bench.conv import benchmark_conv
+    from .conv import ALEXNET_2012_CONV
     from .hardware import torch_devices
     from .report import table
     from .timing import resolve_device
@@ -127,7 +128,7 @@ def cmd_bench_conv(args) -> int:
 
 def _explain_cpu_gemm(rows, min_time: float) -> None:
     """Why im2col can or cannot reach F.conv2d on this CPU: the matrix product alone, and its library."""
-    from .conv import compare_gemm_libraries
+    from .bench.conv import compare_gemm_libraries
 
     for part, what in (("GEMM only", "the matrix product"), ("copy only", "building the columns")):
         over = [r["layer"] for r in rows if r["impl"] == part and r["ratio"] > 2]

@@ -10,13 +10,13 @@ kernel is not flipped, as in every deep learning framework and in cuda-convnet).
   cuda-convnet stores them; the gather reads runs of consecutive images and one GEMM
   writes the output directly in the same layout.
 
-Also: output sizes, multiply-add counts, im2col memory, and a benchmark against
-``F.conv2d`` on AlexNet's convolutional layers.
+Also: output sizes, multiply-add counts, im2col memory, AlexNet's convolutional layers
+(``ALEXNET_2012_CONV``), a correctness check per layer and cuda-convnet's constraints. The
+timing of these implementations against ``F.conv2d`` is in ``d2lmp.bench.conv``.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import torch
@@ -238,7 +238,7 @@ def conv2d_c01b(x, w, b=None, stride=1, padding=0, groups=1):
 
 
 # ---------------------------------------------------------------------------------------
-# AlexNet's convolutional layers and the benchmark
+# AlexNet's convolutional layers, the check against F.conv2d, cuda-convnet's constraints
 
 
 @dataclass(frozen=True)
@@ -281,10 +281,9 @@ ALEXNET_2012_CONV = (
     ConvLayer("conv5", 384, 13, 256, 3, padding=1, groups=2),
 )
 
-IMPLEMENTATIONS = ("im2col", "c01b", "copy only", "GEMM only")
 
-
-def _inputs(layer: ConvLayer, batch: int, device, seed: int = 0):
+def layer_inputs(layer: ConvLayer, batch: int, device="cpu", seed: int = 0):
+    """Seeded random input, weights (scaled by 0.01) and bias for one layer, NCHW/OIHW, on ``device``."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(layer.x_shape(batch), generator=g).to(device)
     w = (torch.randn(layer.w_shape, generator=g) * 0.01).to(device)
@@ -292,86 +291,16 @@ def _inputs(layer: ConvLayer, batch: int, device, seed: int = 0):
     return x, w, b
 
 
-def layer_fns(layer: ConvLayer, batch: int, device="cpu"):
-    """{"F.conv2d": fn, "im2col": fn, "c01b": fn, "copy only": fn, "GEMM only": fn}: zero-argument calls.
-
-    The c01b call gets its input and filters already in c01b layout (cuda-convnet keeps
-    activations in that layout from layer to layer), so the layout change is not timed.
-    "copy only" is im2col's column building alone and "GEMM only" its matrix product alone,
-    on columns built beforehand: each is a lower bound for im2col built this way.
-    """
-    x, w, b = _inputs(layer, batch, device)
-    xc, wc = to_c01b(x), filters_to_c01b(w)
-    kw = dict(stride=layer.stride, padding=layer.padding, groups=layer.groups)
-    n, k, groups = batch, w.shape[1] * layer.kernel ** 2, layer.groups
-    cols = F.unfold(x, layer.kernel, padding=layer.padding, stride=layer.stride).view(n, groups, k, -1)
-    filters = w.reshape(groups, -1, k)
-    return {
-        "F.conv2d": lambda: F.conv2d(x, w, b, **kw),
-        "im2col": lambda: conv2d_im2col(x, w, b, **kw),
-        "c01b": lambda: conv2d_c01b(xc, wc, b, **kw),
-        "copy only": lambda: im2col_columns(x, layer.kernel, layer.stride, layer.padding, groups),
-        "GEMM only": lambda: torch.matmul(filters, cols),
-    }
-
-
 def check_layer(layer: ConvLayer, batch: int = 2, device="cpu") -> dict:
     """Largest absolute difference of each implementation from ``F.conv2d`` on one layer."""
-    fns = layer_fns(layer, batch, device)
+    x, w, b = layer_inputs(layer, batch, device)
+    kw = dict(stride=layer.stride, padding=layer.padding, groups=layer.groups)
     with torch.no_grad():
-        ref = fns["F.conv2d"]()
-        errors = {"im2col": float((fns["im2col"]() - ref).abs().max()),
-                  "c01b": float((from_c01b(fns["c01b"]()) - ref).abs().max())}
+        ref = F.conv2d(x, w, b, **kw)
+        c01b = from_c01b(conv2d_c01b(to_c01b(x), filters_to_c01b(w), b, **kw))
+        errors = {"im2col": float((conv2d_im2col(x, w, b, **kw) - ref).abs().max()),
+                  "c01b": float((c01b - ref).abs().max())}
     return {"layer": layer.name, "max_abs_ref": float(ref.abs().max()), **errors}
-
-
-def benchmark_conv(layers=ALEXNET_2012_CONV, batch: int = 16, device="cpu", implementations=IMPLEMENTATIONS,
-                   min_time: float = 0.3, rounds: int = 3, progress: bool = False) -> list[dict]:
-    """Time each implementation and ``F.conv2d`` (forward, no autograd) on each layer.
-
-    Returns one dict per (layer, implementation): seconds, gflops and ``ratio`` = its time
-    / ``F.conv2d``'s time measured in the same run (1.0 = as fast as the framework). The
-    implementations are timed in ``rounds`` alternating turns and the median is kept.
-    """
-    from .timing import benchmark, resolve_device
-
-    device = resolve_device(device)
-    unknown = set(implementations) - set(IMPLEMENTATIONS)
-    if unknown:
-        raise ValueError(f"unknown implementation(s) {sorted(unknown)}; available: {', '.join(IMPLEMENTATIONS)}")
-    if batch < 1:
-        raise ValueError(f"batch must be positive, got {batch}")
-    jobs = list(layers)
-    if progress:
-        from tqdm.auto import tqdm
-
-        jobs = tqdm(jobs, desc=f"conv layers on {device}")
-    rows = []
-    names = ["F.conv2d", *implementations]
-    for layer in jobs:
-        fns = layer_fns(layer, batch, device)
-        flops, nbytes = layer.flops(batch), layer.min_bytes(batch)
-        times = {name: [] for name in names}
-        with torch.no_grad():
-            for _ in range(rounds):  # alternate so that drifting machine load hits all alike
-                for name in names:
-                    times[name].append(benchmark(fns[name], device, min_time=min_time / rounds, min_blocks=3).median)
-        median = {name: statistics.median(ts) for name, ts in times.items()}
-        for name in names:
-            t = median[name]
-            rows.append(dict(layer=layer.name, impl=name, device=device, batch=batch, seconds=t,
-                             gflops=None if name == "copy only" else flops / t / 1e9,  # a copy does no arithmetic
-                             ratio=t / median["F.conv2d"], flops=flops, bytes=nbytes))
-        del fns
-    return rows
-
-
-def conv_points(rows, impl: str = "F.conv2d"):
-    """``roofline.OpPoint``s (minimum traffic, measured time) for one implementation's rows."""
-    from .roofline import OpPoint
-
-    return [OpPoint(f"{r['layer']} ({r['impl']})", float(r["flops"]), float(r["bytes"]), r["seconds"])
-            for r in rows if r["impl"] == impl]
 
 
 def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
@@ -391,66 +320,3 @@ def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
         "batch_multiple_of_128": batch % 128 == 0,
         "images_per_thread": 4 if batch % 128 == 0 else 2 if batch % 64 == 0 else 1,
     }
-
-
-def blas_name() -> str:
-    """The BLAS library this torch build calls for CPU matrix products (from ``torch.__config__``)."""
-    import re
-
-    found = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
-    return found.group(1) if found else "unknown"
-
-
-def onednn_matmul():
-    """oneDNN's FP32 matrix product ``(a, b) -> a @ b.T`` if this torch exposes it, else None.
-
-    PyTorch's CPU convolutions run on oneDNN, but ``torch.matmul`` in FP32 goes to the BLAS
-    (MKL on x86 builds). oneDNN's own matrix product is reachable only through the private
-    operator ``torch.ops.mkldnn._linear_pointwise``; it is used here to *compare* the two
-    libraries, never inside ``conv2d_im2col``, and it may disappear in a later torch.
-    """
-    try:
-        op = torch.ops.mkldnn._linear_pointwise
-    except (AttributeError, RuntimeError):
-        return None
-    if not torch.backends.mkldnn.is_available():
-        return None
-
-    def matmul_bt(a, b):
-        return op(a, b, None, "none", [], "")
-
-    try:
-        probe = torch.ones(2, 3)
-        if not torch.equal(matmul_bt(probe, probe), probe @ probe.T):
-            return None
-    except RuntimeError:
-        return None
-    return matmul_bt
-
-
-def compare_gemm_libraries(n: int = 2048, min_time: float = 0.3) -> list[dict]:
-    """GFLOP/s of an n×n×n FP32 product through ``torch.matmul`` (the BLAS) and through oneDNN.
-
-    On CPUs where the BLAS is slower than oneDNN, an im2col convolution built on
-    ``torch.matmul`` cannot match ``F.conv2d`` (which runs on oneDNN) however good its copy is.
-    Rows: library, gflops, ratio (to torch.matmul). oneDNN's row is missing where it is not exposed.
-    """
-    from .timing import benchmark
-
-    if n < 1:
-        raise ValueError(f"n must be positive, got {n}")
-    g = torch.Generator().manual_seed(0)
-    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
-    flops = 2 * n**3
-    rows = [dict(library=f"torch.matmul ({blas_name()})",
-                 gflops=flops / benchmark(lambda: a @ b, min_time=min_time).median / 1e9)]
-    onednn = onednn_matmul()
-    if onednn is not None:
-        bt = b.T.contiguous()
-        if not torch.allclose(onednn(a, bt), a @ b, rtol=1e-4, atol=1e-3):
-            raise RuntimeError("oneDNN's matrix product disagrees with torch.matmul")
-        rows.append(dict(library="oneDNN matmul (private op)",
-                         gflops=flops / benchmark(lambda: onednn(a, bt), min_time=min_time).median / 1e9))
-    for r in rows:
-        r["ratio"] = r["gflops"] / rows[0]["gflops"]
-    return rows

@@ -106,33 +106,6 @@ def speedups(base, faster) -> list[tuple[str, float]]:
     return [(p.name, rates[p.name] / p.gflops) for p in base if p.name in rates]
 
 
-def measure_bandwidth(device: str = "cpu", megabytes: int = 256, min_time: float = 0.2) -> float:
-    """Memory bandwidth in GB/s from copying one buffer into another (read + write counted).
-
-    Use buffers far larger than the last-level cache, or you measure the cache.
-    """
-    if megabytes <= 0:
-        raise ValueError(f"megabytes must be positive, got {megabytes}")
-    device = resolve_device(device)
-    n = megabytes * 2**20 // 4
-    src = torch.ones(n, device=device)
-    dst = torch.empty_like(src)
-    m = benchmark(lambda: dst.copy_(src), device, min_time=min_time, label="copy")
-    return 2 * src.nbytes / m.median / 1e9
-
-
-def bandwidth_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_time: float = 0.1) -> list[dict]:
-    """Copy bandwidth for each buffer size: shows the caches (small buffers) and main memory (large).
-
-    Returns one dict per size: megabytes (one buffer), bytes_touched (source + destination) and gbs.
-    """
-    sizes = list(megabytes)
-    if not sizes:
-        raise ValueError("megabytes is empty; give buffer sizes such as (1, 4, 16, 64)")
-    return [dict(megabytes=mb, bytes_touched=2 * mb * 2**20, gbs=measure_bandwidth(device, mb, min_time))
-            for mb in sizes]
-
-
 def measure_operations(
     device: str = "cpu",
     vector_megabytes: int = 64,

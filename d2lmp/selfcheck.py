@@ -132,8 +132,8 @@ def check_harness_agreement(device, quick):
 
 def check_bandwidth(device, quick):
     """Device-memory copy bandwidth against the vendor figure (above spec would mean a broken timer)."""
-    from .hardware import find_gpu_spec
-    from .roofline import measure_bandwidth
+    from .bandwidth import measure_bandwidth
+    from .gpu_specs import find_gpu_spec
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -200,7 +200,8 @@ def check_conv_cuda(device, quick):
 
 def check_conv_speed(device, quick):
     """im2col and c01b against F.conv2d (cuDNN) on AlexNet's conv layers on the GPU, batch 128 and 16."""
-    from .conv import ALEXNET_2012_CONV, benchmark_conv
+    from .bench.conv import benchmark_conv
+    from .conv import ALEXNET_2012_CONV
 
     if (skip := _skip_without_gpu(device)):
         return skip

@@ -168,7 +168,7 @@ def power_budget_widget():
     """GPUs × board power + CPU + the rest against a power supply kept below a headroom."""
     import ipywidgets as w
 
-    from .hardware import NOTABLE_GPUS
+    from .gpu_specs import NOTABLE_GPUS
     from .plots import plot_power_budget
     from .topology import power_budget
 

@@ -69,7 +69,7 @@ def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys
                          (launch, "launch"), (bench, "launch"), (bench, "pipeline_model")):
         monkeypatch.setattr(module, name, must_not_run)
     monkeypatch.setattr("d2lmp.train.train_small_alexnet", must_not_run)
-    monkeypatch.setattr("d2lmp.conv.benchmark_conv", must_not_run)
+    monkeypatch.setattr("d2lmp.bench.conv.benchmark_conv", must_not_run)
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("d2lmp: ") and message in err and "Traceback" not in err

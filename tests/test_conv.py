@@ -7,10 +7,10 @@ from conftest import requires_cuda
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from d2lmp.bench.conv import benchmark_conv, conv_points
 from d2lmp.conv import (
     ALEXNET_2012_CONV,
     ConvLayer,
-    benchmark_conv,
     check_conv_shapes,
     check_layer,
     conv2d_c01b,
@@ -19,7 +19,6 @@ from d2lmp.conv import (
     conv2d_loops,
     conv2d_macs,
     conv_output_size,
-    conv_points,
     cuda_convnet_fit,
     filters_to_c01b,
     from_c01b,
@@ -196,7 +195,7 @@ def test_cuda_convnet_constraints_on_alexnet():
 
 
 def test_onednn_matmul_equals_torch_matmul_where_exposed():
-    from d2lmp.conv import onednn_matmul
+    from d2lmp.bench.conv import onednn_matmul
 
     mm = onednn_matmul()
     if mm is None:
@@ -207,7 +206,7 @@ def test_onednn_matmul_equals_torch_matmul_where_exposed():
 
 
 def test_compare_gemm_libraries_rows():
-    from d2lmp.conv import blas_name, compare_gemm_libraries
+    from d2lmp.bench.conv import blas_name, compare_gemm_libraries
 
     rows = compare_gemm_libraries(n=128, min_time=0.01)
     assert rows[0]["library"] == f"torch.matmul ({blas_name()})" and rows[0]["ratio"] == 1.0

@@ -3,8 +3,8 @@
 import torch
 from conftest import requires_cuda
 
+from d2lmp.bandwidth import measure_bandwidth
 from d2lmp.graphics import rotation_y, transform_batched
-from d2lmp.roofline import measure_bandwidth
 from d2lmp.timing import Timer, matmul_flops, matmul_sweep
 
 

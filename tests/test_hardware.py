@@ -3,8 +3,9 @@ import types
 
 import pytest
 
-from d2lmp import hardware
-from d2lmp.hardware import CPUInfo, find_gpu_spec, simd_from_flags
+from d2lmp import gpu_specs, hardware
+from d2lmp.gpu_specs import find_gpu_spec
+from d2lmp.hardware import CPUInfo, simd_from_flags
 
 
 @pytest.mark.parametrize("flags, lanes, units", [
@@ -72,7 +73,7 @@ def test_find_gpu_spec(name, expected):
 
 
 def test_gpu_table_is_sourced_and_self_consistent():
-    for spec in hardware.NOTABLE_GPUS:
+    for spec in gpu_specs.NOTABLE_GPUS:
         assert spec.source and spec.link
         assert spec.fp32_tflops > 0 and spec.bandwidth_gbs > 0 and spec.memory_gb > 0
         if spec.fp16_tensor_tflops:
@@ -87,8 +88,8 @@ def test_gpu_table_is_sourced_and_self_consistent():
 def test_peak_gflops_by_device():
     peak, source = hardware.peak_gflops("cpu", "float16")
     assert peak is None and "no CPU peak" in source
-    assert hardware.gpu_peak_gflops("NVIDIA H200", "bfloat16") == pytest.approx(989_400)
-    assert hardware.gpu_peak_gflops("NVIDIA H200", "float64") is None
+    assert gpu_specs.gpu_peak_gflops("NVIDIA H200", "bfloat16") == pytest.approx(989_400)
+    assert gpu_specs.gpu_peak_gflops("NVIDIA H200", "float64") is None
 
 
 def test_nvml_without_module(monkeypatch):

@@ -5,9 +5,7 @@ from d2lmp import recorded
 from d2lmp.roofline import (
     OpPoint,
     attainable_gflops,
-    bandwidth_sweep,
     best_matmul,
-    measure_bandwidth,
     measure_operations,
     points_from_records,
     ridge_point,
@@ -47,12 +45,6 @@ def test_measured_operations_order_by_intensity():
     assert all(p.seconds > 0 for p in points)
 
 
-def test_bandwidth_is_positive_and_bad_size_rejected():
-    assert measure_bandwidth("cpu", megabytes=8, min_time=0.01) > 0
-    with pytest.raises(ValueError):
-        measure_bandwidth("cpu", megabytes=0)
-
-
 def test_op_point_from_rates_keeps_intensity_and_rate():
     p = OpPoint.from_rates("dot", intensity=0.25, gflops=1000.0)
     assert p.intensity == pytest.approx(0.25)
@@ -87,12 +79,3 @@ def test_best_matmul_summarise_and_speedups():
     assert rows[0]["roof_gflops"] == pytest.approx(10 / 12)
     assert rows[0]["fraction_of_roof"] == pytest.approx(1.0 / (10 / 12))
     assert speedups(slow, fast) == [("add", pytest.approx(10.0)), ("matmul n=4", pytest.approx(100.0))]
-
-
-def test_bandwidth_sweep_rows():
-    rows = bandwidth_sweep("cpu", megabytes=(1, 2), min_time=0.01)
-    assert [r["megabytes"] for r in rows] == [1, 2]
-    assert rows[1]["bytes_touched"] == 4 * 2**20
-    assert all(r["gbs"] > 0 for r in rows)
-    with pytest.raises(ValueError):
-        bandwidth_sweep("cpu", megabytes=())

@@ -75,6 +75,21 @@ def test_device_copy_sweep_on_cpu_and_gpu_only_transfer():
         bandwidth.host_device_copy("cpu", 1, pinned=False, direction="up")
 
 
+def test_measure_bandwidth_is_positive_and_bad_size_rejected():
+    assert bandwidth.measure_bandwidth("cpu", megabytes=8, min_time=0.01) > 0
+    with pytest.raises(ValueError):
+        bandwidth.measure_bandwidth("cpu", megabytes=0)
+
+
+def test_device_copy_sweep_rows():
+    rows = bandwidth.device_copy_sweep("cpu", megabytes=(1, 2), min_time=0.01)
+    assert [r["megabytes"] for r in rows] == [1, 2]
+    assert rows[1]["bytes_touched"] == 4 * 2**20
+    assert all(r["gbs"] > 0 for r in rows)
+    with pytest.raises(ValueError):
+        bandwidth.device_copy_sweep("cpu", megabytes=())
+
+
 class _NvmlError(Exception):
     pass
 
