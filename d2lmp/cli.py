@@ -154,7 +154,7 @@ def cmd_bench_train(args) -> int:
 
 
 def cmd_bench_allreduce(args) -> int:
-    from .parallel.bench import allreduce_bench
+    from .bench.allreduce import allreduce_bench
     from .report import table
 
     check_allreduce_args(args)
@@ -190,7 +190,7 @@ def _bytes(n: int) -> str:
 
 
 def cmd_bench_dp(args) -> int:
-    from .parallel.bench import dp_bench, dp_bench_spec
+    from .bench.data_parallel import dp_bench, dp_bench_spec
     from .parallel.launch import choose_backend
     from .report import table
 
@@ -211,7 +211,7 @@ def cmd_bench_dp(args) -> int:
 
 
 def cmd_bench_pipeline(args) -> int:
-    from .parallel.bench import pipeline_bench
+    from .bench.pipeline import pipeline_bench
     from .report import table
 
     _need_positive("--worlds", args.worlds)
@@ -241,7 +241,7 @@ def cmd_bench_pipeline(args) -> int:
 
 
 def cmd_bench_costmodel(args) -> int:
-    from .parallel.bench import costmodel_bench
+    from .bench.costmodel import costmodel_bench
     from .report import table
 
     _need_positive("--batch", args.batch, minimum=4)  # the pipeline runs 4 micro-batches

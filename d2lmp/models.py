@@ -1,4 +1,4 @@
-"""LeNet-5, four AlexNets and a per-layer table of shapes, parameters, multiply-adds and memory.
+"""The networks the notebooks build (LeNet-5, AlexNets, an MLP) and a per-layer table of their costs.
 
 - ``lenet5``: the LeNet-5 of *Dive into Deep Learning* (sigmoid, average pooling, 28×28 input).
 - ``alexnet_d2l``: D2L's single-tower AlexNet for 224×224 inputs (facts.md §1.4c: 46,764,746
@@ -9,11 +9,15 @@
 - ``alexnet_torchvision``: parameter names and shapes of torchvision's ``alexnet`` (facts.md
   §1.4b: 61,100,840 parameters), so its published weights load unchanged.
 - ``alexnet_small``: an AlexNet-shaped network scaled down for 32×32 inputs and CPU training.
+- ``mlp``: the one multilayer-perceptron builder (the digits network, the data-parallel MLPs).
+- ``pipeline_model``: a half-width AlexNet as one flat ``nn.Sequential``, the network that pipeline
+  parallelism partitions layer by layer.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -182,6 +186,36 @@ def alexnet_small(num_classes: int = 10, in_channels: int = 1, width: int = 16, 
         ("fc8", nn.Linear(256, num_classes)),
     ]))
     return nn.Sequential(OrderedDict([("features", features), ("flatten", nn.Flatten()), ("classifier", classifier)]))
+
+
+def mlp(in_features: int, hidden: Sequence[int], classes: int, dropout: float = 0.0,
+        flatten: bool = True) -> nn.Sequential:
+    """A multilayer perceptron: Flatten, then Linear + ReLU [+ Dropout] per hidden width, then Linear.
+
+    The layers are created in order, so after ``torch.manual_seed`` the weights are reproducible.
+    ``flatten=False`` leaves out the leading ``nn.Flatten`` for inputs that are already vectors
+    (pipeline and tensor-parallel splits count every module as a layer).
+    """
+    hidden = tuple(hidden)
+    if not hidden or any(h < 1 for h in hidden):
+        raise ValueError(f"hidden must list positive layer widths, got {hidden!r}")
+    if in_features < 1 or classes < 1:
+        raise ValueError(f"in_features and classes must be positive, got {in_features} and {classes}")
+    layers: list[nn.Module] = [nn.Flatten()] if flatten else []
+    width = in_features
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()] + ([nn.Dropout(dropout)] if dropout > 0 else [])
+        width = h
+    layers.append(nn.Linear(width, classes))
+    return nn.Sequential(*layers)
+
+
+def pipeline_model() -> nn.Sequential:
+    """A half-width AlexNet (paper layout) on 115×115 inputs as one flat nn.Sequential, seeded."""
+    from .parallel.pipeline import flat_sequential
+
+    torch.manual_seed(0)
+    return flat_sequential(alexnet2012(num_classes=10, width=0.5, input_size=115, init="torch"))
 
 
 def count_parameters(model: nn.Module) -> int:

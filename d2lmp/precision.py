@@ -180,15 +180,3 @@ def bits_needed(value: float) -> int:
         raise ValueError("zero has no exponent")
     return math.floor(math.log2(abs(value)))
 
-
-def digits_mlp(in_features: int = 64, hidden=(256, 256), classes: int = 10, dropout: float = 0.0) -> nn.Sequential:
-    """A small fully connected network (Flatten, then Linear + ReLU [+ Dropout] per hidden layer, then Linear)."""
-    if not hidden or any(h < 1 for h in hidden):
-        raise ValueError(f"hidden must list positive layer widths, got {hidden!r}")
-    layers: list[nn.Module] = [nn.Flatten()]
-    width = in_features
-    for h in hidden:
-        layers += [nn.Linear(width, h), nn.ReLU()] + ([nn.Dropout(dropout)] if dropout > 0 else [])
-        width = h
-    layers.append(nn.Linear(width, classes))
-    return nn.Sequential(*layers)

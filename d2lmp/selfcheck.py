@@ -382,10 +382,10 @@ def check_pinned_copies(device, quick):
 
 def _memory_models():
     """(name, model, input shape) of the two models the memory check measures."""
-    from .models import alexnet_small
-    from .precision import digits_mlp
+    from .models import alexnet_small, mlp
 
-    return [("mlp", digits_mlp(dropout=0.5), (256, 1, 8, 8)), ("alexnet_small", alexnet_small(), (128, 1, 32, 32))]
+    return [("mlp", mlp(64, (256, 256), 10, dropout=0.5), (256, 1, 8, 8)),
+            ("alexnet_small", alexnet_small(), (128, 1, 32, 32))]
 
 
 MEMORY_ACCOUNTING = ("peaks include the parameters, the input batch and (training) the optimizer state; "
@@ -468,7 +468,8 @@ def check_fp16_grad_scaler(device, quick):
     """Train the same MLP in FP32, BF16 autocast and FP16 autocast with GradScaler on the GPU; accuracies must agree."""
     from .config import set_seed
     from .data import load_digits
-    from .precision import digits_mlp, train_mixed
+    from .models import mlp
+    from .precision import train_mixed
 
     if (skip := _skip_without_gpu(device)):
         return skip
@@ -477,7 +478,7 @@ def check_fp16_grad_scaler(device, quick):
     results = {}
     for mode in ("fp32", "bf16", "fp16"):
         set_seed(0)
-        r = train_mixed(digits_mlp(), train_loader, test_loader, mode, epochs=pick(5, 3), device=device)
+        r = train_mixed(mlp(64, (256, 256), 10), train_loader, test_loader, mode, epochs=pick(5, 3), device=device)
         results[mode] = dict(test_acc=r["test_acc"], final_loss=r["losses"][-1], skipped_steps=r["skipped_steps"],
                              final_scale=r["final_scale"])
     finite = all(torch.isfinite(torch.tensor(r["final_loss"])) for r in results.values())
@@ -493,7 +494,8 @@ def check_int8_inference(device, quick):
     """Hand-written int8 inference (torch._int_mm) on the GPU against FP32 and BF16: accuracy and latency."""
     from .config import set_seed
     from .data import load_digits
-    from .precision import digits_mlp, train_mixed
+    from .models import mlp
+    from .precision import train_mixed
     from .quantize import compare_inference, has_int_mm
 
     if (skip := _skip_without_gpu(device)):
@@ -501,7 +503,7 @@ def check_int8_inference(device, quick):
     set_seed(0)
     data = load_digits(resize=None)
     train_loader, test_loader = data.loaders(batch_size=64)
-    model = digits_mlp(hidden=(1024, 1024))
+    model = mlp(64, (1024, 1024), 10)
     train_mixed(model, train_loader, test_loader, "fp32", epochs=3, device=device)
     x, y = data.x_test.repeat(8, 1, 1, 1), data.y_test.repeat(8)
     rows = compare_inference(model, x, y, min_time=0.2, device=device)

@@ -60,13 +60,15 @@ def test_bench_matmul_bad_input_is_one_clear_line(capsys):
 ])
 def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys, argv, message):
     from d2lmp import timing
-    from d2lmp.parallel import bench, launch
+    from d2lmp.bench import allreduce, costmodel, data_parallel, pipeline
+    from d2lmp.parallel import launch
 
     def must_not_run(*a, **k):
         pytest.fail("started measuring before checking the options")
 
     for module, name in ((timing, "matmul_sweep"), (timing, "harness_agreement"), (timing, "benchmark"),
-                         (launch, "launch"), (bench, "launch"), (bench, "pipeline_model")):
+                         (launch, "launch"), (allreduce, "launch"), (data_parallel, "launch"), (pipeline, "launch"),
+                         (pipeline, "pipeline_model"), (costmodel, "launch")):
         monkeypatch.setattr(module, name, must_not_run)
     monkeypatch.setattr("d2lmp.train.train_small_alexnet", must_not_run)
     monkeypatch.setattr("d2lmp.bench.conv.benchmark_conv", must_not_run)
@@ -127,14 +129,14 @@ def test_bench_allreduce_prints_ratios(capsys):
 
 @pytest.mark.parametrize("backends, label", [({2: "nccl", 4: "nccl"}, "nccl"), ({2: "nccl", 4: "gloo"}, "torch")])
 def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsys, backends, label):
-    from d2lmp.parallel import bench
+    from d2lmp.bench import allreduce
 
     def fake_bench(worlds, sizes, rounds, min_time):
         return [dict(impl=impl, world=w, backend=backends[w], size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
                      busbw_gbs=1.0 if impl == "torch" else 0.9)
                 for w in worlds for s in sizes for impl in ("torch", "ring")]
 
-    monkeypatch.setattr(bench, "allreduce_bench", fake_bench)
+    monkeypatch.setattr(allreduce, "allreduce_bench", fake_bench)
     assert main(["bench", "allreduce", "--worlds", "2,4", "--sizes", str(16 * 2**20)]) == 0
     out = capsys.readouterr().out
     assert "gloo ms" not in out and f"{label} ms" in out and f"ring / {label}" in out
@@ -181,7 +183,7 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
 
 
 def test_bench_pipeline_rejects_bad_sizes():
-    from d2lmp.parallel.bench import pipeline_bench
+    from d2lmp.bench.pipeline import pipeline_bench
 
     with pytest.raises(ValueError, match="warm-up"):
         pipeline_bench(steps=1)

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from d2lmp.parallel import alpha_beta as AB
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.workers import check_collectives
@@ -48,12 +49,12 @@ def test_measure_collective_reports_nccl_tests_figures(world):
 
 
 def test_bus_factors_match_nccl_tests():
-    assert C.bus_bandwidth(10.0, "all_reduce", 8) == pytest.approx(10 * 14 / 8)
-    assert C.bus_bandwidth(10.0, "all_gather", 4) == pytest.approx(7.5)
-    assert C.bus_bandwidth(10.0, "reduce_scatter", 4) == pytest.approx(7.5)
-    assert C.bus_bandwidth(10.0, "broadcast", 4) == pytest.approx(10.0)
+    assert AB.bus_bandwidth(10.0, "all_reduce", 8) == pytest.approx(10 * 14 / 8)
+    assert AB.bus_bandwidth(10.0, "all_gather", 4) == pytest.approx(7.5)
+    assert AB.bus_bandwidth(10.0, "reduce_scatter", 4) == pytest.approx(7.5)
+    assert AB.bus_bandwidth(10.0, "broadcast", 4) == pytest.approx(10.0)
     with pytest.raises(ValueError, match="available"):
-        C.bus_bandwidth(1.0, "all_to_all", 4)
+        AB.bus_bandwidth(1.0, "all_to_all", 4)
 
 
 def test_fit_alpha_beta_recovers_a_known_line():
@@ -61,17 +62,17 @@ def test_fit_alpha_beta_recovers_a_known_line():
     alpha, beta = 50e-6, 1 / 5e9
     rng = np.random.default_rng(0)
     times = (alpha + beta * sizes) * (1 + 0.01 * rng.standard_normal(len(sizes)))
-    a, b = C.fit_alpha_beta(sizes, times)
+    a, b = AB.fit_alpha_beta(sizes, times)
     assert a == pytest.approx(alpha, rel=0.1) and b == pytest.approx(beta, rel=0.05)
     with pytest.raises(ValueError):
-        C.fit_alpha_beta([1.0], [1.0])
+        AB.fit_alpha_beta([1.0], [1.0])
 
 
 def test_fit_never_returns_negative_terms():
-    a, b = C.fit_alpha_beta([1e3, 1e6, 1e7], [1e-3, 1e-3, 1e-2])  # least squares would put α below zero
+    a, b = AB.fit_alpha_beta([1e3, 1e6, 1e7], [1e-3, 1e-3, 1e-2])  # least squares would put α below zero
     assert a >= 0 and b > 0
     with pytest.raises(ValueError, match="do not grow"):
-        C.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])  # time falling with size: no bandwidth to report
+        AB.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])  # time falling with size: no bandwidth to report
 
 
 def test_fit_weights_relative_error():
@@ -80,17 +81,17 @@ def test_fit_weights_relative_error():
     alpha, beta = 100e-6, 1 / 2e9
     times = alpha + beta * sizes
     times[-1] *= 1.02
-    a, b = C.fit_alpha_beta(sizes, times)
+    a, b = AB.fit_alpha_beta(sizes, times)
     assert a == pytest.approx(alpha, rel=0.1) and b == pytest.approx(beta, rel=0.05)
 
 
 def test_alpha_beta_model_orders_algorithms():
     alpha, beta, n = 10e-6, 1e-9, 8
     small, large = 1e3, 1e9
-    t = {a: C.predicted_all_reduce_time(a, n, large, alpha, beta) for a in ("naive", "tree", "ring")}
+    t = {a: AB.predicted_all_reduce_time(a, n, large, alpha, beta) for a in ("naive", "tree", "ring")}
     assert t["ring"] < t["tree"] < t["naive"]  # bandwidth-bound: the ring moves 2(n-1)/n·S per rank
-    t_small = {a: C.predicted_all_reduce_time(a, n, small, alpha, beta) for a in ("tree", "ring")}
+    t_small = {a: AB.predicted_all_reduce_time(a, n, small, alpha, beta) for a in ("tree", "ring")}
     assert t_small["tree"] < t_small["ring"]  # latency-bound: log2 n steps beat n-1
-    assert C.predicted_all_reduce_time("ring", 1, large, alpha, beta) == 0
+    assert AB.predicted_all_reduce_time("ring", 1, large, alpha, beta) == 0
     with pytest.raises(ValueError):
-        C.predicted_all_reduce_time("butterfly", 4, 1.0, alpha, beta)
+        AB.predicted_all_reduce_time("butterfly", 4, 1.0, alpha, beta)

@@ -1,8 +1,10 @@
 import pytest
 import torch
 
+from d2lmp.gpu_specs import NOTABLE_GPUS
 from d2lmp.models import alexnet2012, layer_table
 from d2lmp.parallel import costmodel as CM
+from d2lmp.topology import NVLINK, pcie_bandwidth_gbs
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +18,32 @@ def test_presets_are_sourced(rows):
     for hw in CM.PRESETS.values():
         assert hw.source and hw.flops > 0 and hw.link_bytes_per_s > 0 and hw.overlap
     assert CM.PRESETS["2x GTX 580 (PCIe 2.0)"].flops == pytest.approx(512 * 2 * 1.544e9, rel=1e-3)
+
+
+# preset -> (its row of the GPU table, its link: ("pcie", generation) or ("nvlink", generation))
+PRESET_ROWS = {
+    "2x GTX 580 (PCIe 2.0)": ("GTX 580", ("pcie", 2)),
+    "8x V100 (NVLink 2, hybrid cube-mesh)": ("V100 SXM2", ("nvlink", 2)),
+    "8x A100 (NVSwitch)": ("A100 SXM4 40GB", ("nvlink", 3)),
+    "8x H100 (NVSwitch)": ("H100 SXM5", ("nvlink", 4)),
+}
+
+
+def test_presets_equal_the_table_rows_they_derive_from():
+    assert set(CM.PRESETS) == set(PRESET_ROWS)
+    for name, (gpu, (kind, generation)) in PRESET_ROWS.items():
+        hw, (spec,) = CM.PRESETS[name], [g for g in NOTABLE_GPUS if g.name == gpu]
+        assert hw.flops == spec.fp32_tflops * 1e12, name
+        if gpu == "GTX 580":  # AlexNet's 3 GB partner boards, which the row's source names, not the 1.5 GB reference
+            assert hw.memory_bytes == 3e9 and spec.memory_gb == 1.5 and "3 GB" in spec.source
+        else:
+            assert hw.memory_bytes == spec.memory_gb * 1e9, name
+        if kind == "pcie":
+            assert hw.link_bytes_per_s == pcie_bandwidth_gbs(generation, 16) * 1e9, name
+        else:
+            _, _, per_link, links = NVLINK[generation]
+            assert hw.link_bytes_per_s == links * per_link * 1e9, name
+        assert hw.devices == int(name.split("x")[0]) and hw.alpha == CM.ASSUMED_ALPHA
 
 
 def test_one_device_has_no_communication_or_bubble(rows):

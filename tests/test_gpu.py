@@ -55,13 +55,14 @@ def test_pinned_host_copies_are_not_slower_than_pageable():
 @requires_cuda
 def test_fp16_with_grad_scaler_matches_fp32():
     from d2lmp.data import load_digits
-    from d2lmp.precision import digits_mlp, train_mixed
+    from d2lmp.models import mlp
+    from d2lmp.precision import train_mixed
 
     train, test = load_digits(resize=None).loaders(batch_size=64)
     runs = {}
     for mode in ("fp32", "fp16"):
         torch.manual_seed(0)
-        runs[mode] = train_mixed(digits_mlp(hidden=(64,)), train, test, mode, epochs=3, lr=3e-3, device="cuda:0")
+        runs[mode] = train_mixed(mlp(64, (64,), 10), train, test, mode, epochs=3, lr=3e-3, device="cuda:0")
     assert all(torch.isfinite(torch.tensor(runs["fp16"]["losses"])))
     assert runs["fp16"]["final_scale"] > 0
     assert runs["fp32"]["test_acc"] > 0.85 and abs(runs["fp16"]["test_acc"] - runs["fp32"]["test_acc"]) <= 0.03
@@ -70,10 +71,10 @@ def test_fp16_with_grad_scaler_matches_fp32():
 @requires_cuda
 def test_saved_activations_on_cuda_use_one_byte_dropout_masks():
     from d2lmp.memory import compare_saved_activations
-    from d2lmp.precision import digits_mlp
+    from d2lmp.models import mlp
 
     torch.manual_seed(0)
-    result = compare_saved_activations(digits_mlp(dropout=0.5).cuda(), torch.randn(32, 64, device="cuda"))
+    result = compare_saved_activations(mlp(64, (256, 256), 10, dropout=0.5).cuda(), torch.randn(32, 64, device="cuda"))
     assert abs(result["ratio"] - 1) <= 0.05, result
 
 

@@ -5,13 +5,12 @@ import torch
 from torch import nn
 
 from d2lmp import memory
-from d2lmp.models import alexnet_d2l, alexnet_small, lenet5
-from d2lmp.precision import digits_mlp
+from d2lmp.models import alexnet_d2l, alexnet_small, lenet5, mlp
 
 
 @pytest.mark.parametrize("make, shape", [
-    (lambda: digits_mlp(), (32, 1, 8, 8)),
-    (lambda: digits_mlp(hidden=(128, 64, 32), dropout=0.3), (17, 64)),
+    (lambda: mlp(64, (256, 256), 10), (32, 1, 8, 8)),
+    (lambda: mlp(64, (128, 64, 32), 10, dropout=0.3), (17, 64)),
     (lambda: alexnet_small(), (8, 1, 32, 32)),
     (lambda: alexnet_small(width=8), (3, 1, 32, 32)),
     (lambda: nn.Sequential(nn.Linear(10, 20), nn.Tanh(), nn.Linear(20, 5), nn.Sigmoid()), (4, 10)),
@@ -63,11 +62,11 @@ def test_step_measured_equals_predicted(optimizer):
 
 def test_bad_optimizer():
     with pytest.raises(ValueError, match="adam"):
-        memory.predict_step_memory(digits_mlp(), (2, 64), "lion")
+        memory.predict_step_memory(mlp(64, (256, 256), 10), (2, 64), "lion")
 
 
 def test_breakdown_and_inference_peak():
-    model = digits_mlp(hidden=(100,))
+    model = mlp(64, (100,), 10)
     rows = memory.breakdown_rows(model, (10, 64))
     assert rows[1]["gradients"] == rows[1]["saved_activations"] == 0
     # the widest moment: the input batch (10×64, held by the caller) with the ReLU's input and output (10×100 each)
@@ -86,7 +85,7 @@ def test_inference_peak_keeps_the_inputs_of_running_blocks():
 
 
 @pytest.mark.parametrize("make, shape", [
-    (lambda: digits_mlp(dropout=0.5), (32, 1, 8, 8)),
+    (lambda: mlp(64, (256, 256), 10, dropout=0.5), (32, 1, 8, 8)),
     (lambda: alexnet_small(), (8, 1, 32, 32)),
 ])
 def test_saved_activations_match_per_layer(make, shape):
@@ -158,4 +157,4 @@ def test_judge_cuda_peaks_with_the_recorded_h200_figures():
 
 def test_cuda_peak_memory_refuses_cpu_tensors():
     with pytest.raises(ValueError, match="CUDA"):
-        memory.cuda_peak_memory(digits_mlp(), torch.randn(2, 64), torch.zeros(2, dtype=torch.long))
+        memory.cuda_peak_memory(mlp(64, (256, 256), 10), torch.randn(2, 64), torch.zeros(2, dtype=torch.long))

@@ -17,8 +17,10 @@ from d2lmp.models import (
     format_layer_table,
     layer_table,
     lenet5,
+    mlp,
     paper_lrn,
     params_vs_flops,
+    pipeline_model,
     totals,
 )
 
@@ -147,6 +149,23 @@ def test_small_alexnet_is_alexnet_shaped():
     assert model(torch.zeros(4, 1, 32, 32)).shape == (4, 10)
     with pytest.raises(ValueError):
         alexnet_small(width=1)
+
+
+def test_mlp_layers_in_order():
+    kinds = [type(m).__name__ for m in mlp(64, (32, 16), 10, dropout=0.5)]
+    assert kinds == ["Flatten", "Linear", "ReLU", "Dropout", "Linear", "ReLU", "Dropout", "Linear"]
+    assert [type(m).__name__ for m in mlp(8, (4,), 2, flatten=False)] == ["Linear", "ReLU", "Linear"]
+    assert mlp(64, (32,), 10)(torch.zeros(3, 1, 8, 8)).shape == (3, 10)
+    for bad in ((), (0,)):
+        with pytest.raises(ValueError):
+            mlp(8, bad, 2)
+
+
+def test_pipeline_model_is_one_flat_seeded_sequential():
+    a, b = pipeline_model(), pipeline_model()
+    assert all(not list(layer.children()) for layer in a)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert a(torch.zeros(1, 3, 115, 115)).shape == (1, 10)
 
 
 def test_figures_and_widgets_build():

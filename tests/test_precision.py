@@ -4,7 +4,7 @@
 import pytest
 import torch
 
-from d2lmp import precision
+from d2lmp import models, precision
 from d2lmp.data import load_digits
 
 
@@ -46,7 +46,7 @@ def test_real_gradients_lose_less_with_scaling():
     data = load_digits(resize=None)
     train, test = data.loaders(batch_size=64)
     torch.manual_seed(0)
-    model = precision.digits_mlp(hidden=(128, 128))
+    model = models.mlp(64, (128, 128), 10)
     precision.train_mixed(model, train, test, "fp32", epochs=5, lr=3e-3)
     g = precision.gradients_of(model, data.x_train[:256], data.y_train[:256])
     assert g["weights"].numel() == sum(p.numel() for p in model.parameters())
@@ -70,15 +70,15 @@ def test_bf16_autocast_training_matches_fp32_on_cpu():
     acc = {}
     for mode in ("fp32", "bf16"):
         torch.manual_seed(0)
-        acc[mode] = precision.train_mixed(precision.digits_mlp(hidden=(64,)), train, test, mode, epochs=2,
+        acc[mode] = precision.train_mixed(models.mlp(64, (64,), 10), train, test, mode, epochs=2,
                                           lr=3e-3)["test_acc"]
     assert acc["fp32"] > 0.85 and abs(acc["bf16"] - acc["fp32"]) <= 0.03
 
 
 def test_fp16_mode_needs_cuda_and_modes_are_checked():
     with pytest.raises(ValueError, match="CUDA"):
-        precision.train_mixed(precision.digits_mlp(), [], [], "fp16", device="cpu")
+        precision.train_mixed(models.mlp(64, (256, 256), 10), [], [], "fp16", device="cpu")
     with pytest.raises(ValueError, match="fp32"):
-        precision.train_mixed(precision.digits_mlp(), [], [], "fp64")
+        precision.train_mixed(models.mlp(64, (256, 256), 10), [], [], "fp64")
     with pytest.raises(ValueError):
-        precision.digits_mlp(hidden=())
+        models.mlp(64, (), 10)

@@ -2,7 +2,9 @@
 
 The model is described by ``models.layer_table`` rows (FLOPs, parameters, activation
 bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
-link bandwidth per direction, a per-message latency α, and memory per device.
+link bandwidth per direction, a per-message latency α, and memory per device. ``PRESETS``
+derive these from the sourced tables (the notable-GPU table for FLOP/s and memory,
+``topology`` for PCIe and NVLink); only α is an assumption.
 
 Time per step = compute + exposed communication + bubble:
 * compute: 3 × the forward FLOPs (forward once, backward twice) divided over the devices
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .collectives import predicted_all_reduce_time
+from ..gpu_specs import NOTABLE_GPUS
+from ..topology import NVLINK, pcie_bandwidth_gbs
+from .alpha_beta import predicted_all_reduce_time
 from .dp_model import predict_step
 
 STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
@@ -45,21 +49,42 @@ class Hardware:
         return replace(self, devices=n)
 
 
-PRESETS = {
-    "2x GTX 580 (PCIe 2.0)": Hardware(
-        "2x GTX 580 (PCIe 2.0)", 2, 1.58e12, 8e9, ASSUMED_ALPHA, 3e9,
-        "FP32 peak 512 x 2 x 1.544 GHz; PCIe 2.0 x16 8 GB/s per direction; 3 GB boards (facts.md §1, §4, §5.1)"),
-    "8x V100 (NVLink 2, hybrid cube-mesh)": Hardware(
-        "8x V100 (NVLink 2, hybrid cube-mesh)", 8, 15.7e12, 150e9, ASSUMED_ALPHA, 16e9,
-        "FP32 15.7 TFLOPS; 6 NVLink 2 links x 25 GB/s per direction, an upper bound for a ring on the cube-mesh "
-        "(facts.md §4, §5.2, §5.3)"),
-    "8x A100 (NVSwitch)": Hardware(
-        "8x A100 (NVSwitch)", 8, 19.5e12, 300e9, ASSUMED_ALPHA, 40e9,
-        "FP32 19.5 TFLOPS; NVLink 3 600 GB/s total = 300 GB/s per direction; 40 GB (facts.md §4, §5.2)"),
-    "8x H100 (NVSwitch)": Hardware(
-        "8x H100 (NVSwitch)", 8, 67e12, 450e9, ASSUMED_ALPHA, 80e9,
-        "FP32 67 TFLOPS; NVLink 4 900 GB/s total = 450 GB/s per direction; 80 GB (facts.md §4, §5.2)"),
-}
+def _gpu_row(name: str):
+    """The row of the sourced GPU table (``NOTABLE_GPUS``) called ``name``."""
+    return next(spec for spec in NOTABLE_GPUS if spec.name == name)
+
+
+def _pcie(generation: int, lanes: int = 16) -> tuple[float, str]:
+    """(bytes/s per direction, how) of a PCIe link, from ``topology.PCIE``."""
+    gbs = pcie_bandwidth_gbs(generation, lanes)
+    return gbs * 1e9, f"PCIe gen {generation} x{lanes}: {gbs:g} GB/s per direction"
+
+
+def _nvlink(generation: int) -> tuple[float, str]:
+    """(bytes/s per GPU per direction, how) over all NVLink links of a generation, from ``topology.NVLINK``."""
+    _, _, per_link, links = NVLINK[generation]
+    return links * per_link * 1e9, f"NVLink {generation}: {links} links x {per_link} GB/s per direction"
+
+
+def _preset(name: str, devices: int, gpu: str, link: tuple[float, str], memory_gb: float | None = None,
+            note: str = "") -> Hardware:
+    """A preset whose FLOP/s and memory come from a GPU table row, and whose link from the topology tables."""
+    spec = _gpu_row(gpu)
+    link_bytes, link_how = link
+    memory_gb = spec.memory_gb if memory_gb is None else memory_gb
+    source = (f"{spec.name} (notable-GPU table): FP32 {spec.fp32_tflops:g} TFLOPS, {memory_gb:g} GB; "
+              f"{link_how} (topology tables){note}")
+    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, ASSUMED_ALPHA, memory_gb * 1e9, source)
+
+
+PRESETS = {hw.name: hw for hw in (
+    _preset("2x GTX 580 (PCIe 2.0)", 2, "GTX 580", _pcie(2), memory_gb=3,
+            note="; 3 GB as on AlexNet's partner boards, not the reference board's 1.5 GB"),
+    _preset("8x V100 (NVLink 2, hybrid cube-mesh)", 8, "V100 SXM2", _nvlink(2),
+            note=", an upper bound for a ring on the cube-mesh"),
+    _preset("8x A100 (NVSwitch)", 8, "A100 SXM4 40GB", _nvlink(3)),
+    _preset("8x H100 (NVSwitch)", 8, "H100 SXM5", _nvlink(4)),
+)}
 
 
 def this_machine(flops: float, alpha: float, beta: float, devices: int = 2,

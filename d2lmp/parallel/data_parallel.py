@@ -22,27 +22,23 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..models import mlp
 from .launch import rank_device
 from .timeline import Timeline
 
 
 @dataclass(frozen=True)
 class MLPSpec:
-    """A picklable recipe for a multilayer perceptron with a fixed initialisation."""
+    """A picklable recipe for ``models.mlp`` with a fixed initialisation: widths from input to output, and a seed."""
 
     sizes: tuple[int, ...] = (32, 64, 64, 10)
     seed: int = 0
 
     def build(self) -> nn.Sequential:
-        if len(self.sizes) < 2 or min(self.sizes) < 1:
-            raise ValueError(f"sizes needs at least an input and an output width, all positive; got {self.sizes}")
+        if len(self.sizes) < 3:
+            raise ValueError(f"sizes needs an input, at least one hidden and an output width; got {self.sizes}")
         torch.manual_seed(self.seed)
-        layers: list[nn.Module] = []
-        for i, (a, b) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
-            layers.append(nn.Linear(a, b))
-            if i < len(self.sizes) - 2:
-                layers.append(nn.ReLU())
-        return nn.Sequential(*layers)
+        return mlp(self.sizes[0], self.sizes[1:-1], self.sizes[-1], flatten=False)
 
 
 def synthetic_data(spec: MLPSpec, n: int, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:

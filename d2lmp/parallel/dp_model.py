@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .collectives import predicted_all_reduce_time
+from .alpha_beta import predicted_all_reduce_time
 
 
 @dataclass

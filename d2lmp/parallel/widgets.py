@@ -48,7 +48,7 @@ def allreduce_model_widget(alpha: float, beta: float):
     import matplotlib.pyplot as plt
     from IPython.display import display
 
-    from .collectives import predicted_all_reduce_time
+    from .alpha_beta import predicted_all_reduce_time
 
     def draw(world=8, log2_bytes=20):
         size = 2**log2_bytes

@@ -1,0 +1,90 @@
+"""Cost-model benchmark: the analytic model's predicted step time against steps measured here.
+
+The model (``parallel.costmodel``) is calibrated on this machine (one rank's FLOP/s and a fitted
+all-reduce α and β), then data, pipeline and tensor parallelism of an MLP run on 2 CPU ranks.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ..models import layer_table
+from ..parallel import data_parallel as DP
+from ..parallel.alpha_beta import fit_alpha_beta
+from ..parallel.costmodel import predict, this_machine
+from ..parallel.launch import launch
+from ..parallel.pipeline import balance, pipeline_steps, step_span
+from ..parallel.tensor_parallel import ColumnParallelLinear
+from ..parallel.workers import measure_all_reduces
+from ..timing import benchmark
+
+__all__ = ["costmodel_bench"]
+
+
+def _tp_mlp_worker(rank, world, spec, batch, steps):
+    full = spec.build()
+    layers = [ColumnParallelLinear(m, gather_output=True) if isinstance(m, nn.Linear) else m for m in full]
+    model = nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = DP.synthetic_data(spec, batch)
+    times = []
+    for _ in range(steps):
+        dist.barrier()
+        start = time.perf_counter()
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def _measure_strategies(spec, batch, steps, sizes):
+    out = {}
+    result = launch(DP.dp_train, 2, spec, *DP.synthetic_data(spec, batch), "bucketed", steps, 0.01, 4 * 2**20)
+    out["data"] = statistics.median(max(r["step_seconds"][i] for r in result) for i in range(1, steps))
+    x, y = DP.synthetic_data(spec, batch)
+    per_rank = launch(pipeline_steps, 2, spec.build, sizes, x, y, steps)
+    out["pipeline"] = statistics.median(step_span(per_rank[0][s] + per_rank[1][s]) for s in range(1, steps))
+    out["tensor"] = max(launch(_tp_mlp_worker, 2, spec, batch, steps))
+    return out
+
+
+def _step_time_worker(rank, world, spec, batch, min_time):
+    """Median time of one full-batch training step on this rank, timed while every rank does the same."""
+    model = spec.build()
+    x, y = DP.synthetic_data(spec, batch)
+
+    def one_step():
+        model.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+
+    dist.barrier()
+    return benchmark(one_step, min_time=min_time).median
+
+
+def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[dict]:
+    """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
+    spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
+    rows = layer_table(spec.build(), (batch, spec.sizes[0]))
+
+    # Calibrate the FLOP rate the way the ranks will run: one thread each, both ranks computing at once.
+    # One process timed alone runs faster than each of two concurrent ones (they share caches, memory
+    # bandwidth and possibly a physical core), and would make every prediction come out low.
+    single = max(launch(_step_time_worker, 2, spec, batch, 0.5))
+    flops = 3 * sum(r["flops"] for r in rows) / single
+    timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
+    intercept, slope = fit_alpha_beta([r["size_bytes"] for r in timings], [r["seconds"] for r in timings])
+    hw = this_machine(flops, intercept / 2, slope, devices=2)
+    sizes = balance([r["flops"] for r in rows], 2)  # the pipeline split, balanced by FLOPs
+    measured = _measure_strategies(spec, batch, steps, sizes)
+    out = []
+    for strategy, seconds in measured.items():
+        p = predict(rows, strategy, hw, batch, micro_batches=4, batch_of_table=batch, stage_sizes=sizes)
+        out.append(dict(strategy=strategy, predicted_s=p.step_s, measured_s=seconds, ratio=p.step_s / seconds,
+                        compute_s=p.compute_s, comm_s=p.comm_s, bubble_s=p.bubble_s))
+    return out
