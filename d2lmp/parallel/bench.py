@@ -189,11 +189,11 @@ def _step_time_worker(rank, world, spec, batch, min_time):
 
 def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[dict]:
     """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
+    from ..checks.ranks import measure_all_reduces
     from ..models import layer_table
     from .collectives import fit_alpha_beta
     from .costmodel import predict, this_machine
     from .pipeline import balance
-    from .workers import measure_all_reduces
 
     spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
     rows = layer_table(spec.build(), (batch, spec.sizes[0]))
