@@ -259,7 +259,7 @@ def cmd_bench_costmodel(args) -> int:
 
 
 def cmd_selfcheck(args) -> int:
-    from .selfcheck import run_selfcheck
+    from .checks import run_selfcheck
 
     report = run_selfcheck(args.output, quick=args.quick)
     failed = [c["name"] for c in report["checks"] if c["status"] == "fail"]

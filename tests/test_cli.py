@@ -92,7 +92,7 @@ def test_selfcheck_without_gpu_skips_and_writes_json(tmp_path, capsys):
 
 
 def test_selfcheck_reports_a_failing_check(tmp_path):
-    from d2lmp.selfcheck import run_selfcheck
+    from d2lmp.checks import run_selfcheck
 
     def check_broken(device, quick):
         raise RuntimeError("boom")
@@ -105,12 +105,12 @@ def test_selfcheck_reports_a_failing_check(tmp_path):
 @pytest.mark.parametrize("quick", [True, False])
 def test_selfcheck_quick_flag_sets_quick_mode_for_the_checks(tmp_path, monkeypatch, quick):
     from d2lmp import config
-    from d2lmp.selfcheck import run_selfcheck
+    from d2lmp.checks import CheckResult, run_selfcheck
 
     monkeypatch.setenv(config.QUICK_ENV, "0" if quick else "1")  # the flag, not the environment, decides
 
     def check_sizes(device, quick):
-        return {"status": "info", "detail": config.pick("full", "quick")}
+        return CheckResult("info", config.pick("full", "quick"))
 
     report = run_selfcheck(None, quick=quick, checks=[check_sizes], echo=lambda *a: None)
     assert report["checks"][0]["detail"] == ("quick" if quick else "full")
@@ -160,14 +160,16 @@ def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
 
 
 def test_every_check_function_is_registered():
-    from d2lmp import selfcheck
+    from d2lmp import checks
 
-    defined = {name for name in dir(selfcheck) if name.startswith("check_") and callable(getattr(selfcheck, name))}
-    assert defined == {c.__name__ for c in selfcheck.CHECKS}
+    defined = {name for topic in checks.TOPICS for name in dir(topic)
+               if name.startswith("check_") and callable(getattr(topic, name))}
+    assert defined == {c.__name__ for c in checks.CHECKS}
 
 
 def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch):
-    from d2lmp import bandwidth, selfcheck
+    from d2lmp import bandwidth
+    from d2lmp.checks import memory as memory_checks
 
     def rows(gbs_cached, gbs_memory):
         return [dict(megabytes=16, gbs=gbs_cached, fits_in_l2=True, l2_bytes=60 * 2**20,
@@ -176,10 +178,10 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
                      fraction_of_spec=gbs_memory / 4800)]
 
     monkeypatch.setattr(bandwidth, "device_copy_sweep", lambda *a, **k: rows(4900, 4200))
-    result = selfcheck.check_bandwidth_sweep("cuda:0", True)
-    assert result["status"] == "pass" and "L2" in result["detail"] and "4,200" in result["detail"]
+    result = memory_checks.check_bandwidth_sweep("cuda:0", True)
+    assert result.status == "pass" and "L2" in result.detail and "4,200" in result.detail
     monkeypatch.setattr(bandwidth, "device_copy_sweep", lambda *a, **k: rows(4900, 5000))
-    assert selfcheck.check_bandwidth_sweep("cuda:0", True)["status"] == "fail"
+    assert memory_checks.check_bandwidth_sweep("cuda:0", True).status == "fail"
 
 
 def test_bench_pipeline_rejects_bad_sizes():

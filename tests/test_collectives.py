@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
+from d2lmp.checks.ranks import check_collectives
 from d2lmp.parallel import alpha_beta as AB
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.launch import launch
-from d2lmp.parallel.workers import check_collectives
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
+from d2lmp.checks.ranks import check_data_parallel
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.timeline import align, overlap_ms, split_steps
-from d2lmp.parallel.workers import check_data_parallel
 
 
 @pytest.mark.parametrize("world", [2, 4])

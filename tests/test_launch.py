@@ -125,7 +125,7 @@ def test_torchrun_entry_point():
 
 
 def test_torchrun_collectives_entry_point():
-    from d2lmp.parallel.workers import check_collectives
+    from d2lmp.checks.ranks import check_collectives
 
     result = _torchrun("d2lmp.parallel.demo_collectives", 2)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -137,21 +137,21 @@ def test_hooks_are_removed_after_an_exception():
 
 
 def test_judge_cuda_peaks_with_the_recorded_h200_figures():
-    from d2lmp import recorded, selfcheck
+    from d2lmp import recorded
 
     # The recorded report predates the current accounting; memory_cuda_rows converts it exactly.
-    rows = {r["model"]: r for r in selfcheck.memory_cuda_rows(recorded.selfcheck_section("memory_cuda"))}
+    rows = {r.model: r for r in recorded.memory_cuda_rows()}
     alex = rows["alexnet_small"]
-    assert alex["first_step"] and alex["inference_peak"] == alex["inference_predicted"]  # 16 MiB + parameters + batch
-    assert rows["mlp"]["inference_peak"] == rows["mlp"]["inference_predicted"]
+    assert alex.first_step and alex.inference_peak == alex.inference_predicted  # 16 MiB + parameters + batch
+    assert rows["mlp"].inference_peak == rows["mlp"].inference_predicted
     model = alexnet_small()
     pred = memory.predict_step_memory(model, (128, 1, 32, 32), "adam", device_type="cuda")
     verdict = memory.judge_cuda_peaks(pred, memory.predict_inference_memory(model, (128, 1, 32, 32)),
-                                      alex["train_peak"], alex["inference_peak"])
+                                      alex.train_peak, alex.inference_peak)
     assert verdict["inference_ok"] and verdict["inference_ratio"] == 1.0
     assert verdict["train_ok"] and verdict["train_lower_bound"] == sum(pred.values()) - pred["gradients"]
     bad = memory.judge_cuda_peaks(pred, memory.predict_inference_memory(model, (128, 1, 32, 32)),
-                                  verdict["train_lower_bound"] // 2, alex["inference_peak"] * 1.2)
+                                  verdict["train_lower_bound"] // 2, alex.inference_peak * 1.2)
     assert not bad["train_ok"] and not bad["inference_ok"]
 
 

@@ -142,7 +142,7 @@ def test_equal_split():
 
 
 def test_pytorch_pipelining_api_gives_the_same_gradients():
-    from d2lmp.parallel.workers import torch_pipelining_check
+    from d2lmp.checks.ranks import torch_pipelining_check
 
     for result in launch(torch_pipelining_check, 2):
         assert result["max_grad_error"] < 1e-6

@@ -29,7 +29,7 @@ def test_live_rows_and_dashed_peak():
 
 
 def test_recorded_rows_are_a_separate_labelled_series():
-    rec = [r for r in recorded.selfcheck_section("matmul_sweep")["rows"] if r["dtype"] == "float32"]
+    rec = [r.as_dict() for r in recorded.matmul_rows("float32")]
     fig = plot_matmul_sweep(_rows(), recorded_rows=rec, recorded_label=recorded.H200_LABEL)
     labels = _labels(fig)
     assert labels[:2] == ["cpu float32 (measured here)", "cpu float32 peak 100"]

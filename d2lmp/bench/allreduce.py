@@ -12,10 +12,19 @@ from ..parallel import collectives as C
 from ..parallel.alpha_beta import bus_bandwidth
 from ..parallel.launch import launch
 
-__all__ = ["ALLREDUCE_SIZES", "allreduce_bench"]
+__all__ = ["ALLREDUCE_SIZES", "allreduce_bench", "measure_all_reduces"]
 
 KIB = 2**10
 ALLREDUCE_SIZES = tuple(KIB * 4**k for k in range(9))  # 1 KiB ... 64 MiB
+
+
+def measure_all_reduces(rank: int, world: int, sizes, impls=("torch", "naive", "tree", "ring"),
+                        min_time: float = 0.05, repeats: int = 3) -> list[dict]:
+    """On one rank: all-reduce timings of each implementation at each size (see ``collectives.measure_collective``)."""
+    rows = []
+    for impl in impls:
+        rows += C.measure_collective("all_reduce", impl, sizes, repeats=repeats, min_time=min_time)
+    return rows
 
 
 def _allreduce_worker(rank, world, sizes, rounds, min_time):

@@ -20,8 +20,8 @@ from ..parallel.costmodel import predict, this_machine
 from ..parallel.launch import launch
 from ..parallel.pipeline import balance, pipeline_steps, step_span
 from ..parallel.tensor_parallel import ColumnParallelLinear
-from ..parallel.workers import measure_all_reduces
 from ..timing import benchmark
+from .allreduce import measure_all_reduces
 
 __all__ = ["costmodel_bench"]
 

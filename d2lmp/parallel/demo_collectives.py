@@ -8,8 +8,8 @@ exits with status 1, so torchrun (and a shell script or CI job around it) report
 
 import sys
 
+from ..checks.ranks import check_collectives
 from .launch import exit_after_torchrun, run_from_env
-from .workers import check_collectives
 
 
 def main() -> int:

@@ -1,7 +1,8 @@
-"""Worker functions that check a distributed implementation against the single-device result.
+"""Rank functions that prove each parallel version equals one device, and one that times all-reduces.
 
-They live in a module (not a notebook) so every start method can run them: ``launch``
-with fork or spawn, and ``torchrun`` through the ``demo_*`` entry points.
+Each runs on every rank (``rank, world`` first) and returns what it found. They live in a module (not a
+notebook) so every start method can run them: ``launch`` with fork or spawn, and ``torchrun`` through the
+``demo_*`` entry points; the NCCL self-checks run them on GPUs.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from . import collectives as C
-from . import data_parallel as DP
-from .launch import rank_device
+from ..parallel import collectives as C
+from ..parallel import data_parallel as DP
+from ..parallel.launch import rank_device
+
+__all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_tensor_parallel",
+           "dtensor_mlp_check", "torch_pipelining_check"]
 
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
 
@@ -56,15 +60,6 @@ def check_data_parallel(rank: int, world: int, versions=DP.VERSIONS, batch: int 
     return errors
 
 
-def measure_all_reduces(rank: int, world: int, sizes, impls=("torch", "naive", "tree", "ring"),
-                        min_time: float = 0.05, repeats: int = 3) -> list[dict]:
-    """All-reduce timings of each implementation at each size (see ``collectives.measure_collective``)."""
-    rows = []
-    for impl in impls:
-        rows += C.measure_collective("all_reduce", impl, sizes, repeats=repeats, min_time=min_time)
-    return rows
-
-
 def dtensor_mlp_check(rank: int, world: int) -> dict:
     """PyTorch's own tensor parallelism (DTensor ColwiseParallel/RowwiseParallel) on an MLP vs the unsplit MLP."""
     from torch import nn
@@ -89,7 +84,7 @@ def dtensor_mlp_check(rank: int, world: int) -> dict:
 
 def check_pipeline(rank: int, world: int, kinds=("naive", "gpipe", "1f1b"), micro_batches: int = 3) -> dict[str, float]:
     """Max |difference| of each schedule's gradients and outputs from the unsplit MLP (computed on the CPU)."""
-    from . import pipeline as P
+    from ..parallel import pipeline as P
 
     spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, 12)
@@ -109,7 +104,7 @@ def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
     """Max |difference| of column- and row-split linear layers (on this rank's device) from the full layer."""
     from torch import nn
 
-    from . import tensor_parallel as TP
+    from ..parallel import tensor_parallel as TP
 
     dev = rank_device("auto")
     torch.manual_seed(0)
@@ -125,7 +120,7 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
     from torch import nn
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 
-    from . import pipeline as P
+    from ..parallel import pipeline as P
 
     spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, 12)

@@ -1,0 +1,88 @@
+"""Self-checks of notebooks 10-14 on NCCL: collectives, data, pipeline and tensor parallelism, bandwidth.
+
+Each launches one rank per GPU and runs a rank function of ``checks.ranks`` that compares the
+parallel version with one device.
+"""
+
+from __future__ import annotations
+
+from .result import CheckResult, skip_without_gpu
+
+__all__ = ["CHECKS"]
+
+
+def check_nccl_collectives(device, quick):
+    """Our send/recv collectives against NCCL's, one rank per GPU."""
+    from ..hardware import gpu_count
+    from ..parallel.launch import launch
+    from .ranks import check_collectives
+
+    if (skip := skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    results = launch(check_collectives, world, (1, 3, 1001, 2**20 + 3), "cuda", backend="nccl", timeout=300)
+    ok = all(all(r.values()) for r in results)
+    note = "" if world > 1 else " (one GPU: one rank, so this exercises NCCL set-up and calls, not traffic)"
+    return CheckResult("pass" if ok else "fail", f"{world} NCCL rank(s): all equal: {ok}{note}",
+                       dict(per_rank=results))
+
+
+def check_nccl_data_parallel(device, quick):
+    """Every data-parallel version on NCCL ranks gives the single-process gradients."""
+    from ..hardware import gpu_count
+    from ..parallel.data_parallel import VERSIONS
+    from ..parallel.launch import launch
+    from .ranks import check_data_parallel
+
+    if (skip := skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    results = launch(check_data_parallel, world, VERSIONS, 23, "cuda", backend="nccl", timeout=300)
+    worst = max(max(r.values()) for r in results)
+    ok = worst < 1e-4
+    return CheckResult("pass" if ok else "fail",
+                       f"{world} NCCL rank(s), versions {', '.join(VERSIONS)}: max |grad error| {worst:.1e}",
+                       dict(per_rank=results))
+
+
+def check_nccl_bandwidth(device, quick):
+    """All-reduce bus bandwidth on NCCL, like nccl-tests (needs two or more GPUs)."""
+    from ..hardware import gpu_count
+    from ..parallel.launch import launch
+
+    if (skip := skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    if world < 2:
+        return CheckResult("skip", "one GPU: an all-reduce needs two or more to move data")
+    rows = launch(_nccl_bandwidth_worker, world, backend="nccl", timeout=300)[0]
+    best = max(r["busbw_gbs"] for r in rows)
+    return CheckResult("pass", f"{world} GPUs: best all-reduce busbw {best:,.1f} GB/s", dict(rows=rows))
+
+
+def check_nccl_pipeline_and_tensor_parallel(device, quick):
+    """Pipeline schedules and split linear layers on NCCL ranks against the unsplit model."""
+    from ..hardware import gpu_count
+    from ..parallel.launch import launch
+    from .ranks import check_pipeline, check_tensor_parallel
+
+    if (skip := skip_without_gpu(device)):
+        return skip
+    world = gpu_count()
+    pipe = launch(check_pipeline, world, backend="nccl", timeout=300)
+    tp = launch(check_tensor_parallel, world, backend="nccl", timeout=300)
+    worst = max(max(r.values()) for r in pipe + tp)
+    return CheckResult("pass" if worst < 1e-4 else "fail",
+                       f"{world} NCCL rank(s): pipeline (naive, GPipe, 1F1B) and split linear layers, "
+                       f"max error {worst:.1e}",
+                       dict(pipeline=pipe, tensor_parallel=tp))
+
+
+def _nccl_bandwidth_worker(rank, world):
+    from ..parallel.collectives import measure_collective
+
+    return measure_collective("all_reduce", "torch", [2**20, 2**24, 2**28], device="cuda")
+
+
+CHECKS = [check_nccl_collectives, check_nccl_data_parallel, check_nccl_bandwidth,
+          check_nccl_pipeline_and_tensor_parallel]
