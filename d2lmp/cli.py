@@ -145,7 +145,7 @@ def cmd_bench_train(args) -> int:
     from .train import train_small_alexnet
 
     _need_positive("--epochs", args.epochs)
-    model, history, data = train_small_alexnet(epochs=args.epochs, device=args.device, progress=True, live_plot=False)
+    model, history, data = train_small_alexnet(epochs=args.epochs, device=args.device, progress=True)
     ok = history.final_test_acc >= 0.9 and history.total_seconds <= 60
     print(f"small AlexNet (scaled down) on {data.name}, {history.device}: test accuracy "
           f"{history.final_test_acc:.1%} after {args.epochs} epochs in {history.total_seconds:.1f} s "

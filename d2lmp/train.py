@@ -1,8 +1,9 @@
-"""A small training loop: device choice, a progress bar, a live plot in notebooks, a history."""
+"""A small training loop: device choice, a progress bar, a call after each epoch (e.g. a live plot), a history."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -58,45 +59,15 @@ def accuracy(model: nn.Module, loader, device: str = "cpu") -> float:
     return correct / max(total, 1)
 
 
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        return shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell"
-    except ImportError:
-        return False
-
-
-class LivePlot:
-    """A loss/accuracy figure updated in place in a notebook (one display, redrawn each epoch)."""
-
-    def __init__(self, epochs: int):
-        import matplotlib.pyplot as plt
-        from IPython.display import display
-
-        self.fig, (self.ax_loss, self.ax_acc) = plt.subplots(1, 2, figsize=(9, 3.2))
-        self.epochs = epochs
-        self.handle = display(self.fig, display_id=True)
-        plt.close(self.fig)
-
-    def update(self, history: History) -> None:
-        from .plots import plot_history
-
-        self.ax_loss.clear()
-        self.ax_acc.clear()
-        plot_history(history, axes=(self.ax_loss, self.ax_acc), epochs=self.epochs)
-        self.handle.update(self.fig)
-
-
 def train(model: nn.Module, train_loader, test_loader, epochs: int = 5, lr: float = 1e-3, optimizer: str = "adam",
-          device: str | None = None, progress: bool = True, live_plot: bool | None = None,
+          device: str | None = None, progress: bool = True, on_epoch: Callable[[History], None] | None = None,
           weight_decay: float = 0.0) -> History:
     """Train ``model`` with cross-entropy; evaluate on ``test_loader`` after each epoch.
 
     ``optimizer``: "adam" or "sgd" (momentum 0.9, as in the AlexNet paper). ``progress`` shows a
-    tqdm bar (a widget in notebooks); ``live_plot`` (default: in a notebook) redraws the loss and
-    accuracy curves in place after each epoch. Returns the ``History``.
+    tqdm bar (a widget in notebooks); ``on_epoch``, if given, is called with the ``History`` after
+    each epoch (a notebook passes ``d2lmp.views.training.LivePlot(epochs)`` to redraw the curves
+    in place). Returns the ``History``.
     """
     from tqdm.auto import tqdm
 
@@ -110,7 +81,6 @@ def train(model: nn.Module, train_loader, test_loader, epochs: int = 5, lr: floa
            else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay))
     loss_fn = nn.CrossEntropyLoss()
     history = History(device=device)
-    plot = LivePlot(epochs) if (live_plot if live_plot is not None else _in_notebook()) else None
     bar = tqdm(total=epochs * len(train_loader), desc="training", disable=not progress)
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
@@ -135,14 +105,15 @@ def train(model: nn.Module, train_loader, test_loader, epochs: int = 5, lr: floa
             torch.cuda.synchronize(device)
         history.seconds.append(time.perf_counter() - start)
         bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", test_acc=f"{history.test_acc[-1]:.3f}")
-        if plot is not None:
-            plot.update(history)
+        if on_epoch is not None:
+            on_epoch(history)
     bar.close()
     return history
 
 
 def train_small_alexnet(epochs: int = 10, batch_size: int = 64, lr: float = 2e-3, width: int = 16, seed: int = 0,
-                        device: str | None = None, progress: bool = True, live_plot: bool | None = None):
+                        device: str | None = None, progress: bool = True,
+                        on_epoch: Callable[[History], None] | None = None):
     """The quick benchmark: ``models.alexnet_small`` on the offline digits (resized to 32×32).
 
     Returns (model, history, dataset).
@@ -156,5 +127,5 @@ def train_small_alexnet(epochs: int = 10, batch_size: int = 64, lr: float = 2e-3
     model = alexnet_small(num_classes=10, in_channels=1, width=width)
     train_loader, test_loader = data.loaders(batch_size=batch_size, seed=seed)
     history = train(model, train_loader, test_loader, epochs=epochs, lr=lr, device=device,
-                    progress=progress, live_plot=live_plot)
+                    progress=progress, on_epoch=on_epoch)
     return model, history, data

@@ -18,6 +18,28 @@ def test_single_rank_collectives_are_identity():
     assert all(ok.values())
 
 
+def test_ring_schedule_sends_one_chunk_per_rank_to_the_right():
+    for messages in C.ring_schedule(4):
+        assert sorted(m[0] for m in messages) == [0, 1, 2, 3]
+        assert all(m[1] == (m[0] + 1) % 4 for m in messages)
+    with pytest.raises(ValueError):
+        C.ring_schedule(1)
+    with pytest.raises(ValueError, match="phase"):
+        C.ring_send_chunk("broadcast", 0, 0, 4)
+
+
+@pytest.mark.parametrize("world", [2, 3, 5])
+def test_ring_schedule_leaves_every_rank_with_every_sum(world):
+    """The schedule ring_all_reduce follows, run on numbers: every rank ends with the sum of every chunk."""
+    start = np.random.default_rng(world).random((world, world))  # start[rank, chunk]
+    held = start.copy()
+    for messages in C.ring_schedule(world):
+        sent = {(src, chunk): held[src, chunk] for src, _, chunk, _ in messages}  # one step's sends happen together
+        for src, dst, chunk, phase in messages:
+            held[dst, chunk] = held[dst, chunk] + sent[src, chunk] if phase == "reduce-scatter" else sent[src, chunk]
+    np.testing.assert_allclose(held, np.tile(start.sum(axis=0), (world, 1)))
+
+
 def _measure(rank, world):
     rows = C.measure_collective("all_reduce", "ring", [4096, 65536], repeats=2, min_time=0.005)
     # 28 B = 7 float32: 3 per rank on 2 ranks (6 gathered), 2 per rank on 3 ranks (6 gathered)

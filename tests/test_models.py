@@ -167,18 +167,3 @@ def test_pipeline_model_is_one_flat_seeded_sequential():
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert a(torch.zeros(1, 3, 115, 115)).shape == (1, 10)
 
-
-def test_figures_and_widgets_build():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from d2lmp.plots import plot_filters, plot_im2col_memory, plot_params_vs_flops, plot_two_gpu_split
-    from d2lmp.widgets import alexnet_widget, im2col_widget
-
-    rows = layer_table(meta(alexnet2012, init="torch"), (1, 3, 224, 224))
-    assert len(plot_params_vs_flops(params_vs_flops(rows)).axes) == 1
-    assert plot_two_gpu_split().axes
-    assert len(plot_filters(torch.randn(16, 1, 5, 5)).axes) == 16
-    assert len(plot_filters(torch.randn(5, 3, 11, 11), columns=4).axes) == 8
-    assert plot_im2col_memory(marked=(3, 1)).axes
-    assert alexnet_widget() is not None and im2col_widget() is not None

@@ -18,9 +18,22 @@ from matplotlib.figure import Figure  # noqa: E402
 w = pytest.importorskip("ipywidgets")
 
 from d2lmp import models, roofline  # noqa: E402
-from d2lmp import widgets as W  # noqa: E402
 from d2lmp.parallel import costmodel as CM  # noqa: E402
-from d2lmp.parallel import widgets as DW  # noqa: E402
+from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
+from d2lmp.views import collectives as collectives_views  # noqa: E402
+from d2lmp.views import conv as conv_views  # noqa: E402
+from d2lmp.views import costmodel as costmodel_views  # noqa: E402
+from d2lmp.views import data_parallel as data_parallel_views  # noqa: E402
+from d2lmp.views import graphics as graphics_views  # noqa: E402
+from d2lmp.views import matmul as matmul_views  # noqa: E402
+from d2lmp.views import memory as memory_views  # noqa: E402
+from d2lmp.views import models as models_views  # noqa: E402
+from d2lmp.views import pipeline as pipeline_views  # noqa: E402
+from d2lmp.views import power as power_views  # noqa: E402
+from d2lmp.views import precision as precision_views  # noqa: E402
+from d2lmp.views import roofline as roofline_views  # noqa: E402
+from d2lmp.views import tensor_parallel as tensor_parallel_views  # noqa: E402
+from d2lmp.views import topology as topology_views  # noqa: E402
 
 
 def _alexnet_rows():
@@ -29,20 +42,21 @@ def _alexnet_rows():
 
 
 FACTORIES = {
-    "cube": lambda: W.cube_widget(),
-    "power": lambda: W.power_widget(),
-    "roofline": lambda: W.roofline_widget(300.0, 40.0, [roofline.OpPoint("x", 1e6, 1e6, 1e-3)], title="test"),
-    "alexnet": lambda: W.alexnet_widget(),
-    "im2col": lambda: W.im2col_widget(),
-    "bandwidth": lambda: W.bandwidth_widget(),
-    "power_budget": lambda: W.power_budget_widget(),
-    "memory": lambda: W.memory_widget(),
-    "loss_scale": lambda: W.loss_scale_widget(torch.logspace(-10, 0, 100)),
-    "dp_scaling": lambda: DW.dp_scaling_widget(0.1, 60e6, 50e-6),
-    "allreduce_model": lambda: DW.allreduce_model_widget(50e-6, 1e-9),
-    "pipeline": lambda: DW.pipeline_widget(),
-    "comm_volume": lambda: DW.comm_volume_widget(),
-    "costmodel": lambda: DW.costmodel_widget(_alexnet_rows(), CM.PRESETS),
+    "cube": lambda: graphics_views.cube_widget(),
+    "power": lambda: power_views.power_widget(),
+    "roofline": lambda: roofline_views.roofline_widget(300.0, 40.0, [roofline.OpPoint("x", 1e6, 1e6, 1e-3)],
+                                                       title="test"),
+    "alexnet": lambda: models_views.alexnet_widget(),
+    "im2col": lambda: conv_views.im2col_widget(),
+    "bandwidth": lambda: bandwidth_views.bandwidth_widget(),
+    "power_budget": lambda: topology_views.power_budget_widget(),
+    "memory": lambda: memory_views.memory_widget(),
+    "loss_scale": lambda: precision_views.loss_scale_widget(torch.logspace(-10, 0, 100)),
+    "dp_scaling": lambda: data_parallel_views.dp_scaling_widget(0.1, 60e6, 50e-6),
+    "allreduce_model": lambda: collectives_views.allreduce_model_widget(50e-6, 1e-9),
+    "pipeline": lambda: pipeline_views.pipeline_widget(),
+    "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
+    "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),
 }
 
 
@@ -89,7 +103,7 @@ def test_every_control_redraws_without_error(name, displayed, caplog):
 
 def test_matmul_widget_measures_again_on_click(displayed, capsys, caplog):
     caplog.set_level(logging.WARNING)
-    box = W.matmul_widget(sizes=(32, 64), min_time=0.01)
+    box = matmul_views.matmul_widget(sizes=(32, 64), min_time=0.01)
     size, dtype, device, button = box.children[0].children
     size.value = 32
     button.click()

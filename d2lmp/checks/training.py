@@ -28,8 +28,7 @@ def check_train_cuda(device, quick):
         gpu_out = model.to(device)(x.to(device)).cpu()
     same = torch.allclose(cpu_out, gpu_out, rtol=1e-3, atol=1e-4)
     train_loader, test_loader = data.loaders(batch_size=64)
-    history = train(model, train_loader, test_loader, epochs=pick(10, 3), device=device, progress=False,
-                    live_plot=False)
+    history = train(model, train_loader, test_loader, epochs=pick(10, 3), device=device, progress=False)
     falls = history.train_loss[-1] < history.train_loss[0]
     ok = same and falls
     return CheckResult("pass" if ok else "fail",

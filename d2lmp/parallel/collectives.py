@@ -56,20 +56,42 @@ def _chunks(flat: torch.Tensor, world: int) -> list[torch.Tensor]:
     return list(torch.tensor_split(flat, world))
 
 
-def _ring_reduce_scatter_chunks(chunks: list[torch.Tensor], rank: int, world: int) -> None:
-    """In place: afterwards ``chunks[rank]`` holds the sum over ranks of everyone's chunk ``rank``."""
-    for step in range(world - 1):
-        send_i = (rank - step - 1) % world
-        recv_i = (rank - step - 2) % world
-        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=True)
+RING_PHASES = ("reduce-scatter", "all-gather")
 
 
-def _ring_all_gather_chunks(chunks: list[torch.Tensor], rank: int, world: int) -> None:
-    """In place: rank r's ``chunks[r]`` is copied into everyone's ``chunks[r]``."""
+def ring_send_chunk(phase: str, step: int, rank: int, world: int) -> int:
+    """The chunk ``rank`` sends to its right neighbour at ``step`` of ``phase`` of the ring.
+
+    Every rank receives, into the same chunk, what its left neighbour sends:
+    ``ring_send_chunk(phase, step, rank - 1, world)``. Reduce-scatter starts one chunk
+    behind the rank, so after n-1 steps rank r's chunk r has added every rank's copy;
+    all-gather then starts at chunk r and passes the finished chunks round the ring.
+    """
+    if phase not in RING_PHASES:
+        raise ValueError(f"unknown ring phase {phase!r}; available: {', '.join(RING_PHASES)}")
+    lag = 1 if phase == "reduce-scatter" else 0
+    return (rank - step - lag) % world
+
+
+def ring_schedule(world: int) -> list[list[tuple[int, int, int, str]]]:
+    """The ring all-reduce's messages, one list per step: (sender, receiver, chunk, phase).
+
+    The first n-1 steps reduce-scatter (the receiver adds the chunk to its own), the next
+    n-1 all-gather (the receiver copies it). ``ring_all_reduce`` follows this schedule.
+    """
+    if world < 2:
+        raise ValueError(f"a ring needs at least 2 ranks, got {world}")
+    return [[(r, (r + 1) % world, ring_send_chunk(phase, step, r, world), phase) for r in range(world)]
+            for phase in RING_PHASES for step in range(world - 1)]
+
+
+def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phase: str) -> None:
+    """In place, one phase of ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds the
+    sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone."""
     for step in range(world - 1):
-        send_i = (rank - step) % world
-        recv_i = (rank - step - 1) % world
-        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=False)
+        send_i = ring_send_chunk(phase, step, rank, world)
+        recv_i = ring_send_chunk(phase, step, rank - 1, world)  # what the left neighbour sends
+        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=phase == "reduce-scatter")
 
 
 def ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
@@ -77,8 +99,8 @@ def ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
     rank, world = dist.get_rank(), dist.get_world_size()
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
     chunks = _chunks(flat, world)
-    _ring_reduce_scatter_chunks(chunks, rank, world)
-    _ring_all_gather_chunks(chunks, rank, world)
+    _ring_pass(chunks, rank, world, "reduce-scatter")
+    _ring_pass(chunks, rank, world, "all-gather")
     if flat.data_ptr() != tensor.data_ptr():
         tensor.copy_(flat.view_as(tensor))
     return tensor
@@ -91,7 +113,7 @@ def ring_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
     """
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = _chunks(tensor.detach().reshape(-1).clone(), world)
-    _ring_reduce_scatter_chunks(chunks, rank, world)
+    _ring_pass(chunks, rank, world, "reduce-scatter")
     return chunks[rank]
 
 
@@ -100,7 +122,7 @@ def ring_all_gather(tensor: torch.Tensor) -> torch.Tensor:
     rank, world = dist.get_rank(), dist.get_world_size()
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     out[rank] = tensor
-    _ring_all_gather_chunks(list(out.view(world, -1)), rank, world)
+    _ring_pass(list(out.view(world, -1)), rank, world, "all-gather")
     return out
 
 

@@ -231,7 +231,7 @@ def fp16_grad_scaler(name: str = H200_SELFCHECK) -> MixedPrecisionRuns:
 
 @dataclass(frozen=True)
 class ConvSpeedRow(_Record):
-    """One layer and implementation of the convolution timing (as ``conv.benchmark_conv`` returns it)."""
+    """One layer and implementation of the convolution timing (as ``bench.conv.benchmark_conv`` returns it)."""
 
     layer: str
     impl: str

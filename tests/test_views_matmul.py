@@ -1,4 +1,4 @@
-"""Figure helpers used by notebook 02: live vs recorded matmul sweeps, the power model with Amdahl."""
+"""Matmul sweep figure: live rows and a recorded sweep drawn apart, peaks dashed."""
 
 import matplotlib
 
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from d2lmp import recorded  # noqa: E402
-from d2lmp.plots import plot_matmul_sweep  # noqa: E402
+from d2lmp.views.matmul import plot_matmul_sweep  # noqa: E402
 
 
 def _rows(device="cpu", peak=100.0):
@@ -54,16 +54,3 @@ def test_bad_input():
     with pytest.raises(ValueError, match="empty"):
         plot_matmul_sweep([])
 
-
-def test_power_model_marks_the_amdahl_speedup():
-    from d2lmp.plots import plot_power_model
-    from d2lmp.power import many_slow_cores
-
-    fig = plot_power_model(3, 0.9, marked=0.25)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    speedup = many_slow_cores(0.25, 3, parallel_fraction=0.9).speedup
-    assert texts == ["64.0 cores → 16.0×", f"{speedup:.2f}× speedup"]
-    plt.close(fig)
-    fig = plot_power_model(3, 1.0, marked=0.25)
-    assert [t.get_text() for t in fig.axes[0].texts] == ["64.0 cores → 16.0×"]
-    plt.close(fig)

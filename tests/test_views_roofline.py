@@ -1,4 +1,4 @@
-"""Roofline, bandwidth-sweep and speed-up figures: measured and estimated figures kept apart."""
+"""Roofline and speed-up figures: measured and estimated figures kept apart; the widget marks the bound."""
 
 import matplotlib
 
@@ -7,8 +7,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from d2lmp.plots import plot_bandwidth_sweep, plot_roofline, plot_speedups  # noqa: E402
 from d2lmp.roofline import OpPoint  # noqa: E402
+from d2lmp.views import roofline as roofline_views  # noqa: E402
+from d2lmp.views.roofline import plot_roofline, plot_speedups  # noqa: E402
 
 
 def _labels(fig):
@@ -35,15 +36,6 @@ def test_roofline_without_estimate_has_one_roof():
     plt.close(fig)
 
 
-def test_bandwidth_sweep_figure_marks_the_cache():
-    rows = [dict(megabytes=m, bytes_touched=2 * m * 2**20, gbs=100.0 / m) for m in (1, 4, 16)]
-    fig = plot_bandwidth_sweep(rows, cache_bytes=32 * 2**20, cache_label="L3")
-    assert _labels(fig) == ["measured copy bandwidth", "L3: 32 MiB"]
-    plt.close(fig)
-    with pytest.raises(ValueError):
-        plot_bandwidth_sweep([])
-
-
 def test_speedup_bars():
     fig = plot_speedups(["add", "matmul"], [50.0, 250.0], kinds=["memory-bound", "compute-bound"],
                         references={"bandwidth ratio": 58.0})
@@ -58,11 +50,10 @@ def test_speedup_bars():
 
 def test_roofline_widget_marks_the_bound(monkeypatch):
     pytest.importorskip("ipywidgets")
-    from d2lmp import widgets
 
     shown = []
-    monkeypatch.setattr(widgets, "_show", shown.append)
-    w = widgets.roofline_widget(100.0, 10.0, [OpPoint("x", 1, 1, 1e-9)], title="test")
+    monkeypatch.setattr(roofline_views, "show", shown.append)
+    w = roofline_views.roofline_widget(100.0, 10.0, [OpPoint("x", 1, 1, 1e-9)], title="test")
     w.children[0].value = 2.0  # 100 FLOP/byte: compute-bound, the roof is the peak
     fig = shown[-1]
     marker = fig.axes[0].lines[-1]

@@ -1,65 +1,14 @@
-"""Figures for the distributed notebooks: event timelines and pictures of collectives."""
+"""Pictures of collectives: who holds what before and after each NCCL collective, the ring
+all-reduce step by step, and a widget for the α-β model of naive, tree and ring all-reduce."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .timeline import align
+from ..parallel.collectives import ring_schedule
+from .figure import show
 
-KIND_COLOURS = {"forward": "#4c72b0", "backward": "#55a868", "allreduce": "#c44e52", "wait": "#bbbbbb",
-                "step": "#8172b2", "send": "#dd8452", "recv": "#937860"}
-
-
-def plot_timeline(events: list[dict], ax=None, title: str = "Per-rank timeline", lanes=("compute", "comm")):
-    """A Gantt chart: one row per rank for compute and one for communication, in milliseconds.
-
-    Communication bars that sit under a backward bar are overlap: the network works while
-    the processor still computes gradients.
-    """
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
-
-    events = align(events)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 1 + 0.9 * len({e["rank"] for e in events})))
-    ranks = sorted({e["rank"] for e in events})
-    comm_kinds = {"allreduce", "send", "recv"}
-    labels, row = [], 0
-    for rank in ranks:
-        for lane in lanes:
-            for e in events:
-                if e["rank"] != rank or (e["kind"] in comm_kinds) != (lane == "comm"):
-                    continue
-                ax.broken_barh([(e["start"], max(e["end"] - e["start"], 1e-3))], (row - 0.4, 0.8),
-                               color=KIND_COLOURS.get(e["kind"], "#999999"), edgecolor="white", linewidth=0.3)
-            labels.append(f"rank {rank} {lane}")
-            row += 1
-    ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels(labels)
-    ax.invert_yaxis()
-    ax.set(xlabel="time (ms)", title=title)
-    kinds = sorted({e["kind"] for e in events}, key=list(KIND_COLOURS).index)
-    ax.legend(handles=[Patch(color=KIND_COLOURS[k], label=k) for k in kinds], fontsize=8,
-              loc="center left", bbox_to_anchor=(1.01, 0.5))
-    ax.grid(True, axis="x", alpha=0.3)
-    return ax.figure
-
-
-def ring_schedule(world: int) -> list[list[tuple[int, int, int, str]]]:
-    """The ring all-reduce's messages per step: (sender, receiver, chunk, phase).
-
-    The first n-1 steps reduce-scatter (the receiver adds), the next n-1 all-gather
-    (the receiver copies). Mirrors ``collectives._ring_reduce_scatter_chunks`` and
-    ``_ring_all_gather_chunks`` exactly.
-    """
-    if world < 2:
-        raise ValueError(f"a ring needs at least 2 ranks, got {world}")
-    steps = []
-    for s in range(world - 1):
-        steps.append([(r, (r + 1) % world, (r - s - 1) % world, "reduce-scatter") for r in range(world)])
-    for s in range(world - 1):
-        steps.append([(r, (r + 1) % world, (r - s) % world, "all-gather") for r in range(world)])
-    return steps
+__all__ = ["plot_ring_all_reduce", "collective_examples", "plot_collectives", "allreduce_model_widget"]
 
 
 def plot_ring_all_reduce(world: int = 4, step: int | None = None):
@@ -137,3 +86,25 @@ def plot_collectives(world: int = 4):
             ax.set_title(f"{name}: {when}", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def allreduce_model_widget(alpha: float, beta: float):
+    """Ranks and message size → predicted naive, tree and ring all-reduce times under the α-β model."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    from ..parallel.alpha_beta import predicted_all_reduce_time
+
+    def draw(world=8, log2_bytes=20):
+        size = 2**log2_bytes
+        times = {a: predicted_all_reduce_time(a, world, size, alpha, beta) for a in ("naive", "tree", "ring")}
+        best = min(times, key=times.get)
+        print(f"{world} ranks, {size:,} bytes: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items())
+              + f" -> {best} is fastest")
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.bar(list(times), [t * 1e3 for t in times.values()], color=["#999999", "#55a868", "#c44e52"])
+        ax.set(ylabel="predicted ms", title=f"α = {alpha * 1e6:.1f} µs, 1/β = {1 / beta / 1e9:.2f} GB/s")
+        show(fig)
+
+    return w.interactive(draw, world=w.IntSlider(8, 2, 64, description="ranks"),
+                         log2_bytes=w.IntSlider(20, 4, 32, description="log2 bytes"))

@@ -1,0 +1,111 @@
+"""The roofline: measured operations under a machine's roofs, speed-ups per operation, and a widget
+that slides an arithmetic intensity along the roof."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .figure import fig_ax, show
+
+__all__ = ["plot_roofline", "roofline_widget", "plot_speedups"]
+
+
+def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points=(), ax=None, label: str = "this machine",
+                  peak_estimate: float | None = None, bandwidth_estimate: float | None = None,
+                  estimate_label: str = "estimate", title: str = "Roofline"):
+    """A log-log roofline with measured operations (``OpPoint``s) placed on it.
+
+    The solid roof is drawn from ``peak_gflops`` and ``bandwidth_gbs`` (measured). Give
+    ``peak_estimate`` and/or ``bandwidth_estimate`` (a formula, a vendor figure) to draw a
+    second, dashed roof, so measured and quoted figures are never confused. Points are
+    named in the legend (beside the axes) rather than on the plot, where labels collide.
+    """
+    from ..roofline import attainable_gflops, ridge_point
+
+    fig, ax = fig_ax(ax, figsize=(9, 4.5))
+    ridge = ridge_point(peak_gflops, bandwidth_gbs)
+    intensities = [p.intensity for p in points] + [ridge]
+    estimated = peak_estimate is not None or bandwidth_estimate is not None
+    if estimated:
+        est_peak = peak_estimate if peak_estimate is not None else peak_gflops
+        est_bw = bandwidth_estimate if bandwidth_estimate is not None else bandwidth_gbs
+        intensities.append(ridge_point(est_peak, est_bw))
+    lo, hi = min(intensities) / 4, max(intensities) * 4
+    ai = np.logspace(np.log10(lo), np.log10(hi), 200)
+    ax.plot(ai, attainable_gflops(ai, peak_gflops, bandwidth_gbs), "k-", lw=2,
+            label=f"{label}: {bandwidth_gbs:,.0f} GB/s, {peak_gflops:,.0f} GFLOP/s")
+    if estimated:
+        parts = ([f"{bandwidth_estimate:,.0f} GB/s"] if bandwidth_estimate is not None else []) + \
+                ([f"{peak_estimate:,.0f} GFLOP/s"] if peak_estimate is not None else [])
+        ax.plot(ai, attainable_gflops(ai, est_peak, est_bw), "k--", lw=1, alpha=0.6,
+                label=f"{estimate_label}: {', '.join(parts)}")
+    ax.axvline(ridge, color="gray", ls=":", label=f"ridge point {ridge:.1f} FLOP/byte")
+    markers = "osD^vP*Xh<>p"
+    for i, p in enumerate(points):
+        ax.plot(p.intensity, p.gflops, markers[i % len(markers)], ms=7, ls="none", label=p.name)
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP / byte)",
+           ylabel="GFLOP/s", title=title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), **plot_kwargs):
+    """Slide an arithmetic intensity along this machine's roofline and read the bound.
+
+    ``plot_kwargs`` (label, peak_estimate, title, ...) go to ``plot_roofline``.
+    """
+    import ipywidgets as w
+
+    from ..roofline import OpPoint, attainable_gflops, ridge_point
+
+    def draw(log10_intensity=0.0):
+        ai = 10**log10_intensity
+        bound = attainable_gflops(ai, peak_gflops, bandwidth_gbs)
+        kind = "memory-bound" if ai < ridge_point(peak_gflops, bandwidth_gbs) else "compute-bound"
+        print(f"{ai:.3g} FLOP/byte → at most {bound:,.1f} GFLOP/s ({kind})")
+        marker = OpPoint.from_rates("your op (at its bound)", ai, bound)
+        show(plot_roofline(peak_gflops, bandwidth_gbs, list(points) + [marker], **plot_kwargs))
+
+    return w.interactive(draw, log10_intensity=w.FloatSlider(
+        value=0.0, min=-2.0, max=3.0, step=0.1, description="log10 AI"))
+
+
+def plot_speedups(names, ratios, kinds=None, references: dict[str, float] | None = None, ax=None,
+                  title: str = "Speed-up per operation", ylabel: str = "speed-up (×)"):
+    """Bars of one speed-up per operation (log scale), coloured by ``kinds``, with dashed reference lines."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    names, ratios = list(names), list(ratios)
+    if not names or len(names) != len(ratios):
+        raise ValueError(f"need one ratio per name, got {len(names)} names and {len(ratios)} ratios")
+    kinds = list(kinds) if kinds is not None else [""] * len(names)
+    if len(kinds) != len(names):
+        raise ValueError(f"need one kind per name, got {len(kinds)} kinds for {len(names)} names")
+    fig, ax = fig_ax(ax, figsize=(9.5, 4.5))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = {k: palette[i % len(palette)] for i, k in enumerate(dict.fromkeys(kinds))}
+    x = np.arange(len(names))
+    ax.bar(x, ratios, color=[colours[k] for k in kinds])
+    for xi, r in zip(x, ratios):
+        ax.annotate(f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×", (xi, r), ha="center", va="bottom", fontsize=8,
+                    textcoords="offset points", xytext=(0, 2))
+    handles = [Patch(color=c, label=k) for k, c in colours.items() if k]
+    styles = ["--", ":", "-."]
+    for i, (text, value) in enumerate((references or {}).items()):
+        handles.append(ax.axhline(value, color="k", ls=styles[i % len(styles)], lw=1, label=f"{text}: {value:,.0f}×"))
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set(yscale="log", ylabel=ylabel, title=title)
+    # Bars grow from 1× (no change), not from an arbitrary floor; leave room above for the labels.
+    ax.set_ylim(min([1.0] + [r / 2 for r in ratios]), max(ratios + list((references or {}).values())) * 2)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    if handles:
+        ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig

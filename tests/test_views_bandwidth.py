@@ -1,0 +1,40 @@
+"""Memory-bandwidth figures: known GPUs on bus width × rate, copy bandwidth against buffer size, the widget."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from d2lmp import bandwidth  # noqa: E402
+from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
+from d2lmp.views.bandwidth import plot_bandwidth_sweep  # noqa: E402
+
+
+def _labels(fig):
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_figures_build():
+    figs = [
+        bandwidth_views.plot_bus_bandwidth(bandwidth.gpu_memory_table(), marked=(384, 14)),
+        bandwidth_views.plot_bandwidth_curves(
+            {"cpu": [dict(bytes_touched=2**21, gbs=10.0), dict(bytes_touched=2**24, gbs=5.0)]}, {"spec": 20}),
+    ]
+    assert all(f.axes for f in figs)
+    plt.close("all")
+
+
+def test_bandwidth_sweep_figure_marks_the_cache():
+    rows = [dict(megabytes=m, bytes_touched=2 * m * 2**20, gbs=100.0 / m) for m in (1, 4, 16)]
+    fig = plot_bandwidth_sweep(rows, cache_bytes=32 * 2**20, cache_label="L3")
+    assert _labels(fig) == ["measured copy bandwidth", "L3: 32 MiB"]
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        plot_bandwidth_sweep([])
+
+
+def test_widget_builds():
+    assert bandwidth_views.bandwidth_widget().children
+    plt.close("all")
