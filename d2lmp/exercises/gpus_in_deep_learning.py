@@ -227,8 +227,9 @@ fc6_bytes = Exercise(
     hint_text="Weights × bytes per FP32 number gives the bytes; divide by the board's memory in bytes.",
     solution_text="9216 × 4096 = 37,748,736 weights × 4 bytes = 150,994,944 bytes (144 MiB, 151 MB); with its 4096 "
                   "biases 151,011,328. Of 3 × 2³⁰ = 3,221,225,472 bytes that is 0.047, under 5 % of the board for one "
-                  "layer's weights. In training its gradient and momentum buffer take as much again each, so fc6 "
-                  "alone held about 14 % of a GPU. (Reading 3 GB as 3 × 10⁹ bytes would give 0.050.)",
+                  "layer's weights; with its gradient and momentum buffer in training, three times that, about 14 %. "
+                  "(The paper split fc6 between the two GPUs, 2048 outputs each, so each board held half of it. "
+                  "Reading 3 GB as 3 × 10⁹ bytes would give 0.050.)",
     checker=parts_checker(
         ("bytes", number_checker(_FC6_BYTES, "bytes", rel_tol=0.001, near_misses=[
             (9216 * 4096, "that is the number of weights; each FP32 weight is 4 bytes."),
