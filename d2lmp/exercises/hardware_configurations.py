@@ -142,7 +142,8 @@ _T4_PSU = _T4_LOAD / (1 - 0.2)
 
 t4_power_supply = Exercise(
     key="t4_power_supply", number=5,
-    question="**Four T4s.** Find the smallest power supply (W) for four T4 cards (70 W each, facts.md §4) in a server "
+    question="**Four T4s.** Find the smallest power supply (W) for four T4 cards (70 W each, "
+             "[NVIDIA, 2019](#ref-nvidia_t4_datasheet)) in a server "
              "with a 250 W CPU and 300 W for the rest, keeping 20 % headroom (the load may use at most 80 % of the "
              "supply). Why can T4 servers hold many more cards than servers of 700 W GPUs?",
     hint_text="Add up the load first; the supply's usable 80 % must carry it, so divide the load by 0.8. "

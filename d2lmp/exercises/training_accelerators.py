@@ -162,7 +162,8 @@ gtx580_batch = Exercise(
     key="gtx580_batch", number=4,
     question="**Fitting on a GTX 580.** Using `memory.predict_step_memory` (Adam, FP32, dropout masks as on a GPU: "
              "`device_type=\"cuda\"`), find the largest batch of D2L's AlexNet whose training step fits in the "
-             "GTX 580's 3 GB (3 × 2³⁰ bytes; the boards AlexNet was trained on, facts.md §4). Compare with the batch "
+             "GTX 580's 3 GB (3 × 2³⁰ bytes; the boards AlexNet was trained on, "
+             "[Krizhevsky et al., 2012](#ref-krizhevsky2012imagenet)). Compare with the batch "
              "size of 128 the paper used, and with what splitting the network over two GPUs (notebook 12) would "
              "allow.",
     hint_text="Build the model on the `meta` device. Parameters, gradients and Adam's state do not depend on the "
