@@ -133,7 +133,8 @@ h200_vs_h100 = Exercise(
     key="h200_vs_h100", number=4,
     question="**H200 against H100.** The H200 has the same compute as the H100 but 4.8 instead of 3.35 TB/s "
              "([NVIDIA, n.d.-c](#ref-nvidia_h200_page), "
-             "[NVIDIA, 2022a](#ref-nvidia_h100_datasheet)). For which operations of notebook 03 would you expect it to be faster, and by how much at most? "
+             "[NVIDIA, 2022a](#ref-nvidia_h100_datasheet)). For which operations of notebook 03 would you expect it "
+             "to be faster, and by how much at most? "
              "Give the largest speed-up, H100 time ÷ H200 time.",
     hint_text="A memory-bound operation runs at intensity × bandwidth; a compute-bound one at the peak FLOP/s.",
     solution_text="Memory-bound operations (add, axpy, sum, dot, small matrix products, every elementwise layer and "
