@@ -1,0 +1,33 @@
+"""The code on the page: show the real source of a function or class, highlighted, where a notebook teaches it.
+
+The source comes from the one place the code lives (``inspect.getsource``), so what a student reads is
+exactly what runs; a header names the file and line it comes from.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+__all__ = ["source_of", "show"]
+
+
+def source_of(obj) -> str:
+    """``obj``'s source text, after a comment naming its module file and first line."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
+        raise TypeError(f"show() takes functions and classes, got {type(obj).__name__}")
+    lines, first = inspect.getsourcelines(obj)
+    path = Path(inspect.getsourcefile(obj))
+    parts = path.parts
+    where = "/".join(parts[parts.index("d2lmp"):]) if "d2lmp" in parts else path.name
+    return f"# {where}, line {first}\n" + "".join(lines)
+
+
+def show(*objs) -> None:
+    """Display each object's source with syntax highlighting (plain text where HTML cannot render)."""
+    from IPython.display import Code, display
+
+    if not objs:
+        raise ValueError("show() needs at least one function or class")
+    for obj in objs:
+        display(Code(source_of(obj), language="python"))

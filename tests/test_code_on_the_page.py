@@ -1,0 +1,86 @@
+"""Each notebook that teaches an algorithm shows the code that runs, before the code is used.
+
+A notebook shows a function with ``show(...)`` (d2lmp.views.source): its real source, from the one
+place it lives. REQUIRED lists, per notebook slug (chapter numbers change, slugs do not), the functions
+and classes a notebook must show; the show() cell must come before any other code cell that uses the name.
+"""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from d2lmp.parallel import collectives
+from d2lmp.views.source import show, source_of
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = {p.stem.split("_", 1)[1]: p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+
+REQUIRED = {
+    "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
+    "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
+    "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
+    "network_partitioning": ["balance", "schedule", "pipeline_step"],
+    "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
+}
+
+
+def _code_cells(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
+
+
+def _tree(src):
+    """The cell's syntax tree; IPython magics (``%pip ...``) become ``pass`` so the cell parses."""
+    lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+             for line in src.splitlines()]
+    return ast.parse("\n".join(lines))
+
+
+def _shown(tree) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "show":
+            for arg in node.args:
+                names.add(arg.attr if isinstance(arg, ast.Attribute) else getattr(arg, "id", ""))
+    return names
+
+
+def _uses(tree, name: str) -> bool:
+    """True when the cell refers to ``name`` outside imports and show() calls."""
+    shown_args = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and getattr(n.func, "id", getattr(n.func, "attr", "")) == "show" for a in n.args}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in shown_args:
+            continue
+        if (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("slug", sorted(REQUIRED))
+def test_notebook_shows_its_algorithms_before_using_them(slug):
+    assert slug in NOTEBOOKS, f"no notebook NN_{slug}.ipynb"
+    cells = [(i, _tree(src)) for i, src in _code_cells(NOTEBOOKS[slug])]
+    for name in REQUIRED[slug]:
+        shown_at = [i for i, tree in cells if name in _shown(tree)]
+        assert shown_at, f"{slug}: no cell shows {name} (use d2lmp.views.source.show)"
+        used_at = [i for i, tree in cells if _uses(tree, name)]
+        assert not used_at or shown_at[0] <= used_at[0], \
+            f"{slug}: {name} is used in cell {used_at[0]} before it is shown in cell {shown_at[0]}"
+
+
+def test_source_of_names_the_file_and_is_the_running_code():
+    text = source_of(collectives.ring_reduce_scatter)
+    assert text.startswith("# d2lmp/parallel/collectives.py, line ")
+    assert "def ring_reduce_scatter(" in text
+    with pytest.raises(TypeError):
+        source_of(42)
+    with pytest.raises(ValueError):
+        show()
+
+
+def test_show_displays_highlighted_code(capsys):
+    show(collectives.ring_reduce_scatter)
+    assert "def ring_reduce_scatter(" in capsys.readouterr().out
