@@ -10,6 +10,11 @@ initialised in the parent, and NCCL ranks must use CUDA, so those use ``spawn``:
 interpreter that imports the worker by name (it must live in an importable module, not in
 the notebook) and takes seconds to start. ``start_method="auto"`` picks fork for gloo
 ranks while CUDA is untouched, and spawn otherwise.
+
+Rendezvous. The ranks meet through rank 0's key-value store, which has no authentication, so
+everything a launch listens on is bound to loopback: the store serves on a socket the parent
+bound to 127.0.0.1, and gloo's pair connections use the loopback interface. Nothing outside
+this machine can reach a rank.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import torch.distributed as dist
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
+LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"
 
 
 class WorkerError(RuntimeError):
@@ -43,11 +49,14 @@ class WorkerError(RuntimeError):
         super().__init__(text)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def loopback_listener() -> socket.socket:
+    """A TCP socket bound to 127.0.0.1 on a port the kernel picks, already listening.
+
+    The rendezvous store serves on this socket: loopback only, so nothing outside this machine
+    can reach the (unauthenticated) store, and the port is held from the moment it is chosen
+    (no gap in which another program could take a port that was merely "free right now").
+    """
+    return socket.create_server(("127.0.0.1", 0))
 
 
 def choose_backend(world_size: int, backend: str = "auto") -> tuple[str, str]:
@@ -95,15 +104,36 @@ def rank_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def _worker(rank, world_size, fn, args, backend, port, timeout, threads, results):
+def _rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: float) -> dist.TCPStore:
+    """The group's key-value store: rank 0 serves it on ``listener``, every other rank is a client.
+
+    Rank 0 hands the listening socket's descriptor to the store, which owns (and closes) it from
+    then on; the other ranks close their copy, so only rank 0 listens on the port.
+    """
+    port = listener.getsockname()[1]
+    wait = timedelta(seconds=timeout)
+    if rank == 0:
+        return dist.TCPStore("127.0.0.1", port, world_size, is_master=True, timeout=wait,
+                             wait_for_workers=False, master_listen_fd=listener.detach())
+    listener.close()
+    return dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
+
+
+def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, results):
+    port = listener.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    # Gloo's own sockets (one listener per rank, for the pair connections) bind to the address
+    # this machine's hostname resolves to, often the LAN address; all ranks are on this machine,
+    # so loopback is enough. A user's own choice stays.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", LOOPBACK_INTERFACE)
     torch.set_num_threads(threads)
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
+        store = _rendezvous(rank, world_size, listener, timeout)
         # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+        dist.init_process_group(backend, store=store, rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=timeout),
                                 **({"device_id": torch.device("cuda", rank)} if backend == "nccl" else {}))
         result = fn(rank, world_size, *args)
@@ -164,15 +194,20 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
         threads = 1
     ctx = mp.get_context(method)
     results = ctx.Queue()
-    port = free_port()
+    # The parent binds and listens before any rank starts, so the port is held throughout, and
+    # hands every rank the socket itself: a forked rank inherits it, a spawned rank receives it
+    # through multiprocessing (which passes a socket argument to the child as an open descriptor).
+    listener = loopback_listener()
     threads = threads or threads_per_rank(world_size)
-    procs = [ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, port, timeout, threads, results),
+    procs = [ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, timeout, threads, results),
                          daemon=True, name=f"d2lmp-rank{r}") for r in range(world_size)]
     try:
         for p in procs:
             p.start()
+        listener.close()  # the ranks hold their own copies now; rank 0 serves on its copy
         return _collect(procs, results, world_size, timeout)
     finally:
+        listener.close()
         _stop(procs)
         results.close()
         results.join_thread()
