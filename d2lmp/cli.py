@@ -258,6 +258,42 @@ def cmd_bench_costmodel(args) -> int:
     return 0
 
 
+def cmd_bench_zero(args) -> int:
+    from .bench.zero import DEFAULT_SIZES, GOAL_RATIO, goal, zero_bench
+    from .parallel.costmodel import zero_memory
+    from .report import table
+
+    args.sizes = list(DEFAULT_SIZES) if args.sizes is None else args.sizes
+    _need_positive("--world", args.world, minimum=2)  # one rank shards nothing
+    _need_positive("--sizes", args.sizes)
+    if len(args.sizes) < 2:
+        raise ValueError(f"--sizes needs at least an input and an output width, got {args.sizes}")
+    _need_positive("--batch", args.batch, minimum=args.world)  # every rank needs an example
+    _need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
+    _need_positive("--rounds", args.rounds)
+    sizes = tuple(args.sizes)
+    params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    print(f"ZeRO stages 0-3 (our ring collectives) vs PyTorch FSDP2 on {args.world} CPU ranks: MLP {sizes} "
+          f"({params / 1e6:.1f} M parameters), float32 Adam, batch {args.batch}; memory kept per rank, "
+          f"median step of the slowest rank ({args.rounds} rounds of {args.steps} steps, the first a warm-up)",
+          flush=True)
+    rows = zero_bench(args.world, sizes, args.batch, args.steps, args.rounds, progress=True)
+    fsdp = next(r["step_s"] for r in rows if r["config"] == "FSDP2")
+    mb = 1e6
+    lines = []
+    for r in rows:
+        stage = 3 if r["config"] == "FSDP2" else int(r["config"][-1])
+        formula = sum(zero_memory(params, args.world, stage, param_bytes=4, grad_bytes=4, optimizer_bytes=8).values())
+        lines.append([r["config"], *(f"{r['held'][k] / mb:.2f}" for k in ("parameters", "gradients", "optimizer")),
+                      f"{sum(r['held'].values()) / mb:.2f}", f"{formula / mb:.2f}", f"{r['step_s'] * 1e3:.1f}",
+                      f"{r['step_s'] / fsdp:.2f}"])
+    print(table(lines, ["config", "params MB", "grads MB", "Adam MB", "total MB", "zero_memory MB", "step ms",
+                        "ratio to FSDP2"]))
+    ratio, met = goal(rows)
+    print(f"\ngoal: stage 3 step within {GOAL_RATIO}x of FSDP2: {ratio:.2f} ({'met' if met else 'missed'})")
+    return 0
+
+
 def cmd_selfcheck(args) -> int:
     from .checks import run_selfcheck
 
@@ -320,6 +356,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=6)
     p.set_defaults(func=cmd_bench_costmodel)
+
+    p = bench_sub.add_parser("zero", help="ZeRO stages 0-3 vs FSDP2: memory per rank and step time")
+    p.add_argument("--world", type=int, default=2)
+    p.add_argument("--sizes", type=_ints, default=None,
+                   help="MLP layer widths, comma-separated (default: 1024,1536,1536,1536,10)")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--steps", type=int, default=5, help="steps per round (the first is a warm-up)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(func=cmd_bench_zero)
 
     p = sub.add_parser("selfcheck", help="run every GPU code path (skips with a message without a GPU)")
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")

@@ -186,3 +186,55 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
     memory = dict(parameters=conv_params + fc_weights / n, gradients=conv_params + fc_weights / n,
                   optimizer=(conv_params + fc_weights / n) * optimizer_copies, activations=acts * batch / n)
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
+
+
+# ---------------------------------------------------------------------------------------
+# ZeRO: the training state per rank when data parallelism shards it (see parallel/zero.py)
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def _check_zero(num_params, world, stage, **sizes) -> None:
+    for name, value in (("num_params", num_params), ("world", world)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if stage not in ZERO_STAGES or isinstance(stage, bool):
+        raise ValueError(f"stage must be one of {ZERO_STAGES} (0 = plain data parallelism), got {stage!r}")
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise ValueError(f"{name} must be a number of bytes per parameter >= 0, got {value!r}")
+
+
+def zero_memory(num_params: int, world: int, stage: int, param_bytes: float = 2, grad_bytes: float = 2,
+                optimizer_bytes: float = 12) -> dict[str, float]:
+    """Bytes per rank of parameters, gradients and optimizer state under ZeRO ``stage`` on ``world`` ranks.
+
+    With Ψ = ``num_params``, n = ``world`` and p, g, K the bytes per parameter of each:
+        stage 0 (plain data parallelism):  p·Ψ   + g·Ψ   + K·Ψ
+        stage 1 (optimizer state sharded): p·Ψ   + g·Ψ   + K·Ψ/n
+        stage 2 (and the gradients):       p·Ψ   + g·Ψ/n + K·Ψ/n
+        stage 3 (and the parameters):      p·Ψ/n + g·Ψ/n + K·Ψ/n
+    The defaults are mixed-precision Adam as in the ZeRO paper (Rajbhandari et al. 2020,
+    arXiv:1910.02054, §3 and Fig. 1): fp16 parameters and gradients (2 + 2 bytes), and K = 12:
+    an fp32 master copy of the parameters, Adam's m and v. Plain fp32 Adam is p = g = 4, K = 8
+    (m and v). Returns {"parameters", "gradients", "optimizer"}; the total is the sum of the values.
+    Activations and temporary buffers (a gathered layer in stage 3) are not included.
+    """
+    _check_zero(num_params, world, stage, param_bytes=param_bytes, grad_bytes=grad_bytes,
+                optimizer_bytes=optimizer_bytes)
+    shards = {"parameters": stage >= 3, "gradients": stage >= 2, "optimizer": stage >= 1}
+    per_param = {"parameters": param_bytes, "gradients": grad_bytes, "optimizer": optimizer_bytes}
+    return {k: num_params * per_param[k] / (world if shards[k] else 1) for k in per_param}
+
+
+def zero_traffic(num_params: int, world: int, stage: int, grad_bytes: float = 2) -> float:
+    """Bytes each rank sends per step under ZeRO ``stage`` with ring collectives.
+
+    S = ``num_params`` · ``grad_bytes`` (parameters travel at the gradients' width). A ring
+    reduce-scatter or all-gather sends (n-1)/n·S per rank, an all-reduce twice that, so
+        stages 0-2: 2(n-1)/n·S   (an all-reduce; stages 1-2: reduce-scatter gradients, all-gather parameters)
+        stage 3:    3(n-1)/n·S   (all-gather before forward and before backward, reduce-scatter: 1.5x stage 0)
+    """
+    _check_zero(num_params, world, stage, grad_bytes=grad_bytes)
+    collectives = 3 if stage == 3 else 2
+    return collectives * (world - 1) / world * num_params * grad_bytes
