@@ -1,13 +1,15 @@
 """The networks the notebooks build (LeNet-5, AlexNets, an MLP) and a per-layer table of their costs.
 
 - ``lenet5``: the LeNet-5 of *Dive into Deep Learning* (sigmoid, average pooling, 28×28 input).
-- ``alexnet_d2l``: D2L's single-tower AlexNet for 224×224 inputs (facts.md §1.4c: 46,764,746
-  parameters with 1 input channel and 10 classes).
+- ``alexnet_d2l``: D2L's single-tower AlexNet for 224×224 inputs (Zhang et al. 2023; bibliography:
+  zhang2023d2l_alexnet); its layer shapes give 46,764,746 parameters with 1 input channel and 10 classes.
 - ``alexnet2012``: the 2012 paper's network: two towers as grouped convolutions (conv2, conv4,
   conv5), local response normalisation with k=2, n=5, α=1e-4, β=0.75, overlapping 3×3/2 pooling,
-  dropout 0.5 in fc6 and fc7 (facts.md §1.1, §1.2, §1.4a: 60,965,224 parameters).
-- ``alexnet_torchvision``: parameter names and shapes of torchvision's ``alexnet`` (facts.md
-  §1.4b: 61,100,840 parameters), so its published weights load unchanged.
+  dropout 0.5 in fc6 and fc7 (Krizhevsky et al. 2012, §3.3-§3.5 and §4.2; bibliography:
+  krizhevsky2012imagenet); its layer shapes give 60,965,224 parameters ("60 million" in the paper).
+- ``alexnet_torchvision``: parameter names and shapes of torchvision's ``alexnet`` (61,100,840
+  parameters, its weights' ``num_params``; bibliography: torchvision_alexnet_docs), so its published
+  weights load unchanged.
 - ``alexnet_small``: an AlexNet-shaped network scaled down for 32×32 inputs and CPU training.
 - ``mlp``: the one multilayer-perceptron builder (the digits network, the data-parallel MLPs).
 - ``pipeline_model``: a half-width AlexNet as one flat ``nn.Sequential``, the network that pipeline
@@ -23,7 +25,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-# Paper constants (facts.md §1.1, paper §3.3): b = a / (k + α Σ a²)^β over n adjacent maps.
+# Paper constants (Krizhevsky et al. 2012, §3.3; bibliography: krizhevsky2012imagenet):
+# b = a / (k + α Σ a²)^β over n adjacent maps.
 LRN_K, LRN_N, LRN_ALPHA, LRN_BETA = 2.0, 5, 1e-4, 0.75
 
 
@@ -94,7 +97,8 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
     The two GPUs are written as ``groups=2`` in conv2, conv4 and conv5, whose kernels see
     only their own GPU's maps (paper §3.2), and the response normalisations after conv1 and
     conv2 work within each GPU's maps (``TowerLRN``). conv1 uses padding 2 so that a 224×224 input
-    gives the paper's 55×55 maps (facts.md §1.2, the 224 vs 227 note). fc6's input size
+    gives the paper's 55×55 maps ((224 + 2·2 − 11) // 4 + 1 = 55; without padding a 227×227 input
+    would be needed, (227 − 11) / 4 + 1 = 55, though the paper says 224). fc6's input size
     follows ``input_size``. ``init="paper"`` draws weights from N(0, 0.01) with bias 1 in
     conv2, conv4, conv5 and the hidden FC layers, 0 elsewhere (paper §5); "torch" keeps
     PyTorch's default initialisation.

@@ -139,7 +139,8 @@ def test_bias_shape_is_checked():
 
 
 def test_counts_for_alexnet_conv1():
-    # conv1 of the paper: 96 kernels 11×11×3, stride 4, 224 input padded by 2 → 55×55 (facts.md §1.2)
+    # conv1 of the paper (Krizhevsky et al. 2012, §3.5; bibliography: krizhevsky2012imagenet): 96 kernels
+    # 11×11×3, stride 4; a 224 input padded by 2 → (224 + 4 − 11) // 4 + 1 = 55×55
     assert conv_output_size(224, 11, 4, 2) == 55
     macs = conv2d_macs((1, 3, 224, 224), (96, 3, 11, 11), 4, 2)
     assert macs == 96 * 55 * 55 * 3 * 11 * 11
@@ -152,7 +153,7 @@ def test_counts_for_alexnet_conv1():
 
 def test_alexnet_layers_total_the_paper_parameter_count():
     convs = sum(c.w_shape[0] * c.w_shape[1] * c.w_shape[2] * c.w_shape[3] + c.out_channels for c in ALEXNET_2012_CONV)
-    assert convs == 34_944 + 307_456 + 885_120 + 663_936 + 442_624  # facts.md §1.4a
+    assert convs == 34_944 + 307_456 + 885_120 + 663_936 + 442_624  # e.g. conv1: 96·3·11·11 + 96 biases
     assert [ConvLayer("c", 3, 224, 96, 11, 4, 2).w_shape] == [(96, 3, 11, 11)]
 
 

@@ -34,8 +34,8 @@ def test_presets_equal_the_table_rows_they_derive_from():
     for name, (gpu, (kind, generation)) in PRESET_ROWS.items():
         hw, (spec,) = CM.PRESETS[name], [g for g in NOTABLE_GPUS if g.name == gpu]
         assert hw.flops == spec.fp32_tflops * 1e12, name
-        if gpu == "GTX 580":  # AlexNet's 3 GB partner boards, which the row's source names, not the 1.5 GB reference
-            assert hw.memory_bytes == 3e9 and spec.memory_gb == 1.5 and "3 GB" in spec.source
+        if gpu == "GTX 580":  # AlexNet's 3 GB partner boards, which the row's note names, not the 1.5 GB reference
+            assert hw.memory_bytes == 3e9 and spec.memory_gb == 1.5 and "3 GB" in spec.note
         else:
             assert hw.memory_bytes == spec.memory_gb * 1e9, name
         if kind == "pcie":

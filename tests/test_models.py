@@ -1,4 +1,5 @@
-"""Model parameter counts against the published ones (facts.md §1.4), layer tables, shapes."""
+"""Model parameter counts (torchvision's published one, and the counts the paper's and D2L's layer shapes
+give), layer tables, shapes."""
 
 import pytest
 import torch
@@ -24,7 +25,7 @@ from d2lmp.models import (
     totals,
 )
 
-TORCHVISION_SHAPES = {  # torchvision.models.alexnet().state_dict(), facts.md §1.4b
+TORCHVISION_SHAPES = {  # torchvision.models.alexnet().state_dict() (bibliography: torchvision_alexnet_docs)
     "features.0.weight": (64, 3, 11, 11), "features.0.bias": (64,),
     "features.3.weight": (192, 64, 5, 5), "features.3.bias": (192,),
     "features.6.weight": (384, 192, 3, 3), "features.6.bias": (384,),
@@ -55,7 +56,7 @@ def test_torchvision_state_dict_loads_unchanged_and_runs():
 
 def test_paper_alexnet_count_and_layers():
     model = meta(alexnet2012, init="torch")
-    assert count_parameters(model) == 60_965_224  # facts.md §1.4a
+    assert count_parameters(model) == 60_965_224  # the "60 million" of Krizhevsky et al. 2012 (abstract)
     rows = {r["name"].split(".")[-1]: r for r in layer_table(model, (1, 3, 224, 224))}
     expected = {"conv1": 34_944, "conv2": 307_456, "conv3": 885_120, "conv4": 663_936, "conv5": 442_624,
                 "fc6": 37_752_832, "fc7": 16_781_312, "fc8": 4_097_000}
@@ -88,7 +89,7 @@ def test_paper_init():
 
 
 def test_d2l_alexnet_count():
-    assert count_parameters(meta(alexnet_d2l)) == 46_764_746  # facts.md §1.4c
+    assert count_parameters(meta(alexnet_d2l)) == 46_764_746  # 1 input channel, 10 classes
     rows = layer_table(meta(alexnet_d2l), (1, 1, 224, 224))
     assert rows[-1]["output_shape"] == (1, 10)
     flatten = next(r for r in rows if r["kind"] == "Flatten")
@@ -126,7 +127,7 @@ def test_params_live_in_fc_and_compute_in_conv():
     shares = params_vs_flops(rows)
     fc_params = sum(s["param_share"] for s in shares if s["kind"] == "Linear")
     conv_flops = sum(s["flop_share"] for s in shares if s["kind"] == "Conv2d")
-    assert fc_params > 0.95 and conv_flops > 0.9  # facts.md §1.4a: 96 % of parameters in FC
+    assert fc_params > 0.95 and conv_flops > 0.9  # FC: (60,965,224 − 2,334,080 conv) / 60,965,224 = 96 %
     assert sum(s["param_share"] for s in shares) == pytest.approx(1.0)
 
 

@@ -4,7 +4,8 @@ The model is described by ``models.layer_table`` rows (FLOPs, parameters, activa
 bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
 link bandwidth per direction, a per-message latency α, and memory per device. ``PRESETS``
 derive these from the sourced tables (the notable-GPU table for FLOP/s and memory,
-``topology`` for PCIe and NVLink); only α is an assumption.
+``topology`` for PCIe and NVLink) and carry those rows' bibliography keys as their ``source``;
+only α is an assumption.
 
 Time per step = compute + exposed communication + bubble:
 * compute: 3 × the forward FLOPs (forward once, backward twice) divided over the devices
@@ -26,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..gpu_specs import NOTABLE_GPUS
-from ..topology import NVLINK, pcie_bandwidth_gbs
+from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
 from .alpha_beta import predicted_all_reduce_time
 from .dp_model import predict_step
 
@@ -42,7 +43,8 @@ class Hardware:
     link_bytes_per_s: float  # per device, per direction
     alpha: float  # seconds per message
     memory_bytes: float  # per device
-    source: str
+    source: tuple[str, ...]  # keys in d2lmp.bibliography.SOURCES; empty for a measured machine
+    note: str = ""  # how the figures were taken from the sources, or measured
     overlap: bool = True  # can communication run while the device computes? (not when CPU cores do both)
 
     def with_devices(self, n: int) -> Hardware:
@@ -54,27 +56,31 @@ def _gpu_row(name: str):
     return next(spec for spec in NOTABLE_GPUS if spec.name == name)
 
 
-def _pcie(generation: int, lanes: int = 16) -> tuple[float, str]:
-    """(bytes/s per direction, how) of a PCIe link, from ``topology.PCIE``."""
+def _pcie(generation: int, lanes: int = 16) -> tuple[float, str, tuple[str, ...]]:
+    """(bytes/s per direction, how, source keys) of a PCIe link, from ``topology.PCIE``."""
     gbs = pcie_bandwidth_gbs(generation, lanes)
-    return gbs * 1e9, f"PCIe gen {generation} x{lanes}: {gbs:g} GB/s per direction"
+    return gbs * 1e9, f"PCIe gen {generation} x{lanes}: {gbs:g} GB/s per direction", PCIE_SOURCES[generation]
 
 
-def _nvlink(generation: int) -> tuple[float, str]:
-    """(bytes/s per GPU per direction, how) over all NVLink links of a generation, from ``topology.NVLINK``."""
+def _nvlink(generation: int) -> tuple[float, str, tuple[str, ...]]:
+    """(bytes/s per GPU per direction, how, source keys) over all NVLink links of a generation, from
+    ``topology.NVLINK``."""
     _, _, per_link, links = NVLINK[generation]
-    return links * per_link * 1e9, f"NVLink {generation}: {links} links x {per_link} GB/s per direction"
+    how = f"NVLink {generation}: {links} links x {per_link} GB/s per direction"
+    return links * per_link * 1e9, how, NVLINK_SOURCES[generation]
 
 
-def _preset(name: str, devices: int, gpu: str, link: tuple[float, str], memory_gb: float | None = None,
-            note: str = "") -> Hardware:
+def _preset(name: str, devices: int, gpu: str, link: tuple[float, str, tuple[str, ...]],
+            memory_gb: float | None = None, note: str = "") -> Hardware:
     """A preset whose FLOP/s and memory come from a GPU table row, and whose link from the topology tables."""
     spec = _gpu_row(gpu)
-    link_bytes, link_how = link
+    link_bytes, link_how, link_source = link
     memory_gb = spec.memory_gb if memory_gb is None else memory_gb
-    source = (f"{spec.name} (notable-GPU table): FP32 {spec.fp32_tflops:g} TFLOPS, {memory_gb:g} GB; "
-              f"{link_how} (topology tables){note}")
-    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, ASSUMED_ALPHA, memory_gb * 1e9, source)
+    source = tuple(dict.fromkeys(spec.source + link_source))
+    how = (f"{spec.name} (notable-GPU table): FP32 {spec.fp32_tflops:g} TFLOPS, {memory_gb:g} GB; "
+           f"{link_how} (topology tables){note}")
+    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, ASSUMED_ALPHA, memory_gb * 1e9,
+                    source, how)
 
 
 PRESETS = {hw.name: hw for hw in (
@@ -93,7 +99,7 @@ def this_machine(flops: float, alpha: float, beta: float, devices: int = 2,
     if flops <= 0 or alpha < 0 or beta <= 0:
         raise ValueError("flops and beta must be positive, alpha non-negative")
     return Hardware("this machine (measured)", devices, flops, 1 / beta, alpha, memory_bytes,
-                    "FLOP/s and α, β measured in this run", overlap=False)
+                    (), "FLOP/s and α, β measured in this run", overlap=False)
 
 
 @dataclass
