@@ -184,7 +184,18 @@ def test_bench_conv_command_prints_ratios(capsys):
     out = capsys.readouterr().out
     assert "F.conv2d" in out and "cpu im2col: ratio to F.conv2d" in out and "cpu c01b" in out
     assert "the same 2048³ FP32 product through two libraries" in out and "torch.matmul" in out
+    assert "goal: im2col within 1.2× of its own lower bound" in out and "goal for im2col" not in out
     assert main(["bench", "conv", "--devices", "cuda:5"]) == 2
+
+
+def test_im2col_over_lower_bound_is_time_over_its_two_parts():
+    from d2lmp.bench.conv import im2col_over_lower_bound
+
+    rows = [dict(layer="a", impl="im2col", seconds=3.0), dict(layer="a", impl="copy only", seconds=1.0),
+            dict(layer="a", impl="GEMM only", seconds=1.5), dict(layer="a", impl="F.conv2d", seconds=0.5)]
+    assert im2col_over_lower_bound(rows) == {"a": pytest.approx(1.2)}
+    with pytest.raises(ValueError, match="copy only"):
+        im2col_over_lower_bound(rows[:1])
 
 
 def test_cuda_convnet_constraints_on_alexnet():
