@@ -17,9 +17,9 @@ import torch
 
 from .core import Verdict
 
-__all__ = ["RanksFailed", "on_ranks", "code_checker", "close", "max_error"]
+__all__ = ["RanksFailed", "on_ranks", "code_checker", "max_error"]
 
-RANK_TIMEOUT_S = 20.0  # the ranks below move a few hundred bytes: anything slower is a hang
+RANK_TIMEOUT_S = 30.0  # the ranks move a few hundred bytes: anything slower is a hang (with room for a busy CI)
 
 
 class RanksFailed(Exception):
@@ -79,16 +79,6 @@ def code_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
         return Verdict(True, success)
 
     return check
-
-
-def close(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """Tensors (or sequences of tensors) of the same shapes and values within tolerance."""
-    if isinstance(b, torch.Tensor):
-        return (isinstance(a, torch.Tensor) and a.shape == b.shape
-                and torch.allclose(a.detach().double(), b.double(), atol=atol, rtol=rtol))
-    if isinstance(b, (list, tuple)):
-        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(close(x, y, atol, rtol) for x, y in zip(a, b))
-    return a == b
 
 
 def max_error(a: torch.Tensor, b: torch.Tensor) -> float:

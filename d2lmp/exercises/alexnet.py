@@ -250,7 +250,7 @@ EXERCISES = [
                  "accuracy.",
         hint_text="Set `m.p = 0` for every `nn.Dropout` module of a fresh `alexnet_small`, train for the same "
                   "epochs, and compare `history` train and test accuracy with the dropout run.",
-        solution_text="Without dropout the training accuracy rises faster and ends higher (close to 100 % on the "
+        solution_text="Without dropout the training accuracy rises faster and ends higher (often close to 100 % on the "
                       "1,438 digits), while test accuracy ends about the same or slightly lower: the gap between the "
                       "two widens. Dropout is a regulariser; on a data set this small the network can memorise it, "
                       "and dropout slows that down, at the price of more epochs (the paper: about twice the "
