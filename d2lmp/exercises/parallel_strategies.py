@@ -239,11 +239,11 @@ EXERCISES = [
     Exercise(
         key="bench_noise", number=4,
         question="Run `d2lmp bench costmodel` twice. How much do the measured times move between runs, and what does "
-                 "that say about the 0.75–1.33× goal?",
+                 "that mean when judging a model whose predictions fall within 0.75–1.33× of the measurement?",
         hint_text="Compare each strategy's measured time across the two runs as a ratio, and compare that spread "
-                  "with the width of the goal (a factor of 1.33 either way).",
+                  "with the width of that band (a factor of 1.33 either way).",
         solution_text="On a shared 2-core machine the measured step times typically move by 5-20 % between runs "
-                      "(other processes, frequency scaling, the scheduler), occasionally more. A goal of 0.75-1.33× "
+                      "(other processes, frequency scaling, the scheduler), occasionally more. A band of 0.75-1.33× "
                       "is therefore only meaningful because it is several times wider than that noise; a ratio "
                       "near a bound can pass in one run and fail in the next, so one should repeat the measurement "
                       "and report the spread, not one number."),
