@@ -1,4 +1,4 @@
-"""Exercises for notebook 13 (data parallelism): buckets, uneven batches on real ranks, and scaling.
+"""Exercises for notebook 12 (data parallelism): buckets, uneven batches on real ranks, and scaling.
 
 The gradient exercise runs the student's data-parallel backward on 2 and 3 gloo ranks with batches
 that do not split evenly, and compares every rank's gradients with one process's full-batch

@@ -1,4 +1,4 @@
-"""Exercises for notebook 12 (layerwise partitioning): a column-split linear layer on ranks, and its bytes.
+"""Exercises for notebook 14 (layerwise partitioning): a column-split linear layer on ranks, and its bytes.
 
 The two code exercises run the student's column-split forward and backward on 2 and 3 real gloo
 ranks. The forward gets weights whose rows owned by other ranks are NaN (a rank holding only its

@@ -1,4 +1,4 @@
-"""Exercises for notebook 14 (collectives): ring arithmetic, the α-β model, and collectives from send/recv.
+"""Exercises for notebook 11 (collectives): ring arithmetic, the α-β model, and collectives from send/recv.
 
 The two code exercises run the student's all-gather and ring reduce-scatter on 2 and 3 real gloo
 ranks, on tensors of odd sizes (chunks of unequal length), and compare them with torch.distributed's

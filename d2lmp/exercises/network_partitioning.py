@@ -1,4 +1,4 @@
-"""Exercises for notebook 11 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
+"""Exercises for notebook 13 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
 
 Numbers are checked against ``d2lmp.parallel.pipeline`` (its bubble formula, simulator and schedules).
 The balancing exercise compares the student's partition with the exact ``pipeline.balance`` on awkward

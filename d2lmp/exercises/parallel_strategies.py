@@ -211,7 +211,7 @@ EXERCISES = [
         how_to_answer="Pass the name of a strategy."),
     Exercise(
         key="megatron_bytes", number=3,
-        question="The model charges tensor parallelism one all-gather and one all-reduce per layer. Use notebook 12's "
+        question="The model charges tensor parallelism one all-gather and one all-reduce per layer. Use notebook 14's "
                  "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
                  f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 ranks, how many bytes "
                  "does each rank feed into collectives per forward and backward in Megatron's split "
