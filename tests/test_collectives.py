@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -57,13 +59,16 @@ def test_measure_collective_reports_nccl_tests_figures(world):
     factors = {"all_reduce": 2 * (world - 1) / world, "all_gather": (world - 1) / world,
                "reduce_scatter": (world - 1) / world, "broadcast": 1.0}
     rows = per_rank[0]
-    assert {r["collective"] for r in rows} == set(factors)
+    assert all(type(r) is C.CollectiveTiming for r in rows)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows[0].seconds = 0.0
+    assert {r.collective for r in rows} == set(factors)
     for r in rows:
-        assert r["world"] == world
-        assert r["algbw_gbs"] == pytest.approx(r["size_bytes"] / r["seconds"] / 1e9)
-        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factors[r["collective"]]), r
+        assert r.world == world
+        assert r.algbw_gbs == pytest.approx(r.size_bytes / r.seconds / 1e9)
+        assert r.busbw_gbs == pytest.approx(r.algbw_gbs * factors[r.collective]), r
     # S counts the bytes the collective really moves: the gathered total for all-gather, the input otherwise
-    sizes = [(r["collective"], r["impl"], r["size_bytes"]) for r in rows]
+    sizes = [(r.collective, r.impl, r.size_bytes) for r in rows]
     assert sizes == [("all_reduce", "ring", 4096), ("all_reduce", "ring", 65536),
                      ("all_gather", "torch", 4096 if world == 2 else 4092), ("all_gather", "torch", 24),
                      ("all_gather", "ring", 24),

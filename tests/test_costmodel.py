@@ -51,12 +51,12 @@ def test_one_device_has_no_communication_or_bubble(rows):
     for strategy in CM.STRATEGIES:
         p = CM.predict(rows, strategy, hw, 128)
         assert p.comm_s == 0 and p.bubble_s == 0
-        assert p.compute_s == pytest.approx(3 * sum(r["flops"] for r in rows) * 128 / hw.flops)
+        assert p.compute_s == pytest.approx(3 * sum(r.flops for r in rows) * 128 / hw.flops)
 
 
 def test_memory_and_time_split_as_each_strategy_says(rows):
     hw = CM.PRESETS["8x A100 (NVSwitch)"]
-    params = sum(r["params"] for r in rows) * 4
+    params = sum(r.params for r in rows) * 4
     dp = CM.predict(rows, "data", hw, 1024)
     assert dp.memory["parameters"] == params  # every replica holds everything
     pp = CM.predict(rows, "pipeline", hw, 1024, micro_batches=8)
@@ -79,7 +79,7 @@ def test_cpu_ranks_do_not_overlap(rows):
     hw = CM.this_machine(1e11, 1e-4, 1e-9)
     assert not hw.overlap
     p = CM.predict(rows, "data", hw, 64)
-    assert p.comm_s == pytest.approx(2 * (hw.alpha + sum(r["params"] for r in rows) * 4 / 2 * 1e-9), rel=0.05)
+    assert p.comm_s == pytest.approx(2 * (hw.alpha + sum(r.params for r in rows) * 4 / 2 * 1e-9), rel=0.05)
     with pytest.raises(ValueError):
         CM.this_machine(0, 1e-4, 1e-9)
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
 from d2lmp.parallel.launch import launch
+from d2lmp.parallel.timeline import TimelineEvent
 
 
 def _brute_force(costs, stages):
@@ -135,6 +136,14 @@ def test_simulated_bubble_matches_the_formula(stages, m):
     assert P.measured_bubble(naive, stages) == pytest.approx(P.bubble_fraction(stages, 1))
 
 
+def test_simulated_events_name_their_micro_batch():
+    events = P.simulate("1f1b", 2, 3)
+    assert all(isinstance(e, TimelineEvent) for e in events)
+    assert sorted((e.rank, e.kind, e.micro_batch) for e in events) == sorted(
+        (r, k, i) for r in range(2) for k in ("backward", "forward") for i in range(3))
+    assert all(e.label == f"{e.kind[0].upper()}{e.micro_batch}" for e in events)
+
+
 def test_equal_split():
     assert P.equal_split(23, 4) == [6, 6, 6, 5]
     with pytest.raises(ValueError):
@@ -162,4 +171,5 @@ def test_pipeline_steps_returns_every_steps_events():
     assert [len(steps) for steps in per_rank] == [3, 3]
     for steps in per_rank:
         for events in steps:  # two micro-batches: two forwards and two backwards per rank and step
-            assert sorted(e["kind"] for e in events) == ["backward"] * 2 + ["forward"] * 2
+            assert sorted(e.kind for e in events) == ["backward"] * 2 + ["forward"] * 2
+            assert sorted(e.micro_batch for e in events) == [0, 0, 1, 1]

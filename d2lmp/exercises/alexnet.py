@@ -130,7 +130,7 @@ def _fc6_wrong_ceil(input_size):
 def _check_fc_share(answer: Any) -> Verdict:
     from d2lmp import models
 
-    at_64 = models.alexnet_summary(64)["fc_param_share"]
+    at_64 = models.alexnet_summary(64).fc_param_share
     if answer is None or str(answer).strip().lower() in ("none", "never", "no"):
         return Verdict(True, f"at width ×1 it never does: even at 64×64 (pool5 1×1) the FC layers hold {at_64:.1%}, "
                              "because fc7 and fc8 alone (20.9 M parameters) outweigh all five convolutions (2.3 M) "
@@ -140,7 +140,7 @@ def _check_fc_share(answer: Any) -> Verdict:
     except (TypeError, ValueError):
         return Verdict(False, f"answer with an input size (an int) or None; got {answer!r}.")
     try:
-        share = models.alexnet_summary(size)["fc_param_share"]
+        share = models.alexnet_summary(size).fc_param_share
     except ValueError as exc:
         return Verdict(False, str(exc))
     if share < 0.9:
@@ -160,7 +160,7 @@ def _table_total_kib() -> float:
     with torch.device("meta"):
         net = models.alexnet2012(init="torch")
     rows = models.layer_table(net, (1, 3, 224, 224))
-    return sum(r["activation_bytes"] for r in rows if r["kind"] not in ("ReLU", "Dropout", "Flatten")) / 2**10
+    return sum(r.activation_bytes for r in rows if r.kind not in ("ReLU", "Dropout", "Flatten")) / 2**10
 
 
 def _check_batch_activations(answer: Any) -> Verdict:

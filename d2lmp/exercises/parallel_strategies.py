@@ -23,7 +23,7 @@ __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "ben
 MICRO_BATCHES = 8  # as in the notebook's figure and widget
 
 
-def _alexnet_rows(fc_width: int = 4096) -> list[dict]:
+def _alexnet_rows(fc_width: int = 4096) -> list:
     from torch import nn
 
     from d2lmp import models

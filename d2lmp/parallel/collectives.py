@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -190,8 +191,24 @@ def _collective_call(name: str, impl: str, tensor: torch.Tensor):
     raise ValueError(f"no implementation {impl!r} of {name!r}")
 
 
+@dataclass(frozen=True)
+class CollectiveTiming:
+    """One size of ``measure_collective``: S bytes took ``seconds`` on ``world`` ranks, as nccl-tests reports it.
+
+    algbw = S / seconds; busbw = algbw × the collective's bus factor (2(n-1)/n for all-reduce).
+    """
+
+    collective: str
+    impl: str
+    world: int
+    size_bytes: int
+    seconds: float
+    algbw_gbs: float
+    busbw_gbs: float
+
+
 def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_bytes=(1024, 2**20),
-                       repeats: int = 5, min_time: float = 0.05, device: str = "auto") -> list[dict]:
+                       repeats: int = 5, min_time: float = 0.05, device: str = "auto") -> list[CollectiveTiming]:
     """Time a collective at each size on the current group, like nccl-tests.
 
     Call on every rank. ``impl`` is "torch" (the backend's own) or one of ours ("ring",
@@ -200,8 +217,8 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     on shared CPUs a few calls wait a whole scheduler tick (milliseconds), and a mean over a
     block would report that tail instead of the typical call. S is the tensor's bytes (for
     all_gather, the gathered total: each rank contributes ``numel // world`` elements, so S is
-    that times ``world`` times 4 bytes; for reduce_scatter, the full input). Returns rows with
-    size_bytes, seconds, algbw_gbs, busbw_gbs.
+    that times ``world`` times 4 bytes; for reduce_scatter, the full input). Returns one
+    ``CollectiveTiming`` per size.
     """
     world = dist.get_world_size()
     rows = []
@@ -228,8 +245,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
         # all_gather gathers world chunks of numel // world elements: fewer than the tensor when that does not divide
         nbytes = (tensor.numel() // world) * world * 4 if name == "all_gather" else tensor.numel() * 4
         algbw = nbytes / seconds / 1e9
-        rows.append(dict(collective=name, impl=impl, world=world, size_bytes=nbytes, seconds=seconds,
-                         algbw_gbs=algbw, busbw_gbs=bus_bandwidth(algbw, name, world)))
+        rows.append(CollectiveTiming(name, impl, world, nbytes, seconds, algbw, bus_bandwidth(algbw, name, world)))
     return rows
 
 

@@ -1,7 +1,7 @@
 """An analytic model of one training step under each way of splitting the work.
 
-The model is described by ``models.layer_table`` rows (FLOPs, parameters, activation
-bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
+The model is described by ``models.layer_table`` rows (``LayerRow``: FLOPs, parameters,
+activation bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
 link bandwidth per direction, a per-message latency α, and memory per device. ``PRESETS``
 derive these from the sourced tables (the notable-GPU table for FLOP/s and memory,
 ``topology`` for PCIe and NVLink) and carry those rows' bibliography keys as their ``source``;
@@ -128,22 +128,22 @@ def _ring(kind: str, n: int, nbytes: float, hw: Hardware) -> float:
     return (n - 1) * (hw.alpha + nbytes / n / hw.link_bytes_per_s)  # all-gather or reduce-scatter
 
 
-def _totals(rows: list[dict], batch_of_table: int) -> tuple[float, float, float]:
+def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
     """(forward FLOPs per example, parameter count, activation bytes per example)."""
-    flops = sum(r["flops"] for r in rows) / batch_of_table
-    params = sum(r["params"] for r in rows)
-    acts = sum(r["activation_bytes"] for r in rows) / batch_of_table
+    flops = sum(r.flops for r in rows) / batch_of_table
+    params = sum(r.params for r in rows)
+    acts = sum(r.activation_bytes for r in rows) / batch_of_table
     return flops, params, acts
 
 
-def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
+def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
             batch_of_table: int = 1, param_bytes: int = 4, optimizer_copies: int = 1,
             stage_sizes: list[int] | None = None) -> Prediction:
     """Predicted step time and memory per device for ``strategy`` on ``hw.devices`` devices.
 
-    ``rows`` come from ``layer_table`` for an input of ``batch_of_table`` examples. For the
-    pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the pace; by
-    default stages are assumed perfectly balanced.
+    ``rows`` are the ``models.LayerRow`` records of ``layer_table`` for an input of ``batch_of_table``
+    examples. For the pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the
+    pace; by default stages are assumed perfectly balanced.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
@@ -154,7 +154,7 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
     single = 3 * fwd * batch / hw.flops
     weights = params * param_bytes
     state = dict(parameters=weights, gradients=weights, optimizer=weights * optimizer_copies)
-    fc = [r for r in rows if r["kind"] == "Linear"]
+    fc = [r for r in rows if r.kind == "Linear"]
     if strategy == "data":
         p = predict_step(single, weights, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
         memory = {**state, "activations": acts * batch / n}
@@ -166,8 +166,8 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
             if len(stage_sizes) != n or sum(stage_sizes) != len(rows):
                 raise ValueError(f"stage_sizes {stage_sizes} must cover the {len(rows)} rows in {n} stages")
             bounds = [sum(stage_sizes[:i]) for i in range(n + 1)]
-            slowest = max(sum(r["flops"] for r in rows[a:b]) for a, b in zip(bounds, bounds[1:]))
-            stage = single * slowest / sum(r["flops"] for r in rows)
+            slowest = max(sum(r.flops for r in rows[a:b]) for a, b in zip(bounds, bounds[1:]))
+            stage = single * slowest / sum(r.flops for r in rows)
         boundary = acts / len(rows) * batch  # a typical layer output per step, crossing each boundary
         comm = 2 * (m + n - 1) * (hw.alpha + boundary / m / hw.link_bytes_per_s) if n > 1 else 0.0
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch / n}
@@ -175,20 +175,20 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
         # all-reduce its input gradient backward.
-        split = [r for r in rows if r["flops"] > 0]
+        split = [r for r in rows if r.flops > 0]
         comm = 0.0
         for r in split:
-            out_bytes = r["activation_bytes"] / batch_of_table * batch
+            out_bytes = r.activation_bytes / batch_of_table * batch
             comm += _ring("all_gather", n, out_bytes, hw) + _ring("all_reduce", n, out_bytes, hw)
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
     # hybrid ("one weird trick"): convolutions data parallel, fully connected layers model parallel
-    conv_params = sum(r["params"] for r in rows if r["kind"] != "Linear") * param_bytes
+    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
     comm = _ring("all_reduce", n, conv_params, hw)
     for r in fc:
-        in_bytes = r["macs"] / max(r["output_shape"][-1], 1) / batch_of_table * batch * param_bytes
+        in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
         comm += _ring("all_gather", n, in_bytes, hw) + _ring("reduce_scatter", n, in_bytes, hw)
-    fc_weights = sum(r["params"] for r in fc) * param_bytes
+    fc_weights = sum(r.params for r in fc) * param_bytes
     memory = dict(parameters=conv_params + fc_weights / n, gradients=conv_params + fc_weights / n,
                   optimizer=(conv_params + fc_weights / n) * optimizer_copies, activations=acts * batch / n)
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)

@@ -69,7 +69,7 @@ def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None) -> N
         start = time.perf_counter()
         dist.all_reduce(p.grad)
         if timeline is not None:
-            timeline.add("allreduce", start, time.perf_counter(), name, bytes=p.grad.numel() * p.grad.element_size())
+            timeline.add("allreduce", start, time.perf_counter(), name, nbytes=p.grad.numel() * p.grad.element_size())
 
 
 class BucketedAllReduce:
@@ -125,7 +125,7 @@ class BucketedAllReduce:
             timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
 
             def done(fut, i=i, start=start):
-                timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", bytes=nbytes)
+                timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", nbytes=nbytes)
                 return fut.value()
 
             work.get_future().then(done)
@@ -163,11 +163,11 @@ def recording_hook(timeline, bucket):  # no annotations: DDP checks them literal
     start = time.perf_counter()
     buffer = bucket.buffer()
     nbytes = buffer.numel() * buffer.element_size()
-    tensor_bytes = [p.numel() * p.element_size() for p in bucket.parameters()]
+    tensor_bytes = tuple(p.numel() * p.element_size() for p in bucket.parameters())
     future = dist.all_reduce(buffer, async_op=True).get_future()
 
     def done(fut):
-        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", bytes=nbytes,
+        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", nbytes=nbytes,
                      tensor_bytes=tensor_bytes)
         return fut.value()[0]
 
@@ -243,7 +243,7 @@ def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) ->
 
 def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
              steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "auto") -> dict:
-    """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and events."""
+    """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and ``TimelineEvent``s."""
     step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
     losses, times = [], []

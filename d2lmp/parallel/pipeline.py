@@ -24,7 +24,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .launch import rank_device
-from .timeline import Timeline
+from .timeline import Timeline, TimelineEvent
 
 SCHEDULES = ("naive", "gpipe", "1f1b")
 
@@ -228,7 +228,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 inp = torch.empty(in_shapes[i], device=dev)
                 dist.recv(inp, rank - 1)
                 inp.requires_grad_(True)
-            with timeline.span("forward", f"F{i}"):
+            with timeline.span("forward", f"F{i}", micro_batch=i):
                 out = stage(inp)
                 if rank == world - 1:
                     results[i] = out.detach()
@@ -244,7 +244,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
             else:
                 grad = torch.empty_like(out)
                 dist.recv(grad, rank + 1)
-            with timeline.span("backward", f"B{i}"):
+            with timeline.span("backward", f"B{i}", micro_batch=i):
                 torch.autograd.backward(out, grad)
             inp = inputs.pop(i)
             if rank > 0:
@@ -260,7 +260,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
 
 
 def pipeline_steps(rank: int, world: int, build, sizes, x, y, steps: int, kind: str = "gpipe",
-                   micro_batches: int = 4) -> list[list[dict]]:
+                   micro_batches: int = 4) -> list[list[TimelineEvent]]:
     """Worker: ``steps`` pipeline steps in one process; returns each step's events.
 
     The first step is cold (allocations, autograd start-up): measure from the second on.
@@ -286,20 +286,19 @@ def equal_split(layers: int, stages: int) -> list[int]:
     return [layers // stages + (i < layers % stages) for i in range(stages)]
 
 
-def step_span(events: list[dict]) -> float:
+def step_span(events: list[TimelineEvent]) -> float:
     """Seconds from the first operation's start to the last one's end, over all ranks."""
-    return max(e["end"] for e in events) - min(e["start"] for e in events)
+    return max(e.end for e in events) - min(e.start for e in events)
 
 
-def measured_bubble(events: list[dict], world: int) -> float:
+def measured_bubble(events: list[TimelineEvent], world: int) -> float:
     """Idle share of the step: 1 - (busy time summed over ranks) / (ranks × span of the step)."""
-    start = min(e["start"] for e in events)
-    end = max(e["end"] for e in events)
-    busy = sum(e["end"] - e["start"] for e in events if e["kind"] in ("forward", "backward"))
-    return 1 - busy / (world * (end - start))
+    busy = sum(e.duration for e in events if e.kind in ("forward", "backward"))
+    return 1 - busy / (world * step_span(events))
 
 
-def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, backward: float = 2.0) -> list[dict]:
+def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0,
+             backward: float = 2.0) -> list[TimelineEvent]:
     """Events of an ideal pipeline: every stage takes ``forward``/``backward`` time units per
     micro-batch and messages are free. Each stage runs its ``schedule`` in order, an op
     starting once the stage is free and its input (from the neighbouring stage) is ready.
@@ -326,8 +325,8 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, b
             start = max(free[s], done.get(need, 0.0))
             end = start + (forward if op == "F" else backward) * (micro_batches / m if kind == "naive" else 1)
             done[(op, s, i)] = free[s] = end
-            events.append(dict(rank=s, kind="forward" if op == "F" else "backward", label=f"{op}{i}",
-                               start=start, end=end))
+            events.append(TimelineEvent(s, "forward" if op == "F" else "backward", f"{op}{i}", start, end,
+                                        micro_batch=i))
             position[s] += 1
             progressed = True
         if not progressed:

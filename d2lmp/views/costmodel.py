@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .figure import show
+
+if TYPE_CHECKING:
+    from ..models import LayerRow
 
 __all__ = ["costmodel_widget"]
 
 
-def costmodel_widget(rows: list[dict], presets: dict, batch_of_table: int = 1):
+def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 1):
     """Strategy, devices, hardware preset and batch → predicted time and memory bars for every strategy."""
     import ipywidgets as w
     import matplotlib.pyplot as plt

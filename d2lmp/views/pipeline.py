@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .figure import show
 from .timeline import plot_timeline
 
@@ -22,7 +24,7 @@ def pipeline_widget():
         print(f"{kind}: bubble {bubble:.3f} (formula (p-1)/(m+p-1) = {bubble_fraction(stages, m):.3f}); "
               f"peak micro-batches held by stage 0: {_peak_in_flight(events)}")
         fig, ax = plt.subplots(figsize=(9, 0.6 + 0.45 * stages))
-        plot_timeline([{**e, "start": e["start"] / 1e3, "end": e["end"] / 1e3} for e in events], ax=ax,
+        plot_timeline([replace(e, start=e.start / 1e3, end=e.end / 1e3) for e in events], ax=ax,
                       title=f"{kind}, {stages} stages, {m} micro-batch(es); forward 1 unit, backward 2",
                       lanes=("compute",))
         ax.set_xlabel("time (units)")
@@ -36,7 +38,7 @@ def pipeline_widget():
 
 def _peak_in_flight(events) -> int:
     alive = peak = 0
-    for e in sorted((e for e in events if e["rank"] == 0), key=lambda e: e["start"]):
-        alive += 1 if e["kind"] == "forward" else -1
+    for e in sorted((e for e in events if e.rank == 0), key=lambda e: e.start):
+        alive += 1 if e.kind == "forward" else -1
         peak = max(peak, alive)
     return peak
