@@ -306,9 +306,9 @@ def exit_after_torchrun(code: int = 0) -> None:
     """End a ``torchrun`` worker at once, after its group is destroyed and its output flushed.
 
     The work is done and checked by then; what is skipped is the interpreter's own teardown,
-    where torch's C++ threads can still be alive: on this project's 2-core CI machines about
-    one run in 15-30 aborted there ("terminate called without an active exception", after
-    ``destroy_process_group`` had returned on both ranks), and torchrun reports such a rank as failed.
+    where torch's C++ threads can still be alive and abort now and then on small machines
+    ("terminate called without an active exception", after ``destroy_process_group`` has returned
+    on every rank), which torchrun would report as a failed rank.
     """
     sys.stdout.flush()
     sys.stderr.flush()
