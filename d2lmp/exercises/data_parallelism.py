@@ -306,8 +306,8 @@ EXERCISES = [
     Exercise(
         key="bandwidth_for_80", number=4,
         question="With the widget, find the smallest link bandwidth at which 8 GPUs reach 80 % efficiency for AlexNet "
-                 "with a global batch of 1024 (25 MiB buckets, overlap on). Use the table's assumed α = 20 µs, not "
-                 "the one fitted here: `widgets.dp_scaling_widget(one_gpu_s, grad_bytes, 20e-6)`. What if the global "
+                 "with a global batch of 1024 (25 MiB buckets, overlap on), with the widget's assumed α of 20 µs "
+                 "(its default), not the one fitted here. What if the global "
                  "batch is 256 (divide the single-GPU time by four)?",
         hint_text="Slide the bandwidth up until the efficiency passes 80 %. For batch 256, push the bandwidth to the "
                   "slider's end: what stays when bandwidth is infinite? Answer with `(GB/s at 1024, GB/s at 256)`, "
