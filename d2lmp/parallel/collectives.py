@@ -143,24 +143,40 @@ def naive_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
+TREE_PHASES = ("reduce", "broadcast")
+
+
+def tree_schedule(world: int) -> list[list[tuple[int, int, str]]]:
+    """The binary-tree all-reduce's messages, one list per round: (sender, receiver, phase).
+
+    Reduce: in round k (distance d = 2^k), each rank r with r mod 2d = d sends its partial sum
+    to r - d, which adds it; after ⌈log2 n⌉ rounds rank 0 holds the total. Broadcast: the same
+    messages reversed, in reverse order, copy the total back down. ``tree_all_reduce`` follows it.
+    """
+    if world < 1:
+        raise ValueError(f"a tree needs at least 1 rank, got {world}")
+    distances = [1 << k for k in range(math.ceil(math.log2(world)))]  # no rounds for one rank
+    up = [[(r, r - d, "reduce") for r in range(d, world, 2 * d)] for d in distances]
+    down = [[(dst, src, "broadcast") for src, dst, _ in messages] for messages in reversed(up)]
+    return up + down
+
+
 def tree_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum in place along a binary tree: partial sums flow to rank 0 in ⌈log2 n⌉ rounds, then back down."""
+    """Sum in place along a binary tree: partial sums flow to rank 0 in ⌈log2 n⌉ rounds, then back down.
+
+    Every message carries the whole tensor (this tree is not pipelined).
+    """
     rank, world = dist.get_rank(), dist.get_world_size()
-    rounds = max(1, math.ceil(math.log2(world))) if world > 1 else 0
     incoming = torch.empty_like(tensor)
-    for level in range(rounds):  # reduce: at distance 2^level, odd multiples send to even multiples
-        d = 1 << level
-        if rank % (2 * d) == d:
-            dist.send(tensor, rank - d)
-        elif rank % (2 * d) == 0 and rank + d < world:
-            dist.recv(incoming, rank + d)
-            tensor += incoming
-    for level in reversed(range(rounds)):  # broadcast the total back down the same tree
-        d = 1 << level
-        if rank % (2 * d) == 0 and rank + d < world:
-            dist.send(tensor, rank + d)
-        elif rank % (2 * d) == d:
-            dist.recv(tensor, rank - d)
+    for messages in tree_schedule(world):
+        for src, dst, phase in messages:
+            if rank == src:
+                dist.send(tensor, dst)
+            elif rank == dst and phase == "reduce":
+                dist.recv(incoming, src)
+                tensor += incoming
+            elif rank == dst:
+                dist.recv(tensor, src)
     return tensor
 
 
