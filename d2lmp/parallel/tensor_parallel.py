@@ -11,7 +11,8 @@ Two conjugate operators make a split layer differentiate correctly (Megatron-LM'
 input features (weight columns); a column layer followed by a row layer needs one
 all-reduce forward and one backward. ``ChannelParallelConv2d`` splits output channels and
 ``InputChannelParallelConv2d`` input channels, the same two ideas for convolutions.
-Each is built from a full layer, so it starts with exactly the unsplit layer's weights.
+Each is built from a full layer, so it starts with exactly the unsplit layer's weights; which
+block of features a rank keeps comes from ``shard_range`` (pure arithmetic, also used to draw it).
 ``CommLog`` counts every collective and its bytes.
 """
 
@@ -142,12 +143,19 @@ def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "") -> tor
     return _GatherFromParallel.apply(x, dim % x.dim(), label)
 
 
-def _shard(n: int, what: str) -> tuple[int, int]:
-    world, rank = dist.get_world_size(), dist.get_rank()
+def shard_range(n: int, world: int, rank: int, what: str = "n") -> tuple[int, int]:
+    """(start, size) of rank ``rank``'s block when ``n`` features are split evenly over ``world`` ranks."""
+    if not 0 <= rank < world:
+        raise ValueError(f"rank must be in [0, {world}), got {rank}")
     if n % world:
         raise ValueError(f"{what} = {n} is not divisible by the {world} ranks; choose a multiple of {world}")
     size = n // world
     return rank * size, size
+
+
+def _shard(n: int, what: str) -> tuple[int, int]:
+    """This rank's (start, size) of ``n`` features in the running group."""
+    return shard_range(n, dist.get_world_size(), dist.get_rank(), what)
 
 
 class ColumnParallelLinear(nn.Module):
