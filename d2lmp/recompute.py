@@ -104,10 +104,6 @@ def saves_its_input(segment: nn.Sequential) -> bool:
     return False
 
 
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
-
-
 def predict_saved_with_recompute(model: nn.Sequential, input_shape, segments: int | Sequence[int],
                                  dtype: torch.dtype = torch.float32, device_type: str | None = None) -> dict:
     """Saved-activation bytes of ``checkpointed(model, segments)`` in training mode, from shapes alone.
@@ -120,8 +116,8 @@ def predict_saved_with_recompute(model: nn.Sequential, input_shape, segments: in
     once), "peak" (the largest of after_forward and held_in_backward)}.
     """
     parts = split_segments(model, segments)
-    param = next(model.parameters())
-    shapes, x = [], torch.zeros(tuple(input_shape), dtype=dtype, device=param.device)
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    shapes, x = [], torch.zeros(tuple(input_shape), dtype=dtype, device=device)
     was_training = model.training
     try:
         model.train()  # as in predict_saved_activations: the shapes of a training forward
