@@ -143,3 +143,42 @@ def test_bad_inputs():
         launch(DP.dp_gradients, 1, DP.MLPSpec(), *DP.synthetic_data(DP.MLPSpec(), 4), "zero")
     with pytest.raises(ValueError):
         DP.MLPSpec((5,)).build()
+
+
+ACC_SPEC, ACC_BATCH, ACC_KS = DP.MLPSpec((16, 32, 32, 5), seed=0), 23, (1, 3, 5)  # 23: uneven over 2 and 4 ranks
+
+
+def _accumulate_every_way(rank, world, spec, x, y, ks):
+    return {(v, k, acc): DP.accumulated_gradients(rank, world, spec, x, y, v, k, acc, bucket_bytes=512)
+            for v in DP.VERSIONS for k in ks for acc in (True, False)}
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_accumulation_equals_the_large_batch_with_one_synchronisation(world):
+    """k micro-steps (uneven: 23 examples over the ranks, then over k) give the full-batch gradient; with
+    accumulation the gradients are summed over the ranks once per optimizer step, without it k times."""
+    x, y = DP.synthetic_data(ACC_SPEC, ACC_BATCH)
+    reference = DP.single_process_gradients(ACC_SPEC, x, y)
+    param_bytes = sum(p.numel() * p.element_size() for p in ACC_SPEC.build().parameters())
+    for rank, results in enumerate(launch(_accumulate_every_way, world, ACC_SPEC, x, y, ACC_KS)):
+        for version in DP.VERSIONS:
+            for k in ACC_KS:
+                once, every = results[version, k, True], results[version, k, False]
+                for result in (once, every):
+                    for g, r in zip(result["grads"], reference, strict=True):
+                        torch.testing.assert_close(g, r, msg=lambda m, v=version, k=k: f"{world} ranks {v} k={k}: {m}")
+                assert once["syncs"] == 1 and every["syncs"] == k, (rank, version, k)
+                assert once["allreduce_bytes"] == param_bytes and every["allreduce_bytes"] == k * param_bytes
+                if version != "ddp":  # DDP rebuilds its buckets after its first synchronisation
+                    assert every["allreduce_calls"] == k * once["allreduce_calls"], (rank, version, k)
+
+
+def test_bucketed_no_sync_starts_nothing_and_finish_waits_for_nothing():
+    model = ACC_SPEC.build()
+    bucketer = DP.BucketedAllReduce(model, bucket_bytes=512)  # no process group needed: nothing is sent
+    with bucketer.no_sync():
+        assert not bucketer.sync
+        model(torch.randn(4, 16)).sum().backward()
+        bucketer.finish()
+    assert bucketer.sync and bucketer._inflight == {}
+    bucketer.remove()

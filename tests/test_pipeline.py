@@ -173,3 +173,47 @@ def test_pipeline_steps_returns_every_steps_events():
         for events in steps:  # two micro-batches: two forwards and two backwards per rank and step
             assert sorted(e.kind for e in events) == ["backward"] * 2 + ["forward"] * 2
             assert sorted(e.micro_batch for e in events) == [0, 0, 1, 1]
+
+
+def _memory_of_each_schedule(rank, world, spec, sizes, x, y, ms):
+    return {(kind, m): P.pipeline_step(rank, world, spec.build, sizes, x, y, kind, m)["memory"]
+            for kind in ("gpipe", "1f1b") for m in ms}
+
+
+@pytest.mark.parametrize("world, sizes", [(2, [4, 5]), (4, [2, 2, 2, 3])])
+def test_gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r(world, sizes):
+    """Measured on real ranks: stage r holds m micro-batches' activations under GPipe, min(p - r, m) under 1F1B."""
+    from d2lmp.memory import predict_saved_activations
+
+    spec, ms = DP.MLPSpec((16, 32, 32, 32, 32, 5), seed=0), (2, 4, 8)
+    x, y = DP.synthetic_data(spec, 48)  # equal micro-batches for every m: each holds the same bytes
+    per_rank = launch(_memory_of_each_schedule, world, spec, sizes, x, y, ms)
+    full = spec.build()
+    for rank, memory in enumerate(per_rank):
+        start, end = sum(sizes[:rank]), sum(sizes[:rank + 1])
+        for m in ms:
+            gpipe, one_f_one_b = memory["gpipe", m], memory["1f1b", m]
+            assert gpipe["peak_in_flight"] == m, (rank, m)
+            assert one_f_one_b["peak_in_flight"] == min(world - rank, m), (rank, m)
+            assert gpipe["micro_batch_bytes"] == one_f_one_b["micro_batch_bytes"]
+            per_micro_batch = gpipe["micro_batch_bytes"][0]
+            assert gpipe["micro_batch_bytes"] == [per_micro_batch] * m
+            for mem in (gpipe, one_f_one_b):
+                assert mem["peak_saved_bytes"] == mem["peak_in_flight"] * per_micro_batch
+            if rank < world - 1:  # the last stage also holds the loss's saved tensors, which no rule predicts
+                shape = (48 // m, 16 if rank == 0 else 32)
+                assert per_micro_batch == predict_saved_activations(full[start:end], shape)["total_bytes"]
+
+
+def test_schedule_bench_times_gpipe_and_1f1b_alike():
+    from d2lmp.bench.pipeline import schedule_bench
+
+    rows = schedule_bench(worlds=(2,), micro_batches=(2, 4), batch=8, steps=2, spec=DP.MLPSpec((8, 16, 16, 4)))
+    assert [(r["kind"], r["micro_batches"]) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
+    for r in rows:
+        assert r["step_s"] > 0 and r["bubble"] < 1 and r["theory"] == P.bubble_fraction(2, r["micro_batches"])
+        m = r["micro_batches"]
+        assert r["peak_in_flight"] == ([m, m] if r["kind"] == "gpipe" else [2, 1])
+        assert all(b > 0 for b in r["peak_saved_bytes"])
+    with pytest.raises(ValueError, match="steps must be at least 2"):
+        schedule_bench(steps=1)

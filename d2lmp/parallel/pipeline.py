@@ -7,7 +7,10 @@ by point-to-point send/recv. Schedules:
 * naive: one micro-batch (m = 1): each stage waits for the whole batch.
 * GPipe: every micro-batch's forward, then every backward (in reverse).
 * 1F1B: after a warm-up of (p - r - 1) forwards, each stage alternates one forward and one
-  backward, so at most p micro-batches' activations are alive at once.
+  backward, so at most p micro-batches' activations are alive at once (p - r on stage r).
+
+Each step also counts, per stage, the micro-batches in flight and the bytes autograd saved for
+them (``pipeline_memory.ActivationLedger``): GPipe's stage 0 holds all m, 1F1B's at most p.
 
 With equal stage times the idle share ("bubble") of GPipe and 1F1B is (p-1)/(m+p-1).
 Every rank builds the whole model from the same seed and keeps its own slice, so shapes
@@ -24,6 +27,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .launch import rank_device
+from .pipeline_memory import ActivationLedger
 from .timeline import Timeline, TimelineEvent
 
 SCHEDULES = ("naive", "gpipe", "1f1b")
@@ -197,11 +201,13 @@ def _stage_bounds(sizes: list[int], rank: int) -> tuple[int, int]:
 def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: list[int], x: torch.Tensor,
                   y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4, loss_fn=None,
                   device: str = "auto") -> dict:
-    """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs and events.
+    """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs, events and memory.
 
     ``build`` makes the whole model (same weights on every rank, e.g. a seeded ``MLPSpec.build``);
     ``sizes`` gives layers per stage (``balance`` computes one). The loss is the sum over the
     batch divided by the batch size, so gradients equal the unsplit model's mean-loss gradients.
+    "memory" is ``ActivationLedger.summary()``: the most micro-batches this stage held in flight,
+    the most saved-activation bytes it held at once, and each micro-batch's bytes.
     """
     if len(sizes) != world or sum(sizes) != len(build()):
         raise ValueError(f"sizes {sizes} must give one stage per rank ({world}) and cover every layer")
@@ -213,10 +219,12 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     m = 1 if kind == "naive" else micro_batches
     if m > len(x):
         raise ValueError(f"{m} micro-batches need at least {m} examples, got {len(x)}")
-    xs, ys = torch.tensor_split(x.to(dev), m), torch.tensor_split(y.to(dev), m)
+    # Each micro-batch in its own memory, as a data loader delivers it (the ledger counts whole storages).
+    xs = [t.clone() for t in torch.tensor_split(x.to(dev), m)]
+    ys = [t.clone() for t in torch.tensor_split(y.to(dev), m)]
     with torch.no_grad():  # input shape of this stage for every micro-batch
         in_shapes = [tuple(full[:start](xi).shape) for xi in xs]
-    timeline = Timeline(rank)
+    timeline, ledger = Timeline(rank), ActivationLedger(stage.parameters())
     inputs, outputs, pending, results = {}, {}, [], {}
     dist.barrier()  # start the clocks together: set-up above is not part of the step
     total_loss = torch.zeros((), device=dev)
@@ -228,7 +236,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 inp = torch.empty(in_shapes[i], device=dev)
                 dist.recv(inp, rank - 1)
                 inp.requires_grad_(True)
-            with timeline.span("forward", f"F{i}", micro_batch=i):
+            with timeline.span("forward", f"F{i}", micro_batch=i), ledger.forward(i):
                 out = stage(inp)
                 if rank == world - 1:
                     results[i] = out.detach()
@@ -246,6 +254,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 dist.recv(grad, rank + 1)
             with timeline.span("backward", f"B{i}", micro_batch=i):
                 torch.autograd.backward(out, grad)
+            ledger.backward_done(i)
             inp = inputs.pop(i)
             if rank > 0:
                 pending.append(dist.isend(inp.grad.contiguous(), rank - 1))
@@ -256,6 +265,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         outputs=torch.cat([results[i] for i in range(m)]).cpu() if rank == world - 1 else None,
         loss=total_loss.item() if rank == world - 1 else None,
         events=timeline.events,
+        memory=ledger.summary(),
     )
 
 
