@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -82,6 +84,28 @@ def test_cpu_ranks_do_not_overlap(rows):
     assert p.comm_s == pytest.approx(2 * (hw.alpha + sum(r.params for r in rows) * 4 / 2 * 1e-9), rel=0.05)
     with pytest.raises(ValueError):
         CM.this_machine(0, 1e-4, 1e-9)
+
+
+def test_comm_bytes_are_the_messages_predict_charges(rows):
+    """With no latency, a link of 1 byte/s and no overlap, predict's communication time in seconds is the bytes
+    sent (the pipeline's critical path aside, which counts its m + p - 1 micro-batch slots)."""
+    hw = replace(CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"], alpha=0.0, link_bytes_per_s=1.0,
+                    overlap=False)
+    for strategy in ("data", "tensor", "hybrid"):
+        assert CM.comm_bytes(rows, strategy, 8, 1024) == pytest.approx(CM.predict(rows, strategy, hw, 1024).comm_s)
+    params = sum(r.params for r in rows)
+    assert CM.comm_bytes(rows, "data", 8, 1024) == pytest.approx(2 * 7 / 8 * params * 4)
+    assert CM.comm_bytes(rows, "data", 8, 1024, param_bytes=2) == pytest.approx(2 * 7 / 8 * params * 2)
+    m = 8
+    pipeline = CM.predict(rows, "pipeline", hw, 1024, micro_batches=m).comm_s
+    assert CM.comm_bytes(rows, "pipeline", 8, 1024) == pytest.approx(pipeline * m / (m + 8 - 1))
+    assert CM.comm_bytes(rows, "pipeline", 2, 1024) == pytest.approx(CM.comm_bytes(rows, "pipeline", 8, 1024) / 2)
+    assert all(CM.comm_bytes(rows, s, 1, 1024) == 0 for s in CM.STRATEGIES)
+    # AlexNet: the hybrid sends the fewest bytes, splitting every layer the most
+    sent = {s: CM.comm_bytes(rows, s, 8, 1024) for s in CM.STRATEGIES}
+    assert min(sent, key=sent.get) == "hybrid" and max(sent, key=sent.get) == "tensor"
+    with pytest.raises(ValueError):
+        CM.comm_bytes(rows, "expert", 8, 1024)
 
 
 def test_bad_strategy(rows):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from ..gpu_specs import NOTABLE_GPUS
 from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
-from .alpha_beta import predicted_all_reduce_time
+from .alpha_beta import BUS_FACTORS, predicted_all_reduce_time
 from .dp_model import predict_step
 
 STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
@@ -192,6 +192,41 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
     memory = dict(parameters=conv_params + fc_weights / n, gradients=conv_params + fc_weights / n,
                   optimizer=(conv_params + fc_weights / n) * optimizer_copies, activations=acts * batch / n)
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
+
+
+def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
+               param_bytes: int = 4) -> float:
+    """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
+
+    A ring all-reduce of S bytes sends 2(n-1)/n·S per device, an all-gather or reduce-scatter
+    (n-1)/n·S. The pipeline counts a middle stage (activations forward, their gradients back,
+    ``predict``'s typical layer output at each boundary; with two stages each sends one of the two).
+    No latency, no overlap: what travels, not how long it waits.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+    if devices < 1 or batch < 1:
+        raise ValueError("devices and batch must be >= 1")
+    n = devices
+    if n == 1:
+        return 0.0
+    ring = {kind: factor(n) for kind, factor in BUS_FACTORS.items()}
+    _, params, acts = _totals(rows, batch_of_table)
+    if strategy == "data":
+        return ring["all_reduce"] * params * param_bytes
+    if strategy == "pipeline":
+        boundary = acts / len(rows) * batch  # as predict: a typical layer output per step
+        return boundary * (1 if n == 2 else 2)
+    if strategy == "tensor":
+        outs = [r.activation_bytes / batch_of_table * batch for r in rows if r.flops > 0]
+        return sum((ring["all_gather"] + ring["all_reduce"]) * out for out in outs)
+    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
+    total = ring["all_reduce"] * conv_params
+    for r in rows:
+        if r.kind == "Linear":
+            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
+            total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
+    return total
 
 
 # ---------------------------------------------------------------------------------------
