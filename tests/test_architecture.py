@@ -283,3 +283,14 @@ def test_readme_names_every_module():
                and (path.name != "__init__.py" or len(path.read_text().splitlines()) > 10)} | {"d2lmp.exercises"}
     missing = sorted(modules - listed)
     assert not missing, f"README.md's module table lacks: {missing}"
+
+
+def test_readme_notebook_table_matches_the_notebooks_imports():
+    """The README's notebook -> modules table is what the notebooks import (regenerate: book/notebook_modules.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebook_modules", ROOT / "book" / "notebook_modules.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
+        "README.md's notebook -> modules table is out of date: run python book/notebook_modules.py"
