@@ -198,6 +198,18 @@ def _stage_bounds(sizes: list[int], rank: int) -> tuple[int, int]:
     return start, start + sizes[rank]
 
 
+def _recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int) -> None:
+    """Receive into ``tensor``, recorded as a "recv" event: it lasts until the data arrived, waiting included."""
+    with timeline.span("recv", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size()):
+        dist.recv(tensor, src)
+
+
+def _send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int):
+    """Post a send of ``tensor``, recorded as a "send" event (the posting: ``isend`` returns at once)."""
+    with timeline.span("send", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size()):
+        return dist.isend(tensor, dst)
+
+
 def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: list[int], x: torch.Tensor,
                   y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4, loss_fn=None,
                   device: str = "auto") -> dict:
@@ -234,7 +246,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 inp = xs[i]
             else:
                 inp = torch.empty(in_shapes[i], device=dev)
-                dist.recv(inp, rank - 1)
+                _recv(timeline, inp, rank - 1, f"F{i}", i)
                 inp.requires_grad_(True)
             with timeline.span("forward", f"F{i}", micro_batch=i), ledger.forward(i):
                 out = stage(inp)
@@ -244,20 +256,20 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                     total_loss += out.detach()
             inputs[i], outputs[i] = inp, out
             if rank < world - 1:
-                pending.append(dist.isend(out.detach().contiguous(), rank + 1))
+                pending.append(_send(timeline, out.detach().contiguous(), rank + 1, f"F{i}", i))
         else:
             out = outputs.pop(i)
             if rank == world - 1:
                 grad = None
             else:
                 grad = torch.empty_like(out)
-                dist.recv(grad, rank + 1)
+                _recv(timeline, grad, rank + 1, f"B{i}", i)
             with timeline.span("backward", f"B{i}", micro_batch=i):
                 torch.autograd.backward(out, grad)
             ledger.backward_done(i)
             inp = inputs.pop(i)
             if rank > 0:
-                pending.append(dist.isend(inp.grad.contiguous(), rank - 1))
+                pending.append(_send(timeline, inp.grad.contiguous(), rank - 1, f"B{i}", i))
     for request in pending:
         request.wait()
     return dict(
@@ -308,14 +320,17 @@ def measured_bubble(events: list[TimelineEvent], world: int) -> float:
 
 
 def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0,
-             backward: float = 2.0) -> list[TimelineEvent]:
+             backward: float = 2.0, message: float = 0.0) -> list[TimelineEvent]:
     """Events of an ideal pipeline: every stage takes ``forward``/``backward`` time units per
-    micro-batch and messages are free. Each stage runs its ``schedule`` in order, an op
-    starting once the stage is free and its input (from the neighbouring stage) is ready.
+    micro-batch. Each stage runs its ``schedule`` in order, an op starting once the stage is free
+    and its input (from the neighbouring stage) is ready. Messages are free by default; with
+    ``message`` > 0 each activation or gradient takes that long to cross a boundary, recorded as a
+    "send" event on the sender and a "recv" event on the receiver (the sender does not wait).
     """
-    if forward <= 0 or backward <= 0:
-        raise ValueError("forward and backward times must be positive")
+    if forward <= 0 or backward <= 0 or message < 0:
+        raise ValueError("forward and backward times must be positive, message time non-negative")
     m = 1 if kind == "naive" else micro_batches
+    scale = micro_batches / m  # naive: one micro-batch as large as all of them
     plans = [schedule(kind, stages, s, micro_batches) for s in range(stages)]
     done: dict[tuple[str, int, int], float] = {}
     position, free = [0] * stages, [0.0] * stages
@@ -332,11 +347,17 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0,
                 need = ("B", s + 1, i) if s < stages - 1 else ("F", s, i)
             if need is not None and need not in done:
                 continue
-            start = max(free[s], done.get(need, 0.0))
-            end = start + (forward if op == "F" else backward) * (micro_batches / m if kind == "naive" else 1)
+            crosses = need is not None and need[1] != s  # the input comes from the neighbouring stage
+            start = max(free[s], done.get(need, 0.0) + (message * scale if crosses else 0.0))
+            end = start + (forward if op == "F" else backward) * scale
             done[(op, s, i)] = free[s] = end
             events.append(TimelineEvent(s, "forward" if op == "F" else "backward", f"{op}{i}", start, end,
                                         micro_batch=i))
+            to = s + 1 if op == "F" else s - 1
+            if message > 0 and 0 <= to < stages:
+                arrives = end + message * scale
+                events += [TimelineEvent(s, "send", f"{op}{i}", end, arrives, micro_batch=i),
+                           TimelineEvent(to, "recv", f"{op}{i}", end, arrives, micro_batch=i)]
             position[s] += 1
             progressed = True
         if not progressed:
