@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from .core import Verdict
+from .core import Verdict, run_checker
 
-__all__ = ["RanksFailed", "on_ranks", "code_checker", "max_error"]
+__all__ = ["RanksFailed", "on_ranks", "code_checker", "detached", "max_error"]
 
 RANK_TIMEOUT_S = 30.0  # the ranks move a few hundred bytes: anything slower is a hang (with room for a busy CI)
 
@@ -55,38 +55,28 @@ def code_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
     """A checker for a function: ``run(fn)`` gives (case, got, expected) triples; ``judge`` explains a wrong one.
 
     ``judge(case, got, expected)`` returns None when ``got`` is right, else a sentence saying what is
-    wrong (it should recognise the typical mistakes). The first wrong case decides the verdict.
+    wrong (it should recognise the typical mistakes). The first wrong case decides the verdict; a
+    :class:`RanksFailed` from ``run`` is the verdict as it says.
     """
 
-    def check(fn: Any) -> Verdict:
-        if not callable(fn):
-            return Verdict(False, f"expected a function, got {type(fn).__name__}.")
-        try:
-            results = run(fn)
-        except NotImplementedError:
-            raise
-        except RanksFailed as err:
-            return Verdict(False, str(err))
-        except Exception as err:  # the student's code raised in this process
-            if any(isinstance(e, NotImplementedError) for e in _causes(err)):
-                raise NotImplementedError from err
-            text = str(err).strip().splitlines()
-            return Verdict(False, f"your function raised {type(err).__name__}: {text[0] if text else '(no message)'}")
-        for case, got, expected in results:
-            reason = judge(case, got, expected)
-            if reason:
-                return Verdict(False, f"wrong result for {case}: {reason}")
-        return Verdict(True, success)
+    def wrong(case: str, got: Any, expected: Any) -> str | None:
+        reason = judge(case, got, expected)
+        return f": {reason}" if reason else None
 
-    return check
+    return run_checker(run, wrong, success, explained=(RanksFailed,))
+
+
+def detached(result: Any) -> Any:
+    """A rank's result ready to travel back: a tensor (or each tensor of a tuple or list) detached from autograd."""
+    if isinstance(result, torch.Tensor):
+        return result.detach()
+    if isinstance(result, (tuple, list)):
+        items = [t.detach() if isinstance(t, torch.Tensor) else t for t in result]
+        return items if isinstance(result, list) else tuple(items)
+    return result
 
 
 def max_error(a: torch.Tensor, b: torch.Tensor) -> float:
     """The largest absolute difference between two tensors of the same shape."""
     return (a.detach().double() - b.double()).abs().max().item() if a.numel() else 0.0
 
-
-def _causes(err: BaseException):
-    while err is not None:
-        yield err
-        err = err.__cause__ or err.__context__

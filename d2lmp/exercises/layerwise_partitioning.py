@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from ._code import code_checker, max_error, on_ranks
+from ._code import code_checker, detached, max_error, on_ranks
 from .core import Exercise, number_checker
 
 __all__ = ["EXERCISES", "column_forward", "column_backward", "megatron_order", "fc6_break_even", "conv4_all_maps",
@@ -50,8 +50,7 @@ def _shard_only(t: torch.Tensor, rank: int, world: int) -> torch.Tensor:
 
 
 def _forward_worker(rank, world, fn, x, weight, bias):
-    out = fn(rank, world, x.clone(), _shard_only(weight, rank, world), _shard_only(bias, rank, world))
-    return out.detach() if isinstance(out, torch.Tensor) else out
+    return detached(fn(rank, world, x.clone(), _shard_only(weight, rank, world), _shard_only(bias, rank, world)))
 
 
 def _forward_run(fn):
@@ -123,9 +122,7 @@ def _backward_worker(rank, world, fn, x, w, b, grad_out):
     (layer(xs) * mine).sum().backward()
     reference = (xs.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone())
     got = fn(rank, world, x.clone(), w[rank * k:(rank + 1) * k].clone(), mine.clone())
-    if isinstance(got, (tuple, list)):
-        got = tuple(t.detach() if isinstance(t, torch.Tensor) else t for t in got)
-    return got, reference
+    return detached(got), reference
 
 
 def _backward_run(fn):

@@ -14,7 +14,7 @@ import math
 import torch
 import torch.distributed as dist
 
-from ._code import code_checker, on_ranks
+from ._code import code_checker, detached, on_ranks
 from .core import Exercise, number_checker
 
 __all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all_gather_busbw", "slow_link",
@@ -59,26 +59,31 @@ def _gather_worker(rank, world, fn):
         parts = [torch.empty_like(mine) for _ in range(world)]
         dist.all_gather(parts, mine)  # torch's own all-gather: the reference
         got = fn(mine.clone())
-        results.append((shape, got.detach() if isinstance(got, torch.Tensor) else got, torch.stack(parts)))
+        results.append((shape, detached(got), torch.stack(parts)))
+    return results
+
+
+def _run(worker, fn):
+    """``worker`` on 2 and 3 ranks: (case, got, (expected, shape, rank, world)) for every rank and shape."""
+    results = []
+    for world in (2, 3):
+        for rank, per_shape in enumerate(on_ranks(worker, world, fn)):
+            for shape, got, expected in per_shape:
+                results.append((f"{world} ranks, a tensor of shape {shape}, rank {rank}", got,
+                                (expected, shape, rank, world)))
     return results
 
 
 def _gather_run(fn):
-    results = []
-    for world in (2, 3):
-        for rank, per_shape in enumerate(on_ranks(_gather_worker, world, fn)):
-            for shape, got, expected in per_shape:
-                results.append((f"{world} ranks, a tensor of shape {shape}, rank {rank}", got, (expected, rank)))
-    return results
+    return _run(_gather_worker, fn)
 
 
 def _gather_judge(case, got, context):
-    expected, rank = context
+    expected, _, rank, world = context
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
     if got.shape == expected.shape and torch.equal(got, expected):
         return None
-    world = expected.shape[0]
     if got.shape != expected.shape:
         if got.numel() == expected.numel():
             return (f"your result has shape {tuple(got.shape)}: stack the ranks' tensors along a new first axis, "
@@ -128,18 +133,12 @@ def _scatter_worker(rank, world, fn):
         dist.all_reduce(total)  # torch's own sum, cut like a reduce-scatter (gloo's refuses unequal chunks)
         expected = torch.tensor_split(total.flatten(), world)[rank]
         got = fn(mine.clone())
-        results.append((shape, got.detach() if isinstance(got, torch.Tensor) else got, expected))
+        results.append((shape, detached(got), expected))
     return results
 
 
 def _scatter_run(fn):
-    results = []
-    for world in (2, 3):
-        for rank, per_shape in enumerate(on_ranks(_scatter_worker, world, fn)):
-            for shape, got, expected in per_shape:
-                results.append((f"{world} ranks, a tensor of shape {shape}, rank {rank}", got,
-                                (expected, shape, rank, world)))
-    return results
+    return _run(_scatter_worker, fn)
 
 
 def _scatter_judge(case, got, context):

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ._code import code_checker, max_error, on_ranks
+from ._code import code_checker, detached, max_error, on_ranks
 from .core import Exercise, Verdict, choice_checker, number_checker
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
@@ -90,26 +90,36 @@ def _check_peak_alive(answer: Any) -> Verdict:
 
 
 def my_balance(costs, stages):
-    """Layers per stage of a contiguous split that minimises the slowest stage (exact, by dynamic programming)."""
-    n = len(costs)
-    prefix = [0.0]
-    for c in costs:
-        prefix.append(prefix[-1] + c)
-    # best[s][i]: the smallest slowest-stage cost for the first i layers cut into s stages
-    best = [[math.inf] * (n + 1) for _ in range(stages + 1)]
-    cut = [[0] * (n + 1) for _ in range(stages + 1)]
-    best[0][0] = 0.0
-    for s in range(1, stages + 1):
-        for i in range(s, n + 1):
-            for j in range(s - 1, i):
-                value = max(best[s - 1][j], prefix[i] - prefix[j])
-                if value < best[s][i]:
-                    best[s][i], cut[s][i] = value, j
-    sizes, i = [], n
-    for s in range(stages, 0, -1):
-        sizes.append(i - cut[s][i])
-        i = cut[s][i]
-    return sizes[::-1]
+    """Layers per stage of a contiguous split that minimises the slowest stage (exact): a binary search on the
+    slowest stage's cost, each candidate tested by filling stages greedily."""
+
+    def fill(limit):
+        """Layers per stage when each stage takes layers while it stays within ``limit``; None if too many."""
+        sizes, total = [], math.inf
+        for c in costs:
+            if c > limit:
+                return None
+            if total + c > limit:  # this layer opens the next stage
+                sizes.append(0)
+                total = 0.0
+            sizes[-1] += 1
+            total += c
+        return sizes if len(sizes) <= stages else None
+
+    # The slowest stage of any split costs as much as some run of consecutive layers: search those sums.
+    candidates = sorted({sum(costs[j:i]) for i in range(1, len(costs) + 1) for j in range(i)})
+    low, high = 0, len(candidates) - 1
+    while low < high:
+        mid = (low + high) // 2
+        if fill(candidates[mid]) is None:
+            low = mid + 1
+        else:
+            high = mid
+    sizes = fill(candidates[low])
+    while len(sizes) < stages:  # fewer stages sufficed: split off a layer; no stage gets slower
+        i = sizes.index(max(sizes))
+        sizes[i:i + 1] = [sizes[i] - 1, 1]
+    return sizes
 
 
 BALANCE_CASES = (  # awkward costs: one huge layer at either end, ties, a greedy fill that overshoots
@@ -215,8 +225,7 @@ def _pipeline_worker(rank, world, fn, x, micro_batches):
     start = sum(sizes[:rank])
     stage = _pipeline_model()[start:start + sizes[rank]]
     with torch.no_grad():
-        out = fn(rank, world, stage, x.clone(), micro_batches)
-    return out.detach() if isinstance(out, torch.Tensor) else out
+        return detached(fn(rank, world, stage, x.clone(), micro_batches))
 
 
 PIPELINE_CASES = ((2, 7, 3), (3, 5, 4))  # (ranks, batch, micro-batches): micro-batches of unequal sizes
@@ -341,11 +350,15 @@ EXERCISES = [
         hint_text="Dynamic programming: let best[s][i] be the smallest possible slowest-stage cost for the first i "
                   "layers in s stages; best[s][i] = min over j of max(best[s−1][j], cost of layers j..i−1). Keep "
                   "the j that achieved it to recover the cuts. Prefix sums make each stage's cost O(1).",
-        solution_text="best[s][i] = min over j < i of max(best[s−1][j], prefix[i] − prefix[j]), with best[0][0] = 0; "
-                      "record the minimising j and walk back from best[p][n] to read the stage sizes. O(p·n²) time, "
-                      "exact. (A binary search on the answer with a greedy feasibility test also works.) Greedy "
-                      "filling up to the average is not optimal: a large layer near a cut pushes the whole remainder "
-                      "onto the last stages.",
+        solution_text="Two exact methods. The dynamic programme of the hint is what `P.balance` runs (its source is "
+                      "in the notebook): best[s][i] = min over j < i of max(best[s−1][j], prefix[i] − prefix[j]), "
+                      "with best[0][0] = 0; record the minimising j and walk back from best[p][n] to read the stage "
+                      "sizes, O(p·n²) time. The model answer below takes the other route: the slowest stage of any "
+                      "split costs as much as some run of consecutive layers, so binary-search those sums for the "
+                      "smallest limit at which filling stages greedily (a new stage when the next layer would pass "
+                      "the limit) needs at most p stages, then split stages until there are p. Greedy filling up to "
+                      "the average is not optimal: a large layer near a cut pushes the whole remainder onto the last "
+                      "stages.",
         checker=code_checker(_balance_run, _balance_judge, "your splits are optimal on every awkward case tried."),
         reference=my_balance,
         wrong=[(_balance_equal, "equal split by layer count"), (_greedy, "greedy fill")]),

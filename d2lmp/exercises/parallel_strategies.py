@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ._code import code_checker, max_error, on_ranks
+from ._code import code_checker, detached, max_error, on_ranks
 from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "bench_noise", "adam_fit",
@@ -131,8 +131,7 @@ def _hybrid_inputs(world: int):
 
 def _hybrid_worker(rank, world, fn, x, weights, biases):
     features = x[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH].clone()
-    out = fn(rank, world, features, weights[rank].clone(), biases[rank].clone())
-    return out.detach() if isinstance(out, torch.Tensor) else out
+    return detached(fn(rank, world, features, weights[rank].clone(), biases[rank].clone()))
 
 
 def _hybrid_run(fn):
