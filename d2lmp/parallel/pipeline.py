@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .collectives import global_rank
 from .launch import rank_device
 from .timeline import Timeline, TimelineEvent
 
@@ -196,12 +197,14 @@ def _stage_bounds(sizes: list[int], rank: int) -> tuple[int, int]:
 
 def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: list[int], x: torch.Tensor,
                   y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4, loss_fn=None,
-                  device: str = "auto") -> dict:
+                  device: str = "auto", group=None) -> dict:
     """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs and events.
 
     ``build`` makes the whole model (same weights on every rank, e.g. a seeded ``MLPSpec.build``);
     ``sizes`` gives layers per stage (``balance`` computes one). The loss is the sum over the
     batch divided by the batch size, so gradients equal the unsplit model's mean-loss gradients.
+    ``group`` holds the pipeline's ranks (None: all); ``rank`` and ``world`` are then this rank's
+    place in it (its stage) and its size (the stage count).
     """
     if len(sizes) != world or sum(sizes) != len(build()):
         raise ValueError(f"sizes {sizes} must give one stage per rank ({world}) and cover every layer")
@@ -218,7 +221,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         in_shapes = [tuple(full[:start](xi).shape) for xi in xs]
     timeline = Timeline(rank)
     inputs, outputs, pending, results = {}, {}, [], {}
-    dist.barrier()  # start the clocks together: set-up above is not part of the step
+    dist.barrier(group)  # start the clocks together: set-up above is not part of the step
     total_loss = torch.zeros((), device=dev)
     for op, i in schedule(kind, world, rank, m):
         if op == "F":
@@ -226,7 +229,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 inp = xs[i]
             else:
                 inp = torch.empty(in_shapes[i], device=dev)
-                dist.recv(inp, rank - 1)
+                dist.recv(inp, global_rank(group, rank - 1), group)
                 inp.requires_grad_(True)
             with timeline.span("forward", f"F{i}", micro_batch=i):
                 out = stage(inp)
@@ -236,19 +239,19 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                     total_loss += out.detach()
             inputs[i], outputs[i] = inp, out
             if rank < world - 1:
-                pending.append(dist.isend(out.detach().contiguous(), rank + 1))
+                pending.append(dist.isend(out.detach().contiguous(), global_rank(group, rank + 1), group))
         else:
             out = outputs.pop(i)
             if rank == world - 1:
                 grad = None
             else:
                 grad = torch.empty_like(out)
-                dist.recv(grad, rank + 1)
+                dist.recv(grad, global_rank(group, rank + 1), group)
             with timeline.span("backward", f"B{i}", micro_batch=i):
                 torch.autograd.backward(out, grad)
             inp = inputs.pop(i)
             if rank > 0:
-                pending.append(dist.isend(inp.grad.contiguous(), rank - 1))
+                pending.append(dist.isend(inp.grad.contiguous(), global_rank(group, rank - 1), group))
     for request in pending:
         request.wait()
     return dict(
