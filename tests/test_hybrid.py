@@ -142,3 +142,29 @@ def test_grid_prediction_adds_the_data_all_reduce_of_a_shard():
     assert grid.comm_s == pytest.approx(tensor.comm_s + 2 * (1e-5 + shard / 2 * 1e-9))
     with pytest.raises(ValueError, match="must multiply to the 4 devices"):
         predict(rows, "hybrid", hw, 8, grid=(2, 3))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "1"], "--steps must be at least 2"), (["--batch", "1"], "--batch must be at least 2"),
+])
+def test_bench_hybrid_checks_its_options_before_anything_runs(monkeypatch, capsys, argv, message):
+    from d2lmp.bench import hybrid as bench_hybrid
+    from d2lmp.cli import main
+
+    monkeypatch.setattr(bench_hybrid, "launch", lambda *a, **k: pytest.fail("launched before checking the options"))
+    assert main(["bench", "hybrid", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("d2lmp: ") and message in err
+
+
+def test_bench_hybrid_prints_predicted_measured_and_the_goal(monkeypatch, capsys):
+    from d2lmp.bench import hybrid as bench_hybrid
+    from d2lmp.cli import main
+
+    result = dict(predicted_s=0.1, measured_s=0.08, ratio=1.25, compute_s=0.09, comm_s=0.01, flops=5e9,
+                  alpha=2e-4, beta=2e-9, met=True)
+    monkeypatch.setattr(bench_hybrid, "hybrid_bench", lambda **k: result)
+    assert main(["bench", "hybrid"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted: 100.0 ms" in out and "measured:  80.0 ms" in out
+    assert "hybrid predicted/measured within 0.75–1.33×: 1.25 (met)" in out
