@@ -296,6 +296,13 @@ def cmd_bench_zero(args) -> int:
     return 0
 
 
+def cmd_bench_hybrid(args) -> int:
+    from .bench.hybrid import print_hybrid_bench
+    _need_positive("--batch", args.batch, minimum=2)  # each of the 2 replicas needs an example
+    _need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
+    return print_hybrid_bench(args.batch, args.steps)
+
+
 def cmd_selfcheck(args) -> int:
     from .checks import run_selfcheck
 
@@ -367,6 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=5, help="steps per round (the first is a warm-up)")
     p.add_argument("--rounds", type=int, default=3)
     p.set_defaults(func=cmd_bench_zero)
+
+    p = bench_sub.add_parser("hybrid", help="a 2 x 2 data x tensor grid: predicted vs measured step")
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--steps", type=int, default=8, help="steps (the first is a warm-up)")
+    p.set_defaults(func=cmd_bench_hybrid)
 
     p = sub.add_parser("selfcheck", help="run every GPU code path (skips with a message without a GPU)")
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")

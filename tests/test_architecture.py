@@ -38,13 +38,15 @@ LAYERS = {
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
         "d2lmp.parallel.tensor_parallel",
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
-        "d2lmp.parallel.costmodel", "d2lmp.parallel.zero",
+        "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
     "front ends": (
         "d2lmp.views.*", "d2lmp.cli", "d2lmp.__main__",
         "d2lmp.parallel.demo_dp", "d2lmp.parallel.demo_collectives",  # torchrun entry points
+        "d2lmp.parallel.demo_pipeline", "d2lmp.parallel.demo_tensor", "d2lmp.parallel.demo_zero",
+        "d2lmp.parallel.demo_hybrid",
     ),
 }
 # A module may import modules of its own layer and of the layers before it in this order.

@@ -32,16 +32,22 @@ def _segments(t: torch.Tensor) -> list[torch.Tensor]:
     return list(torch.split(t, SEGMENT_ELEMENTS)) if t.numel() else []
 
 
-def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool) -> None:
+def global_rank(group, group_rank: int) -> int:
+    """The global rank of ``group_rank`` in ``group`` (None: the default group), as send/recv/P2POp need."""
+    return group_rank if group is None else dist.get_global_rank(group, group_rank)
+
+
+def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool,
+               group=None) -> None:
     """Send ``send`` to the right neighbour and take the left neighbour's chunk into ``recv_into``.
 
     Both are cut into segments and every message is posted at once, so while segment k is
     being added, later segments are still on the wire (the pipelining real rings use).
     """
-    right, left = (rank + 1) % world, (rank - 1) % world
+    right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
     incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
-    ops = [dist.P2POp(dist.irecv, buf, left) for buf in incoming]
-    ops += [dist.P2POp(dist.isend, seg, right) for seg in _segments(send.contiguous())]
+    ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in incoming]
+    ops += [dist.P2POp(dist.isend, seg, right, group) for seg in _segments(send.contiguous())]
     # One batch: NCCL runs it as a single group call, so the two neighbours cannot deadlock
     # waiting for each other's send; gloo posts the messages one by one.
     requests = dist.batch_isend_irecv(ops) if ops else []
@@ -86,60 +92,65 @@ def ring_schedule(world: int) -> list[list[tuple[int, int, int, str]]]:
             for phase in RING_PHASES for step in range(world - 1)]
 
 
-def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phase: str) -> None:
+def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phase: str, group=None) -> None:
     """In place, one phase of ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds the
     sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone."""
     for step in range(world - 1):
         send_i = ring_send_chunk(phase, step, rank, world)
         recv_i = ring_send_chunk(phase, step, rank - 1, world)  # what the left neighbour sends
-        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=phase == "reduce-scatter")
+        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=phase == "reduce-scatter",
+                   group=group)
 
 
-def ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum ``tensor`` over all ranks in place: ring reduce-scatter, then ring all-gather."""
-    rank, world = dist.get_rank(), dist.get_world_size()
+def ring_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum ``tensor`` over the ranks of ``group`` (None: all) in place: ring reduce-scatter, then ring all-gather."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
     chunks = _chunks(flat, world)
-    _ring_pass(chunks, rank, world, "reduce-scatter")
-    _ring_pass(chunks, rank, world, "all-gather")
+    _ring_pass(chunks, rank, world, "reduce-scatter", group)
+    _ring_pass(chunks, rank, world, "all-gather", group)
     if flat.data_ptr() != tensor.data_ptr():
         tensor.copy_(flat.view_as(tensor))
     return tensor
 
 
-def ring_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
+def ring_reduce_scatter(tensor: torch.Tensor, group=None) -> torch.Tensor:
     """This rank's chunk of the sum over ranks: ``torch.tensor_split(sum.flatten(), n)[rank]``.
 
     ``tensor`` is left unchanged. Equal to ``dist.reduce_scatter_tensor`` when the size divides.
+    Over ``group``'s ranks (None: all), ``rank`` being the rank in the group.
     """
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     chunks = _chunks(tensor.detach().reshape(-1).clone(), world)
-    _ring_pass(chunks, rank, world, "reduce-scatter")
+    _ring_pass(chunks, rank, world, "reduce-scatter", group)
     return chunks[rank]
 
 
-def ring_all_gather(tensor: torch.Tensor) -> torch.Tensor:
-    """Every rank's ``tensor`` stacked in rank order: shape (world_size, *tensor.shape), like ``dist.all_gather``."""
-    rank, world = dist.get_rank(), dist.get_world_size()
+def ring_all_gather(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Every rank's ``tensor`` stacked in rank order: shape (world_size, *tensor.shape), like ``dist.all_gather``.
+
+    Over ``group``'s ranks (None: all), in their order in the group.
+    """
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     out[rank] = tensor
-    _ring_pass(list(out.view(world, -1)), rank, world, "all-gather")
+    _ring_pass(list(out.view(world, -1)), rank, world, "all-gather", group)
     return out
 
 
-def naive_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum in place by sending everything to rank 0, which adds and sends the total back to each rank."""
-    rank, world = dist.get_rank(), dist.get_world_size()
+def naive_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum in place by sending everything to rank 0 (of ``group``), which adds and sends the total back to each rank."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     if rank == 0:
         incoming = torch.empty_like(tensor)
         for src in range(1, world):
-            dist.recv(incoming, src)
+            dist.recv(incoming, global_rank(group, src), group)
             tensor += incoming
         for dst in range(1, world):
-            dist.send(tensor, dst)
+            dist.send(tensor, global_rank(group, dst), group)
     else:
-        dist.send(tensor, 0)
-        dist.recv(tensor, 0)
+        dist.send(tensor, global_rank(group, 0), group)
+        dist.recv(tensor, global_rank(group, 0), group)
     return tensor
 
 
@@ -152,6 +163,7 @@ def tree_schedule(world: int) -> list[list[tuple[int, int, str]]]:
     Reduce: in round k (distance d = 2^k), each rank r with r mod 2d = d sends its partial sum
     to r - d, which adds it; after ⌈log2 n⌉ rounds rank 0 holds the total. Broadcast: the same
     messages reversed, in reverse order, copy the total back down. ``tree_all_reduce`` follows it.
+    Ranks are positions in the group that runs it.
     """
     if world < 1:
         raise ValueError(f"a tree needs at least 1 rank, got {world}")
@@ -161,22 +173,22 @@ def tree_schedule(world: int) -> list[list[tuple[int, int, str]]]:
     return up + down
 
 
-def tree_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum in place along a binary tree: partial sums flow to rank 0 in ⌈log2 n⌉ rounds, then back down.
+def tree_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum in place along a binary tree: partial sums flow to rank 0 (of ``group``) in ⌈log2 n⌉ rounds, then back down.
 
     Every message carries the whole tensor (this tree is not pipelined).
     """
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     incoming = torch.empty_like(tensor)
     for messages in tree_schedule(world):
         for src, dst, phase in messages:
             if rank == src:
-                dist.send(tensor, dst)
+                dist.send(tensor, global_rank(group, dst), group)
             elif rank == dst and phase == "reduce":
-                dist.recv(incoming, src)
+                dist.recv(incoming, global_rank(group, src), group)
                 tensor += incoming
             elif rank == dst:
-                dist.recv(tensor, src)
+                dist.recv(tensor, global_rank(group, src), group)
     return tensor
 
 

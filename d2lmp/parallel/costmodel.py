@@ -138,12 +138,13 @@ def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
 
 def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
             batch_of_table: int = 1, param_bytes: int = 4, optimizer_copies: int = 1,
-            stage_sizes: list[int] | None = None) -> Prediction:
+            stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None) -> Prediction:
     """Predicted step time and memory per device for ``strategy`` on ``hw.devices`` devices.
 
     ``rows`` are the ``models.LayerRow`` records of ``layer_table`` for an input of ``batch_of_table``
     examples. For the pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the
-    pace; by default stages are assumed perfectly balanced.
+    pace; by default stages are assumed perfectly balanced. For "hybrid", ``grid`` = (data, tensor)
+    predicts a grid of process groups (``parallel.hybrid``) instead of the one-weird-trick split.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
@@ -182,6 +183,8 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
             comm += _ring("all_gather", n, out_bytes, hw) + _ring("all_reduce", n, out_bytes, hw)
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
+    if grid is not None:
+        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, param_bytes, optimizer_copies)
     # hybrid ("one weird trick"): convolutions data parallel, fully connected layers model parallel
     conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
     comm = _ring("all_reduce", n, conv_params, hw)
@@ -227,6 +230,19 @@ def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: in
             in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
             total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
     return total
+def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, param_bytes: int,
+                 optimizer_copies: int) -> Prediction:
+    """Data × tensor: ``data`` replicas, each split over ``tensor`` devices like "tensor", working on
+    batch / data examples; then each gradient shard (1/tensor of the weights) is all-reduced over the
+    ``data`` devices that hold the same shard."""
+    data, tensor = grid
+    if data < 1 or tensor < 1 or data * tensor != hw.devices:
+        raise ValueError(f"grid {grid} must multiply to the {hw.devices} devices")
+    split = predict(rows, "tensor", hw.with_devices(tensor), -(-batch // data), batch_of_table=batch_of_table,
+                    param_bytes=param_bytes, optimizer_copies=optimizer_copies)
+    shard_bytes = sum(r.params for r in rows) * param_bytes / tensor
+    comm = split.comm_s + _ring("all_reduce", data, shard_bytes, hw)
+    return Prediction("hybrid", hw.devices, split.compute_s, comm, 0.0, split.memory)
 
 
 # ---------------------------------------------------------------------------------------

@@ -66,13 +66,13 @@ def local_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, global_batch:
     return nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
 
 
-def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None) -> None:
-    """Version 1: sum every gradient over the ranks, one blocking all-reduce per tensor."""
+def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None, group=None) -> None:
+    """Version 1: sum every gradient over the ranks of ``group`` (None: all), one blocking all-reduce per tensor."""
     for name, p in model.named_parameters():
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         start = time.perf_counter()
-        dist.all_reduce(p.grad)
+        dist.all_reduce(p.grad, group=group)
         if timeline is not None:
             timeline.add("allreduce", start, time.perf_counter(), name, nbytes=p.grad.numel() * p.grad.element_size())
 
@@ -84,13 +84,14 @@ class BucketedAllReduce:
     gradients. With ``overlap=False`` the same buckets are all-reduced only after
     backward, to measure what overlap buys. Call ``finish()`` after ``backward()``.
     While ``sync`` is False (inside ``no_sync()``) backward only accumulates into ``.grad``.
+    Sums over the ranks of ``group`` (None: all).
     """
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
-                 timeline: Timeline | None = None):
+                 timeline: Timeline | None = None, group=None):
         if bucket_bytes <= 0:
             raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
-        self.overlap, self.timeline = overlap, timeline
+        self.overlap, self.timeline, self.group = overlap, timeline, group
         self.sync = True
         params = [p for p in model.parameters() if p.requires_grad]
         self.buckets: list[list[nn.Parameter]] = []
@@ -139,7 +140,7 @@ class BucketedAllReduce:
                 p.grad = torch.zeros_like(p)
         flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[i]])
         start = time.perf_counter()
-        future = dist.all_reduce(flat, async_op=True).get_future()
+        future = dist.all_reduce(flat, group=self.group, async_op=True).get_future()
         if self.timeline is not None:
             timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
 

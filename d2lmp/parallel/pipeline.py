@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .collectives import global_rank
 from .launch import rank_device
 from .pipeline_memory import ActivationLedger
 from .timeline import Timeline, TimelineEvent
@@ -198,21 +199,21 @@ def _stage_bounds(sizes: list[int], rank: int) -> tuple[int, int]:
     return start, start + sizes[rank]
 
 
-def _recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int) -> None:
-    """Receive into ``tensor``, recorded as a "recv" event: it lasts until the data arrived, waiting included."""
+def _recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int, group=None) -> None:
+    """Receive into ``tensor`` from stage ``src`` of ``group``, recorded as a "recv" event (waiting included)."""
     with timeline.span("recv", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size()):
-        dist.recv(tensor, src)
+        dist.recv(tensor, global_rank(group, src), group)
 
 
-def _send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int):
-    """Post a send of ``tensor``, recorded as a "send" event (the posting: ``isend`` returns at once)."""
+def _send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int, group=None):
+    """Post a send of ``tensor`` to stage ``dst`` of ``group``, recorded as a "send" event (isend returns at once)."""
     with timeline.span("send", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size()):
-        return dist.isend(tensor, dst)
+        return dist.isend(tensor, global_rank(group, dst), group)
 
 
 def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: list[int], x: torch.Tensor,
                   y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4, loss_fn=None,
-                  device: str = "auto") -> dict:
+                  device: str = "auto", group=None) -> dict:
     """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs, events and memory.
 
     ``build`` makes the whole model (same weights on every rank, e.g. a seeded ``MLPSpec.build``);
@@ -220,6 +221,8 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     batch divided by the batch size, so gradients equal the unsplit model's mean-loss gradients.
     "memory" is ``ActivationLedger.summary()``: the most micro-batches this stage held in flight,
     the most saved-activation bytes it held at once, and each micro-batch's bytes.
+    ``group`` holds the pipeline's ranks (None: all); ``rank`` and ``world`` are then this rank's
+    place in it (its stage) and its size (the stage count).
     """
     if len(sizes) != world or sum(sizes) != len(build()):
         raise ValueError(f"sizes {sizes} must give one stage per rank ({world}) and cover every layer")
@@ -238,7 +241,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         in_shapes = [tuple(full[:start](xi).shape) for xi in xs]
     timeline, ledger = Timeline(rank), ActivationLedger(stage.parameters())
     inputs, outputs, pending, results = {}, {}, [], {}
-    dist.barrier()  # start the clocks together: set-up above is not part of the step
+    dist.barrier(group)  # start the clocks together: set-up above is not part of the step
     total_loss = torch.zeros((), device=dev)
     for op, i in schedule(kind, world, rank, m):
         if op == "F":
@@ -246,7 +249,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 inp = xs[i]
             else:
                 inp = torch.empty(in_shapes[i], device=dev)
-                _recv(timeline, inp, rank - 1, f"F{i}", i)
+                _recv(timeline, inp, rank - 1, f"F{i}", i, group)
                 inp.requires_grad_(True)
             with timeline.span("forward", f"F{i}", micro_batch=i), ledger.forward(i):
                 out = stage(inp)
@@ -256,20 +259,20 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                     total_loss += out.detach()
             inputs[i], outputs[i] = inp, out
             if rank < world - 1:
-                pending.append(_send(timeline, out.detach().contiguous(), rank + 1, f"F{i}", i))
+                pending.append(_send(timeline, out.detach().contiguous(), rank + 1, f"F{i}", i, group))
         else:
             out = outputs.pop(i)
             if rank == world - 1:
                 grad = None
             else:
                 grad = torch.empty_like(out)
-                _recv(timeline, grad, rank + 1, f"B{i}", i)
+                _recv(timeline, grad, rank + 1, f"B{i}", i, group)
             with timeline.span("backward", f"B{i}", micro_batch=i):
                 torch.autograd.backward(out, grad)
             ledger.backward_done(i)
             inp = inputs.pop(i)
             if rank > 0:
-                pending.append(_send(timeline, inp.grad.contiguous(), rank - 1, f"B{i}", i))
+                pending.append(_send(timeline, inp.grad.contiguous(), rank - 1, f"B{i}", i, group))
     for request in pending:
         request.wait()
     return dict(

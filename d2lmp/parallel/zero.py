@@ -116,17 +116,15 @@ class ZeroAdam:
 
     Each step: ``zero_grad()``, forward, ``loss.backward()``, ``step()``. The loss must be this
     rank's part of the global loss (e.g. summed over its examples / the global batch size):
-    gradients are summed over the ranks. ``group`` is the process group (None: the default one,
-    the only one the ring collectives take for now).
+    gradients are summed over the ranks. ``group`` is the process group that shards the state
+    (None: the default one, all ranks).
     """
 
     def __init__(self, model: nn.Module, stage: int, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  group=None):
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
-        if group not in (None, dist.group.WORLD):
-            raise ValueError("the ring collectives run on the default group only; pass group=None")
-        self.model, self.stage, self.lr, self.betas, self.eps = model, stage, lr, betas, eps
+        self.model, self.group, self.stage, self.lr, self.betas, self.eps = model, group, stage, lr, betas, eps
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         self.steps = 0  # steps completed: the log's index of the step in progress; Adam's t is steps + 1
         self.log: list[dict] = []  # one row per collective call: step, op, bytes_sent by this rank
@@ -142,15 +140,15 @@ class ZeroAdam:
     # --- the collectives, logged: what this rank sends on the ring for each call
     def _all_reduce(self, flat: torch.Tensor) -> None:
         self._record("all_reduce", 2 * (self.world - 1) * flat.numel() // self.world * flat.element_size())
-        ring_all_reduce(flat)
+        ring_all_reduce(flat, self.group)
 
     def _reduce_scatter(self, flat: torch.Tensor) -> torch.Tensor:
         self._record("reduce_scatter", (self.world - 1) * flat.numel() // self.world * flat.element_size())
-        return ring_reduce_scatter(flat)
+        return ring_reduce_scatter(flat, self.group)
 
     def _all_gather(self, shard: torch.Tensor) -> torch.Tensor:
         self._record("all_gather", (self.world - 1) * shard.numel() * shard.element_size())
-        return ring_all_gather(shard)
+        return ring_all_gather(shard, self.group)
 
     def _record(self, op: str, nbytes: int) -> None:
         self.log.append(dict(step=self.steps, op=op, bytes_sent=nbytes))
@@ -210,7 +208,7 @@ class ZeroAdam:
         """Copies of the model's parameters, whole and unpadded (gathered, not logged, in stage 3)."""
         out = []
         for unit in self.units:
-            flat = ring_all_gather(unit.shard).reshape(-1) if self.stage == 3 else unit.full
+            flat = ring_all_gather(unit.shard, self.group).reshape(-1) if self.stage == 3 else unit.full
             out += [view.clone() for view in _views(flat, unit.params)]
         return out
 
