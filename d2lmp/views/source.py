@@ -18,9 +18,9 @@ def source_of(obj) -> str:
     if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
         raise TypeError(f"show() takes functions and classes, got {type(obj).__name__}")
     lines, _ = inspect.getsourcelines(obj)
-    path = Path(inspect.getsourcefile(obj))
-    parts = path.parts
-    where = "/".join(parts[parts.index("d2lmp"):]) if "d2lmp" in parts else path.name
+    path = Path(inspect.getsourcefile(obj)).resolve()
+    package_parent = Path(__file__).resolve().parents[2]  # the folder holding d2lmp/, wherever it is installed
+    where = path.relative_to(package_parent).as_posix() if path.is_relative_to(package_parent) else path.name
     return f"# {where}\n" + "".join(lines)
 
 
