@@ -22,6 +22,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+__all__ = ["conv_output_size", "check_conv_shapes", "conv2d_macs", "conv2d_flops", "conv2d_min_bytes", "Im2colSize",
+           "im2col_size", "conv2d_loops", "im2col_columns", "conv2d_im2col", "to_c01b", "from_c01b", "filters_to_c01b",
+           "conv2d_c01b", "ConvLayer", "ALEXNET_2012_CONV", "layer_inputs", "check_layer", "cuda_convnet_fit"]
+
 # ---------------------------------------------------------------------------------------
 # Shapes and checks
 

@@ -19,6 +19,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+__all__ = ["SAVE_RULES", "OPTIMIZERS", "OUTSIDE", "measure_saved_activations", "predict_saved_activations",
+           "compare_saved_activations", "predict_step_memory", "measure_step_memory", "inference_activation_peak",
+           "predict_inference_memory", "cuda_peak_memory", "judge_cuda_peaks", "breakdown_rows"]
+
 # What autograd saves for each supported leaf layer (the rule the prediction uses):
 SAVE_RULES = {
     "Conv2d": "its input (needed for the weight gradient)",

@@ -12,6 +12,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+__all__ = ["PCIE", "PCIE_LANES", "PCIE_SOURCES", "NVLINK", "NVLINK_SOURCES", "pcie_bandwidth_gbs", "pcie_table",
+           "nvlink_bandwidth_gbs", "nvlink_table", "Topology", "pcie_tree", "hybrid_cube_mesh", "nvswitch",
+           "hop_counts", "nvml_topology", "power_budget"]
+
 # PCIe generation → (transfer rate per lane in GT/s, encoding efficiency), from the PCI Express Base
 # Specifications; the GB/s below are arithmetic on these two numbers.
 PCIE = {

@@ -31,6 +31,9 @@ from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
 from .alpha_beta import BUS_FACTORS, predicted_all_reduce_time
 from .dp_model import predict_step
 
+__all__ = ["STRATEGIES", "ASSUMED_ALPHA", "Hardware", "PRESETS", "this_machine", "Prediction", "predict", "comm_bytes",
+           "ZERO_STAGES", "zero_memory", "zero_traffic"]
+
 STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
 ASSUMED_ALPHA = 10e-6  # seconds per message on GPU links: an assumption, not a measured or sourced figure
 

@@ -31,6 +31,10 @@ from ..models import mlp
 from .launch import rank_device
 from .timeline import Timeline
 
+__all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "BucketedAllReduce",
+           "recording_hook", "VERSIONS", "DataParallelStep", "dp_gradients", "accumulated_gradients",
+           "single_process_gradients", "dp_train", "single_process_train"]
+
 
 @dataclass(frozen=True)
 class MLPSpec:

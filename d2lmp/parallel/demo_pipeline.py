@@ -9,6 +9,8 @@ with status 1, so torchrun (and a shell script or CI job around it) reports a fa
 from ..checks.ranks import check_pipeline
 from .launch import exit_after_torchrun, report_errors, run_from_env
 
+__all__ = ["TOLERANCE", "main"]
+
 TOLERANCE = 1e-5
 
 

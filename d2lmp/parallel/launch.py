@@ -32,6 +32,10 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+__all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "loopback_listener", "choose_backend",
+           "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun",
+           "report_errors"]
+
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
 LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"

@@ -31,6 +31,10 @@ from .launch import rank_device
 from .pipeline_memory import ActivationLedger
 from .timeline import Timeline, TimelineEvent
 
+__all__ = ["SCHEDULES", "balance", "stage_costs", "bubble_fraction", "flat_sequential", "LayerProfile",
+           "profile_layers", "layer_costs", "schedule", "pipeline_step", "pipeline_steps", "sequential_reference",
+           "equal_split", "step_span", "measured_bubble", "simulate"]
+
 SCHEDULES = ("naive", "gpipe", "1f1b")
 
 

@@ -24,6 +24,10 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
+__all__ = ["CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel", "gather_from_parallel",
+           "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
+           "InputChannelParallelConv2d", "parallel_mlp", "comm_volume"]
+
 _LOGS: list[CommLog] = []  # active logs; entered and left only through ``CommLog``
 
 
