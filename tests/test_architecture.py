@@ -296,3 +296,24 @@ def test_readme_notebook_table_matches_the_notebooks_imports():
     spec.loader.exec_module(module)
     assert module.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
         "README.md's notebook -> modules table is out of date: run python book/notebook_modules.py"
+
+
+def test_public_modules_declare_what_they_export():
+    """Every public module names its public API in ``__all__``, and every name there exists."""
+    import importlib
+
+    problems = []
+    for name, path in _package_files().items():
+        if path.name in ("__init__.py", "__main__.py") or path.name.startswith("_"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exported = next((node for node in tree.body if isinstance(node, ast.Assign)
+                         and any(getattr(t, "id", "") == "__all__" for t in node.targets)), None)
+        if exported is None:
+            problems.append(f"{name}: no __all__")
+            continue
+        module = importlib.import_module(name)  # importing has no side effects (checked by other tests)
+        missing = [n for n in module.__all__ if not hasattr(module, n)]
+        if missing:
+            problems.append(f"{name}: __all__ names {missing}, which the module does not define")
+    assert not problems, "\n".join(problems)
