@@ -108,6 +108,13 @@ _ENTRIES = (
        "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
        "International Conference for High Performance Computing, Networking, Storage and Analysis (SC20); "
        "arXiv:1910.02054", 2020, "https://arxiv.org/abs/1910.02054"),
+    _S("zhao2023fsdp", "Zhao, Y.; Gu, A.; Varma, R.; Luo, L.; Huang, C.-C.; Xu, M.; Wright, L.; Shojanazeri, H.; "
+       "Ott, M.; Shleifer, S.; Desmaison, A.; Balioglu, C.; Damania, P.; Nguyen, B.; Chauhan, G.; Hao, Y.; "
+       "Mathews, A.; Li, S.",
+       "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
+       "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277"),
+    _S("chen2016sublinear", "Chen, T.; Xu, B.; Zhang, C.; Guestrin, C.",
+       "Training Deep Nets with Sublinear Memory Cost", "arXiv:1604.06174", 2016, "https://arxiv.org/abs/1604.06174"),
     _S("patarasuk2009bandwidth", "Patarasuk, P.; Yuan, X.",
        "Bandwidth optimal all-reduce algorithms for clusters of workstations",
        "Journal of Parallel and Distributed Computing 69(2)", 2009, "https://doi.org/10.1016/j.jpdc.2008.09.002"),

@@ -24,6 +24,8 @@ REQUIRED = {
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
     "network_partitioning": ["balance", "schedule", "pipeline_step"],
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
+    "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
+                          "checkpointed", "ActivationLedger", "accumulated_gradients"],
 }
 
 

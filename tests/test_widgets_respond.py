@@ -34,6 +34,7 @@ from d2lmp.views import precision as precision_views  # noqa: E402
 from d2lmp.views import roofline as roofline_views  # noqa: E402
 from d2lmp.views import tensor_parallel as tensor_parallel_views  # noqa: E402
 from d2lmp.views import topology as topology_views  # noqa: E402
+from d2lmp.views import zero as zero_views  # noqa: E402
 
 
 def _alexnet_rows():
@@ -57,6 +58,7 @@ FACTORIES = {
     "pipeline": lambda: pipeline_views.pipeline_widget(),
     "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
     "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),
+    "zero": lambda: zero_views.zero_widget(),
 }
 
 

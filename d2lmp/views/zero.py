@@ -1,0 +1,167 @@
+"""ZeRO on screen: what each rank holds per stage, measured against the formula, and memory per device by stage.
+
+The arithmetic is ``parallel.costmodel.zero_memory``'s; this module only lays it out and draws it.
+``held_segments`` and ``memory_per_stage`` are pure (numbers in, numbers out); the plots take their
+results and an optional ``ax``; ``zero_widget`` is a thin ipywidgets front end over them.
+"""
+
+from __future__ import annotations
+
+from .costmodel import OPTIMIZERS
+from .figure import fig_ax, show
+
+__all__ = ["KINDS", "held_segments", "memory_per_stage", "plot_zero_stages", "plot_measured_vs_formula",
+           "plot_memory_per_stage", "zero_widget"]
+
+KINDS = (("parameters", "#8172b2"), ("gradients", "#937860"), ("optimizer", "#da8bc3"))
+MIXED_ADAM = (2, 2, 12)  # bytes per parameter: fp16 weights, fp16 gradients, fp32 master copy + Adam's m, v
+
+
+def held_segments(world: int, stage: int, rank: int, sizes=MIXED_ADAM) -> list[tuple[str, float, float, bool]]:
+    """The pieces of one rank's bar in the ZeRO picture: (kind, start, length, held), lengths in bytes per parameter.
+
+    The bar lays out parameters, gradients and optimizer state end to end, each as long as its bytes per
+    parameter. A kind that ``stage`` shards is cut into ``world`` equal pieces, of which the rank holds
+    piece ``rank``; a kind it does not shard is held whole.
+    """
+    if not isinstance(world, int) or world < 1 or not 0 <= rank < world:
+        raise ValueError(f"need world >= 1 and 0 <= rank < world, got world={world!r}, rank={rank!r}")
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
+    sharded = {"parameters": stage >= 3, "gradients": stage >= 2, "optimizer": stage >= 1}
+    out, start = [], 0.0
+    for (kind, _), size in zip(KINDS, sizes):
+        if sharded[kind] and world > 1:
+            piece = size / world
+            for r in range(world):
+                out.append((kind, start + r * piece, piece, r == rank))
+        else:
+            out.append((kind, start, float(size), True))
+        start += size
+    return out
+
+
+def plot_zero_stages(world: int = 4, sizes=MIXED_ADAM, ax=None):
+    """One row per ZeRO stage, one bar per rank: coloured what the rank keeps, grey what other ranks keep.
+
+    Each bar is parameters | gradients | optimizer state, as long as their bytes per parameter (the
+    default: mixed-precision Adam, 2 + 2 + 12). Returns the Figure.
+    """
+    fig, ax = fig_ax(ax, figsize=(9, 3.8))
+    total = float(sum(sizes))
+    gap = 0.12 * total
+    for stage in range(4):
+        y = 3 - stage
+        for rank in range(world):
+            x0 = rank * (total + gap)
+            for kind, start, length, held in held_segments(world, stage, rank, sizes):
+                colour = dict(KINDS)[kind] if held else "#eeeeee"
+                ax.barh(y, length, left=x0 + start, height=0.6, color=colour, edgecolor="white", lw=0.8)
+            if stage == 0:
+                ax.text(x0 + total / 2, 3.45, f"rank {rank}", ha="center", va="bottom", fontsize=9)
+        kept = sum(length for _, _, length, held in held_segments(world, stage, 0, sizes) if held)
+        ax.text(world * (total + gap) - gap / 2, y, f"{kept:.3g} B/param", va="center", fontsize=9)
+    ax.set_yticks(range(4), [f"stage {s}" for s in (3, 2, 1, 0)])
+    ax.set_xticks([])
+    ax.set_xlim(-gap / 2, world * (total + gap) + 1.5 * total)
+    ax.set_ylim(-0.6, 3.9)
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=c, label=k) for k, c in KINDS] + [Patch(color="#eeeeee", label="kept by another rank")]
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=4, frameon=False)
+    ax.set_title(f"What each of {world} ranks keeps (bytes per parameter: {' + '.join(map(str, sizes))})")
+    return fig
+
+
+def plot_measured_vs_formula(labels, measured, formula, ax=None, ylabel: str = "bytes per rank", title: str = ""):
+    """Side-by-side bars of measured and predicted values for each label (a stage, say). Returns the Figure."""
+    if not len(labels) == len(measured) == len(formula):
+        raise ValueError("labels, measured and formula need the same length")
+    fig, ax = fig_ax(ax, figsize=(5, 3.2))
+    xs = range(len(labels))
+    ax.bar([x - 0.2 for x in xs], measured, width=0.4, color="#4c72b0", label="measured")
+    ax.bar([x + 0.2 for x in xs], formula, width=0.4, color="#dddddd", edgecolor="#555555", hatch="//",
+           label="formula")
+    ax.set_xticks(list(xs), labels)
+    ax.set_ylim(0, 1.25 * max(list(measured) + list(formula) + [1]))
+    ax.set(ylabel=ylabel, title=title)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def memory_per_stage(num_params: float, world: int, optimizer: str = "Adam, mixed precision") -> dict:
+    """{stage: {"parameters", "gradients", "optimizer"} bytes per device} for ``optimizer`` (a key of OPTIMIZERS)."""
+    from ..parallel.costmodel import ZERO_STAGES, zero_memory
+
+    opt = OPTIMIZERS[optimizer]
+    return {s: zero_memory(int(num_params), world, s, opt.param_bytes, opt.grad_bytes, opt.optimizer_bytes)
+            for s in ZERO_STAGES}
+
+
+def plot_memory_per_stage(per_stage: dict, memory_bytes: float | None = None, ax=None, title: str = ""):
+    """Stacked bars (GB, 1e9 bytes) of each stage's training state per device; the device's memory dashed.
+
+    A stage whose bar rises above the line does not fit (activations come on top). Returns the Figure.
+    """
+    fig, ax = fig_ax(ax, figsize=(5, 3.2))
+    names = [f"stage {s}" for s in per_stage]
+    bottom = [0.0] * len(names)
+    for kind, colour in KINDS:
+        values = [per_stage[s][kind] / 1e9 for s in per_stage]
+        ax.bar(names, values, bottom=bottom, color=colour, label=kind)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    for i, b in enumerate(bottom):
+        ax.text(i, b, f"{b:.3g}", ha="center", va="bottom", fontsize=8)
+    top = max(bottom + [1e-9])
+    if memory_bytes is not None:
+        ax.axhline(memory_bytes / 1e9, color="k", ls="--", label="device memory")
+        top = max(top, memory_bytes / 1e9)
+    ax.set_ylim(0, 1.3 * top)
+    ax.set(ylabel="GB per device", title=title)
+    ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def _size_label(n: float) -> str:
+    return f"{n / 1e9:.3g} B" if n >= 1e9 else f"{n / 1e6:.3g} M"
+
+
+def zero_widget(devices_memory: dict[str, float] | None = None):
+    """Model size, devices, optimizer and device → the training state per device under each ZeRO stage.
+
+    ``devices_memory`` maps a device name to its memory in bytes; the default takes the GPUs of the
+    sourced notable-GPU table (``gpu_specs.NOTABLE_GPUS``) with 16 GB or more.
+    """
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    if devices_memory is None:
+        from ..gpu_specs import NOTABLE_GPUS
+
+        devices_memory = {g.name: g.memory_gb * 1e9 for g in NOTABLE_GPUS if g.memory_gb and g.memory_gb >= 16}
+    sizes = [(_size_label(n), n) for n in (1.25e8, 1.3e9, 7.5e9, 13e9, 70e9, 175e9, 1e12)]
+    first_device = next((name for name, nbytes in devices_memory.items() if nbytes >= 80e9), next(iter(devices_memory)))
+
+    def draw(num_params=7.5e9, devices=64, optimizer="Adam, mixed precision", device=first_device):
+        per_stage = memory_per_stage(num_params, devices, optimizer)
+        memory = devices_memory[device]
+        fitting = [s for s, parts in per_stage.items() if sum(parts.values()) <= memory]
+        print(f"{_size_label(num_params)} parameters, {optimizer}, {devices} devices: "
+              + ", ".join(f"stage {s} {sum(p.values()) / 1e9:.3g} GB" for s, p in per_stage.items())
+              + f" per device; {device} has {memory / 1e9:.3g} GB: "
+              + (f"stage {fitting[0]} and above fit (before activations)." if fitting else "no stage fits."))
+        fig, ax = plt.subplots(figsize=(5.5, 3.4))
+        plot_memory_per_stage(per_stage, memory, ax, title=f"{_size_label(num_params)} parameters on {devices} devices")
+        fig.tight_layout()
+        show(fig)
+
+    return w.interactive(
+        draw,
+        num_params=w.SelectionSlider(options=sizes, value=7.5e9, description="parameters"),
+        devices=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=64,
+                                  description="devices"),
+        optimizer=w.Dropdown(options=list(OPTIMIZERS), value="Adam, mixed precision", description="optimizer"),
+        device=w.Dropdown(options=list(devices_memory), value=first_device, description="device"),
+    )
