@@ -43,7 +43,7 @@ LAYERS = {
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
     "front ends": (
-        "d2lmp.views.*", "d2lmp.cli", "d2lmp.__main__",
+        "d2lmp.views.*", "d2lmp.cli", "d2lmp.bench_commands", "d2lmp.__main__",
         "d2lmp.parallel.demo_dp", "d2lmp.parallel.demo_collectives",  # torchrun entry points
         "d2lmp.parallel.demo_pipeline", "d2lmp.parallel.demo_tensor", "d2lmp.parallel.demo_zero",
         "d2lmp.parallel.demo_hybrid",
