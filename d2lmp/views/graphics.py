@@ -48,7 +48,7 @@ def plot_cube_view(yaw: float = 30, pitch: float = 20):
     plot_wireframe(project(transform_batched(cube_vertices(), m)), cube_edges(), ax=ax_cube,
                    title=f"yaw {yaw}°, pitch {pitch}°")
     ax_m.axis("off")
-    text = "M =\n" + format_matrix(m) + "\n\nall 8 vertices (rows of V) at once:\nV' = V Mᵀ, one (8, 4) @ (4, 4) product"
+    text = "M =\n" + format_matrix(m) + "\n\nall 8 vertices (rows of V) at once:\nV' = V Mᵀ, one (8, 4) @ (4, 4)"
     ax_m.text(0.0, 0.5, text, family="monospace", fontsize=10, va="center", ha="left", transform=ax_m.transAxes)
     fig.tight_layout()
     return fig
