@@ -70,16 +70,16 @@ class OpPoint:
 
 
 ELEMENT_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
-OPERATIONS = {  # name -> what size n means for it
-    "matmul": "n×n @ n×n matrix product",
-    "elementwise add": "z = x + y on n·n numbers",
-    "reduction": "sum of n·n numbers",
-    "conv layer": "3×3 convolution, n → n channels, 13×13 maps (as AlexNet's conv3-5), batch 32",
+OPERATIONS = {  # name -> what it does with size n (a template for str.format)
+    "matmul": "{n}×{n} @ {n}×{n} matrix product",
+    "elementwise add": "z = x + y on {n}·{n} numbers",
+    "reduction": "sum of {n}·{n} numbers",
+    "conv layer": "3×3 convolution, {n} → {n} channels, 13×13 maps (as AlexNet's conv3-5), batch 32",
 }
 
 
 def operation_cost(op: str, n: int, dtype: str = "float32") -> tuple[float, float]:
-    """(FLOPs, minimum bytes) of one operation of size ``n`` in ``dtype`` (``OPERATIONS`` says what n means)."""
+    """(FLOPs, minimum bytes) of one operation of size ``n`` in ``dtype`` (``OPERATIONS`` says what n is)."""
     if dtype not in ELEMENT_BYTES:
         raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(ELEMENT_BYTES)}")
     if not isinstance(n, int) or n < 1:

@@ -41,13 +41,13 @@ def test_widget_builds():
 
 
 def test_memory_capacities_on_a_log_axis():
-    rows = [("GTX 580", 1.5e9, "GPU memory"), ("H200 SXM", 141e9, "GPU memory"),
-            ("DGX-1 host", 512e9, "host memory"), ("this machine's RAM", 25e9, "measured here")]
+    rows = [("GTX 580", 1.5 * 2**30, "GPU memory"), ("H200 SXM", 141 * 2**30, "GPU memory"),
+            ("DGX-1 host", 512 * 2**30, "host memory"), ("this machine's RAM", 25 * 2**30, "measured here")]
     fig = bandwidth_views.plot_memory_capacities(rows)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
     assert [p.get_width() for p in ax.patches] == pytest.approx([1.5, 141, 512, 25])
-    assert [t.get_text() for t in ax.texts] == ["1.5 GB", "141 GB", "512 GB", "25 GB"]
+    assert [t.get_text() for t in ax.texts] == ["1.5 GiB", "141 GiB", "512 GiB", "25 GiB"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["GPU memory", "host memory", "measured here"]
     plt.close(fig)
     with pytest.raises(ValueError):

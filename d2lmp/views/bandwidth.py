@@ -112,25 +112,26 @@ def plot_memory_capacities(rows, ax=None, title: str = "Memory capacity: one GPU
     """Horizontal bars of capacity on a log axis, one per row (label, bytes, kind), coloured by kind.
 
     Kinds are free text (e.g. "GPU memory, vendor figure", "host memory, vendor figure", "measured here");
-    each bar is labelled with its size in GB (10^9 bytes).
+    each bar is labelled with its size in GiB (2^30 bytes, the unit memory is built in).
     """
     from matplotlib.patches import Patch
 
     rows = list(rows)
     if not rows or any(size <= 0 for _, size, _ in rows):
         raise ValueError("need at least one (label, bytes, kind) row, every size positive")
-    fig, ax = fig_ax(ax, figsize=(8, 0.9 + 0.34 * len(rows)))
+    fig, ax = fig_ax(ax, figsize=(10, 0.9 + 0.34 * len(rows)))
     colours = {kind: f"C{i}" for i, kind in enumerate(dict.fromkeys(kind for _, _, kind in rows))}
     y = np.arange(len(rows))
-    sizes = [size / 1e9 for _, size, _ in rows]
+    sizes = [size / 2**30 for _, size, _ in rows]
     ax.barh(y, sizes, color=[colours[kind] for _, _, kind in rows])
     for yi, gb in zip(y, sizes):
-        ax.annotate(f"{gb:,.3g} GB", (gb, yi), va="center", fontsize=8, textcoords="offset points", xytext=(3, 0))
+        ax.annotate(f"{gb:,.3g} GiB", (gb, yi), va="center", fontsize=8, textcoords="offset points", xytext=(3, 0))
     ax.set_yticks(y)
     ax.set_yticklabels([label for label, _, _ in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set(xscale="log", xlim=(min(sizes) / 2, max(sizes) * 4), xlabel="GB (log scale)", title=title)
+    ax.set(xscale="log", xlim=(min(sizes) / 2, max(sizes) * 4), xlabel="GiB (log scale)", title=title)
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize=8, loc="lower right")
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

@@ -70,8 +70,8 @@ def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), dtype_p
     def draw(operation="matmul", n=1024, dtype=measured_dtype):
         peak = peaks[dtype]
         p = place_operation(operation, n, dtype, peak, bandwidth_gbs)
-        print(f"{OPERATIONS[operation]} ({dtype}): {p.flops:,.3g} FLOPs, {p.bytes:,.3g} bytes → "
-              f"{p.intensity:,.3g} FLOP/byte → at most {p.attainable_gflops:,.1f} GFLOP/s ({p.bound}-bound), "
+        print(f"{OPERATIONS[operation].format(n=n)} ({dtype}): {p.flops:.3g} FLOPs, {p.bytes:.3g} bytes → "
+              f"{p.intensity:,.4g} FLOP/byte → at most {p.attainable_gflops:,.1f} GFLOP/s ({p.bound}-bound), "
               f"{p.seconds * 1e3:,.3g} ms at best")
         if dtype == measured_dtype:
             fig = plot_roofline(peak, bandwidth_gbs, list(points) + [p.point()], **plot_kwargs)
