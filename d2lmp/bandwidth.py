@@ -13,6 +13,9 @@ import torch
 from .gpu_specs import NOTABLE_GPUS, find_gpu_spec
 from .timing import benchmark, resolve_device
 
+__all__ = ["bus_bandwidth_gbs", "gpu_memory_table", "measure_bandwidth", "device_copy_sweep", "host_device_copy",
+           "transfer_sweep"]
+
 
 def bus_bandwidth_gbs(bus_bits: int, gbps_per_pin: float) -> float:
     """Peak GB/s = bus bits × Gb/s per pin / 8 (e.g. 352 × 14 / 8 = 616 for the RTX 2080 Ti)."""

@@ -4,7 +4,9 @@ A notebook cites a source with a link to its anchor, ``[Huang et al., 2019](#ref
 (or, in running text, ``Huang et al. ([2019](#ref-huang2019gpipe))``), and ends with a References cell
 made by ``references_markdown(cited_keys(text))``. ``tests/test_sources.py`` keeps the two in sync.
 Authors are written ``"Surname, I.; Surname, I."``; an organisation is one name without a comma.
-Undated living documents (documentation, product pages) have the year ``"n.d."``.
+Undated living documents (documentation, product pages) have the year ``"n.d."``. Data tables
+(``gpu_specs.NOTABLE_GPUS``, ``topology``'s link tables, the cost-model presets) name their sources by
+key in a ``source`` field; ``sources_text`` prints them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Source", "SOURCES", "cite", "cite_text", "year_text", "references_markdown", "cited_keys"]
+__all__ = ["Source", "SOURCES", "cite", "cite_text", "sources_text", "year_text", "references_markdown", "cited_keys"]
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,11 @@ def year_text(key: str) -> str:
 def cite_text(key: str) -> str:
     """The text of a citation: 'Huang et al., 2019'."""
     return f"{_name_part(SOURCES[key])}, {year_text(key)}"
+
+
+def sources_text(keys) -> str:
+    """The citation texts of several keys, for printing a data table's ``source``: 'NVIDIA, 2022a; NVIDIA, 2022b'."""
+    return "; ".join(cite_text(k) for k in keys)
 
 
 def cite(key: str) -> str:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterator
 from typing import TypeVar
 
+__all__ = ["T", "QUICK_ENV", "quick_mode", "quick_mode_set", "pick", "set_seed", "in_colab", "set_threads"]
+
 T = TypeVar("T")
 
 QUICK_ENV = "D2LMP_QUICK"

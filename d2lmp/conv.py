@@ -22,6 +22,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+__all__ = ["conv_output_size", "check_conv_shapes", "conv2d_macs", "conv2d_flops", "conv2d_min_bytes", "Im2colSize",
+           "im2col_size", "conv2d_loops", "im2col_columns", "conv2d_im2col", "to_c01b", "from_c01b", "filters_to_c01b",
+           "conv2d_c01b", "ConvLayer", "ALEXNET_2012_CONV", "layer_inputs", "check_layer", "cuda_convnet_fit"]
+
 # ---------------------------------------------------------------------------------------
 # Shapes and checks
 
@@ -271,8 +275,9 @@ class ConvLayer:
         return conv2d_min_bytes(self.x_shape(batch), self.w_shape, self.stride, self.padding, self.groups, element_size)
 
 
-# The 2012 paper's five convolutions (facts.md §1.2): 224×224 input with padding 2 in conv1
-# (so conv1 gives 55×55), groups=2 where a layer sees only its own GPU's maps.
+# The 2012 paper's five convolutions (Krizhevsky et al. 2012, §3.5 and Fig. 2; bibliography:
+# krizhevsky2012imagenet): 224×224 input with padding 2 in conv1, so conv1 gives (224 + 2·2 − 11) // 4 + 1
+# = 55 rows and columns; groups=2 where a layer sees only its own GPU's maps (§3.2).
 ALEXNET_2012_CONV = (
     ConvLayer("conv1", 3, 224, 96, 11, stride=4, padding=2),
     ConvLayer("conv2", 96, 27, 256, 5, padding=2, groups=2),
@@ -304,7 +309,9 @@ def check_layer(layer: ConvLayer, batch: int = 2, device="cpu") -> dict:
 
 
 def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
-    """Which of cuda-convnet's constraints a layer and batch meet (facts.md §3, from cuda-convnet2's code).
+    """Which of cuda-convnet's constraints a layer and batch meet (read from cuda-convnet2's
+    ``cudaconv3/src/filter_acts.cu`` and the pylearn2 wrapper's docstrings; bibliography:
+    krizhevsky_cuda_convnet2, pylearn2_cuda_convnet).
 
     - filters a multiple of 16 per group (``assert(numFilters % (16 * numGroups) == 0)``), required;
     - input channels 1, 2, 3 or a multiple of 4 per group, required;

@@ -1,4 +1,4 @@
-"""The sourced table of notable GPUs (GTX 580 ... H200): vendor figures with a source for each row.
+"""The sourced table of notable GPUs (GTX 580 ... H200): vendor figures, each row citing its primary sources.
 
 ``NOTABLE_GPUS`` holds one ``GPUSpec`` per GPU; ``find_gpu_spec`` maps a name as NVML or torch
 reports it to its row, and ``gpu_peak_gflops`` reads the vendor peak for a dtype. Figures only:
@@ -15,7 +15,11 @@ __all__ = ["GPUSpec", "NOTABLE_GPUS", "find_gpu_spec", "gpu_peak_gflops"]
 
 @dataclass(frozen=True)
 class GPUSpec:
-    """Vendor figures for one GPU. Tensor figures are dense (no 2:4 sparsity)."""
+    """Vendor figures for one GPU. Tensor figures are dense (no 2:4 sparsity).
+
+    ``source``: the keys of its primary sources in ``d2lmp.bibliography.SOURCES``; ``note``: where in
+    them each figure stands, and which figures are derived (by what arithmetic) or not confirmed.
+    """
 
     name: str
     architecture: str
@@ -29,49 +33,76 @@ class GPUSpec:
     int8_tops: float | None
     tdp_w: float
     link: str
-    source: str
+    source: tuple[str, ...]
+    note: str
     match: str  # regular expression matched against the name NVML/torch report
 
 
 NOTABLE_GPUS: tuple[GPUSpec, ...] = (
     GPUSpec("GTX 580", "Fermi GF110", 2010, 1.5, "GDDR5", 384, 192.4, 1.58, None, None, 244,
             "PCIe 2.0 x16, no NVLink",
-            "bit-tech/hexus/guru3d launch reviews: 512 cores, 1544 MHz shader clock, 384-bit "
-            "4008 MT/s; FP32 = 512×2×1.544 GHz, bandwidth = 384/8×4.008 (derived). AlexNet used "
-            "3 GB partner boards.",
-            r"GTX 580"),
+            source=("nvidia_gtx580_specs", "krizhevsky2012imagenet"),
+            note="NVIDIA's specifications: 512 CUDA cores, 1544 MHz processor clock, 1.5 GB GDDR5 on 384 bits, "
+                 "192.4 GB/s, 244 W. Derived: FP32 = 512 × 2 × 1.544 GHz = 1.58 TFLOPS; 192.4 GB/s × 8 / 384 bits "
+                 "= 4.008 Gb/s per pin. AlexNet used two boards with 3 GB each (Krizhevsky et al. 2012, §3.2).",
+            match=r"GTX 580"),
     GPUSpec("RTX 2080 Ti", "Turing TU102", 2018, 11, "GDDR6", 352, 616, 13.4, 53.8, 215.2, 250,
             "PCIe 3.0 x16; NVLink bridge",
-            "Tom's Hardware / wccftech specs: 4352 cores, 1545 MHz, 352-bit 14 Gb/s GDDR6; tensor and "
-            "INT8 figures from the Turing whitepaper table, still to be checked against the PDF.",
-            r"2080 Ti"),
+            source=("nvidia_turing_whitepaper",),
+            note="Turing whitepaper, Table 1 (GP102 vs TU102), reference-board figures: 4352 CUDA cores, "
+                 "1545 MHz boost, 13.4 TFLOPS FP32, 53.8 FP16 tensor TFLOPS with FP32 accumulate (107.6 with FP16 "
+                 "accumulate), 215.2 INT8 TOPS, 11 GB GDDR6 on 352 bits at 14 Gb/s, 616 GB/s, 250 W (the Founders "
+                 "Edition: 1635 MHz, 14.2 / 56.9 / 227.7, 260 W); NVLink: two x8 links, 100 GB/s both directions. "
+                 "Read in NVIDIA's text of that table (NVIDIA Technical Blog, 'NVIDIA Turing Architecture "
+                 "In-Depth', 2018), not on the PDF's page.",
+            match=r"2080 Ti"),
     GPUSpec("V100 SXM2", "Volta GV100", 2017, 16, "HBM2", 4096, 900, 15.7, 125, None, 300,
             "NVLink 2: 6 links, 300 GB/s",
-            "NVIDIA Volta whitepaper table (5120 FP32 cores, 640 tensor cores, 4096-bit HBM2); "
-            "shipping SXM2 clock 1530 MHz gives 15.7 / 125 TFLOPS.",
-            r"V100"),
+            source=("nvidia_volta_whitepaper",),
+            note="Volta whitepaper (Table 1, Tesla V100 SXM2, and its text): 5120 FP32 cores, 640 tensor "
+                 "cores, 1530 MHz boost, 15.7 TFLOPS FP32, 125 tensor TFLOPS, 16 GB HBM2 on 4096 bits, 900 GB/s, "
+                 "300 W; six NVLink 2 links, 300 GB/s. No INT8 tensor mode.",
+            match=r"V100"),
     GPUSpec("T4", "Turing TU104", 2018, 16, "GDDR6", 256, 320, 8.1, 65, 130, 70,
             "PCIe 3.0 x16, no NVLink",
-            "NVIDIA T4 datasheet as reported by geektopia.es and sysrqmts.com (8.1 / 65 / 130 TOPS, 70 W).",
-            r"\bT4\b"),
+            source=("nvidia_t4_datasheet", "nvidia_turing_whitepaper"),
+            note="T4 datasheet: 8.1 TFLOPS FP32, 65 FP16 (mixed-precision) tensor TFLOPS, 130 INT8 TOPS, 16 GB "
+                 "GDDR6, 70 W, PCIe Gen3 x16. Not confirmed here: the bus width (256 bits is the TU104's "
+                 "memory interface in the Turing whitepaper; the datasheet gives none) and the bandwidth: "
+                 "320 GB/s = 256 bits × 10 Gb/s / 8, while the datasheet is reported to state 300 GB/s.",
+            match=r"\bT4\b"),
     GPUSpec("A100 SXM4 40GB", "Ampere GA100", 2020, 40, "HBM2", 5120, 1555, 19.5, 312, 624, 400,
             "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",
-            "NVIDIA A100 datasheet via glennklockwood.com and thundercompute.com.",
-            r"A100(?!.*(80GB|PCIE))"),  # PCIe cards: lower power and clocks, not in the table
+            source=("nvidia_ampere_whitepaper", "nvidia_a100_datasheet"),
+            note="Ampere whitepaper, comparison of data-center GPUs (A100 SXM4): 19.5 TFLOPS FP32, 312 FP16 "
+                 "tensor TFLOPS and 624 INT8 TOPS dense (twice with sparsity), 40 GB HBM2 on 5120 bits, "
+                 "1555 GB/s, 400 W; twelve NVLink 3 links, 600 GB/s. PCIe Gen4 (64 GB/s): the A100 datasheet.",
+            match=r"A100(?!.*(80GB|PCIE))"),  # PCIe cards: lower power and clocks, not in the table
     GPUSpec("A100 SXM4 80GB", "Ampere GA100", 2020, 80, "HBM2e", 5120, 2039, 19.5, 312, 624, 400,
             "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",
-            "NVIDIA A100 datasheet via glennklockwood.com and thundercompute.com.",
-            r"A100(?!.*PCIE).*80GB"),
+            source=("nvidia_a100_datasheet", "nvidia_ampere_whitepaper"),
+            note="A100 datasheet, A100 80GB SXM column: 80 GB HBM2e, 2,039 GB/s, 400 W, NVLink 600 GB/s, PCIe "
+                 "Gen4 64 GB/s; compute as the 40 GB card (the datasheet's starred tensor figures are with "
+                 "sparsity, twice the dense ones). 5120 bits: the A100's memory interface in the Ampere whitepaper.",
+            match=r"A100(?!.*PCIE).*80GB"),
     GPUSpec("H100 SXM5", "Hopper GH100", 2022, 80, "HBM3", 5120, 3350, 67, 989.4, 1979, 700,
             "NVLink 4: 18 links, 900 GB/s; PCIe 5.0",
-            "NVIDIA H100 datasheet as reproduced by hpctech.co.jp; dense tensor figures from "
-            "glennklockwood.com (datasheet headline values are 2:4 sparse, 2× dense).",
-            r"H100(?!.*(PCIe|NVL))"),  # the PCIe and NVL cards have other memory and clocks
+            source=("nvidia_h100_datasheet", "nvidia_hopper_whitepaper"),
+            note="H100 datasheet, H100 SXM column: 67 TFLOPS FP32, 80 GB, 3.35 TB/s, up to 700 W, NVLink 900 GB/s, "
+                 "PCIe Gen5 128 GB/s; its tensor figures are with 2:4 sparsity, so the dense ones come from the "
+                 "Hopper whitepaper, Table 3 (H100 SXM5): 989.4 FP16/BF16 tensor TFLOPS, 1978.9 INT8 TOPS; "
+                 "HBM3 on 5120 bits (five stacks).",
+            match=r"H100(?!.*(PCIe|NVL))"),  # the PCIe and NVL cards have other memory and clocks
     GPUSpec("H200 SXM", "Hopper GH100", 2024, 141, "HBM3e", 6144, 4800, 67, 989.4, 1979, 700,
             "NVLink 4: 18 links, 900 GB/s; PCIe 5.0",
-            "H200 product pages as summarised by aiminingco.com, lzwjava.github.io and geektopia.es "
-            "(141 GB HBM3e, 4.8 TB/s, same compute as H100 SXM); 6144 bits × 6.25 Gb/s / 8 = 4.8 TB/s.",
-            r"H200"),
+            source=("nvidia_h200_page", "nvidia_hopper_whitepaper"),
+            note="H200 page, H200 SXM column: 141 GB HBM3e, 4.8 TB/s, 67 TFLOPS FP32, 1,979 FP16/BF16 tensor "
+                 "TFLOPS and 3,958 INT8 TOPS with sparsity (the dense figures, half of these, as the H100 SXM's "
+                 "in the Hopper whitepaper), up to 700 W, NVLink 900 GB/s, PCIe Gen5 128 GB/s. The bus width is "
+                 "not on the page: 6144 bits is the full GH100 memory interface of the Hopper whitepaper "
+                 "(six HBM stacks, twelve 512-bit controllers), assumed here; then 4.8 TB/s × 8 / 6144 bits = "
+                 "6.25 Gb/s per pin (derived).",
+            match=r"H200"),
 )
 
 

@@ -11,6 +11,9 @@ import math
 
 import torch
 
+__all__ = ["cube_vertices", "cube_edges", "rotation_y", "rotation_x", "translation", "transform_loop",
+           "transform_batched", "project", "measure_transforms"]
+
 
 def cube_vertices(dtype=torch.float32) -> torch.Tensor:
     """The 8 corners of the cube [-1, 1]³ as homogeneous row vectors, shape (8, 4)."""

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import gpu_specs
+from .bibliography import sources_text
 
 # ---------------------------------------------------------------------------------------
 # CPU
@@ -354,5 +355,5 @@ def peak_gflops(device: str, dtype: str, cpu: CPUInfo | None = None) -> tuple[fl
         spec = gpu_specs.find_gpu_spec(name)
         if peak is None:
             return None, f"no sourced {dtype} peak for {name} in NOTABLE_GPUS"
-        return peak, f"{spec.name} vendor figure ({spec.source})"
+        return peak, f"{spec.name} vendor figure ({sources_text(spec.source)})"
     return None, f"no peak figure for device {device}"

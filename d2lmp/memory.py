@@ -19,6 +19,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+__all__ = ["SAVE_RULES", "OPTIMIZERS", "OUTSIDE", "measure_saved_activations", "predict_saved_activations",
+           "compare_saved_activations", "predict_step_memory", "measure_step_memory", "inference_activation_peak",
+           "predict_inference_memory", "cuda_peak_memory", "judge_cuda_peaks", "breakdown_rows"]
+
 # What autograd saves for each supported leaf layer (the rule the prediction uses):
 SAVE_RULES = {
     "Conv2d": "its input (needed for the weight gradient)",
@@ -122,8 +126,8 @@ def predict_saved_activations(model: nn.Module, input_shape, dtype: torch.dtype 
         if type(m).__name__ not in SAVE_RULES:
             raise ValueError(f"no saved-activation rule for layer {name!r} ({type(m).__name__}); "
                              f"known kinds: {', '.join(SAVE_RULES)}")
-    param = next(model.parameters())
-    device_type = device_type or param.device.type
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))  # a ReLU alone has none
+    device_type = device_type or device.type
     if device_type == "meta":
         device_type = "cpu"
     if device_type not in ("cpu", "cuda"):
@@ -131,7 +135,7 @@ def predict_saved_activations(model: nn.Module, input_shape, dtype: torch.dtype 
     records = []
     hooks = [m.register_forward_hook(lambda mod, args, out, name=name: records.append((name, mod, args[0], out)))
              for name, m in leaves]
-    x = torch.zeros(tuple(input_shape), dtype=dtype, device=param.device)
+    x = torch.zeros(tuple(input_shape), dtype=dtype, device=device)
     was_training = model.training
     try:
         model.train(training)  # in training mode dropout makes a new tensor, as it does when autograd records

@@ -1,13 +1,15 @@
 """The networks the notebooks build (LeNet-5, AlexNets, an MLP) and a per-layer table of their costs.
 
 - ``lenet5``: the LeNet-5 of *Dive into Deep Learning* (sigmoid, average pooling, 28×28 input).
-- ``alexnet_d2l``: D2L's single-tower AlexNet for 224×224 inputs (facts.md §1.4c: 46,764,746
-  parameters with 1 input channel and 10 classes).
+- ``alexnet_d2l``: D2L's single-tower AlexNet for 224×224 inputs (Zhang et al. 2023; bibliography:
+  zhang2023d2l_alexnet); its layer shapes give 46,764,746 parameters with 1 input channel and 10 classes.
 - ``alexnet2012``: the 2012 paper's network: two towers as grouped convolutions (conv2, conv4,
   conv5), local response normalisation with k=2, n=5, α=1e-4, β=0.75, overlapping 3×3/2 pooling,
-  dropout 0.5 in fc6 and fc7 (facts.md §1.1, §1.2, §1.4a: 60,965,224 parameters).
-- ``alexnet_torchvision``: parameter names and shapes of torchvision's ``alexnet`` (facts.md
-  §1.4b: 61,100,840 parameters), so its published weights load unchanged.
+  dropout 0.5 in fc6 and fc7 (Krizhevsky et al. 2012, §3.3-§3.5 and §4.2; bibliography:
+  krizhevsky2012imagenet); its layer shapes give 60,965,224 parameters ("60 million" in the paper).
+- ``alexnet_torchvision``: parameter names and shapes of torchvision's ``alexnet`` (61,100,840
+  parameters, its weights' ``num_params``; bibliography: torchvision_alexnet_docs), so its published
+  weights load unchanged.
 - ``alexnet_small``: an AlexNet-shaped network scaled down for 32×32 inputs and CPU training.
 - ``mlp``: the one multilayer-perceptron builder (the digits network, the data-parallel MLPs).
 - ``pipeline_model``: a half-width AlexNet as one flat ``nn.Sequential``, the network that pipeline
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-# Paper constants (facts.md §1.1, paper §3.3): b = a / (k + α Σ a²)^β over n adjacent maps.
+# Paper constants (Krizhevsky et al. 2012, §3.3; bibliography: krizhevsky2012imagenet):
+# b = a / (k + α Σ a²)^β over n adjacent maps.
 LRN_K, LRN_N, LRN_ALPHA, LRN_BETA = 2.0, 5, 1e-4, 0.75
 
 
@@ -94,7 +98,8 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
     The two GPUs are written as ``groups=2`` in conv2, conv4 and conv5, whose kernels see
     only their own GPU's maps (paper §3.2), and the response normalisations after conv1 and
     conv2 work within each GPU's maps (``TowerLRN``). conv1 uses padding 2 so that a 224×224 input
-    gives the paper's 55×55 maps (facts.md §1.2, the 224 vs 227 note). fc6's input size
+    gives the paper's 55×55 maps ((224 + 2·2 − 11) // 4 + 1 = 55; without padding a 227×227 input
+    would be needed, (227 − 11) / 4 + 1 = 55, though the paper says 224). fc6's input size
     follows ``input_size``. ``init="paper"`` draws weights from N(0, 0.01) with bias 1 in
     conv2, conv4, conv5 and the hidden FC layers, 0 elsewhere (paper §5); "torch" keeps
     PyTorch's default initialisation.
@@ -227,18 +232,63 @@ def count_parameters(model: nn.Module) -> int:
 # The layer table
 
 
-def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None) -> list[dict]:
-    """One row per leaf layer (in execution order) for an input of ``input_shape`` (batch first).
+@dataclass(frozen=True)
+class LayerRow:
+    """One leaf layer of ``layer_table``: its output shape (batch first), parameters, multiply-adds and
+    FLOPs for the whole batch (only convolutions and linear layers count), and the output's bytes."""
 
-    Columns: name, kind, output shape (batch first), params, macs (multiply-adds for the whole
-    batch; only convolutions and linear layers count), flops (2 × macs) and activation_bytes
-    (the output's size). The forward pass runs where the parameters are; build the model on
-    the ``meta`` device (``with torch.device("meta"):``) to get shapes without arithmetic.
+    name: str
+    kind: str  # the module's class name: "Conv2d", "Linear", "ReLU", ...
+    output_shape: tuple[int, ...]
+    params: int
+    macs: int
+    flops: int  # 2 × macs
+    activation_bytes: int
+
+
+@dataclass(frozen=True)
+class LayerTotals:
+    """Sums over a layer table (``totals``)."""
+
+    params: int
+    macs: int
+    flops: int
+    activation_bytes: int
+
+
+@dataclass(frozen=True)
+class LayerShare:
+    """A conv or linear layer's share of all parameters and of all FLOPs (``params_vs_flops``)."""
+
+    name: str
+    kind: str
+    params: int
+    flops: int
+    param_share: float
+    flop_share: float
+
+
+@dataclass(frozen=True)
+class AlexNetSummary:
+    """``alexnet_summary``: the layer table, its totals, and where the FLOPs and parameters live."""
+
+    rows: list[LayerRow]
+    totals: LayerTotals
+    conv_flop_share: float
+    fc_param_share: float
+
+
+def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None) -> list[LayerRow]:
+    """One ``LayerRow`` per leaf layer (in execution order) for an input of ``input_shape`` (batch first).
+
+    The forward pass runs where the parameters are; build the model on the ``meta`` device
+    (``with torch.device("meta"):``) to get shapes without arithmetic. ``dtype_bytes`` sizes
+    the activations.
     """
     input_shape = tuple(input_shape)
     if len(input_shape) < 2:
         raise ValueError(f"input_shape must include the batch, e.g. (1, 3, 224, 224), got {input_shape}")
-    rows: list[dict] = []
+    rows: list[LayerRow] = []
     hooks = []
 
     def hook(name):
@@ -251,8 +301,8 @@ def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None
                 macs = output.numel() * module.in_features
             else:
                 macs = 0
-            rows.append(dict(name=name, kind=type(module).__name__, output_shape=tuple(output.shape), params=params,
-                             macs=macs, flops=2 * macs, activation_bytes=output.numel() * dtype_bytes))
+            rows.append(LayerRow(name, type(module).__name__, tuple(output.shape), params, macs, 2 * macs,
+                                 output.numel() * dtype_bytes))
         return record
 
     for name, module in model.named_modules():
@@ -272,40 +322,39 @@ def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None
     return rows
 
 
-def totals(rows: list[dict]) -> dict:
+def totals(rows: list[LayerRow]) -> LayerTotals:
     """Sums of params, macs, flops and activation bytes over a layer table."""
-    return {k: sum(r[k] for r in rows) for k in ("params", "macs", "flops", "activation_bytes")}
+    return LayerTotals(params=sum(r.params for r in rows), macs=sum(r.macs for r in rows),
+                       flops=sum(r.flops for r in rows), activation_bytes=sum(r.activation_bytes for r in rows))
 
 
-def format_layer_table(rows: list[dict], skip_kinds=("ReLU", "Dropout", "Flatten")) -> str:
+def format_layer_table(rows: list[LayerRow], skip_kinds=("ReLU", "Dropout", "Flatten")) -> str:
     """A plain-text table (shapes without the batch, parameters, MFLOPs, activation KiB) plus a total row.
 
     Layers of ``skip_kinds`` are left out; the activation total sums the rows shown.
     """
     from .report import table
 
-    body = [[r["name"], r["kind"], "×".join(str(s) for s in r["output_shape"][1:]), f"{r['params']:,}",
-             f"{r['flops'] / 1e6:,.1f}", f"{r['activation_bytes'] / 2**10:,.1f}"]
-            for r in rows if r["kind"] not in skip_kinds]
+    body = [[r.name, r.kind, "×".join(str(s) for s in r.output_shape[1:]), f"{r.params:,}",
+             f"{r.flops / 1e6:,.1f}", f"{r.activation_bytes / 2**10:,.1f}"]
+            for r in rows if r.kind not in skip_kinds]
     t = totals(rows)
-    shown = sum(r["activation_bytes"] for r in rows if r["kind"] not in skip_kinds)
-    body.append(["total", "", "", f"{t['params']:,}", f"{t['flops'] / 1e6:,.1f}", f"{shown / 2**10:,.1f}"])
+    shown = sum(r.activation_bytes for r in rows if r.kind not in skip_kinds)
+    body.append(["total", "", "", f"{t.params:,}", f"{t.flops / 1e6:,.1f}", f"{shown / 2**10:,.1f}"])
     return table(body, ["layer", "kind", "output", "params", "MFLOPs", "activations KiB"])
 
 
-def params_vs_flops(rows: list[dict]) -> list[dict]:
+def params_vs_flops(rows: list[LayerRow]) -> list[LayerShare]:
     """For each conv/linear layer: its share of all parameters and of all FLOPs."""
-    learned = [r for r in rows if r["kind"] in ("Conv2d", "Linear")]
-    p_total = sum(r["params"] for r in learned)
-    f_total = sum(r["flops"] for r in learned)
-    return [dict(name=r["name"], kind=r["kind"], params=r["params"], flops=r["flops"],
-                 param_share=r["params"] / p_total, flop_share=r["flops"] / f_total) for r in learned]
+    learned = [r for r in rows if r.kind in ("Conv2d", "Linear")]
+    p_total = sum(r.params for r in learned)
+    f_total = sum(r.flops for r in learned)
+    return [LayerShare(r.name, r.kind, r.params, r.flops, r.params / p_total, r.flops / f_total) for r in learned]
 
 
-def alexnet_summary(input_size: int = 224, width: float = 1.0, num_classes: int = 1000) -> dict:
+def alexnet_summary(input_size: int = 224, width: float = 1.0, num_classes: int = 1000) -> AlexNetSummary:
     """Shapes, parameters and FLOPs of ``alexnet2012`` at an input size and width (built on ``meta``).
 
-    Returns {"rows": layer table, "totals": sums, "conv_flop_share", "fc_param_share"}.
     ValueError when the input is too small for the network (the last pooling needs ≥ 1×1 maps).
     """
     if input_size < 1:
@@ -318,6 +367,6 @@ def alexnet_summary(input_size: int = 224, width: float = 1.0, num_classes: int 
                          f"pooling layers (try 63 or more): {exc}") from None
     rows = layer_table(model, (1, 3, input_size, input_size))
     shares = params_vs_flops(rows)
-    return {"rows": rows, "totals": totals(rows),
-            "conv_flop_share": sum(s["flop_share"] for s in shares if s["kind"] == "Conv2d"),
-            "fc_param_share": sum(s["param_share"] for s in shares if s["kind"] == "Linear")}
+    return AlexNetSummary(rows, totals(rows),
+                          conv_flop_share=sum(s.flop_share for s in shares if s.kind == "Conv2d"),
+                          fc_param_share=sum(s.param_share for s in shares if s.kind == "Linear"))

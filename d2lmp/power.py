@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["EXPONENTS", "dynamic_power", "ManyCoreResult", "many_slow_cores"]
+
 EXPONENTS = {
     1: "fixed voltage: P ∝ f",
     2: "common simplification: P ∝ f²",

@@ -16,6 +16,9 @@ import math
 import torch
 from torch import nn
 
+__all__ = ["PRECISION_MODES", "format_table", "representable", "underflow_fractions", "gradients_of", "scale_sweep",
+           "exponent_histogram", "train_mixed", "lost_update_threshold", "bits_needed"]
+
 PRECISION_MODES = ("fp32", "bf16", "fp16")
 
 

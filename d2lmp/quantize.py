@@ -18,6 +18,9 @@ import functools
 import torch
 from torch import nn
 
+__all__ = ["QMAX", "quantize_symmetric", "dequantize", "has_int_mm", "int8_matmul", "Int8Linear",
+           "quantize_linear_layers", "dispatched_operations", "weight_bytes", "compare_inference", "linear_intensity"]
+
 QMAX = 127
 
 

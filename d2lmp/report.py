@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["table", "info_text"]
+
 
 def table(rows: list[list], header: list[str]) -> str:
     """Format rows as an aligned text table."""

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+__all__ = ["DTYPES", "synchronize", "Timer", "Measurement", "benchmark", "torch_benchmark_median", "matmul_flops",
+           "resolve_dtype", "resolve_device", "time_matmul", "matmul_sweep", "harness_agreement", "linear_sweep"]
+
 DTYPES = {
     "float64": torch.float64,
     "float32": torch.float32,

@@ -1,9 +1,10 @@
 """How GPUs are wired: PCIe and NVLink bandwidth, 8-GPU topologies, the real topology via NVML,
 and a power budget.
 
-Figures come from ../shared/reference/facts.md §5: PCIe per generation (§5.1, PCI-SIG figures
-as tabulated by hpc-notes.pages.dev, arithmetic derived), NVLink per generation (§5.2, NVIDIA's
-DGX-1 whitepaper text and NVLink pages) and server topologies (§5.3).
+Each link table names its primary sources by key in ``d2lmp.bibliography.SOURCES`` (``PCIE_SOURCES``,
+``NVLINK_SOURCES``, and a ``source`` in every row of ``pcie_table`` and ``nvlink_table``): the PCI-SIG
+specifications for the PCIe rates and encodings (GB/s is arithmetic), NVIDIA's whitepapers and NVLink
+page for the NVLink links; the DGX-1 and DGX H100 topologies cite NVIDIA's system descriptions.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-# PCIe generation → (transfer rate per lane in GT/s, encoding efficiency). facts.md §5.1.
+__all__ = ["PCIE", "PCIE_LANES", "PCIE_SOURCES", "NVLINK", "NVLINK_SOURCES", "pcie_bandwidth_gbs", "pcie_table",
+           "nvlink_bandwidth_gbs", "nvlink_table", "Topology", "pcie_tree", "hybrid_cube_mesh", "nvswitch",
+           "hop_counts", "nvml_topology", "power_budget"]
+
+# PCIe generation → (transfer rate per lane in GT/s, encoding efficiency), from the PCI Express Base
+# Specifications; the GB/s below are arithmetic on these two numbers.
 PCIE = {
     2: (5.0, 8 / 10),
     3: (8.0, 128 / 130),
@@ -19,14 +25,23 @@ PCIE = {
     5: (32.0, 128 / 130),
 }
 PCIE_LANES = (1, 2, 4, 8, 16)
+PCIE_SOURCES = {generation: ("pcisig_specifications",) for generation in PCIE}
 
-# NVLink generation → (GPU, year, GB/s per link per direction, links per GPU). facts.md §5.2.
+# NVLink generation → (GPU, year, GB/s per link per direction, links per GPU).
 NVLINK = {
     1: ("P100", 2016, 20, 4),
     2: ("V100", 2017, 25, 6),
     3: ("A100", 2020, 25, 12),
     4: ("H100/H200", 2022, 25, 18),
     5: ("B200", 2024, 50, 18),
+}
+# Each generation's links as its GPU's whitepaper describes them; NVIDIA's NVLink page tabulates all five.
+NVLINK_SOURCES = {
+    1: ("nvidia_pascal_whitepaper", "nvidia_nvlink_page"),
+    2: ("nvidia_volta_whitepaper", "nvidia_nvlink_page"),
+    3: ("nvidia_ampere_whitepaper", "nvidia_nvlink_page"),
+    4: ("nvidia_hopper_whitepaper", "nvidia_nvlink_page"),
+    5: ("nvidia_nvlink_page",),
 }
 
 
@@ -46,10 +61,11 @@ def pcie_bandwidth_gbs(generation: int, lanes: int = 16, both_directions: bool =
 
 
 def pcie_table(lanes: int = 16) -> list[dict]:
-    """One row per PCIe generation: GT/s, encoding, GB/s per lane and for ``lanes`` lanes (per direction)."""
+    """One row per PCIe generation: GT/s, encoding, GB/s per lane and for ``lanes`` lanes (per direction),
+    and the bibliography keys of its source."""
     return [dict(generation=g, gt_s=rate, encoding="8b/10b" if eff == 0.8 else "128b/130b",
                  per_lane_gbs=pcie_bandwidth_gbs(g, 1), gbs=pcie_bandwidth_gbs(g, lanes),
-                 both_directions_gbs=pcie_bandwidth_gbs(g, lanes, True))
+                 both_directions_gbs=pcie_bandwidth_gbs(g, lanes, True), source=PCIE_SOURCES[g])
             for g, (rate, eff) in PCIE.items()]
 
 
@@ -68,10 +84,12 @@ def nvlink_bandwidth_gbs(generation: int, links: int | None = None) -> float:
 
 
 def nvlink_table() -> list[dict]:
-    """One row per NVLink generation with the total per GPU and the ratio to PCIe 5.0 ×16 (both directions)."""
+    """One row per NVLink generation with the total per GPU, the ratio to PCIe 5.0 ×16 (both directions)
+    and the bibliography keys of its sources."""
     pcie5 = pcie_bandwidth_gbs(5, 16, True)
     return [dict(generation=g, gpu=gpu, year=year, per_link_per_direction_gbs=per, links=links,
-                 total_gbs=nvlink_bandwidth_gbs(g), vs_pcie5_x16=nvlink_bandwidth_gbs(g) / pcie5)
+                 total_gbs=nvlink_bandwidth_gbs(g), vs_pcie5_x16=nvlink_bandwidth_gbs(g) / pcie5,
+                 source=NVLINK_SOURCES[g])
             for g, (gpu, year, per, links) in NVLINK.items()]
 
 
@@ -118,8 +136,9 @@ def pcie_tree(gpus: int = 4, switches: int = 2) -> Topology:
 
 
 def hybrid_cube_mesh() -> Topology:
-    """DGX-1's eight GPUs (facts.md §5.3, NVIDIA's DGX-1 whitepaper): a cube with GPUs at the corners,
-    all twelve edges NVLink, and the diagonals of two opposite faces too (16 GPU pairs directly linked)."""
+    """DGX-1's eight GPUs (NVIDIA's DGX-1 whitepaper; bibliography: nvidia_dgx1_v100_whitepaper): a cube
+    with GPUs at the corners, all twelve edges NVLink, and the diagonals of two opposite faces too (16 GPU
+    pairs directly linked)."""
     front = {"GPU0": (0, 1), "GPU1": (1, 1), "GPU2": (0, 0), "GPU3": (1, 0)}
     back = {f"GPU{int(k[3]) + 4}": (x + 1.6, y + 0.5) for k, (x, y) in front.items()}
     nodes = {**front, **back}
@@ -136,7 +155,11 @@ def hybrid_cube_mesh() -> Topology:
 
 
 def nvswitch(gpus: int = 8, switches: int = 4) -> Topology:
-    """An HGX/DGX board with NVSwitch chips: every GPU links to every switch, so any pair talks at full speed."""
+    """An HGX/DGX board with NVSwitch chips: every GPU links to every switch, so any pair talks at full speed.
+
+    The defaults are the DGX H100: eight GPUs, four NVSwitch chips (bibliography: nvidia_nvswitch_blog,
+    nvidia_hopper_whitepaper).
+    """
     if gpus < 2 or switches < 1:
         raise ValueError(f"need at least 2 GPUs and 1 switch, got {gpus} and {switches}")
     nodes = {f"GPU{g}": ((g - (gpus - 1) / 2) * 1.2, 0.0) for g in range(gpus)}
@@ -144,7 +167,7 @@ def nvswitch(gpus: int = 8, switches: int = 4) -> Topology:
     edges = [(f"GPU{g}", f"NVSwitch {s}", "nvlink") for g in range(gpus) for s in range(switches)]
     return Topology("NVSwitch", nodes, edges,
                     f"{gpus} GPUs, each linked to all {switches} NVSwitch chips: any two GPUs communicate at the full "
-                    "per-GPU NVLink bandwidth (DGX H100: 900 GB/s per GPU; the 4-switch count is facts.md [R])")
+                    "per-GPU NVLink bandwidth (DGX H100: 900 GB/s per GPU, four NVSwitch chips)")
 
 
 def hop_counts(topology: Topology, kind: str = "nvlink") -> dict:
@@ -248,10 +271,12 @@ def power_budget(gpus: int, gpu_watts: float, cpu_watts: float = 150.0, other_wa
                  psu_watts: float = 1000.0, headroom: float = 0.2) -> dict:
     """Does a power supply carry the machine? Load = GPUs × board power + CPU + the rest.
 
-    ``headroom``: fraction of the supply kept free (0.2: run it at most at 80 %). Two sourced reasons
-    (facts.md §5.4): the PCIe CEM 5.0 specification allows add-in cards brief power excursions above
-    their rated power, and the 80 PLUS efficiency levels are highest at half load (Gold: 87 / 90 / 87 %
-    at 20 / 50 / 100 % load). The 20 % default itself is a rule of thumb, not a sourced figure.
+    ``headroom``: fraction of the supply kept free (0.2: run it at most at 80 %). Two sourced reasons:
+    graphics cards draw brief power excursions above their rated board power, and Intel's ATX 3 power
+    supply design guide specifies the fast load steps a supply must carry on the rails that feed them
+    (bibliography: intel_atx3_psu_guide); and the 80 PLUS efficiency levels are highest at half load
+    (Gold, 115 V internal: 87 / 90 / 87 % at 20 / 50 / 100 % load; bibliography: clearesult_80plus).
+    The 20 % default itself is a rule of thumb, not a sourced figure.
     Returns load, usable capacity, the margin and ``fits``. The CPU and "other" defaults
     are placeholders to change, not measured figures.
     """

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+__all__ = ["choose_device", "History", "accuracy", "train", "train_small_alexnet"]
+
 
 def choose_device(device: str | None = None) -> tuple[str, str]:
     """(device, one sentence saying why): the first CUDA GPU if there is one, else the CPU."""

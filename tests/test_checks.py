@@ -30,3 +30,24 @@ def test_a_check_returning_something_else_fails_with_a_message():
 
     (entry,) = checks.run_selfcheck(None, checks=[check_dict], echo=lambda *a: None)["checks"]
     assert entry["status"] == "fail" and "not a CheckResult" in entry["detail"] and "traceback" in entry
+
+
+def test_nccl_bandwidth_reports_timings_as_plain_json_rows(monkeypatch):
+    """The report keeps its JSON layout: each CollectiveTiming becomes a dict with the same keys, in order."""
+    import json
+
+    from d2lmp import hardware
+    from d2lmp.checks import nccl
+    from d2lmp.parallel import launch
+    from d2lmp.parallel.collectives import CollectiveTiming
+
+    timing = CollectiveTiming("all_reduce", "torch", 2, 2**20, 1e-4, 10.5, 10.5)
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 2)
+    monkeypatch.setattr(launch, "launch", lambda *a, **k: [[timing], [timing]])
+    result = nccl.check_nccl_bandwidth("cuda:0", True)
+    assert result.status == "pass" and "10.5 GB/s" in result.detail
+    assert result.data["rows"] == [dict(collective="all_reduce", impl="torch", world=2, size_bytes=2**20,
+                                        seconds=1e-4, algbw_gbs=10.5, busbw_gbs=10.5)]
+    assert list(result.data["rows"][0]) == ["collective", "impl", "world", "size_bytes", "seconds", "algbw_gbs",
+                                            "busbw_gbs"]
+    json.dumps(result.data)  # no default= needed

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -40,6 +42,25 @@ def test_ring_schedule_leaves_every_rank_with_every_sum(world):
     np.testing.assert_allclose(held, np.tile(start.sum(axis=0), (world, 1)))
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5, 6, 8])
+def test_tree_schedule_sums_at_rank_0_then_copies_back(world):
+    """The schedule tree_all_reduce follows, run on numbers; each rank takes part in at most one message a round."""
+    start = np.random.default_rng(world).random(world)
+    held = start.copy()
+    schedule = C.tree_schedule(world)
+    assert len(schedule) == 2 * int(np.ceil(np.log2(world))) if world > 1 else schedule == []
+    for messages in schedule:
+        ranks = [r for src, dst, _ in messages for r in (src, dst)]
+        assert len(ranks) == len(set(ranks)), messages
+        sent = {src: held[src] for src, _, _ in messages}
+        for src, dst, phase in messages:
+            held[dst] = held[dst] + sent[src] if phase == "reduce" else sent[src]
+    np.testing.assert_allclose(held, np.full(world, start.sum()))
+    assert C.tree_schedule(4)[0] == [(1, 0, "reduce"), (3, 2, "reduce")]
+    with pytest.raises(ValueError):
+        C.tree_schedule(0)
+
+
 def _measure(rank, world):
     rows = C.measure_collective("all_reduce", "ring", [4096, 65536], repeats=2, min_time=0.005)
     # 28 B = 7 float32: 3 per rank on 2 ranks (6 gathered), 2 per rank on 3 ranks (6 gathered)
@@ -57,13 +78,16 @@ def test_measure_collective_reports_nccl_tests_figures(world):
     factors = {"all_reduce": 2 * (world - 1) / world, "all_gather": (world - 1) / world,
                "reduce_scatter": (world - 1) / world, "broadcast": 1.0}
     rows = per_rank[0]
-    assert {r["collective"] for r in rows} == set(factors)
+    assert all(type(r) is C.CollectiveTiming for r in rows)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows[0].seconds = 0.0
+    assert {r.collective for r in rows} == set(factors)
     for r in rows:
-        assert r["world"] == world
-        assert r["algbw_gbs"] == pytest.approx(r["size_bytes"] / r["seconds"] / 1e9)
-        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factors[r["collective"]]), r
+        assert r.world == world
+        assert r.algbw_gbs == pytest.approx(r.size_bytes / r.seconds / 1e9)
+        assert r.busbw_gbs == pytest.approx(r.algbw_gbs * factors[r.collective]), r
     # S counts the bytes the collective really moves: the gathered total for all-gather, the input otherwise
-    sizes = [(r["collective"], r["impl"], r["size_bytes"]) for r in rows]
+    sizes = [(r.collective, r.impl, r.size_bytes) for r in rows]
     assert sizes == [("all_reduce", "ring", 4096), ("all_reduce", "ring", 65536),
                      ("all_gather", "torch", 4096 if world == 2 else 4092), ("all_gather", "torch", 24),
                      ("all_gather", "ring", 24),

@@ -139,7 +139,8 @@ def test_bias_shape_is_checked():
 
 
 def test_counts_for_alexnet_conv1():
-    # conv1 of the paper: 96 kernels 11×11×3, stride 4, 224 input padded by 2 → 55×55 (facts.md §1.2)
+    # conv1 of the paper (Krizhevsky et al. 2012, §3.5; bibliography: krizhevsky2012imagenet): 96 kernels
+    # 11×11×3, stride 4; a 224 input padded by 2 → (224 + 4 − 11) // 4 + 1 = 55×55
     assert conv_output_size(224, 11, 4, 2) == 55
     macs = conv2d_macs((1, 3, 224, 224), (96, 3, 11, 11), 4, 2)
     assert macs == 96 * 55 * 55 * 3 * 11 * 11
@@ -152,7 +153,7 @@ def test_counts_for_alexnet_conv1():
 
 def test_alexnet_layers_total_the_paper_parameter_count():
     convs = sum(c.w_shape[0] * c.w_shape[1] * c.w_shape[2] * c.w_shape[3] + c.out_channels for c in ALEXNET_2012_CONV)
-    assert convs == 34_944 + 307_456 + 885_120 + 663_936 + 442_624  # facts.md §1.4a
+    assert convs == 34_944 + 307_456 + 885_120 + 663_936 + 442_624  # e.g. conv1: 96·3·11·11 + 96 biases
     assert [ConvLayer("c", 3, 224, 96, 11, 4, 2).w_shape] == [(96, 3, 11, 11)]
 
 
@@ -183,7 +184,18 @@ def test_bench_conv_command_prints_ratios(capsys):
     out = capsys.readouterr().out
     assert "F.conv2d" in out and "cpu im2col: ratio to F.conv2d" in out and "cpu c01b" in out
     assert "the same 2048³ FP32 product through two libraries" in out and "torch.matmul" in out
+    assert "goal: im2col within 1.2× of its own lower bound" in out and "goal for im2col" not in out
     assert main(["bench", "conv", "--devices", "cuda:5"]) == 2
+
+
+def test_im2col_over_lower_bound_is_time_over_its_two_parts():
+    from d2lmp.bench.conv import im2col_over_lower_bound
+
+    rows = [dict(layer="a", impl="im2col", seconds=3.0), dict(layer="a", impl="copy only", seconds=1.0),
+            dict(layer="a", impl="GEMM only", seconds=1.5), dict(layer="a", impl="F.conv2d", seconds=0.5)]
+    assert im2col_over_lower_bound(rows) == {"a": pytest.approx(1.2)}
+    with pytest.raises(ValueError, match="copy only"):
+        im2col_over_lower_bound(rows[:1])
 
 
 def test_cuda_convnet_constraints_on_alexnet():

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -34,8 +36,8 @@ def test_presets_equal_the_table_rows_they_derive_from():
     for name, (gpu, (kind, generation)) in PRESET_ROWS.items():
         hw, (spec,) = CM.PRESETS[name], [g for g in NOTABLE_GPUS if g.name == gpu]
         assert hw.flops == spec.fp32_tflops * 1e12, name
-        if gpu == "GTX 580":  # AlexNet's 3 GB partner boards, which the row's source names, not the 1.5 GB reference
-            assert hw.memory_bytes == 3e9 and spec.memory_gb == 1.5 and "3 GB" in spec.source
+        if gpu == "GTX 580":  # AlexNet's 3 GB partner boards, which the row's note names, not the 1.5 GB reference
+            assert hw.memory_bytes == 3e9 and spec.memory_gb == 1.5 and "3 GB" in spec.note
         else:
             assert hw.memory_bytes == spec.memory_gb * 1e9, name
         if kind == "pcie":
@@ -51,12 +53,12 @@ def test_one_device_has_no_communication_or_bubble(rows):
     for strategy in CM.STRATEGIES:
         p = CM.predict(rows, strategy, hw, 128)
         assert p.comm_s == 0 and p.bubble_s == 0
-        assert p.compute_s == pytest.approx(3 * sum(r["flops"] for r in rows) * 128 / hw.flops)
+        assert p.compute_s == pytest.approx(3 * sum(r.flops for r in rows) * 128 / hw.flops)
 
 
 def test_memory_and_time_split_as_each_strategy_says(rows):
     hw = CM.PRESETS["8x A100 (NVSwitch)"]
-    params = sum(r["params"] for r in rows) * 4
+    params = sum(r.params for r in rows) * 4
     dp = CM.predict(rows, "data", hw, 1024)
     assert dp.memory["parameters"] == params  # every replica holds everything
     pp = CM.predict(rows, "pipeline", hw, 1024, micro_batches=8)
@@ -79,9 +81,31 @@ def test_cpu_ranks_do_not_overlap(rows):
     hw = CM.this_machine(1e11, 1e-4, 1e-9)
     assert not hw.overlap
     p = CM.predict(rows, "data", hw, 64)
-    assert p.comm_s == pytest.approx(2 * (hw.alpha + sum(r["params"] for r in rows) * 4 / 2 * 1e-9), rel=0.05)
+    assert p.comm_s == pytest.approx(2 * (hw.alpha + sum(r.params for r in rows) * 4 / 2 * 1e-9), rel=0.05)
     with pytest.raises(ValueError):
         CM.this_machine(0, 1e-4, 1e-9)
+
+
+def test_comm_bytes_are_the_messages_predict_charges(rows):
+    """With no latency, a link of 1 byte/s and no overlap, predict's communication time in seconds is the bytes
+    sent (the pipeline's critical path aside, which counts its m + p - 1 micro-batch slots)."""
+    hw = replace(CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"], alpha=0.0, link_bytes_per_s=1.0,
+                    overlap=False)
+    for strategy in ("data", "tensor", "hybrid"):
+        assert CM.comm_bytes(rows, strategy, 8, 1024) == pytest.approx(CM.predict(rows, strategy, hw, 1024).comm_s)
+    params = sum(r.params for r in rows)
+    assert CM.comm_bytes(rows, "data", 8, 1024) == pytest.approx(2 * 7 / 8 * params * 4)
+    assert CM.comm_bytes(rows, "data", 8, 1024, param_bytes=2) == pytest.approx(2 * 7 / 8 * params * 2)
+    m = 8
+    pipeline = CM.predict(rows, "pipeline", hw, 1024, micro_batches=m).comm_s
+    assert CM.comm_bytes(rows, "pipeline", 8, 1024) == pytest.approx(pipeline * m / (m + 8 - 1))
+    assert CM.comm_bytes(rows, "pipeline", 2, 1024) == pytest.approx(CM.comm_bytes(rows, "pipeline", 8, 1024) / 2)
+    assert all(CM.comm_bytes(rows, s, 1, 1024) == 0 for s in CM.STRATEGIES)
+    # AlexNet: the hybrid sends the fewest bytes, splitting every layer the most
+    sent = {s: CM.comm_bytes(rows, s, 8, 1024) for s in CM.STRATEGIES}
+    assert min(sent, key=sent.get) == "hybrid" and max(sent, key=sent.get) == "tensor"
+    with pytest.raises(ValueError):
+        CM.comm_bytes(rows, "expert", 8, 1024)
 
 
 def test_bad_strategy(rows):

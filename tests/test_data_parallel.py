@@ -1,10 +1,13 @@
+import dataclasses
+import pickle
+
 import pytest
 import torch
 
 from d2lmp.checks.ranks import check_data_parallel
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.launch import launch
-from d2lmp.parallel.timeline import align, overlap_ms, split_steps
+from d2lmp.parallel.timeline import Timeline, TimelineEvent, align, overlap_ms, split_steps
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -55,8 +58,8 @@ def test_every_version_follows_the_single_process_loss_curve(runs, world):
 
 
 def _comm_and_backward(step_events):
-    (backward,) = [e for e in step_events if e["kind"] == "backward"]
-    return backward, [e for e in step_events if e["kind"] == "allreduce"]
+    (backward,) = [e for e in step_events if e.kind == "backward"]
+    return backward, [e for e in step_events if e.kind == "allreduce"]
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -71,7 +74,7 @@ def test_bucketed_starts_all_reduces_inside_backward_and_no_overlap_after_it(run
             for i, step_events in enumerate(steps_events):
                 backward, comms = _comm_and_backward(step_events)
                 assert len(comms) == buckets, f"rank {rank} step {i}: {len(comms)} all-reduces for {buckets} buckets"
-                started_inside = [backward["start"] <= e["start"] < backward["end"] for e in comms]
+                started_inside = [backward.start <= e.start < backward.end for e in comms]
                 # With overlap every bucket's all-reduce is started by a hook while backward still runs;
                 # without it, none starts before backward has returned.
                 assert all(started_inside) if inside else not any(started_inside), (rank, i, inside)
@@ -88,11 +91,11 @@ def test_ddp_hook_records_every_gradient_byte_in_buckets_under_the_cap(runs, wor
         layouts = []
         for i, step_events in enumerate(steps_events):
             _, comms = _comm_and_backward(step_events)
-            assert sum(e["bytes"] for e in comms) == total, f"rank {rank} step {i}"
-            assert all(e["end"] >= e["start"] for e in comms)
-            assert all(e["bytes"] == sum(e["tensor_bytes"]) for e in comms)
-            assert sorted(b for e in comms for b in e["tensor_bytes"]) == PARAM_BYTES  # each parameter once
-            layouts.append([e["tensor_bytes"] for e in sorted(comms, key=lambda e: e["label"])])
+            assert sum(e.nbytes for e in comms) == total, f"rank {rank} step {i}"
+            assert all(e.end >= e.start for e in comms)
+            assert all(e.nbytes == sum(e.tensor_bytes) for e in comms)
+            assert sorted(b for e in comms for b in e.tensor_bytes) == PARAM_BYTES  # each parameter once
+            layouts.append([e.tensor_bytes for e in sorted(comms, key=lambda e: e.label)])
         # From the second step on, DDP's rebuilt buckets stay the same, and each closes as soon as it reaches
         # the cap: without its last parameter every bucket is below the cap.
         assert all(layout == layouts[1] for layout in layouts[1:])
@@ -101,11 +104,36 @@ def test_ddp_hook_records_every_gradient_byte_in_buckets_under_the_cap(runs, wor
 
 
 def test_align_and_overlap_arithmetic():
-    events = [dict(rank=0, kind="backward", start=10.0, end=10.004),
-              dict(rank=0, kind="allreduce", start=10.002, end=10.006)]
+    events = [TimelineEvent(0, "backward", "", 10.0, 10.004), TimelineEvent(0, "allreduce", "b0", 10.002, 10.006)]
     aligned = align(events)
-    assert aligned[0]["start"] == 0 and aligned[1]["end"] == pytest.approx(6.0)
+    assert aligned[0].start == 0 and aligned[1].end == pytest.approx(6.0)
+    assert events[0].start == 10.0, "align returns new events"
+    assert aligned[1].label == "b0" and aligned[1].kind == "allreduce"
     assert overlap_ms(aligned, 0) == pytest.approx(2.0)
+    with pytest.raises(TypeError, match="TimelineEvent records, got dict"):
+        align([dict(rank=0, kind="backward", label="", start=0.0, end=1.0)])
+
+
+def test_timeline_events_are_frozen_records():
+    timeline = Timeline(rank=3)
+    timeline.add("allreduce", 1.0, 1.5, "bucket 0", nbytes=8, tensor_bytes=(4, 4))
+    with timeline.span("forward", "F0", micro_batch=0):
+        pass
+    comm, forward = timeline.events
+    assert comm == TimelineEvent(3, "allreduce", "bucket 0", 1.0, 1.5, nbytes=8, tensor_bytes=(4, 4))
+    assert comm.duration == 0.5 and forward.micro_batch == 0 and forward.nbytes is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        comm.start = 0.0
+    with pytest.raises(TypeError):
+        timeline.add("wait", 0.0, 1.0, bytes=8)  # not a field
+    assert pickle.loads(pickle.dumps(comm)) == comm  # launch sends events between processes
+
+
+def test_dp_train_events_are_timeline_events():
+    (result,) = launch(DP.dp_train, 1, SPEC, *DP.synthetic_data(SPEC, 8), "bucketed", 1, LR, BUCKET)
+    assert result["events"] and all(type(e) is TimelineEvent for e in result["events"])
+    assert {e.kind for e in result["events"]} >= {"forward", "backward", "allreduce", "wait", "step"}
+    assert all(e.nbytes > 0 for e in result["events"] if e.kind == "allreduce")
 
 
 def test_bad_inputs():
@@ -115,3 +143,42 @@ def test_bad_inputs():
         launch(DP.dp_gradients, 1, DP.MLPSpec(), *DP.synthetic_data(DP.MLPSpec(), 4), "zero")
     with pytest.raises(ValueError):
         DP.MLPSpec((5,)).build()
+
+
+ACC_SPEC, ACC_BATCH, ACC_KS = DP.MLPSpec((16, 32, 32, 5), seed=0), 23, (1, 3, 5)  # 23: uneven over 2 and 4 ranks
+
+
+def _accumulate_every_way(rank, world, spec, x, y, ks):
+    return {(v, k, acc): DP.accumulated_gradients(rank, world, spec, x, y, v, k, acc, bucket_bytes=512)
+            for v in DP.VERSIONS for k in ks for acc in (True, False)}
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_accumulation_equals_the_large_batch_with_one_synchronisation(world):
+    """k micro-steps (uneven: 23 examples over the ranks, then over k) give the full-batch gradient; with
+    accumulation the gradients are summed over the ranks once per optimizer step, without it k times."""
+    x, y = DP.synthetic_data(ACC_SPEC, ACC_BATCH)
+    reference = DP.single_process_gradients(ACC_SPEC, x, y)
+    param_bytes = sum(p.numel() * p.element_size() for p in ACC_SPEC.build().parameters())
+    for rank, results in enumerate(launch(_accumulate_every_way, world, ACC_SPEC, x, y, ACC_KS)):
+        for version in DP.VERSIONS:
+            for k in ACC_KS:
+                once, every = results[version, k, True], results[version, k, False]
+                for result in (once, every):
+                    for g, r in zip(result["grads"], reference, strict=True):
+                        torch.testing.assert_close(g, r, msg=lambda m, v=version, k=k: f"{world} ranks {v} k={k}: {m}")
+                assert once["syncs"] == 1 and every["syncs"] == k, (rank, version, k)
+                assert once["allreduce_bytes"] == param_bytes and every["allreduce_bytes"] == k * param_bytes
+                if version != "ddp":  # DDP rebuilds its buckets after its first synchronisation
+                    assert every["allreduce_calls"] == k * once["allreduce_calls"], (rank, version, k)
+
+
+def test_bucketed_no_sync_starts_nothing_and_finish_waits_for_nothing():
+    model = ACC_SPEC.build()
+    bucketer = DP.BucketedAllReduce(model, bucket_bytes=512)  # no process group needed: nothing is sent
+    with bucketer.no_sync():
+        assert not bucketer.sync
+        model(torch.randn(4, 16)).sum().backward()
+        bucketer.finish()
+    assert bucketer.sync and bucketer._inflight == {}
+    bucketer.remove()

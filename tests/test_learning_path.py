@@ -57,3 +57,9 @@ def test_every_notebook_is_reachable_from_the_first():
 
 def test_numbers_are_consecutive():
     assert [_number(p.name) for p in NOTEBOOKS] == list(range(1, len(NOTEBOOKS) + 1))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_title_carries_the_notebook_number(path):
+    title = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"]).splitlines()[0]
+    assert title.startswith(f"# {path.name[:2]} · "), f"{path.name}: the title {title!r} should start with its number"

@@ -1,4 +1,7 @@
-"""Model parameter counts against the published ones (facts.md §1.4), layer tables, shapes."""
+"""Model parameter counts (torchvision's published one, and the counts the paper's and D2L's layer shapes
+give), layer tables, shapes."""
+
+import dataclasses
 
 import pytest
 import torch
@@ -8,6 +11,10 @@ from d2lmp.models import (
     LRN_BETA,
     LRN_K,
     LRN_N,
+    AlexNetSummary,
+    LayerRow,
+    LayerShare,
+    LayerTotals,
     alexnet2012,
     alexnet_d2l,
     alexnet_small,
@@ -24,7 +31,7 @@ from d2lmp.models import (
     totals,
 )
 
-TORCHVISION_SHAPES = {  # torchvision.models.alexnet().state_dict(), facts.md §1.4b
+TORCHVISION_SHAPES = {  # torchvision.models.alexnet().state_dict() (bibliography: torchvision_alexnet_docs)
     "features.0.weight": (64, 3, 11, 11), "features.0.bias": (64,),
     "features.3.weight": (192, 64, 5, 5), "features.3.bias": (192,),
     "features.6.weight": (384, 192, 3, 3), "features.6.bias": (384,),
@@ -55,14 +62,14 @@ def test_torchvision_state_dict_loads_unchanged_and_runs():
 
 def test_paper_alexnet_count_and_layers():
     model = meta(alexnet2012, init="torch")
-    assert count_parameters(model) == 60_965_224  # facts.md §1.4a
-    rows = {r["name"].split(".")[-1]: r for r in layer_table(model, (1, 3, 224, 224))}
+    assert count_parameters(model) == 60_965_224  # the "60 million" of Krizhevsky et al. 2012 (abstract)
+    rows = {r.name.split(".")[-1]: r for r in layer_table(model, (1, 3, 224, 224))}
     expected = {"conv1": 34_944, "conv2": 307_456, "conv3": 885_120, "conv4": 663_936, "conv5": 442_624,
                 "fc6": 37_752_832, "fc7": 16_781_312, "fc8": 4_097_000}
-    assert {k: rows[k]["params"] for k in expected} == expected
-    assert rows["conv1"]["output_shape"] == (1, 96, 55, 55)
-    assert rows["pool2"]["output_shape"] == (1, 256, 13, 13)
-    assert rows["pool5"]["output_shape"] == (1, 256, 6, 6)
+    assert {k: rows[k].params for k in expected} == expected
+    assert rows["conv1"].output_shape == (1, 96, 55, 55)
+    assert rows["pool2"].output_shape == (1, 256, 13, 13)
+    assert rows["pool5"].output_shape == (1, 256, 6, 6)
     assert [model.features.conv2.groups, model.features.conv3.groups, model.features.conv4.groups,
             model.features.conv5.groups] == [2, 1, 2, 2]
 
@@ -88,11 +95,11 @@ def test_paper_init():
 
 
 def test_d2l_alexnet_count():
-    assert count_parameters(meta(alexnet_d2l)) == 46_764_746  # facts.md §1.4c
+    assert count_parameters(meta(alexnet_d2l)) == 46_764_746  # 1 input channel, 10 classes
     rows = layer_table(meta(alexnet_d2l), (1, 1, 224, 224))
-    assert rows[-1]["output_shape"] == (1, 10)
-    flatten = next(r for r in rows if r["kind"] == "Flatten")
-    assert flatten["output_shape"] == (1, 6400)
+    assert rows[-1].output_shape == (1, 10)
+    flatten = next(r for r in rows if r.kind == "Flatten")
+    assert flatten.output_shape == (1, 6400)
 
 
 def test_lenet_count_from_the_formula():
@@ -106,15 +113,15 @@ def test_layer_table_counts_macs_flops_and_bytes():
     model = meta(alexnet_torchvision)
     rows = layer_table(model, (1, 3, 224, 224))
     t = totals(rows)
-    assert t["params"] == 61_100_840
-    assert t["macs"] == 714_188_480  # torchvision's meta `_ops` 0.714 GFLOPS counts multiply-adds
-    assert t["flops"] == 2 * t["macs"]
+    assert t.params == 61_100_840
+    assert t.macs == 714_188_480  # torchvision's meta `_ops` 0.714 GFLOPS counts multiply-adds
+    assert t.flops == 2 * t.macs
     conv1 = rows[0]
-    assert conv1["output_shape"] == (1, 64, 55, 55)
-    assert conv1["macs"] == 64 * 55 * 55 * 3 * 11 * 11
-    assert conv1["activation_bytes"] == 64 * 55 * 55 * 4
+    assert conv1.output_shape == (1, 64, 55, 55)
+    assert conv1.macs == 64 * 55 * 55 * 3 * 11 * 11
+    assert conv1.activation_bytes == 64 * 55 * 55 * 4
     batch2 = totals(layer_table(model, (2, 3, 224, 224)))
-    assert batch2["macs"] == 2 * t["macs"] and batch2["params"] == t["params"]
+    assert batch2.macs == 2 * t.macs and batch2.params == t.params
     text = format_layer_table(rows)
     assert "61,100,840" in text and "ReLU" not in text
     with pytest.raises(ValueError, match="batch"):
@@ -124,19 +131,33 @@ def test_layer_table_counts_macs_flops_and_bytes():
 def test_params_live_in_fc_and_compute_in_conv():
     rows = layer_table(meta(alexnet2012, init="torch"), (1, 3, 224, 224))
     shares = params_vs_flops(rows)
-    fc_params = sum(s["param_share"] for s in shares if s["kind"] == "Linear")
-    conv_flops = sum(s["flop_share"] for s in shares if s["kind"] == "Conv2d")
-    assert fc_params > 0.95 and conv_flops > 0.9  # facts.md §1.4a: 96 % of parameters in FC
-    assert sum(s["param_share"] for s in shares) == pytest.approx(1.0)
+    fc_params = sum(s.param_share for s in shares if s.kind == "Linear")
+    conv_flops = sum(s.flop_share for s in shares if s.kind == "Conv2d")
+    assert fc_params > 0.95 and conv_flops > 0.9  # FC: (60,965,224 − 2,334,080 conv) / 60,965,224 = 96 %
+    assert sum(s.param_share for s in shares) == pytest.approx(1.0)
+
+
+def test_layer_table_records_are_frozen():
+    rows = layer_table(lenet5(), (1, 1, 28, 28))
+    assert all(type(r) is LayerRow for r in rows)
+    t = totals(rows)
+    assert t == LayerTotals(params=61_706, macs=sum(r.macs for r in rows), flops=sum(r.flops for r in rows),
+                            activation_bytes=sum(r.activation_bytes for r in rows))
+    shares = params_vs_flops(rows)
+    assert all(type(s) is LayerShare for s in shares)
+    for record in (rows[0], t, shares[0]):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.params = 0
 
 
 def test_alexnet_summary_width_and_input_size():
     base = alexnet_summary()
-    assert base["totals"]["params"] == 60_965_224
+    assert isinstance(base, AlexNetSummary) and isinstance(base.totals, LayerTotals)
+    assert base.totals.params == 60_965_224
     half = alexnet_summary(width=0.5)
-    assert half["totals"]["params"] < base["totals"]["params"] / 3
+    assert half.totals.params < base.totals.params / 3
     small = alexnet_summary(input_size=63)
-    assert small["rows"][-1]["output_shape"] == (1, 1000)
+    assert small.rows[-1].output_shape == (1, 1000)
     with pytest.raises(ValueError, match="too small"):
         alexnet_summary(input_size=40)
 

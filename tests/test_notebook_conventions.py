@@ -1,4 +1,4 @@
-"""Every notebook in notebooks/ follows the series' conventions (see DESIGN.md and README.md)."""
+"""Every notebook in notebooks/ follows the series' conventions (see CONTRIBUTING.md and README.md)."""
 
 import json
 import re

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
 from d2lmp.parallel.launch import launch
+from d2lmp.parallel.timeline import TimelineEvent
 
 
 def _brute_force(costs, stages):
@@ -135,6 +136,47 @@ def test_simulated_bubble_matches_the_formula(stages, m):
     assert P.measured_bubble(naive, stages) == pytest.approx(P.bubble_fraction(stages, 1))
 
 
+def test_simulated_events_name_their_micro_batch():
+    events = P.simulate("1f1b", 2, 3)
+    assert all(isinstance(e, TimelineEvent) for e in events)
+    assert sorted((e.rank, e.kind, e.micro_batch) for e in events) == sorted(
+        (r, k, i) for r in range(2) for k in ("backward", "forward") for i in range(3))
+    assert all(e.label == f"{e.kind[0].upper()}{e.micro_batch}" for e in events)
+
+
+@pytest.mark.parametrize("kind", ["naive", "gpipe", "1f1b"])
+def test_simulated_messages_cross_each_boundary_as_a_send_and_a_recv(kind):
+    stages, m, message = 3, 4, 0.5
+    events = P.simulate(kind, stages, m, message=message)
+    compute = [e for e in events if e.kind in ("forward", "backward")]
+    free = P.simulate(kind, stages, m)
+    assert [(e.rank, e.label) for e in compute] == [(e.rank, e.label) for e in free]  # the same work, later
+    assert P.step_span(events) > P.step_span(free)
+    sends = [e for e in events if e.kind == "send"]
+    recvs = [e for e in events if e.kind == "recv"]
+    runs = 1 if kind == "naive" else m
+    assert len(sends) == len(recvs) == 2 * (stages - 1) * runs  # activations forward, gradients back, per boundary
+    for send, recv in zip(sends, recvs):  # recorded in pairs: the same transfer on both sides
+        assert (send.label, send.micro_batch, send.start, send.end) == (recv.label, recv.micro_batch, recv.start,
+                                                                        recv.end)
+        assert abs(send.rank - recv.rank) == 1 and recv.rank == send.rank + (1 if send.label[0] == "F" else -1)
+        assert send.duration == pytest.approx(message * m / runs)
+    by_key = {(e.kind, e.rank, e.micro_batch): e for e in compute}
+    for recv in recvs:  # the receiving op starts only once the message has arrived
+        op = by_key[("forward" if recv.label[0] == "F" else "backward", recv.rank, recv.micro_batch)]
+        assert op.start >= recv.end - 1e-12
+
+
+def test_messages_lengthen_fill_and_drain():
+    """GPipe pays one message per boundary while filling and one while draining: 2 (p - 1) messages."""
+    stages, m, message = 4, 8, 0.25
+    free, timed = P.simulate("gpipe", stages, m), P.simulate("gpipe", stages, m, message=message)
+    assert P.step_span(timed) == pytest.approx(P.step_span(free) + 2 * (stages - 1) * message)
+    assert P.measured_bubble(timed, stages) > P.bubble_fraction(stages, m)
+    with pytest.raises(ValueError):
+        P.simulate("gpipe", 2, 2, message=-1.0)
+
+
 def test_equal_split():
     assert P.equal_split(23, 4) == [6, 6, 6, 5]
     with pytest.raises(ValueError):
@@ -162,4 +204,66 @@ def test_pipeline_steps_returns_every_steps_events():
     assert [len(steps) for steps in per_rank] == [3, 3]
     for steps in per_rank:
         for events in steps:  # two micro-batches: two forwards and two backwards per rank and step
-            assert sorted(e["kind"] for e in events) == ["backward"] * 2 + ["forward"] * 2
+            compute = [e for e in events if e.kind in ("forward", "backward")]
+            assert sorted(e.kind for e in compute) == ["backward"] * 2 + ["forward"] * 2
+            assert sorted(e.micro_batch for e in compute) == [0, 0, 1, 1]
+            # and one activation and one gradient crossing the boundary per micro-batch
+            assert sorted(e.kind for e in events if e not in compute) == ["recv"] * 2 + ["send"] * 2
+
+
+def _memory_of_each_schedule(rank, world, spec, sizes, x, y, ms):
+    return {(kind, m): P.pipeline_step(rank, world, spec.build, sizes, x, y, kind, m)["memory"]
+            for kind in ("gpipe", "1f1b") for m in ms}
+
+
+@pytest.mark.parametrize("world, sizes", [(2, [4, 5]), (4, [2, 2, 2, 3])])
+def test_gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r(world, sizes):
+    """Measured on real ranks: stage r holds m micro-batches' activations under GPipe, min(p - r, m) under 1F1B."""
+    from d2lmp.memory import predict_saved_activations
+
+    spec, ms = DP.MLPSpec((16, 32, 32, 32, 32, 5), seed=0), (2, 4, 8)
+    x, y = DP.synthetic_data(spec, 48)  # equal micro-batches for every m: each holds the same bytes
+    per_rank = launch(_memory_of_each_schedule, world, spec, sizes, x, y, ms)
+    full = spec.build()
+    for rank, memory in enumerate(per_rank):
+        start, end = sum(sizes[:rank]), sum(sizes[:rank + 1])
+        for m in ms:
+            gpipe, one_f_one_b = memory["gpipe", m], memory["1f1b", m]
+            assert gpipe["peak_in_flight"] == m, (rank, m)
+            assert one_f_one_b["peak_in_flight"] == min(world - rank, m), (rank, m)
+            assert gpipe["micro_batch_bytes"] == one_f_one_b["micro_batch_bytes"]
+            per_micro_batch = gpipe["micro_batch_bytes"][0]
+            assert gpipe["micro_batch_bytes"] == [per_micro_batch] * m
+            for mem in (gpipe, one_f_one_b):
+                assert mem["peak_saved_bytes"] == mem["peak_in_flight"] * per_micro_batch
+            if rank < world - 1:  # the last stage also holds the loss's saved tensors, which no rule predicts
+                shape = (48 // m, 16 if rank == 0 else 32)
+                assert per_micro_batch == predict_saved_activations(full[start:end], shape)["total_bytes"]
+
+
+def test_schedule_bench_times_gpipe_and_1f1b_alike():
+    from d2lmp.bench.pipeline import schedule_bench
+
+    rows = schedule_bench(worlds=(2,), micro_batches=(2, 4), batch=8, steps=2, spec=DP.MLPSpec((8, 16, 16, 4)))
+    assert [(r["kind"], r["micro_batches"]) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
+    for r in rows:
+        assert r["step_s"] > 0 and r["bubble"] < 1 and r["theory"] == P.bubble_fraction(2, r["micro_batches"])
+        m = r["micro_batches"]
+        assert r["peak_in_flight"] == ([m, m] if r["kind"] == "gpipe" else [2, 1])
+        assert all(b > 0 for b in r["peak_saved_bytes"])
+    with pytest.raises(ValueError, match="steps must be at least 2"):
+        schedule_bench(steps=1)
+
+
+def test_pipeline_step_records_each_send_and_recv_with_its_bytes():
+    spec = DP.MLPSpec((8, 16, 12, 4), seed=0)
+    x, y = DP.synthetic_data(spec, 6)
+    ranks = launch(P.pipeline_step, 2, spec.build, [2, 3], x, y, "1f1b", 3)  # the boundary carries 16 values
+    for rank, result in enumerate(ranks):
+        comm = [e for e in result["events"] if e.kind in ("send", "recv")]
+        # rank 0 sends activations (F) and receives gradients (B); rank 1 the reverse
+        sent, received = ("F", "B") if rank == 0 else ("B", "F")
+        assert sorted((e.kind, e.label) for e in comm) == sorted(
+            [("send", f"{sent}{i}") for i in range(3)] + [("recv", f"{received}{i}") for i in range(3)])
+        assert all(e.nbytes == 2 * 16 * 4 and e.micro_batch == int(e.label[1:]) for e in comm)  # 2 examples each
+        assert all(e.end >= e.start for e in comm)

@@ -58,7 +58,7 @@ def test_real_gradients_lose_less_with_scaling():
 
 
 def test_lost_update_threshold():
-    assert precision.lost_update_threshold(torch.float16) == 2**11  # facts.md §7.2
+    assert precision.lost_update_threshold(torch.float16) == 2**11  # binary16's 11-bit significand (IEEE 754)
     assert precision.bits_needed(2.0**-24) == -24
     edges, counts = precision.exponent_histogram(torch.tensor([2.0**-30, 1.0]), -40, 10)
     assert sum(counts) == 2 and len(edges) == 51

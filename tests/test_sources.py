@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from d2lmp.bibliography import SOURCES, Source, cite, cite_text, cited_keys, references_markdown, year_text
+from d2lmp import gpu_specs, topology
+from d2lmp.bibliography import (
+    SOURCES,
+    Source,
+    cite,
+    cite_text,
+    cited_keys,
+    references_markdown,
+    sources_text,
+    year_text,
+)
+from d2lmp.parallel import costmodel
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -42,6 +53,26 @@ def test_package_tests_book_and_readme_point_only_inside_the_repository():
     offenders = [f"{f.relative_to(ROOT)}:{n}" for f in files
                  for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if OUTSIDE.search(line)]
     assert not offenders, "these lines cite files outside the repository:\n" + "\n".join(offenders)
+
+
+def _table_rows():
+    """(table, row name, source) for every row of every sourced data table."""
+    yield from (("gpu_specs.NOTABLE_GPUS", g.name, g.source) for g in gpu_specs.NOTABLE_GPUS)
+    yield from (("topology.pcie_table", f"PCIe {r['generation']}", r["source"]) for r in topology.pcie_table())
+    yield from (("topology.nvlink_table", f"NVLink {r['generation']}", r["source"]) for r in topology.nvlink_table())
+    yield from (("costmodel.PRESETS", name, hw.source) for name, hw in costmodel.PRESETS.items())
+
+
+def test_every_data_table_row_cites_bibliography_keys():
+    """A row's ``source`` is a tuple of one or more keys of SOURCES, never free text or a website."""
+    rows = list(_table_rows())
+    assert {table for table, _, _ in rows} == {"gpu_specs.NOTABLE_GPUS", "topology.pcie_table",
+                                                "topology.nvlink_table", "costmodel.PRESETS"}
+    assert set(topology.PCIE_SOURCES) == set(topology.PCIE) and set(topology.NVLINK_SOURCES) == set(topology.NVLINK)
+    bad = [(table, name, source) for table, name, source in rows
+           if not (isinstance(source, tuple) and source and all(k in SOURCES for k in source))]
+    assert not bad, f"(table, row, source) whose source is not a tuple of bibliography keys: {bad}"
+    assert sources_text(("nvidia_turing_whitepaper", "nvidia_volta_whitepaper")) == "NVIDIA, 2018; NVIDIA, 2017b"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -1,4 +1,5 @@
-"""Link bandwidth tables (facts.md §5), topologies, the power budget and the bandwidth helpers."""
+"""Link bandwidth tables (PCI-SIG and NVIDIA figures: topology.PCIE_SOURCES, NVLINK_SOURCES), topologies, the
+power budget and the bandwidth helpers."""
 
 import sys
 import types
@@ -9,7 +10,7 @@ import torch
 from d2lmp import bandwidth, topology
 
 
-def test_pcie_matches_facts():
+def test_pcie_matches_the_specifications():
     assert topology.pcie_bandwidth_gbs(3, 16) == pytest.approx(15.75, abs=0.01)
     assert topology.pcie_bandwidth_gbs(4, 16) == pytest.approx(31.5, abs=0.02)
     assert topology.pcie_bandwidth_gbs(5, 16, both_directions=True) == pytest.approx(126, abs=0.1)
@@ -20,7 +21,7 @@ def test_pcie_matches_facts():
         topology.pcie_bandwidth_gbs(4, 3)
 
 
-def test_nvlink_matches_facts():
+def test_nvlink_matches_nvidia():
     totals = {r["generation"]: r["total_gbs"] for r in topology.nvlink_table()}
     assert totals == {1: 160, 2: 300, 3: 600, 4: 900, 5: 1800}
     assert topology.nvlink_table()[3]["vs_pcie5_x16"] > 7  # "over 7X the bandwidth of PCIe Gen5"
@@ -58,7 +59,7 @@ def test_power_budget():
 
 
 def test_bus_bandwidth_and_table():
-    assert bandwidth.bus_bandwidth_gbs(352, 14) == 616  # RTX 2080 Ti (facts.md §4)
+    assert bandwidth.bus_bandwidth_gbs(352, 14) == 616  # RTX 2080 Ti (Turing whitepaper, Table 1)
     rows = {r["name"]: r for r in bandwidth.gpu_memory_table()}
     assert rows["H200 SXM"]["gbps_per_pin"] == pytest.approx(6.25)
     assert rows["T4"]["gbps_per_pin"] == pytest.approx(10)

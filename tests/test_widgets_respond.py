@@ -53,7 +53,7 @@ FACTORIES = {
     "memory": lambda: memory_views.memory_widget(),
     "loss_scale": lambda: precision_views.loss_scale_widget(torch.logspace(-10, 0, 100)),
     "dp_scaling": lambda: data_parallel_views.dp_scaling_widget(0.1, 60e6, 50e-6),
-    "allreduce_model": lambda: collectives_views.allreduce_model_widget(50e-6, 1e-9),
+    "allreduce_model": lambda: collectives_views.allreduce_model_widget(),
     "pipeline": lambda: pipeline_views.pipeline_widget(),
     "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
     "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),

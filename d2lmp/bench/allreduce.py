@@ -19,7 +19,7 @@ ALLREDUCE_SIZES = tuple(KIB * 4**k for k in range(9))  # 1 KiB ... 64 MiB
 
 
 def measure_all_reduces(rank: int, world: int, sizes, impls=("torch", "naive", "tree", "ring"),
-                        min_time: float = 0.05, repeats: int = 3) -> list[dict]:
+                        min_time: float = 0.05, repeats: int = 3) -> list[C.CollectiveTiming]:
     """On one rank: all-reduce timings of each implementation at each size (see ``collectives.measure_collective``)."""
     rows = []
     for impl in impls:
@@ -38,9 +38,9 @@ def _allreduce_worker(rank, world, sizes, rounds, min_time):
             for impl in samples:
                 samples[impl].append(C.measure_collective("all_reduce", impl, [size], repeats=3, min_time=min_time)[0])
         for impl, rs in samples.items():
-            seconds = statistics.median(r["seconds"] for r in rs)
-            algbw = rs[0]["size_bytes"] / seconds / 1e9
-            rows.append(dict(impl=impl, world=world, backend=backend, size_bytes=rs[0]["size_bytes"], seconds=seconds,
+            seconds = statistics.median(t.seconds for t in rs)
+            algbw = rs[0].size_bytes / seconds / 1e9
+            rows.append(dict(impl=impl, world=world, backend=backend, size_bytes=rs[0].size_bytes, seconds=seconds,
                              algbw_gbs=algbw, busbw_gbs=bus_bandwidth(algbw, "all_reduce", world)))
     return rows
 

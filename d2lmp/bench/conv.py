@@ -27,8 +27,8 @@ from ..conv import (
 from ..roofline import OpPoint
 from ..timing import benchmark, resolve_device
 
-__all__ = ["IMPLEMENTATIONS", "layer_fns", "benchmark_conv", "conv_points", "blas_name", "onednn_matmul",
-           "compare_gemm_libraries"]
+__all__ = ["IMPLEMENTATIONS", "IM2COL_GOAL", "layer_fns", "benchmark_conv", "im2col_over_lower_bound", "conv_points",
+           "blas_name", "onednn_matmul", "compare_gemm_libraries"]
 
 IMPLEMENTATIONS = ("im2col", "c01b", "copy only", "GEMM only")
 
@@ -93,6 +93,23 @@ def benchmark_conv(layers=ALEXNET_2012_CONV, batch: int = 16, device="cpu", impl
                              ratio=t / median["F.conv2d"], flops=flops, bytes=nbytes))
         del fns
     return rows
+
+
+IM2COL_GOAL = 1.2  # im2col's time over its own lower bound (building the columns + the product alone)
+
+
+def im2col_over_lower_bound(rows) -> dict[str, float]:
+    """Per layer: im2col's time / (copy only + GEMM only), the two parts it cannot avoid, timed in the same run.
+
+    1.0 means im2col costs exactly its two parts; the gap to ``F.conv2d`` is then the libraries' (a BLAS
+    product against oneDNN's direct convolution), not the algorithm's.
+    """
+    by = {(r["layer"], r["impl"]): r["seconds"] for r in rows}
+    layers = list(dict.fromkeys(r["layer"] for r in rows))
+    missing = [name for name in layers for impl in ("im2col", "copy only", "GEMM only") if (name, impl) not in by]
+    if missing:
+        raise ValueError(f"rows lack im2col, copy only or GEMM only timings for {sorted(set(missing))}")
+    return {name: by[name, "im2col"] / (by[name, "copy only"] + by[name, "GEMM only"]) for name in layers}
 
 
 def conv_points(rows, impl: str = "F.conv2d"):

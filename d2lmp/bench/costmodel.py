@@ -76,11 +76,11 @@ def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = 
     # One process timed alone runs faster than each of two concurrent ones (they share caches, memory
     # bandwidth and possibly a physical core), and would make every prediction come out low.
     single = max(launch(_step_time_worker, 2, spec, batch, 0.5))
-    flops = 3 * sum(r["flops"] for r in rows) / single
+    flops = 3 * sum(r.flops for r in rows) / single
     timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
-    intercept, slope = fit_alpha_beta([r["size_bytes"] for r in timings], [r["seconds"] for r in timings])
+    intercept, slope = fit_alpha_beta([t.size_bytes for t in timings], [t.seconds for t in timings])
     hw = this_machine(flops, intercept / 2, slope, devices=2)
-    sizes = balance([r["flops"] for r in rows], 2)  # the pipeline split, balanced by FLOPs
+    sizes = balance([r.flops for r in rows], 2)  # the pipeline split, balanced by FLOPs
     measured = _measure_strategies(spec, batch, steps, sizes)
     out = []
     for strategy, seconds in measured.items():

@@ -1,4 +1,4 @@
-"""Pipeline benchmark: balanced against equal-layer partitions, and measured against theoretical bubbles.
+"""Pipeline benchmark: balanced vs equal-layer partitions, measured vs theoretical bubbles, GPipe vs 1F1B.
 
 The network is ``models.pipeline_model`` (a half-width AlexNet) on 115×115 inputs, split over
 ranks by ``parallel.pipeline`` and run with real processes.
@@ -11,6 +11,7 @@ import statistics
 import torch
 
 from ..models import pipeline_model
+from ..parallel import data_parallel as DP
 from ..parallel.launch import launch
 from ..parallel.pipeline import (
     balance,
@@ -18,11 +19,28 @@ from ..parallel.pipeline import (
     equal_split,
     layer_costs,
     measured_bubble,
+    pipeline_step,
     pipeline_steps,
     step_span,
 )
 
-__all__ = ["pipeline_bench"]
+__all__ = ["pipeline_bench", "schedule_bench"]
+
+
+def _bench_data(batch: int, spec: DP.MLPSpec | None):
+    """(build, x, y): the half-width AlexNet on 115×115 images, or an MLP from ``spec``."""
+    if spec is not None:
+        return spec.build, *DP.synthetic_data(spec, batch)
+    g = torch.Generator().manual_seed(0)
+    return pipeline_model, torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
+
+
+def _profiled_costs(build, x, micro: int, cache: dict) -> list[float]:
+    """Layer costs profiled at micro-batch size ``micro`` (balance each partition at the size it runs)."""
+    if micro not in cache:
+        sample = torch.randn(micro, *x.shape[1:], generator=torch.Generator().manual_seed(1))
+        cache[micro] = layer_costs(build(), sample, min_time=0.05, rounds=3)
+    return cache[micro]
 
 
 def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 4) -> dict:
@@ -37,17 +55,11 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
         raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
     if batch < max(4, *micro_batches):
         raise ValueError(f"batch {batch} is too small for {max(4, *micro_batches)} micro-batches")
-    model = pipeline_model()
-    profiled = {}
+    build, x, y = _bench_data(batch, None)
+    profiled: dict = {}
 
     def costs_at(micro):
-        if micro not in profiled:
-            sample = torch.randn(micro, 3, 115, 115, generator=torch.Generator().manual_seed(1))
-            profiled[micro] = layer_costs(model, sample, min_time=0.05, rounds=3)
-        return profiled[micro]
-
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
+        return _profiled_costs(build, x, micro, profiled)
 
     def run(world, sizes, kind, m):
         per_rank = launch(pipeline_steps, world, pipeline_model, sizes, x, y, steps, kind, m, timeout=600)
@@ -67,3 +79,46 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
         out["bubbles"].append(dict(world=2, micro_batches=m, sizes=sizes, measured=bubble,
                                    theory=bubble_fraction(2, m)))
     return out
+
+
+def _schedule_worker(rank, world, build, sizes_by_m, x, y, steps, kinds):
+    out = {}
+    for m, sizes in sizes_by_m.items():
+        for _ in range(steps):  # the schedules alternate step by step: drifting load hits both alike
+            for kind in kinds:
+                result = pipeline_step(rank, world, build, sizes, x, y, kind, m)
+                entry = out.setdefault((kind, m), dict(events=[], memory=result["memory"]))
+                entry["events"].append(result["events"])
+    return out
+
+
+def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, steps: int = 4,
+                   kinds=("gpipe", "1f1b"), spec: DP.MLPSpec | None = None) -> list[dict]:
+    """Each schedule timed alike, with what each stage held: one row per (stages, schedule, micro-batches).
+
+    Partitions are balanced at the micro-batch size they run. Each row: "step_s" and "bubble" (medians
+    over the steps after the first, a warm-up; all ranks' events), "theory" ((p-1)/(m+p-1), the same
+    for GPipe and 1F1B), and per stage "peak_in_flight" and "peak_saved_bytes" (from
+    ``pipeline_memory.ActivationLedger``). The model is the half-width AlexNet, or an MLP from ``spec``.
+    """
+    if steps < 2:
+        raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
+    if batch < max(micro_batches):
+        raise ValueError(f"batch {batch} is too small for {max(micro_batches)} micro-batches")
+    build, x, y = _bench_data(batch, spec)
+    profiled: dict = {}
+    rows = []
+    for world in worlds:
+        sizes_by_m = {m: balance(_profiled_costs(build, x, batch // m, profiled), world) for m in micro_batches}
+        per_rank = launch(_schedule_worker, world, build, sizes_by_m, x, y, steps, tuple(kinds), timeout=900)
+        for m in micro_batches:
+            for kind in kinds:
+                steps_events = [sum((r[kind, m]["events"][s] for r in per_rank), []) for s in range(1, steps)]
+                memory = [r[kind, m]["memory"] for r in per_rank]
+                rows.append(dict(world=world, kind=kind, micro_batches=m, sizes=sizes_by_m[m],
+                                 step_s=statistics.median(step_span(e) for e in steps_events),
+                                 bubble=statistics.median(measured_bubble(e, world) for e in steps_events),
+                                 theory=bubble_fraction(world, m),
+                                 peak_in_flight=[mem["peak_in_flight"] for mem in memory],
+                                 peak_saved_bytes=[mem["peak_saved_bytes"] for mem in memory]))
+    return rows

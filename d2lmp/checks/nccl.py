@@ -6,6 +6,8 @@ parallel version with one device.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from .result import CheckResult, skip_without_gpu
 
 __all__ = ["CHECKS"]
@@ -55,9 +57,10 @@ def check_nccl_bandwidth(device, quick):
     world = gpu_count()
     if world < 2:
         return CheckResult("skip", "one GPU: an all-reduce needs two or more to move data")
-    rows = launch(_nccl_bandwidth_worker, world, backend="nccl", timeout=300)[0]
-    best = max(r["busbw_gbs"] for r in rows)
-    return CheckResult("pass", f"{world} GPUs: best all-reduce busbw {best:,.1f} GB/s", dict(rows=rows))
+    timings = launch(_nccl_bandwidth_worker, world, backend="nccl", timeout=300)[0]
+    best = max(t.busbw_gbs for t in timings)
+    return CheckResult("pass", f"{world} GPUs: best all-reduce busbw {best:,.1f} GB/s",
+                       dict(rows=[asdict(t) for t in timings]))
 
 
 def check_nccl_pipeline_and_tensor_parallel(device, quick):

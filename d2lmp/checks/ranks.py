@@ -15,7 +15,7 @@ from ..parallel import data_parallel as DP
 from ..parallel.launch import rank_device
 
 __all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_tensor_parallel",
-           "dtensor_mlp_check", "torch_pipelining_check"]
+           "check_zero", "check_hybrid", "dtensor_mlp_check", "torch_pipelining_check"]
 
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
 
@@ -143,3 +143,45 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
         schedule.step()
     grads = {k: p.grad.cpu() for k, p in stage_module.named_parameters()}
     return {"max_grad_error": max((g - reference["grads"][k]).abs().max().item() for k, g in grads.items())}
+
+
+def check_zero(rank: int, world: int, steps: int = 3, lr: float = 1e-2) -> dict[str, float]:
+    """Max |difference| of each ZeRO stage's parameters after ``steps`` Adam steps from one device's Adam."""
+    from ..parallel.zero import STAGES, zero_train
+
+    sizes = (16, 24, 24, 5)
+    x, y = DP.synthetic_data(DP.MLPSpec(sizes), 4 * world + 3)  # uneven over the ranks
+    model = DP.MLPSpec(sizes).build()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=False)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        DP.local_loss(model, x, y, len(x)).backward()
+        optimizer.step()
+    reference = [p.detach() for p in model.parameters()]
+    errors = {}
+    for stage in STAGES:
+        got = zero_train(rank, world, sizes, x, y, stage, steps, lr)["parameters"]
+        errors[f"ZeRO stage {stage}"] = max(float((g - r).abs().max()) for g, r in zip(got, reference))
+    return errors
+
+
+def check_hybrid(rank: int, world: int, steps: int = 3, lr: float = 0.1) -> dict[str, float]:
+    """Max |difference| of the data x tensor hybrid's parameter shards from one device's after ``steps`` SGD steps.
+
+    The grid is world/2 replicas of 2 ranks each (2 x 2 on 4 ranks); on an odd world, world replicas of 1.
+    """
+    from ..parallel.hybrid import hybrid_train, one_device_shards
+
+    tensor = 2 if world % 2 == 0 else 1
+    spec = DP.MLPSpec((12, 16, 16, 6), seed=0)
+    x, y = DP.synthetic_data(spec, 5 * world + 1)
+    model = spec.build()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        DP.local_loss(model, x, y, len(x)).backward()
+        optimizer.step()
+    result = hybrid_train(rank, world, spec, x, y, world // tensor, tensor, steps, lr)
+    expected = one_device_shards([p.detach() for p in model.parameters()], result["tensor_rank"], tensor)
+    name = f"hybrid {world // tensor} x {tensor} (data x tensor)"
+    return {name: max(float((g - r).abs().max()) for g, r in zip(result["parameters"], expected))}

@@ -6,7 +6,8 @@ verdict and returns it; called with nothing (or with a function that still raise
 breaks a notebook. ``solution()`` shows the model answer only when asked for.
 
 The helpers at the bottom build checkers for the kinds of answers the exercises ask for: a number
-with a tolerance and units, a choice among options, and a function run against reference cases.
+with a tolerance and units, a choice among options, and a function run against reference cases
+(``run_checker``, which the distributed exercises' ``_code.code_checker`` builds on too).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "number_checker", "choice_checker", "function_checker",
-           "show_source"]
+           "run_checker", "show_source"]
 
 
 class _NotAnswered:
@@ -148,21 +149,43 @@ def function_checker(cases: Callable[[Callable], list[tuple[str, Any, Any]]],
     fails is explained by ``diagnose(case, got, expected)`` when it recognises the mistake.
     """
 
+    def wrong(case: str, got: Any, expected: Any) -> str | None:
+        if compare(got, expected):
+            return None
+        reason = diagnose(case, got, expected) if diagnose else None
+        return f": {reason}" if reason else "."
+
+    return run_checker(cases, wrong, success)
+
+
+def run_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
+                wrong: Callable[[str, Any, Any], str | None], success: str = "",
+                explained: tuple[type[Exception], ...] = ()) -> Callable[[Any], Verdict]:
+    """The checker behind every code exercise: run the student's function, then judge case by case.
+
+    ``wrong(case, got, expected)`` returns None for a right result, else how the sentence "wrong result
+    for <case>" ends. An exception of a type in ``explained`` carries a message for the student as it is;
+    any other exception from the student's code is named with its first line, and a stub that still
+    raises NotImplementedError (directly or as a cause) stays "not answered".
+    """
+
     def check(fn: Any) -> Verdict:
         if not callable(fn):
             return Verdict(False, f"expected a function, got {type(fn).__name__}.")
         try:
-            results = cases(fn)
+            results = run(fn)
         except NotImplementedError:
             raise
+        except explained as err:
+            return Verdict(False, str(err))
         except Exception as err:  # the student's code raised: say where
             if any(isinstance(e, NotImplementedError) for e in _causes(err)):
                 raise NotImplementedError from err
             return Verdict(False, f"your function raised {type(err).__name__}: {_first_line(err)}")
         for case, got, expected in results:
-            if not compare(got, expected):
-                reason = diagnose(case, got, expected) if diagnose else None
-                return Verdict(False, f"wrong result for {case}" + (f": {reason}" if reason else "."))
+            ending = wrong(case, got, expected)
+            if ending is not None:
+                return Verdict(False, f"wrong result for {case}{ending}")
         return Verdict(True, success or f"all {len(results)} reference cases agree.")
 
     return check

@@ -39,9 +39,10 @@ fused_relu_axpy = Exercise(
 
 find_the_caches = Exercise(
     key="find_the_caches", number=2,
-    question="**Find the caches.** Run `roofline.bandwidth_sweep` with buffers from 0.25 MiB to 256 MiB (doubling each "
-             "time) and plot it with `plots.plot_bandwidth_sweep`. Where does the bandwidth drop, and how do those "
-             "sizes compare with the cache sizes in `/sys/devices/system/cpu/cpu0/cache/index*/size` (or `lscpu`)?",
+    question="**Find the caches.** Run `bandwidth.device_copy_sweep` with buffers from 0.25 MiB to 256 MiB "
+             "(doubling each time) and plot it with `bandwidth_views.plot_bandwidth_sweep`. Where does the bandwidth "
+             "drop, and how do those sizes compare with the cache sizes in "
+             "`/sys/devices/system/cpu/cpu0/cache/index*/size` (or `lscpu`)?",
     hint_text="A copy touches two buffers, so compare 2 × the buffer size (bytes_touched) with each cache size, and "
               "remember that L1 and L2 are per core while L3 is shared.",
     solution_text="The rate steps down where the data touched (two buffers) outgrows a cache level: first past the "

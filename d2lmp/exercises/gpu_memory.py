@@ -90,7 +90,7 @@ def _measure_add(n: int = 64 * 2**20 // 4) -> tuple[float, float]:
     """(seconds of x + y, copy GB/s) on this CPU for vectors of 64 MiB."""
     import torch
 
-    from ..roofline import measure_bandwidth
+    from ..bandwidth import measure_bandwidth
     from ..timing import benchmark
 
     x, y = torch.rand(n), torch.rand(n)

@@ -21,6 +21,8 @@ from torch.nn import functional as F
 from ..models import tower_lrn
 from .tensor_parallel import gather_for_split_compute, gather_from_parallel
 
+__all__ = ["TowerConv", "TowerLinear", "AlexNetTower", "crossing_bytes"]
+
 
 def _rows(t, rank, towers=2):
     size = t.shape[0] // towers

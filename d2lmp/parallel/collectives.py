@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -31,16 +32,22 @@ def _segments(t: torch.Tensor) -> list[torch.Tensor]:
     return list(torch.split(t, SEGMENT_ELEMENTS)) if t.numel() else []
 
 
-def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool) -> None:
+def global_rank(group, group_rank: int) -> int:
+    """The global rank of ``group_rank`` in ``group`` (None: the default group), as send/recv/P2POp need."""
+    return group_rank if group is None else dist.get_global_rank(group, group_rank)
+
+
+def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool,
+               group=None) -> None:
     """Send ``send`` to the right neighbour and take the left neighbour's chunk into ``recv_into``.
 
     Both are cut into segments and every message is posted at once, so while segment k is
     being added, later segments are still on the wire (the pipelining real rings use).
     """
-    right, left = (rank + 1) % world, (rank - 1) % world
+    right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
     incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
-    ops = [dist.P2POp(dist.irecv, buf, left) for buf in incoming]
-    ops += [dist.P2POp(dist.isend, seg, right) for seg in _segments(send.contiguous())]
+    ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in incoming]
+    ops += [dist.P2POp(dist.isend, seg, right, group) for seg in _segments(send.contiguous())]
     # One batch: NCCL runs it as a single group call, so the two neighbours cannot deadlock
     # waiting for each other's send; gloo posts the messages one by one.
     requests = dist.batch_isend_irecv(ops) if ops else []
@@ -85,81 +92,103 @@ def ring_schedule(world: int) -> list[list[tuple[int, int, int, str]]]:
             for phase in RING_PHASES for step in range(world - 1)]
 
 
-def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phase: str) -> None:
+def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phase: str, group=None) -> None:
     """In place, one phase of ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds the
     sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone."""
     for step in range(world - 1):
         send_i = ring_send_chunk(phase, step, rank, world)
         recv_i = ring_send_chunk(phase, step, rank - 1, world)  # what the left neighbour sends
-        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=phase == "reduce-scatter")
+        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=phase == "reduce-scatter",
+                   group=group)
 
 
-def ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum ``tensor`` over all ranks in place: ring reduce-scatter, then ring all-gather."""
-    rank, world = dist.get_rank(), dist.get_world_size()
+def ring_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum ``tensor`` over the ranks of ``group`` (None: all) in place: ring reduce-scatter, then ring all-gather."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
     chunks = _chunks(flat, world)
-    _ring_pass(chunks, rank, world, "reduce-scatter")
-    _ring_pass(chunks, rank, world, "all-gather")
+    _ring_pass(chunks, rank, world, "reduce-scatter", group)
+    _ring_pass(chunks, rank, world, "all-gather", group)
     if flat.data_ptr() != tensor.data_ptr():
         tensor.copy_(flat.view_as(tensor))
     return tensor
 
 
-def ring_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
+def ring_reduce_scatter(tensor: torch.Tensor, group=None) -> torch.Tensor:
     """This rank's chunk of the sum over ranks: ``torch.tensor_split(sum.flatten(), n)[rank]``.
 
     ``tensor`` is left unchanged. Equal to ``dist.reduce_scatter_tensor`` when the size divides.
+    Over ``group``'s ranks (None: all), ``rank`` being the rank in the group.
     """
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     chunks = _chunks(tensor.detach().reshape(-1).clone(), world)
-    _ring_pass(chunks, rank, world, "reduce-scatter")
+    _ring_pass(chunks, rank, world, "reduce-scatter", group)
     return chunks[rank]
 
 
-def ring_all_gather(tensor: torch.Tensor) -> torch.Tensor:
-    """Every rank's ``tensor`` stacked in rank order: shape (world_size, *tensor.shape), like ``dist.all_gather``."""
-    rank, world = dist.get_rank(), dist.get_world_size()
+def ring_all_gather(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Every rank's ``tensor`` stacked in rank order: shape (world_size, *tensor.shape), like ``dist.all_gather``.
+
+    Over ``group``'s ranks (None: all), in their order in the group.
+    """
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     out[rank] = tensor
-    _ring_pass(list(out.view(world, -1)), rank, world, "all-gather")
+    _ring_pass(list(out.view(world, -1)), rank, world, "all-gather", group)
     return out
 
 
-def naive_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum in place by sending everything to rank 0, which adds and sends the total back to each rank."""
-    rank, world = dist.get_rank(), dist.get_world_size()
+def naive_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum in place by sending everything to rank 0 (of ``group``), which adds and sends the total back to each rank."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     if rank == 0:
         incoming = torch.empty_like(tensor)
         for src in range(1, world):
-            dist.recv(incoming, src)
+            dist.recv(incoming, global_rank(group, src), group)
             tensor += incoming
         for dst in range(1, world):
-            dist.send(tensor, dst)
+            dist.send(tensor, global_rank(group, dst), group)
     else:
-        dist.send(tensor, 0)
-        dist.recv(tensor, 0)
+        dist.send(tensor, global_rank(group, 0), group)
+        dist.recv(tensor, global_rank(group, 0), group)
     return tensor
 
 
-def tree_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
-    """Sum in place along a binary tree: partial sums flow to rank 0 in ⌈log2 n⌉ rounds, then back down."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    rounds = max(1, math.ceil(math.log2(world))) if world > 1 else 0
+TREE_PHASES = ("reduce", "broadcast")
+
+
+def tree_schedule(world: int) -> list[list[tuple[int, int, str]]]:
+    """The binary-tree all-reduce's messages, one list per round: (sender, receiver, phase).
+
+    Reduce: in round k (distance d = 2^k), each rank r with r mod 2d = d sends its partial sum
+    to r - d, which adds it; after ⌈log2 n⌉ rounds rank 0 holds the total. Broadcast: the same
+    messages reversed, in reverse order, copy the total back down. ``tree_all_reduce`` follows it.
+    Ranks are positions in the group that runs it.
+    """
+    if world < 1:
+        raise ValueError(f"a tree needs at least 1 rank, got {world}")
+    distances = [1 << k for k in range(math.ceil(math.log2(world)))]  # no rounds for one rank
+    up = [[(r, r - d, "reduce") for r in range(d, world, 2 * d)] for d in distances]
+    down = [[(dst, src, "broadcast") for src, dst, _ in messages] for messages in reversed(up)]
+    return up + down
+
+
+def tree_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+    """Sum in place along a binary tree: partial sums flow to rank 0 (of ``group``) in ⌈log2 n⌉ rounds, then back down.
+
+    Every message carries the whole tensor (this tree is not pipelined).
+    """
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     incoming = torch.empty_like(tensor)
-    for level in range(rounds):  # reduce: at distance 2^level, odd multiples send to even multiples
-        d = 1 << level
-        if rank % (2 * d) == d:
-            dist.send(tensor, rank - d)
-        elif rank % (2 * d) == 0 and rank + d < world:
-            dist.recv(incoming, rank + d)
-            tensor += incoming
-    for level in reversed(range(rounds)):  # broadcast the total back down the same tree
-        d = 1 << level
-        if rank % (2 * d) == 0 and rank + d < world:
-            dist.send(tensor, rank + d)
-        elif rank % (2 * d) == d:
-            dist.recv(tensor, rank - d)
+    for messages in tree_schedule(world):
+        for src, dst, phase in messages:
+            if rank == src:
+                dist.send(tensor, global_rank(group, dst), group)
+            elif rank == dst and phase == "reduce":
+                dist.recv(incoming, global_rank(group, src), group)
+                tensor += incoming
+            elif rank == dst:
+                dist.recv(tensor, global_rank(group, src), group)
     return tensor
 
 
@@ -190,8 +219,24 @@ def _collective_call(name: str, impl: str, tensor: torch.Tensor):
     raise ValueError(f"no implementation {impl!r} of {name!r}")
 
 
+@dataclass(frozen=True)
+class CollectiveTiming:
+    """One size of ``measure_collective``: S bytes took ``seconds`` on ``world`` ranks, as nccl-tests reports it.
+
+    algbw = S / seconds; busbw = algbw × the collective's bus factor (2(n-1)/n for all-reduce).
+    """
+
+    collective: str
+    impl: str
+    world: int
+    size_bytes: int
+    seconds: float
+    algbw_gbs: float
+    busbw_gbs: float
+
+
 def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_bytes=(1024, 2**20),
-                       repeats: int = 5, min_time: float = 0.05, device: str = "auto") -> list[dict]:
+                       repeats: int = 5, min_time: float = 0.05, device: str = "auto") -> list[CollectiveTiming]:
     """Time a collective at each size on the current group, like nccl-tests.
 
     Call on every rank. ``impl`` is "torch" (the backend's own) or one of ours ("ring",
@@ -200,8 +245,8 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     on shared CPUs a few calls wait a whole scheduler tick (milliseconds), and a mean over a
     block would report that tail instead of the typical call. S is the tensor's bytes (for
     all_gather, the gathered total: each rank contributes ``numel // world`` elements, so S is
-    that times ``world`` times 4 bytes; for reduce_scatter, the full input). Returns rows with
-    size_bytes, seconds, algbw_gbs, busbw_gbs.
+    that times ``world`` times 4 bytes; for reduce_scatter, the full input). Returns one
+    ``CollectiveTiming`` per size.
     """
     world = dist.get_world_size()
     rows = []
@@ -228,8 +273,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
         # all_gather gathers world chunks of numel // world elements: fewer than the tensor when that does not divide
         nbytes = (tensor.numel() // world) * world * 4 if name == "all_gather" else tensor.numel() * 4
         algbw = nbytes / seconds / 1e9
-        rows.append(dict(collective=name, impl=impl, world=world, size_bytes=nbytes, seconds=seconds,
-                         algbw_gbs=algbw, busbw_gbs=bus_bandwidth(algbw, name, world)))
+        rows.append(CollectiveTiming(name, impl, world, nbytes, seconds, algbw, bus_bandwidth(algbw, name, world)))
     return rows
 
 

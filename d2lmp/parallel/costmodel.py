@@ -1,10 +1,11 @@
 """An analytic model of one training step under each way of splitting the work.
 
-The model is described by ``models.layer_table`` rows (FLOPs, parameters, activation
-bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
+The model is described by ``models.layer_table`` rows (``LayerRow``: FLOPs, parameters,
+activation bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
 link bandwidth per direction, a per-message latency α, and memory per device. ``PRESETS``
 derive these from the sourced tables (the notable-GPU table for FLOP/s and memory,
-``topology`` for PCIe and NVLink); only α is an assumption.
+``topology`` for PCIe and NVLink) and carry those rows' bibliography keys as their ``source``;
+only α is an assumption.
 
 Time per step = compute + exposed communication + bubble:
 * compute: 3 × the forward FLOPs (forward once, backward twice) divided over the devices
@@ -26,9 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..gpu_specs import NOTABLE_GPUS
-from ..topology import NVLINK, pcie_bandwidth_gbs
-from .alpha_beta import predicted_all_reduce_time
+from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
+from .alpha_beta import BUS_FACTORS, predicted_all_reduce_time
 from .dp_model import predict_step
+
+__all__ = ["STRATEGIES", "ASSUMED_ALPHA", "Hardware", "PRESETS", "this_machine", "Prediction", "predict", "comm_bytes",
+           "ZERO_STAGES", "zero_memory", "zero_traffic"]
 
 STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
 ASSUMED_ALPHA = 10e-6  # seconds per message on GPU links: an assumption, not a measured or sourced figure
@@ -42,7 +46,8 @@ class Hardware:
     link_bytes_per_s: float  # per device, per direction
     alpha: float  # seconds per message
     memory_bytes: float  # per device
-    source: str
+    source: tuple[str, ...]  # keys in d2lmp.bibliography.SOURCES; empty for a measured machine
+    note: str = ""  # how the figures were taken from the sources, or measured
     overlap: bool = True  # can communication run while the device computes? (not when CPU cores do both)
 
     def with_devices(self, n: int) -> Hardware:
@@ -54,27 +59,31 @@ def _gpu_row(name: str):
     return next(spec for spec in NOTABLE_GPUS if spec.name == name)
 
 
-def _pcie(generation: int, lanes: int = 16) -> tuple[float, str]:
-    """(bytes/s per direction, how) of a PCIe link, from ``topology.PCIE``."""
+def _pcie(generation: int, lanes: int = 16) -> tuple[float, str, tuple[str, ...]]:
+    """(bytes/s per direction, how, source keys) of a PCIe link, from ``topology.PCIE``."""
     gbs = pcie_bandwidth_gbs(generation, lanes)
-    return gbs * 1e9, f"PCIe gen {generation} x{lanes}: {gbs:g} GB/s per direction"
+    return gbs * 1e9, f"PCIe gen {generation} x{lanes}: {gbs:g} GB/s per direction", PCIE_SOURCES[generation]
 
 
-def _nvlink(generation: int) -> tuple[float, str]:
-    """(bytes/s per GPU per direction, how) over all NVLink links of a generation, from ``topology.NVLINK``."""
+def _nvlink(generation: int) -> tuple[float, str, tuple[str, ...]]:
+    """(bytes/s per GPU per direction, how, source keys) over all NVLink links of a generation, from
+    ``topology.NVLINK``."""
     _, _, per_link, links = NVLINK[generation]
-    return links * per_link * 1e9, f"NVLink {generation}: {links} links x {per_link} GB/s per direction"
+    how = f"NVLink {generation}: {links} links x {per_link} GB/s per direction"
+    return links * per_link * 1e9, how, NVLINK_SOURCES[generation]
 
 
-def _preset(name: str, devices: int, gpu: str, link: tuple[float, str], memory_gb: float | None = None,
-            note: str = "") -> Hardware:
+def _preset(name: str, devices: int, gpu: str, link: tuple[float, str, tuple[str, ...]],
+            memory_gb: float | None = None, note: str = "") -> Hardware:
     """A preset whose FLOP/s and memory come from a GPU table row, and whose link from the topology tables."""
     spec = _gpu_row(gpu)
-    link_bytes, link_how = link
+    link_bytes, link_how, link_source = link
     memory_gb = spec.memory_gb if memory_gb is None else memory_gb
-    source = (f"{spec.name} (notable-GPU table): FP32 {spec.fp32_tflops:g} TFLOPS, {memory_gb:g} GB; "
-              f"{link_how} (topology tables){note}")
-    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, ASSUMED_ALPHA, memory_gb * 1e9, source)
+    source = tuple(dict.fromkeys(spec.source + link_source))
+    how = (f"{spec.name} (notable-GPU table): FP32 {spec.fp32_tflops:g} TFLOPS, {memory_gb:g} GB; "
+           f"{link_how} (topology tables){note}")
+    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, ASSUMED_ALPHA, memory_gb * 1e9,
+                    source, how)
 
 
 PRESETS = {hw.name: hw for hw in (
@@ -93,7 +102,7 @@ def this_machine(flops: float, alpha: float, beta: float, devices: int = 2,
     if flops <= 0 or alpha < 0 or beta <= 0:
         raise ValueError("flops and beta must be positive, alpha non-negative")
     return Hardware("this machine (measured)", devices, flops, 1 / beta, alpha, memory_bytes,
-                    "FLOP/s and α, β measured in this run", overlap=False)
+                    (), "FLOP/s and α, β measured in this run", overlap=False)
 
 
 @dataclass
@@ -122,22 +131,23 @@ def _ring(kind: str, n: int, nbytes: float, hw: Hardware) -> float:
     return (n - 1) * (hw.alpha + nbytes / n / hw.link_bytes_per_s)  # all-gather or reduce-scatter
 
 
-def _totals(rows: list[dict], batch_of_table: int) -> tuple[float, float, float]:
+def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
     """(forward FLOPs per example, parameter count, activation bytes per example)."""
-    flops = sum(r["flops"] for r in rows) / batch_of_table
-    params = sum(r["params"] for r in rows)
-    acts = sum(r["activation_bytes"] for r in rows) / batch_of_table
+    flops = sum(r.flops for r in rows) / batch_of_table
+    params = sum(r.params for r in rows)
+    acts = sum(r.activation_bytes for r in rows) / batch_of_table
     return flops, params, acts
 
 
-def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
+def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
             batch_of_table: int = 1, param_bytes: int = 4, optimizer_copies: int = 1,
-            stage_sizes: list[int] | None = None) -> Prediction:
+            stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None) -> Prediction:
     """Predicted step time and memory per device for ``strategy`` on ``hw.devices`` devices.
 
-    ``rows`` come from ``layer_table`` for an input of ``batch_of_table`` examples. For the
-    pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the pace; by
-    default stages are assumed perfectly balanced.
+    ``rows`` are the ``models.LayerRow`` records of ``layer_table`` for an input of ``batch_of_table``
+    examples. For the pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the
+    pace; by default stages are assumed perfectly balanced. For "hybrid", ``grid`` = (data, tensor)
+    predicts a grid of process groups (``parallel.hybrid``) instead of the one-weird-trick split.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
@@ -148,7 +158,7 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
     single = 3 * fwd * batch / hw.flops
     weights = params * param_bytes
     state = dict(parameters=weights, gradients=weights, optimizer=weights * optimizer_copies)
-    fc = [r for r in rows if r["kind"] == "Linear"]
+    fc = [r for r in rows if r.kind == "Linear"]
     if strategy == "data":
         p = predict_step(single, weights, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
         memory = {**state, "activations": acts * batch / n}
@@ -160,8 +170,8 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
             if len(stage_sizes) != n or sum(stage_sizes) != len(rows):
                 raise ValueError(f"stage_sizes {stage_sizes} must cover the {len(rows)} rows in {n} stages")
             bounds = [sum(stage_sizes[:i]) for i in range(n + 1)]
-            slowest = max(sum(r["flops"] for r in rows[a:b]) for a, b in zip(bounds, bounds[1:]))
-            stage = single * slowest / sum(r["flops"] for r in rows)
+            slowest = max(sum(r.flops for r in rows[a:b]) for a, b in zip(bounds, bounds[1:]))
+            stage = single * slowest / sum(r.flops for r in rows)
         boundary = acts / len(rows) * batch  # a typical layer output per step, crossing each boundary
         comm = 2 * (m + n - 1) * (hw.alpha + boundary / m / hw.link_bytes_per_s) if n > 1 else 0.0
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch / n}
@@ -169,20 +179,122 @@ def predict(rows: list[dict], strategy: str, hw: Hardware, batch: int, micro_bat
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
         # all-reduce its input gradient backward.
-        split = [r for r in rows if r["flops"] > 0]
+        split = [r for r in rows if r.flops > 0]
         comm = 0.0
         for r in split:
-            out_bytes = r["activation_bytes"] / batch_of_table * batch
+            out_bytes = r.activation_bytes / batch_of_table * batch
             comm += _ring("all_gather", n, out_bytes, hw) + _ring("all_reduce", n, out_bytes, hw)
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
+    if grid is not None:
+        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, param_bytes, optimizer_copies)
     # hybrid ("one weird trick"): convolutions data parallel, fully connected layers model parallel
-    conv_params = sum(r["params"] for r in rows if r["kind"] != "Linear") * param_bytes
+    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
     comm = _ring("all_reduce", n, conv_params, hw)
     for r in fc:
-        in_bytes = r["macs"] / max(r["output_shape"][-1], 1) / batch_of_table * batch * param_bytes
+        in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
         comm += _ring("all_gather", n, in_bytes, hw) + _ring("reduce_scatter", n, in_bytes, hw)
-    fc_weights = sum(r["params"] for r in fc) * param_bytes
+    fc_weights = sum(r.params for r in fc) * param_bytes
     memory = dict(parameters=conv_params + fc_weights / n, gradients=conv_params + fc_weights / n,
                   optimizer=(conv_params + fc_weights / n) * optimizer_copies, activations=acts * batch / n)
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
+
+
+def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
+               param_bytes: int = 4) -> float:
+    """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
+
+    A ring all-reduce of S bytes sends 2(n-1)/n·S per device, an all-gather or reduce-scatter
+    (n-1)/n·S. The pipeline counts a middle stage (activations forward, their gradients back,
+    ``predict``'s typical layer output at each boundary; with two stages each sends one of the two).
+    No latency, no overlap: what travels, not how long it waits.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+    if devices < 1 or batch < 1:
+        raise ValueError("devices and batch must be >= 1")
+    n = devices
+    if n == 1:
+        return 0.0
+    ring = {kind: factor(n) for kind, factor in BUS_FACTORS.items()}
+    _, params, acts = _totals(rows, batch_of_table)
+    if strategy == "data":
+        return ring["all_reduce"] * params * param_bytes
+    if strategy == "pipeline":
+        boundary = acts / len(rows) * batch  # as predict: a typical layer output per step
+        return boundary * (1 if n == 2 else 2)
+    if strategy == "tensor":
+        outs = [r.activation_bytes / batch_of_table * batch for r in rows if r.flops > 0]
+        return sum((ring["all_gather"] + ring["all_reduce"]) * out for out in outs)
+    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
+    total = ring["all_reduce"] * conv_params
+    for r in rows:
+        if r.kind == "Linear":
+            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
+            total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
+    return total
+def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, param_bytes: int,
+                 optimizer_copies: int) -> Prediction:
+    """Data × tensor: ``data`` replicas, each split over ``tensor`` devices like "tensor", working on
+    batch / data examples; then each gradient shard (1/tensor of the weights) is all-reduced over the
+    ``data`` devices that hold the same shard."""
+    data, tensor = grid
+    if data < 1 or tensor < 1 or data * tensor != hw.devices:
+        raise ValueError(f"grid {grid} must multiply to the {hw.devices} devices")
+    split = predict(rows, "tensor", hw.with_devices(tensor), -(-batch // data), batch_of_table=batch_of_table,
+                    param_bytes=param_bytes, optimizer_copies=optimizer_copies)
+    shard_bytes = sum(r.params for r in rows) * param_bytes / tensor
+    comm = split.comm_s + _ring("all_reduce", data, shard_bytes, hw)
+    return Prediction("hybrid", hw.devices, split.compute_s, comm, 0.0, split.memory)
+
+
+# ---------------------------------------------------------------------------------------
+# ZeRO: the training state per rank when data parallelism shards it (see parallel/zero.py)
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def _check_zero(num_params, world, stage, **sizes) -> None:
+    for name, value in (("num_params", num_params), ("world", world)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if stage not in ZERO_STAGES or isinstance(stage, bool):
+        raise ValueError(f"stage must be one of {ZERO_STAGES} (0 = plain data parallelism), got {stage!r}")
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise ValueError(f"{name} must be a number of bytes per parameter >= 0, got {value!r}")
+
+
+def zero_memory(num_params: int, world: int, stage: int, param_bytes: float = 2, grad_bytes: float = 2,
+                optimizer_bytes: float = 12) -> dict[str, float]:
+    """Bytes per rank of parameters, gradients and optimizer state under ZeRO ``stage`` on ``world`` ranks.
+
+    With Ψ = ``num_params``, n = ``world`` and p, g, K the bytes per parameter of each:
+        stage 0 (plain data parallelism):  p·Ψ   + g·Ψ   + K·Ψ
+        stage 1 (optimizer state sharded): p·Ψ   + g·Ψ   + K·Ψ/n
+        stage 2 (and the gradients):       p·Ψ   + g·Ψ/n + K·Ψ/n
+        stage 3 (and the parameters):      p·Ψ/n + g·Ψ/n + K·Ψ/n
+    The defaults are mixed-precision Adam as in the ZeRO paper (Rajbhandari et al. 2020,
+    arXiv:1910.02054, §3 and Fig. 1): fp16 parameters and gradients (2 + 2 bytes), and K = 12:
+    an fp32 master copy of the parameters, Adam's m and v. Plain fp32 Adam is p = g = 4, K = 8
+    (m and v). Returns {"parameters", "gradients", "optimizer"}; the total is the sum of the values.
+    Activations and temporary buffers (a gathered layer in stage 3) are not included.
+    """
+    _check_zero(num_params, world, stage, param_bytes=param_bytes, grad_bytes=grad_bytes,
+                optimizer_bytes=optimizer_bytes)
+    shards = {"parameters": stage >= 3, "gradients": stage >= 2, "optimizer": stage >= 1}
+    per_param = {"parameters": param_bytes, "gradients": grad_bytes, "optimizer": optimizer_bytes}
+    return {k: num_params * per_param[k] / (world if shards[k] else 1) for k in per_param}
+
+
+def zero_traffic(num_params: int, world: int, stage: int, grad_bytes: float = 2) -> float:
+    """Bytes each rank sends per step under ZeRO ``stage`` with ring collectives.
+
+    S = ``num_params`` · ``grad_bytes`` (parameters travel at the gradients' width). A ring
+    reduce-scatter or all-gather sends (n-1)/n·S per rank, an all-reduce twice that, so
+        stages 0-2: 2(n-1)/n·S   (an all-reduce; stages 1-2: reduce-scatter gradients, all-gather parameters)
+        stage 3:    3(n-1)/n·S   (all-gather before forward and before backward, reduce-scatter: 1.5x stage 0)
+    """
+    _check_zero(num_params, world, stage, grad_bytes=grad_bytes)
+    collectives = 3 if stage == 3 else 2
+    return collectives * (world - 1) / world * num_params * grad_bytes

@@ -11,11 +11,16 @@ Three versions, each giving every rank the full-batch gradient:
 Uneven splits: each rank's loss is the *sum* over its examples divided by the *global*
 batch size, and gradients are summed over ranks, so the result is the mean over the whole
 batch however it was split.
+
+Gradient accumulation (``accumulated_gradients``): k micro-steps per optimizer step, the first
+k - 1 inside ``no_sync()`` (DDP's, or ``BucketedAllReduce``'s), so only the last one sums the
+accumulated gradients over the ranks: one synchronisation instead of k, the same gradient.
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +30,10 @@ from torch import nn
 from ..models import mlp
 from .launch import rank_device
 from .timeline import Timeline
+
+__all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "BucketedAllReduce",
+           "recording_hook", "VERSIONS", "DataParallelStep", "dp_gradients", "accumulated_gradients",
+           "single_process_gradients", "dp_train", "single_process_train"]
 
 
 @dataclass(frozen=True)
@@ -61,15 +70,15 @@ def local_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, global_batch:
     return nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
 
 
-def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None) -> None:
-    """Version 1: sum every gradient over the ranks, one blocking all-reduce per tensor."""
+def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None, group=None) -> None:
+    """Version 1: sum every gradient over the ranks of ``group`` (None: all), one blocking all-reduce per tensor."""
     for name, p in model.named_parameters():
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         start = time.perf_counter()
-        dist.all_reduce(p.grad)
+        dist.all_reduce(p.grad, group=group)
         if timeline is not None:
-            timeline.add("allreduce", start, time.perf_counter(), name, bytes=p.grad.numel() * p.grad.element_size())
+            timeline.add("allreduce", start, time.perf_counter(), name, nbytes=p.grad.numel() * p.grad.element_size())
 
 
 class BucketedAllReduce:
@@ -78,13 +87,16 @@ class BucketedAllReduce:
     Parameters are bucketed in reverse order, the order in which backward produces their
     gradients. With ``overlap=False`` the same buckets are all-reduced only after
     backward, to measure what overlap buys. Call ``finish()`` after ``backward()``.
+    While ``sync`` is False (inside ``no_sync()``) backward only accumulates into ``.grad``.
+    Sums over the ranks of ``group`` (None: all).
     """
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
-                 timeline: Timeline | None = None):
+                 timeline: Timeline | None = None, group=None):
         if bucket_bytes <= 0:
             raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
-        self.overlap, self.timeline = overlap, timeline
+        self.overlap, self.timeline, self.group = overlap, timeline, group
+        self.sync = True
         params = [p for p in model.parameters() if p.requires_grad]
         self.buckets: list[list[nn.Parameter]] = []
         current, size = [], 0
@@ -108,7 +120,19 @@ class BucketedAllReduce:
         """Bytes per bucket, in the order they are all-reduced."""
         return [sum(p.numel() * p.element_size() for p in b) for b in self.buckets]
 
+    @contextmanager
+    def no_sync(self):
+        """Backward passes in this block only accumulate into ``.grad``: no all-reduce starts and
+        ``finish()`` does nothing (as DDP's ``no_sync``). The first backward after it sums the total."""
+        self.sync = False
+        try:
+            yield
+        finally:
+            self.sync = True
+
     def _grad_ready(self, p: torch.Tensor) -> None:
+        if not self.sync:
+            return
         i = self._bucket_of[id(p)]
         self._remaining[i] -= 1
         if self._remaining[i] == 0 and self.overlap:
@@ -120,24 +144,26 @@ class BucketedAllReduce:
                 p.grad = torch.zeros_like(p)
         flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[i]])
         start = time.perf_counter()
-        work = dist.all_reduce(flat, async_op=True)
+        future = dist.all_reduce(flat, group=self.group, async_op=True).get_future()
         if self.timeline is not None:
             timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
 
             def done(fut, i=i, start=start):
-                timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", bytes=nbytes)
+                timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", nbytes=nbytes)
                 return fut.value()
 
-            work.get_future().then(done)
-        self._inflight[i] = (flat, work)
+            future = future.then(done)  # finish() waits for this one: the event is logged by then
+        self._inflight[i] = (flat, future)
 
     def finish(self) -> None:
         """Start any bucket not yet started, wait for all, and write the sums back into ``.grad``."""
+        if not self.sync:
+            return
         for i in range(len(self.buckets)):
             if i not in self._inflight:
                 self._launch(i)
-        for i, (flat, work) in sorted(self._inflight.items()):
-            work.wait()
+        for i, (flat, future) in sorted(self._inflight.items()):
+            future.wait()
             offset = 0
             for p in self.buckets[i]:
                 n = p.numel()
@@ -163,11 +189,11 @@ def recording_hook(timeline, bucket):  # no annotations: DDP checks them literal
     start = time.perf_counter()
     buffer = bucket.buffer()
     nbytes = buffer.numel() * buffer.element_size()
-    tensor_bytes = [p.numel() * p.element_size() for p in bucket.parameters()]
+    tensor_bytes = tuple(p.numel() * p.element_size() for p in bucket.parameters())
     future = dist.all_reduce(buffer, async_op=True).get_future()
 
     def done(fut):
-        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", bytes=nbytes,
+        timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", nbytes=nbytes,
                      tensor_bytes=tensor_bytes)
         return fut.value()[0]
 
@@ -201,6 +227,23 @@ class DataParallelStep:
                                                   timeline=self.timeline)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
 
+    def no_sync(self):
+        """A block whose backward passes only accumulate into ``.grad`` (no sum over the ranks)."""
+        if self.version == "ddp":
+            return self.module.no_sync()
+        if self.bucketer is not None:
+            return self.bucketer.no_sync()
+        return nullcontext()  # "allreduce" sums only when sync_gradients() is called
+
+    def sync_gradients(self) -> None:
+        """After backward: sum the gradients over the ranks (DDP has already done so inside backward)."""
+        if self.version == "allreduce":
+            allreduce_gradients(self.model, self.timeline)
+        elif self.bucketer is not None:
+            start = time.perf_counter()
+            self.bucketer.finish()
+            self.timeline.add("wait", start, time.perf_counter())
+
     def __call__(self, x: torch.Tensor, y: torch.Tensor, global_batch: int) -> float:
         """Run one step on the local slice (x, y); return the global mean loss."""
         tl = self.timeline
@@ -212,12 +255,7 @@ class DataParallelStep:
             loss.backward()
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)  # the span must cover the GPU work, not just its launch
-        if self.version == "allreduce":
-            allreduce_gradients(self.model, tl)
-        elif self.bucketer is not None:
-            start = time.perf_counter()
-            self.bucketer.finish()
-            tl.add("wait", start, time.perf_counter())
+        self.sync_gradients()
         with tl.span("step"):
             self.optimizer.step()
         total = loss.detach().clone()
@@ -234,6 +272,51 @@ def dp_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch
     return [p.grad.cpu().clone() for p in step.model.parameters()]
 
 
+def accumulated_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
+                          micro_steps: int, accumulate: bool = True, bucket_bytes: int = 1 << 20,
+                          device: str = "auto") -> dict:
+    """Worker: one optimizer step's gradients from ``micro_steps`` micro-batches of this rank's slice.
+
+    With ``accumulate`` the first k - 1 backward passes run inside ``no_sync()`` and only add into
+    ``.grad``; the last one sums the accumulated gradients over the ranks: one synchronisation.
+    Without it, each micro-step's own gradient is summed over the ranks and added to the total:
+    k synchronisations, the same result. Each micro-batch's loss is its summed loss divided by the
+    global batch, so the result is the full-batch mean-loss gradient however the batch is cut.
+    Returns {"grads" (on the CPU), "syncs" (micro-steps that communicated), "allreduce_calls",
+    "allreduce_bytes"} (gradient all-reduces in this optimizer step, from the timeline).
+    """
+    step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes, device=device)
+    xs, ys = shard(x, y, rank, world)
+    if not 1 <= micro_steps <= len(xs):
+        raise ValueError(f"micro_steps must be between 1 and this rank's {len(xs)} examples, got {micro_steps}")
+    params = list(step.model.parameters())
+    syncs = 0
+
+    def allreduces():
+        return [e for e in step.timeline.events if e.kind == "allreduce"]
+
+    for j, (xj, yj) in enumerate(zip(torch.tensor_split(xs, micro_steps), torch.tensor_split(ys, micro_steps))):
+        xj, yj = xj.to(step.device), yj.to(step.device)
+        before = len(allreduces())
+        if accumulate and j < micro_steps - 1:
+            with step.no_sync():
+                local_loss(step.module, xj, yj, len(x)).backward()
+        else:
+            total = [p.grad for p in params]
+            if not accumulate:  # sum this micro-step's gradient alone, then add it to the total
+                for p in params:
+                    p.grad = None
+            local_loss(step.module, xj, yj, len(x)).backward()
+            step.sync_gradients()
+            if not accumulate:
+                for p, g in zip(params, total):
+                    if g is not None:
+                        p.grad += g
+        syncs += len(allreduces()) > before
+    return dict(grads=[p.grad.cpu().clone() for p in params], syncs=syncs, allreduce_calls=len(allreduces()),
+                allreduce_bytes=sum(e.nbytes for e in allreduces()))
+
+
 def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     """The reference: full-batch mean-loss gradients computed in this process."""
     model = spec.build()
@@ -243,7 +326,7 @@ def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) ->
 
 def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
              steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "auto") -> dict:
-    """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and events."""
+    """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and ``TimelineEvent``s."""
     step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
     losses, times = [], []

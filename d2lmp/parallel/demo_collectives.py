@@ -11,6 +11,8 @@ import sys
 from ..checks.ranks import check_collectives
 from .launch import exit_after_torchrun, run_from_env
 
+__all__ = ["main"]
+
 
 def main() -> int:
     """Run the check on this rank; return the exit status (0: every collective matches, 1: a mismatch)."""

@@ -11,6 +11,8 @@ import sys
 from ..checks.ranks import check_data_parallel
 from .launch import exit_after_torchrun, run_from_env
 
+__all__ = ["TOLERANCE", "main"]
+
 TOLERANCE = 1e-5
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from .alpha_beta import predicted_all_reduce_time
 
+__all__ = ["StepPrediction", "predict_step", "buckets_needed"]
+
 
 @dataclass
 class StepPrediction:

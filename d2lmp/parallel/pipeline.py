@@ -7,7 +7,10 @@ by point-to-point send/recv. Schedules:
 * naive: one micro-batch (m = 1): each stage waits for the whole batch.
 * GPipe: every micro-batch's forward, then every backward (in reverse).
 * 1F1B: after a warm-up of (p - r - 1) forwards, each stage alternates one forward and one
-  backward, so at most p micro-batches' activations are alive at once.
+  backward, so at most p micro-batches' activations are alive at once (p - r on stage r).
+
+Each step also counts, per stage, the micro-batches in flight and the bytes autograd saved for
+them (``pipeline_memory.ActivationLedger``): GPipe's stage 0 holds all m, 1F1B's at most p.
 
 With equal stage times the idle share ("bubble") of GPipe and 1F1B is (p-1)/(m+p-1).
 Every rank builds the whole model from the same seed and keeps its own slice, so shapes
@@ -23,8 +26,14 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .collectives import global_rank
 from .launch import rank_device
-from .timeline import Timeline
+from .pipeline_memory import ActivationLedger
+from .timeline import Timeline, TimelineEvent
+
+__all__ = ["SCHEDULES", "balance", "stage_costs", "bubble_fraction", "flat_sequential", "LayerProfile",
+           "profile_layers", "layer_costs", "schedule", "pipeline_step", "pipeline_steps", "sequential_reference",
+           "equal_split", "step_span", "measured_bubble", "simulate"]
 
 SCHEDULES = ("naive", "gpipe", "1f1b")
 
@@ -194,14 +203,30 @@ def _stage_bounds(sizes: list[int], rank: int) -> tuple[int, int]:
     return start, start + sizes[rank]
 
 
+def _recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int, group=None) -> None:
+    """Receive into ``tensor`` from stage ``src`` of ``group``, recorded as a "recv" event (waiting included)."""
+    with timeline.span("recv", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size()):
+        dist.recv(tensor, global_rank(group, src), group)
+
+
+def _send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int, group=None):
+    """Post a send of ``tensor`` to stage ``dst`` of ``group``, recorded as a "send" event (isend returns at once)."""
+    with timeline.span("send", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size()):
+        return dist.isend(tensor, global_rank(group, dst), group)
+
+
 def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: list[int], x: torch.Tensor,
                   y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4, loss_fn=None,
-                  device: str = "auto") -> dict:
-    """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs and events.
+                  device: str = "auto", group=None) -> dict:
+    """Worker: one forward+backward of the pipeline; returns this stage's gradients, outputs, events and memory.
 
     ``build`` makes the whole model (same weights on every rank, e.g. a seeded ``MLPSpec.build``);
     ``sizes`` gives layers per stage (``balance`` computes one). The loss is the sum over the
     batch divided by the batch size, so gradients equal the unsplit model's mean-loss gradients.
+    "memory" is ``ActivationLedger.summary()``: the most micro-batches this stage held in flight,
+    the most saved-activation bytes it held at once, and each micro-batch's bytes.
+    ``group`` holds the pipeline's ranks (None: all); ``rank`` and ``world`` are then this rank's
+    place in it (its stage) and its size (the stage count).
     """
     if len(sizes) != world or sum(sizes) != len(build()):
         raise ValueError(f"sizes {sizes} must give one stage per rank ({world}) and cover every layer")
@@ -213,12 +238,14 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     m = 1 if kind == "naive" else micro_batches
     if m > len(x):
         raise ValueError(f"{m} micro-batches need at least {m} examples, got {len(x)}")
-    xs, ys = torch.tensor_split(x.to(dev), m), torch.tensor_split(y.to(dev), m)
+    # Each micro-batch in its own memory, as a data loader delivers it (the ledger counts whole storages).
+    xs = [t.clone() for t in torch.tensor_split(x.to(dev), m)]
+    ys = [t.clone() for t in torch.tensor_split(y.to(dev), m)]
     with torch.no_grad():  # input shape of this stage for every micro-batch
         in_shapes = [tuple(full[:start](xi).shape) for xi in xs]
-    timeline = Timeline(rank)
+    timeline, ledger = Timeline(rank), ActivationLedger(stage.parameters())
     inputs, outputs, pending, results = {}, {}, [], {}
-    dist.barrier()  # start the clocks together: set-up above is not part of the step
+    dist.barrier(group)  # start the clocks together: set-up above is not part of the step
     total_loss = torch.zeros((), device=dev)
     for op, i in schedule(kind, world, rank, m):
         if op == "F":
@@ -226,9 +253,9 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                 inp = xs[i]
             else:
                 inp = torch.empty(in_shapes[i], device=dev)
-                dist.recv(inp, rank - 1)
+                _recv(timeline, inp, rank - 1, f"F{i}", i, group)
                 inp.requires_grad_(True)
-            with timeline.span("forward", f"F{i}"):
+            with timeline.span("forward", f"F{i}", micro_batch=i), ledger.forward(i):
                 out = stage(inp)
                 if rank == world - 1:
                     results[i] = out.detach()
@@ -236,19 +263,20 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
                     total_loss += out.detach()
             inputs[i], outputs[i] = inp, out
             if rank < world - 1:
-                pending.append(dist.isend(out.detach().contiguous(), rank + 1))
+                pending.append(_send(timeline, out.detach().contiguous(), rank + 1, f"F{i}", i, group))
         else:
             out = outputs.pop(i)
             if rank == world - 1:
                 grad = None
             else:
                 grad = torch.empty_like(out)
-                dist.recv(grad, rank + 1)
-            with timeline.span("backward", f"B{i}"):
+                _recv(timeline, grad, rank + 1, f"B{i}", i, group)
+            with timeline.span("backward", f"B{i}", micro_batch=i):
                 torch.autograd.backward(out, grad)
+            ledger.backward_done(i)
             inp = inputs.pop(i)
             if rank > 0:
-                pending.append(dist.isend(inp.grad.contiguous(), rank - 1))
+                pending.append(_send(timeline, inp.grad.contiguous(), rank - 1, f"B{i}", i, group))
     for request in pending:
         request.wait()
     return dict(
@@ -256,11 +284,12 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         outputs=torch.cat([results[i] for i in range(m)]).cpu() if rank == world - 1 else None,
         loss=total_loss.item() if rank == world - 1 else None,
         events=timeline.events,
+        memory=ledger.summary(),
     )
 
 
 def pipeline_steps(rank: int, world: int, build, sizes, x, y, steps: int, kind: str = "gpipe",
-                   micro_batches: int = 4) -> list[list[dict]]:
+                   micro_batches: int = 4) -> list[list[TimelineEvent]]:
     """Worker: ``steps`` pipeline steps in one process; returns each step's events.
 
     The first step is cold (allocations, autograd start-up): measure from the second on.
@@ -286,27 +315,29 @@ def equal_split(layers: int, stages: int) -> list[int]:
     return [layers // stages + (i < layers % stages) for i in range(stages)]
 
 
-def step_span(events: list[dict]) -> float:
+def step_span(events: list[TimelineEvent]) -> float:
     """Seconds from the first operation's start to the last one's end, over all ranks."""
-    return max(e["end"] for e in events) - min(e["start"] for e in events)
+    return max(e.end for e in events) - min(e.start for e in events)
 
 
-def measured_bubble(events: list[dict], world: int) -> float:
+def measured_bubble(events: list[TimelineEvent], world: int) -> float:
     """Idle share of the step: 1 - (busy time summed over ranks) / (ranks × span of the step)."""
-    start = min(e["start"] for e in events)
-    end = max(e["end"] for e in events)
-    busy = sum(e["end"] - e["start"] for e in events if e["kind"] in ("forward", "backward"))
-    return 1 - busy / (world * (end - start))
+    busy = sum(e.duration for e in events if e.kind in ("forward", "backward"))
+    return 1 - busy / (world * step_span(events))
 
 
-def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, backward: float = 2.0) -> list[dict]:
+def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0,
+             backward: float = 2.0, message: float = 0.0) -> list[TimelineEvent]:
     """Events of an ideal pipeline: every stage takes ``forward``/``backward`` time units per
-    micro-batch and messages are free. Each stage runs its ``schedule`` in order, an op
-    starting once the stage is free and its input (from the neighbouring stage) is ready.
+    micro-batch. Each stage runs its ``schedule`` in order, an op starting once the stage is free
+    and its input (from the neighbouring stage) is ready. Messages are free by default; with
+    ``message`` > 0 each activation or gradient takes that long to cross a boundary, recorded as a
+    "send" event on the sender and a "recv" event on the receiver (the sender does not wait).
     """
-    if forward <= 0 or backward <= 0:
-        raise ValueError("forward and backward times must be positive")
+    if forward <= 0 or backward <= 0 or message < 0:
+        raise ValueError("forward and backward times must be positive, message time non-negative")
     m = 1 if kind == "naive" else micro_batches
+    scale = micro_batches / m  # naive: one micro-batch as large as all of them
     plans = [schedule(kind, stages, s, micro_batches) for s in range(stages)]
     done: dict[tuple[str, int, int], float] = {}
     position, free = [0] * stages, [0.0] * stages
@@ -323,11 +354,17 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, b
                 need = ("B", s + 1, i) if s < stages - 1 else ("F", s, i)
             if need is not None and need not in done:
                 continue
-            start = max(free[s], done.get(need, 0.0))
-            end = start + (forward if op == "F" else backward) * (micro_batches / m if kind == "naive" else 1)
+            crosses = need is not None and need[1] != s  # the input comes from the neighbouring stage
+            start = max(free[s], done.get(need, 0.0) + (message * scale if crosses else 0.0))
+            end = start + (forward if op == "F" else backward) * scale
             done[(op, s, i)] = free[s] = end
-            events.append(dict(rank=s, kind="forward" if op == "F" else "backward", label=f"{op}{i}",
-                               start=start, end=end))
+            events.append(TimelineEvent(s, "forward" if op == "F" else "backward", f"{op}{i}", start, end,
+                                        micro_batch=i))
+            to = s + 1 if op == "F" else s - 1
+            if message > 0 and 0 <= to < stages:
+                arrives = end + message * scale
+                events += [TimelineEvent(s, "send", f"{op}{i}", end, arrives, micro_batch=i),
+                           TimelineEvent(to, "recv", f"{op}{i}", end, arrives, micro_batch=i)]
             position[s] += 1
             progressed = True
         if not progressed:

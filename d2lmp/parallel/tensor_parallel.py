@@ -11,8 +11,10 @@ Two conjugate operators make a split layer differentiate correctly (Megatron-LM'
 input features (weight columns); a column layer followed by a row layer needs one
 all-reduce forward and one backward. ``ChannelParallelConv2d`` splits output channels and
 ``InputChannelParallelConv2d`` input channels, the same two ideas for convolutions.
-Each is built from a full layer, so it starts with exactly the unsplit layer's weights.
-``CommLog`` counts every collective and its bytes.
+Each is built from a full layer, so it starts with exactly the unsplit layer's weights; which
+block of features a rank keeps comes from ``shard_range`` (pure arithmetic, also used to draw it).
+``CommLog`` counts every collective and its bytes. Every operator and layer takes ``group``,
+the ranks that share the split (None: all).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
+
+__all__ = ["CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel", "gather_from_parallel",
+           "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
+           "InputChannelParallelConv2d", "parallel_mlp", "comm_volume"]
 
 _LOGS: list[CommLog] = []  # active logs; entered and left only through ``CommLog``
 
@@ -47,64 +53,64 @@ def _log(op: str, tensor: torch.Tensor, label: str) -> None:
         log.calls.append(dict(op=op, bytes=tensor.numel() * tensor.element_size(), label=label))
 
 
-def _all_reduce(t: torch.Tensor, label: str) -> torch.Tensor:
+def _all_reduce(t: torch.Tensor, label: str, group=None) -> torch.Tensor:
     t = t.contiguous().clone()
     _log("all_reduce", t, label)
-    dist.all_reduce(t)
+    dist.all_reduce(t, group=group)
     return t
 
 
-def _all_gather(t: torch.Tensor, dim: int, label: str) -> torch.Tensor:
+def _all_gather(t: torch.Tensor, dim: int, label: str, group=None) -> torch.Tensor:
     t = t.contiguous()
-    parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    parts = [torch.empty_like(t) for _ in range(dist.get_world_size(group))]
     _log("all_gather", t, label)
-    dist.all_gather(parts, t)
+    dist.all_gather(parts, t, group=group)
     return torch.cat(parts, dim=dim)
 
 
 class _CopyToParallel(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, label):
-        ctx.label = label
+    def forward(ctx, x, label, group):
+        ctx.label, ctx.group = label, group
         return x.view_as(x)
 
     @staticmethod
     def backward(ctx, grad):
-        return _all_reduce(grad, ctx.label + " (backward)"), None
+        return _all_reduce(grad, ctx.label + " (backward)", ctx.group), None, None
 
 
 class _ReduceFromParallel(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, label):
-        return _all_reduce(x, label)
+    def forward(ctx, x, label, group):
+        return _all_reduce(x, label, group)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, None
+        return grad, None, None
 
 
 class _GatherFromParallel(torch.autograd.Function):
     """All-gather along ``dim`` forward; backward keeps this rank's slice of the gradient."""
 
     @staticmethod
-    def forward(ctx, x, dim, label):
-        ctx.dim, ctx.size = dim, x.shape[dim]
-        return _all_gather(x, dim, label)
+    def forward(ctx, x, dim, label, group):
+        ctx.dim, ctx.size, ctx.group = dim, x.shape[dim], group
+        return _all_gather(x, dim, label, group)
 
     @staticmethod
     def backward(ctx, grad):
-        rank = dist.get_rank()
-        return grad.narrow(ctx.dim, rank * ctx.size, ctx.size).contiguous(), None, None
+        rank = dist.get_rank(ctx.group)
+        return grad.narrow(ctx.dim, rank * ctx.size, ctx.size).contiguous(), None, None, None
 
 
-def _reduce_scatter(t: torch.Tensor, dim: int, label: str) -> torch.Tensor:
+def _reduce_scatter(t: torch.Tensor, dim: int, label: str, group=None) -> torch.Tensor:
     """Sum over ranks, keeping this rank's block along ``dim`` (a ring reduce-scatter from send/recv)."""
     from .collectives import ring_reduce_scatter
 
-    world = dist.get_world_size()
+    world = dist.get_world_size(group)
     moved = t.movedim(dim, 0).contiguous()
     _log("reduce_scatter", moved, label)
-    mine = ring_reduce_scatter(moved).view(moved.shape[0] // world, *moved.shape[1:])
+    mine = ring_reduce_scatter(moved, group).view(moved.shape[0] // world, *moved.shape[1:])
     return mine.movedim(0, dim).contiguous()
 
 
@@ -117,113 +123,122 @@ class _GatherForSplitCompute(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, dim, label):
-        ctx.dim, ctx.label = dim, label
-        return _all_gather(x, dim, label)
+    def forward(ctx, x, dim, label, group):
+        ctx.dim, ctx.label, ctx.group = dim, label, group
+        return _all_gather(x, dim, label, group)
 
     @staticmethod
     def backward(ctx, grad):
-        return _reduce_scatter(grad, ctx.dim, ctx.label + " (backward)"), None, None
+        return _reduce_scatter(grad, ctx.dim, ctx.label + " (backward)", ctx.group), None, None, None
 
 
-def gather_for_split_compute(x: torch.Tensor, dim: int = 1, label: str = "") -> torch.Tensor:
-    return _GatherForSplitCompute.apply(x, dim % x.dim(), label)
+def gather_for_split_compute(x: torch.Tensor, dim: int = 1, label: str = "", group=None) -> torch.Tensor:
+    return _GatherForSplitCompute.apply(x, dim % x.dim(), label, group)
 
 
-def copy_to_parallel(x: torch.Tensor, label: str = "") -> torch.Tensor:
-    return _CopyToParallel.apply(x, label)
+def copy_to_parallel(x: torch.Tensor, label: str = "", group=None) -> torch.Tensor:
+    return _CopyToParallel.apply(x, label, group)
 
 
-def reduce_from_parallel(x: torch.Tensor, label: str = "") -> torch.Tensor:
-    return _ReduceFromParallel.apply(x, label)
+def reduce_from_parallel(x: torch.Tensor, label: str = "", group=None) -> torch.Tensor:
+    return _ReduceFromParallel.apply(x, label, group)
 
 
-def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "") -> torch.Tensor:
-    return _GatherFromParallel.apply(x, dim % x.dim(), label)
+def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "", group=None) -> torch.Tensor:
+    return _GatherFromParallel.apply(x, dim % x.dim(), label, group)
 
 
-def _shard(n: int, what: str) -> tuple[int, int]:
-    world, rank = dist.get_world_size(), dist.get_rank()
+def shard_range(n: int, world: int, rank: int, what: str = "n") -> tuple[int, int]:
+    """(start, size) of rank ``rank``'s block when ``n`` features are split evenly over ``world`` ranks."""
+    if not 0 <= rank < world:
+        raise ValueError(f"rank must be in [0, {world}), got {rank}")
     if n % world:
         raise ValueError(f"{what} = {n} is not divisible by the {world} ranks; choose a multiple of {world}")
     size = n // world
     return rank * size, size
 
 
+def _shard(n: int, what: str, group=None) -> tuple[int, int]:
+    """This rank's (start, size) of ``n`` features in ``group`` (None: all ranks)."""
+    return shard_range(n, dist.get_world_size(group), dist.get_rank(group), what)
+
+
 class ColumnParallelLinear(nn.Module):
     """A ``Linear`` whose output features are split: rank r computes features [r·k, (r+1)·k)."""
 
-    def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear"):
+    def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear", group=None):
         super().__init__()
-        start, size = _shard(full.out_features, "out_features")
+        start, size = _shard(full.out_features, "out_features", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
-        self.gather_output, self.label = gather_output, label
+        self.gather_output, self.label, self.group = gather_output, label, group
 
     def forward(self, x):
-        out = F.linear(copy_to_parallel(x, self.label), self.weight, self.bias)
-        return gather_from_parallel(out, -1, self.label) if self.gather_output else out
+        out = F.linear(copy_to_parallel(x, self.label, self.group), self.weight, self.bias)
+        return gather_from_parallel(out, -1, self.label, self.group) if self.gather_output else out
 
 
 class RowParallelLinear(nn.Module):
     """A ``Linear`` whose input features are split; partial outputs are summed by an all-reduce."""
 
-    def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear"):
+    def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear", group=None):
         super().__init__()
-        self.start, self.size = _shard(full.in_features, "in_features")
+        self.start, self.size = _shard(full.in_features, "in_features", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
-        self.input_is_parallel, self.label = input_is_parallel, label
+        self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
 
     def forward(self, x):
         if not self.input_is_parallel:
-            x = copy_to_parallel(x, self.label)[..., self.start:self.start + self.size]
-        out = reduce_from_parallel(F.linear(x, self.weight), self.label)
+            x = copy_to_parallel(x, self.label, self.group)[..., self.start:self.start + self.size]
+        out = reduce_from_parallel(F.linear(x, self.weight), self.label, self.group)
         return out + self.bias if self.bias is not None else out
 
 
 class ChannelParallelConv2d(nn.Module):
     """A ``Conv2d`` whose output channels are split; all-gather them when the next layer needs all."""
 
-    def __init__(self, full: nn.Conv2d, gather_output: bool = True, label: str = "channel conv"):
+    def __init__(self, full: nn.Conv2d, gather_output: bool = True, label: str = "channel conv", group=None):
         super().__init__()
         if full.groups != 1:
             raise ValueError("ChannelParallelConv2d splits an ungrouped convolution (groups=1)")
-        start, size = _shard(full.out_channels, "out_channels")
+        start, size = _shard(full.out_channels, "out_channels", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
         self.stride, self.padding, self.gather_output, self.label = full.stride, full.padding, gather_output, label
+        self.group = group
 
     def forward(self, x):
-        out = F.conv2d(copy_to_parallel(x, self.label), self.weight, self.bias, self.stride, self.padding)
-        return gather_from_parallel(out, 1, self.label) if self.gather_output else out
+        out = F.conv2d(copy_to_parallel(x, self.label, self.group), self.weight, self.bias, self.stride, self.padding)
+        return gather_from_parallel(out, 1, self.label, self.group) if self.gather_output else out
 
 
 class InputChannelParallelConv2d(nn.Module):
     """A ``Conv2d`` whose input channels are split; each rank's partial sum is all-reduced."""
 
-    def __init__(self, full: nn.Conv2d, input_is_parallel: bool = True, label: str = "input-channel conv"):
+    def __init__(self, full: nn.Conv2d, input_is_parallel: bool = True, label: str = "input-channel conv",
+                 group=None):
         super().__init__()
         if full.groups != 1:
             raise ValueError("InputChannelParallelConv2d splits an ungrouped convolution (groups=1)")
-        self.start, self.size = _shard(full.in_channels, "in_channels")
+        self.start, self.size = _shard(full.in_channels, "in_channels", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
         self.stride, self.padding = full.stride, full.padding
-        self.input_is_parallel, self.label = input_is_parallel, label
+        self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
 
     def forward(self, x):
         if not self.input_is_parallel:
-            x = copy_to_parallel(x, self.label)[:, self.start:self.start + self.size]
-        out = reduce_from_parallel(F.conv2d(x, self.weight, None, self.stride, self.padding), self.label)
+            x = copy_to_parallel(x, self.label, self.group)[:, self.start:self.start + self.size]
+        out = reduce_from_parallel(F.conv2d(x, self.weight, None, self.stride, self.padding), self.label, self.group)
         return out + self.bias.view(1, -1, 1, 1) if self.bias is not None else out
 
 
-def parallel_mlp(full: nn.Sequential) -> nn.Sequential:
+def parallel_mlp(full: nn.Sequential, group=None) -> nn.Sequential:
     """Megatron's MLP split of ``Linear → activation → Linear``: column then row, one all-reduce each way."""
     first, act, second = full
-    return nn.Sequential(ColumnParallelLinear(first, gather_output=False, label="fc1"), act,
-                         RowParallelLinear(second, input_is_parallel=True, label="fc2"))
+    return nn.Sequential(ColumnParallelLinear(first, gather_output=False, label="fc1", group=group), act,
+                         RowParallelLinear(second, input_is_parallel=True, label="fc2", group=group))
 
 
 def comm_volume(batch: int, n_in: int, n_out: int, world: int, element_size: int = 4) -> dict[str, dict[str, int]]:

@@ -66,6 +66,12 @@ def _rows(cls, check: str, name: str) -> list:
     return [_build(cls, r, f"{where}, rows[{i}]") for i, r in enumerate(rows)]
 
 
+def _with_rows(cls, row_cls, check: str, name: str):
+    """``cls`` built from a recorded check's entry, its "rows" each as ``row_cls``."""
+    rows = tuple(_rows(row_cls, check, name))
+    return _build(cls, dict(selfcheck_section(check, name), rows=rows), f"{name}, check {check!r}")
+
+
 def _only(rows: list, attribute: str, value, check: str) -> list:
     """The rows whose ``attribute`` equals ``value`` (all for None); none is an error naming what there is."""
     if value is None:
@@ -169,9 +175,7 @@ class PinnedCopies(_Record):
 
 def pinned_copies(name: str = H200_SELFCHECK) -> PinnedCopies:
     """The recorded host-device copies; ``detail`` is the check's one-sentence summary."""
-    entry = selfcheck_section("pinned_copies", name)
-    rows = tuple(_rows(CopyRow, "pinned_copies", name))
-    return _build(PinnedCopies, dict(entry, rows=rows), f"{name}, check 'pinned_copies'")
+    return _with_rows(PinnedCopies, CopyRow, "pinned_copies", name)
 
 
 @dataclass(frozen=True)
@@ -197,9 +201,7 @@ class Int8Inference(_Record):
 
 def int8_inference(name: str = H200_SELFCHECK) -> Int8Inference:
     """The recorded int8 comparison; ``detail`` is the check's one-sentence summary."""
-    where = f"{name}, check 'int8_inference'"
-    rows = tuple(_rows(InferenceRow, "int8_inference", name))
-    return Int8Inference(_field(selfcheck_section("int8_inference", name), "detail", where), rows)
+    return _with_rows(Int8Inference, InferenceRow, "int8_inference", name)
 
 
 @dataclass(frozen=True)

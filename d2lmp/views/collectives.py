@@ -1,14 +1,23 @@
-"""Pictures of collectives: who holds what before and after each NCCL collective, the ring
-all-reduce step by step, and a widget for the α-β model of naive, tree and ring all-reduce."""
+"""Pictures of collectives: who holds what before and after each NCCL collective, the ring and the
+tree all-reduce step by step (from the schedules the implementations follow), and the α-β model of
+naive, tree and ring all-reduce as a figure and a widget."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..parallel.collectives import ring_schedule
+from ..parallel.alpha_beta import predicted_all_reduce_time
+from ..parallel.collectives import ring_schedule, tree_schedule
 from .figure import show
 
-__all__ = ["plot_ring_all_reduce", "collective_examples", "plot_collectives", "allreduce_model_widget"]
+__all__ = ["plot_ring_all_reduce", "plot_tree_all_reduce", "collective_examples", "plot_collectives",
+           "plot_allreduce_model", "allreduce_model_widget", "ASSUMED_GPU_ALPHA", "ASSUMED_GPU_LINK_GBS"]
+
+# A GPU-typical α-β pair for the model, an assumption rather than a measurement: a few µs per message is
+# the order of an NCCL send between GPUs in one server, and 100 GB/s the order of one direction of an
+# NVLink connection. This machine's loopback-TCP α is tens to hundreds of µs.
+ASSUMED_GPU_ALPHA = 5e-6
+ASSUMED_GPU_LINK_GBS = 100.0
 
 
 def plot_ring_all_reduce(world: int = 4, step: int | None = None):
@@ -17,8 +26,6 @@ def plot_ring_all_reduce(world: int = 4, step: int | None = None):
     Each cell shows how many ranks' contributions that rank's copy of the chunk already
     sums; a chunk is done when it holds all ``world``.
     """
-    import matplotlib.pyplot as plt
-
     schedule = ring_schedule(world)
     counts = np.ones((world, world), dtype=int)  # counts[rank, chunk]
     states = [counts.copy()]
@@ -29,7 +36,38 @@ def plot_ring_all_reduce(world: int = 4, step: int | None = None):
                                else counts[src, chunk])
         counts = new
         states.append(counts.copy())
-    shown = range(len(states)) if step is None else [step]
+    phases = ["start"] + [messages[0][3] for messages in schedule]
+    fig = _draw_steps(states, phases, step, world, "Ring all-reduce", arrows=None)
+    return fig, states
+
+
+def plot_tree_all_reduce(world: int = 4, step: int | None = None):
+    """Draw the binary-tree all-reduce as the ring is drawn: ranks × chunks, one panel per round.
+
+    The rounds are ``tree_schedule(world)``, the schedule ``tree_all_reduce`` follows; arrows show
+    the messages that led to each panel. Every message carries the whole buffer, so a rank's chunks
+    always hold the same count. Returns the figure and the counts after each round.
+    """
+    schedule = tree_schedule(world)
+    counts = np.ones((world, world), dtype=int)  # counts[rank, chunk]
+    states = [counts.copy()]
+    for messages in schedule:
+        new = counts.copy()
+        for src, dst, phase in messages:
+            new[dst] = counts[src] + counts[dst] if phase == "reduce" else counts[src]
+        counts = new
+        states.append(counts.copy())
+    phases = ["start"] + [messages[0][2] for messages in schedule]
+    arrows = [[]] + [[(src, dst) for src, dst, _ in messages] for messages in schedule]
+    fig = _draw_steps(states, phases, step, world, "Tree all-reduce", arrows)
+    return fig, states
+
+
+def _draw_steps(states, phases, step, world, name, arrows):
+    """One panel per step: each cell is how many ranks' contributions that copy of the chunk sums."""
+    import matplotlib.pyplot as plt
+
+    shown = list(range(len(states))) if step is None else [step]
     fig, axes = plt.subplots(1, len(shown), figsize=(2.2 * len(shown), 2.6), squeeze=False)
     for ax, k in zip(axes[0], shown):
         ax.imshow(states[k], cmap="Blues", vmin=0, vmax=world)
@@ -37,13 +75,16 @@ def plot_ring_all_reduce(world: int = 4, step: int | None = None):
             for c in range(world):
                 ax.text(c, r, states[k][r, c], ha="center", va="center",
                         color="white" if states[k][r, c] > world / 2 else "black", fontsize=9)
-        phase = "start" if k == 0 else schedule[k - 1][0][3]
-        ax.set(title=f"step {k}: {phase}", xlabel="chunk", ylabel="rank" if k == shown[0] else "")
+        x = world // 2 - 0.5  # between two columns of numbers
+        for src, dst in (arrows[k] if arrows else []):  # this step's messages: the whole row moves
+            ax.annotate("", xy=(x, dst), xytext=(x, src),
+                        arrowprops=dict(arrowstyle="-|>", color="#c44e52", lw=2, shrinkA=4, shrinkB=4))
+        ax.set(title=f"step {k}: {phases[k]}", xlabel="chunk", ylabel="rank" if k == shown[0] else "")
         ax.set_xticks(range(world))
         ax.set_yticks(range(world))
-    fig.suptitle(f"Ring all-reduce on {world} ranks: contributions summed in each rank's copy of each chunk", y=1.02)
+    fig.suptitle(f"{name} on {world} ranks: contributions summed in each rank's copy of each chunk", y=1.02)
     fig.tight_layout()
-    return fig, states
+    return fig
 
 
 def collective_examples(world: int = 4) -> dict[str, tuple[list[list[str]], list[list[str]]]]:
@@ -88,23 +129,50 @@ def plot_collectives(world: int = 4):
     return fig
 
 
-def allreduce_model_widget(alpha: float, beta: float):
-    """Ranks and message size → predicted naive, tree and ring all-reduce times under the α-β model."""
-    import ipywidgets as w
+def plot_allreduce_model(world: int, size_bytes: float, alpha: float, beta: float):
+    """The α-β model's naive, tree and ring all-reduce times: bars at one size, curves over sizes.
+
+    Returns the figure and the times in seconds at ``size_bytes``.
+    """
     import matplotlib.pyplot as plt
 
-    from ..parallel.alpha_beta import predicted_all_reduce_time
+    algorithms = ("naive", "tree", "ring")
+    colors = dict(naive="#999999", tree="#55a868", ring="#c44e52")
+    times = {a: predicted_all_reduce_time(a, world, size_bytes, alpha, beta) for a in algorithms}
+    fig, (bars, curves) = plt.subplots(1, 2, figsize=(10, 3.4))
+    bars.bar(list(times), [t * 1e3 for t in times.values()], color=[colors[a] for a in algorithms])
+    bars.set(ylabel="predicted ms", title=f"{world} ranks, {size_bytes:,.0f} bytes")
+    grid = np.logspace(1, 10, 91)  # 10 B to 10 GB, the slider's range
+    for a in algorithms:
+        curves.plot(grid, [predicted_all_reduce_time(a, world, s, alpha, beta) * 1e3 for s in grid],
+                    color=colors[a], label=a)
+    curves.axvline(size_bytes, color="black", lw=0.8, ls=":")
+    curves.set(xscale="log", yscale="log", xlabel="bytes", ylabel="predicted ms",
+               title=f"α = {alpha * 1e6:g} µs, 1/β = {1 / beta / 1e9:g} GB/s")
+    curves.grid(True, which="both", alpha=0.3)
+    curves.legend(fontsize=8)
+    fig.tight_layout()
+    return fig, times
 
-    def draw(world=8, log2_bytes=20):
-        size = 2**log2_bytes
-        times = {a: predicted_all_reduce_time(a, world, size, alpha, beta) for a in ("naive", "tree", "ring")}
-        best = min(times, key=times.get)
-        print(f"{world} ranks, {size:,} bytes: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items())
-              + f" -> {best} is fastest")
-        fig, ax = plt.subplots(figsize=(5, 3))
-        ax.bar(list(times), [t * 1e3 for t in times.values()], color=["#999999", "#55a868", "#c44e52"])
-        ax.set(ylabel="predicted ms", title=f"α = {alpha * 1e6:.1f} µs, 1/β = {1 / beta / 1e9:.2f} GB/s")
+
+def allreduce_model_widget(alpha: float = ASSUMED_GPU_ALPHA, bandwidth_gbs: float = ASSUMED_GPU_LINK_GBS):
+    """Ranks, message size, latency α and link bandwidth → predicted naive, tree and ring all-reduce times.
+
+    ``alpha`` (seconds) and ``bandwidth_gbs`` are the controls' starting values: GPU-typical assumptions
+    unless given; type in a measured pair to see another machine.
+    """
+    import ipywidgets as w
+
+    def draw(world=8, log2_bytes=20, alpha_us=alpha * 1e6, bandwidth=bandwidth_gbs):
+        fig, times = plot_allreduce_model(world, 2**log2_bytes, alpha_us * 1e-6, 1 / (bandwidth * 1e9))
+        print(f"{world} ranks, {2**log2_bytes:,} bytes: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items())
+              + f" -> {min(times, key=times.get)} is fastest")
         show(fig)
 
-    return w.interactive(draw, world=w.IntSlider(8, 2, 64, description="ranks"),
-                         log2_bytes=w.IntSlider(20, 4, 32, description="log2 bytes"))
+    style = {"description_width": "initial"}
+    return w.interactive(
+        draw, world=w.IntSlider(8, 2, 64, description="ranks"),
+        log2_bytes=w.IntSlider(20, 4, 32, description="log2 bytes"),
+        alpha_us=w.BoundedFloatText(alpha * 1e6, min=0.0, max=1e5, step=1, description="latency α (µs)", style=style),
+        bandwidth=w.BoundedFloatText(bandwidth_gbs, min=0.01, max=1e4, step=10, description="link GB/s",
+                                     style=style))

@@ -3,20 +3,25 @@ the paper's two-GPU split."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .figure import fig_ax, show
 
+if TYPE_CHECKING:
+    from ..models import LayerShare
+
 __all__ = ["plot_params_vs_flops", "alexnet_widget", "plot_filters", "plot_two_gpu_split"]
 
 
-def plot_params_vs_flops(shares, ax=None, title: str = "Where AlexNet's parameters and compute live"):
+def plot_params_vs_flops(shares: list[LayerShare], ax=None, title: str = "Where AlexNet's parameters and compute live"):
     """Side-by-side bars: each layer's share of parameters and of FLOPs (from ``models.params_vs_flops``)."""
     fig, ax = fig_ax(ax, figsize=(8, 3.8))
-    names = [s["name"].split(".")[-1] for s in shares]
+    names = [s.name.split(".")[-1] for s in shares]
     x = np.arange(len(names))
-    ax.bar(x - 0.2, [100 * s["param_share"] for s in shares], 0.4, label="share of parameters")
-    ax.bar(x + 0.2, [100 * s["flop_share"] for s in shares], 0.4, label="share of FLOPs (one forward pass)")
+    ax.bar(x - 0.2, [100 * s.param_share for s in shares], 0.4, label="share of parameters")
+    ax.bar(x + 0.2, [100 * s.flop_share for s in shares], 0.4, label="share of FLOPs (one forward pass)")
     ax.set_xticks(x)
     ax.set_xticklabels(names)
     ax.set(ylabel="% of the network", title=title)
@@ -33,12 +38,12 @@ def alexnet_widget():
 
     def draw(input_size=224, width=1.0):
         s = alexnet_summary(input_size=input_size, width=width)
-        t = s["totals"]
-        print(f"input {input_size}×{input_size}, width ×{width}: {t['params']:,} parameters, "
-              f"{t['flops'] / 1e9:.2f} GFLOPs per image; conv layers do {s['conv_flop_share']:.0%} of the FLOPs, "
-              f"FC layers hold {s['fc_param_share']:.0%} of the parameters")
-        print(format_layer_table(s["rows"], skip_kinds=("ReLU", "Dropout", "Flatten", "LocalResponseNorm")))
-        show(plot_params_vs_flops(params_vs_flops(s["rows"])))
+        t = s.totals
+        print(f"input {input_size}×{input_size}, width ×{width}: {t.params:,} parameters, "
+              f"{t.flops / 1e9:.2f} GFLOPs per image; conv layers do {s.conv_flop_share:.0%} of the FLOPs, "
+              f"FC layers hold {s.fc_param_share:.0%} of the parameters")
+        print(format_layer_table(s.rows, skip_kinds=("ReLU", "Dropout", "Flatten", "LocalResponseNorm")))
+        show(plot_params_vs_flops(params_vs_flops(s.rows)))
 
     return w.interactive(draw, input_size=w.IntSlider(224, 64, 320, 16, description="input size"),
                          width=w.SelectionSlider(options=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0], value=1.0,

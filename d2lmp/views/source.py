@@ -1,7 +1,7 @@
 """The code on the page: show the real source of a function or class, highlighted, where a notebook teaches it.
 
 The source comes from the one place the code lives (``inspect.getsource``), so what a student reads is
-exactly what runs; a header names the file and line it comes from.
+exactly what runs; a header names the file it comes from.
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ __all__ = ["source_of", "show"]
 
 
 def source_of(obj) -> str:
-    """``obj``'s source text, after a comment naming its module file and first line."""
+    """``obj``'s source text, after a comment naming the file it lives in (no line number: unrelated edits
+    elsewhere in the file must not change what a notebook shows)."""
     if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
         raise TypeError(f"show() takes functions and classes, got {type(obj).__name__}")
-    lines, first = inspect.getsourcelines(obj)
-    path = Path(inspect.getsourcefile(obj))
-    parts = path.parts
-    where = "/".join(parts[parts.index("d2lmp"):]) if "d2lmp" in parts else path.name
-    return f"# {where}, line {first}\n" + "".join(lines)
+    lines, _ = inspect.getsourcelines(obj)
+    path = Path(inspect.getsourcefile(obj)).resolve()
+    package_parent = Path(__file__).resolve().parents[2]  # the folder holding d2lmp/, wherever it is installed
+    where = path.relative_to(package_parent).as_posix() if path.is_relative_to(package_parent) else path.name
+    return f"# {where}\n" + "".join(lines)
 
 
 def show(*objs) -> None:

@@ -1,11 +1,93 @@
-"""Tensor parallelism: a widget comparing how many bytes each way of splitting a Linear layer
-communicates."""
+"""Tensor parallelism: which slice of a weight each rank holds, what splitting a layer buys per rank,
+and a widget comparing how many bytes each way of splitting a Linear layer communicates."""
 
 from __future__ import annotations
 
+from ..parallel.tensor_parallel import shard_range
 from .figure import show
 
-__all__ = ["comm_volume_widget"]
+__all__ = ["plot_weight_slices", "plot_split_scaling", "comm_volume_widget"]
+
+_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def plot_weight_slices(n_in: int, n_out: int, world: int, axes=None):
+    """W of a Linear(n_in, n_out), stored (n_out × n_in) as PyTorch does, coloured by the rank holding each entry.
+
+    Left: the column split (``ColumnParallelLinear``), rank r holds a block of rows of W, its output features.
+    Right: the row split (``RowParallelLinear``), rank r holds a block of columns of W, its input features.
+    Each block is labelled with its slice and shape, from ``shard_range``, the arithmetic the layers use.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if min(n_in, n_out, world) < 1:
+        raise ValueError(f"n_in, n_out and world must be positive, got {n_in}, {n_out}, {world}")
+    blocks = {"column": [], "row": []}  # (x, y, width, height, label) per rank, y counted down from row 0
+    for r in range(world):
+        start, size = shard_range(n_out, world, r, "out_features")
+        blocks["column"].append((0, start, n_in, size, f"W[{start}:{start + size}, :]\n{size} × {n_in}"))
+        start, size = shard_range(n_in, world, r, "in_features")
+        blocks["row"].append((start, 0, size, n_out, f"W[:, {start}:{start + size}]\n{n_out} × {size}"))
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(9, 4.6))
+    titles = {"column": "column split (ColumnParallelLinear)\nrank r: rows of W = its output features;\n"
+                        "needs all of X, computes its slice of Y",
+              "row": "row split (RowParallelLinear)\nrank r: columns of W = its input features;\n"
+                     "needs its slice of X, computes a partial sum of all of Y"}
+    for ax, (split, rects) in zip(axes, blocks.items()):
+        for r, (x, y, w, h, label) in enumerate(rects):
+            ax.add_patch(Rectangle((x, y), w, h, fc=_COLOURS[r % len(_COLOURS)], alpha=0.55, ec="k", lw=1.5))
+            ax.text(x + w / 2, y + h / 2, f"rank {r}\n{label}", ha="center", va="center", fontsize=8,
+                    rotation=90 if split == "row" and w < n_in / 3 and h > w else 0)
+        if n_in <= 32 and n_out <= 32:  # the individual weights, where they are few enough to see
+            for i in range(1, n_in):
+                ax.axvline(i, color="k", lw=0.3, alpha=0.4)
+            for j in range(1, n_out):
+                ax.axhline(j, color="k", lw=0.3, alpha=0.4)
+        ax.set(xlim=(0, n_in), ylim=(n_out, 0), aspect="equal", title=titles[split],
+               xlabel=f"input features (columns of W), {n_in}", ylabel=f"output features (rows of W), {n_out}")
+        ax.title.set_fontsize(9)
+    fig = axes[0].figure
+    fig.suptitle(f"Linear({n_in}, {n_out}) over {world} ranks: the slice of W (out × in) each rank holds", y=1.0)
+    fig.tight_layout()
+    return fig
+
+
+def plot_split_scaling(rows, axes=None, title: str = "One layer split over ranks: what each rank holds and waits"):
+    """Bars per number of ranks: parameter bytes, saved-activation bytes (per rank) and step time.
+
+    ``rows``: dicts with ``ranks``, ``parameter_bytes``, ``activation_bytes`` and ``step_s`` (the first row
+    is the one-device reference). A black tick on each bar marks the reference divided by the ranks:
+    a perfect split.
+    """
+    import matplotlib.pyplot as plt
+
+    if not rows:
+        raise ValueError("plot_split_scaling needs at least one row")
+    if axes is None:
+        fig, axes = plt.subplots(1, 3, figsize=(10, 3.4))
+    panels = (("parameter_bytes", 2**20, "MiB per rank", "parameters"),
+              ("activation_bytes", 2**20, "MiB per rank", "saved activations"),
+              ("step_s", 1e-3, "ms (median, slowest rank)", "forward + backward step"))
+    labels = ["1 device" if r["ranks"] == 1 else f"{r['ranks']} ranks" for r in rows]
+    reference = rows[0]
+    for ax, (key, unit, ylabel, name) in zip(axes, panels):
+        values = [r[key] / unit for r in rows]
+        bars = ax.bar(labels, values, color=[_COLOURS[i % len(_COLOURS)] for i in range(len(rows))], alpha=0.8)
+        for i, (bar, r) in enumerate(zip(bars, rows)):
+            ideal = reference[key] / unit * reference["ranks"] / r["ranks"]
+            ax.plot([i - 0.4, i + 0.4], [ideal, ideal], color="k", lw=2, label="one device ÷ ranks" if i == 0 else None)
+            ax.annotate(f"{bar.get_height():.3g}", (i, bar.get_height()), textcoords="offset points", xytext=(0, 2),
+                        ha="center", fontsize=8)
+        ax.set_ylim(0, max(values + [reference[key] / unit]) * 1.2)
+        ax.set(ylabel=ylabel, title=name)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper right")
+    fig = axes[0].figure
+    fig.suptitle(title, y=1.02)
+    fig.tight_layout()
+    return fig
 
 
 def comm_volume_widget():

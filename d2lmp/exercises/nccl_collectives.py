@@ -1,0 +1,293 @@
+"""Exercises for notebook 11 (collectives): ring arithmetic, the α-β model, and collectives from send/recv.
+
+The two code exercises run the student's all-gather and ring reduce-scatter on 2 and 3 real gloo
+ranks, on tensors of odd sizes (chunks of unequal length), and compare them with torch.distributed's
+own collectives computed on the same ranks. Each rank's input is (i + 1)·10^rank, so a wrong sum
+shows which ranks' contributions are missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+import torch.distributed as dist
+
+from ._code import code_checker, detached, on_ranks
+from .core import Exercise, number_checker
+
+__all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all_gather_busbw", "slow_link",
+           "reduce_scatter_code"]
+
+RING_GIB = 2 * 7 / 8  # bytes each rank sends for a 1 GiB all-reduce on 8 ranks, in GiB
+
+ALPHA, BETA, N = 5e-6, 1 / 100e9, 8
+CROSSOVER_BYTES = (2 * (N - 1) - 2 * math.ceil(math.log2(N))) * ALPHA / (
+    (2 * math.ceil(math.log2(N)) - 2 * (N - 1) / N) * BETA)  # tree time = ring time: ≈ 941 kB
+
+
+def _rank_tensor(rank: int, shape) -> torch.Tensor:
+    """(i + 1)·10^rank: every subset of ranks gives a different sum."""
+    n = math.prod(shape)
+    return (torch.arange(1, n + 1, dtype=torch.float32) * 10**rank).reshape(shape)
+
+
+SHAPES = {2: ((2, 3), (9,)), 3: ((7,), (2, 5))}  # odd sizes: chunks of unequal length
+
+
+# --------------------------------------------------------------------------------------------
+# All-gather from send and receive
+
+
+def my_all_gather(tensor):
+    """Every rank's ``tensor`` stacked in rank order, shape (world, *tensor.shape), from isend/irecv."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out = torch.empty((world, *tensor.shape), dtype=tensor.dtype)
+    out[rank] = tensor
+    requests = [dist.isend(tensor.contiguous(), peer) for peer in range(world) if peer != rank]
+    requests += [dist.irecv(out[peer], peer) for peer in range(world) if peer != rank]
+    for request in requests:
+        request.wait()
+    return out
+
+
+def _gather_worker(rank, world, fn):
+    results = []
+    for shape in SHAPES[world]:
+        mine = _rank_tensor(rank, shape)
+        parts = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(parts, mine)  # torch's own all-gather: the reference
+        got = fn(mine.clone())
+        results.append((shape, detached(got), torch.stack(parts)))
+    return results
+
+
+def _run(worker, fn):
+    """``worker`` on 2 and 3 ranks: (case, got, (expected, shape, rank, world)) for every rank and shape."""
+    results = []
+    for world in (2, 3):
+        for rank, per_shape in enumerate(on_ranks(worker, world, fn)):
+            for shape, got, expected in per_shape:
+                results.append((f"{world} ranks, a tensor of shape {shape}, rank {rank}", got,
+                                (expected, shape, rank, world)))
+    return results
+
+
+def _gather_run(fn):
+    return _run(_gather_worker, fn)
+
+
+def _gather_judge(case, got, context):
+    expected, _, rank, world = context
+    if not isinstance(got, torch.Tensor):
+        return f"expected a tensor, got {type(got).__name__}"
+    if got.shape == expected.shape and torch.equal(got, expected):
+        return None
+    if got.shape != expected.shape:
+        if got.numel() == expected.numel():
+            return (f"your result has shape {tuple(got.shape)}: stack the ranks' tensors along a new first axis, "
+                    f"shape {tuple(expected.shape)} = (world, *tensor.shape)")
+        return f"your result has shape {tuple(got.shape)}, expected {tuple(expected.shape)} = (world, *tensor.shape)"
+    if all(torch.equal(got[r], expected[rank]) for r in range(world)):
+        return "every row is this rank's own tensor: receive each peer's tensor into its own row"
+    for order in itertools.permutations(range(world)):
+        if torch.equal(got, expected[list(order)]):
+            return f"the rows are not in rank order (you have ranks {list(order)}): row r must hold rank r's tensor"
+    wrong = [r for r in range(world) if not torch.equal(got[r], expected[r])]
+    return f"row(s) {wrong} do not hold those ranks' tensors"
+
+
+def _gather_own_only(tensor):
+    return torch.stack([tensor] * dist.get_world_size())
+
+
+def _gather_concatenated(tensor):
+    return my_all_gather(tensor).reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Ring reduce-scatter from send and receive
+
+
+def my_reduce_scatter(tensor):
+    """This rank's chunk of the sum over ranks, ``torch.tensor_split(sum.flatten(), world)[rank]``, by a ring."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
+    right, left = (rank + 1) % world, (rank - 1) % world
+    for step in range(world - 1):
+        send_i, recv_i = (rank - step - 1) % world, (rank - step - 2) % world
+        incoming = torch.empty_like(chunks[recv_i])
+        requests = [dist.isend(chunks[send_i], right), dist.irecv(incoming, left)]
+        for request in requests:
+            request.wait()
+        chunks[recv_i] += incoming  # after the last step chunk `rank` holds every rank's contribution
+    return chunks[rank]
+
+
+def _scatter_worker(rank, world, fn):
+    results = []
+    for shape in SHAPES[world]:
+        mine = _rank_tensor(rank, shape)
+        total = mine.clone()
+        dist.all_reduce(total)  # torch's own sum, cut like a reduce-scatter (gloo's refuses unequal chunks)
+        expected = torch.tensor_split(total.flatten(), world)[rank]
+        got = fn(mine.clone())
+        results.append((shape, detached(got), expected))
+    return results
+
+
+def _scatter_run(fn):
+    return _run(_scatter_worker, fn)
+
+
+def _scatter_judge(case, got, context):
+    expected, shape, rank, world = context
+    if not isinstance(got, torch.Tensor):
+        return f"expected a tensor, got {type(got).__name__}"
+    got = got.detach()
+    if got.shape == expected.shape and torch.equal(got, expected):
+        return None
+    total = sum(_rank_tensor(r, shape) for r in range(world)).flatten()
+    if got.numel() == total.numel() and torch.equal(got.flatten(), total):
+        return "you returned the whole sum: a reduce-scatter leaves each rank only its own chunk, number `rank`"
+    chunks = torch.tensor_split(total, world)
+    for j, chunk in enumerate(chunks):
+        if j != rank and got.shape == chunk.shape and torch.equal(got, chunk):
+            return (f"you returned the sum of chunk {j}, not of chunk {rank}: after n − 1 ring steps each rank "
+                    "completes a different chunk; shift your chunk indices so that rank r ends with chunk r")
+    for size in range(1, world):
+        for subset in itertools.combinations(range(world), size):
+            partial = torch.tensor_split(sum(_rank_tensor(r, shape) for r in subset).flatten(), world)[rank]
+            if got.shape == partial.shape and torch.equal(got, partial):
+                missing = [r for r in range(world) if r not in subset]
+                if subset == (rank,):
+                    return ("your chunk holds only this rank's own values: nothing from the other ranks was added "
+                            f"to chunk {rank} (check which chunk receives the incoming data in each step, and that "
+                            f"the ring runs n − 1 = {world - 1} step(s))")
+                return (f"your chunk lacks the contribution of rank(s) {missing}: a ring needs n − 1 = {world - 1} "
+                        "steps, each adding the chunk received from the left neighbour")
+    if got.shape != expected.shape:
+        return f"your result has shape {tuple(got.shape)}, expected {tuple(expected.shape)} (this rank's chunk)"
+    return "your chunk's values are not the sum of that chunk over the ranks"
+
+
+def _scatter_whole_sum(tensor):
+    total = tensor.flatten().clone()
+    dist.all_reduce(total)
+    return total
+
+
+def _scatter_one_step(tensor):
+    """Stops after one ring step: on 3 ranks one contribution is missing."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
+    send_i, recv_i = (rank - 1) % world, (rank - 2) % world
+    incoming = torch.empty_like(chunks[recv_i])
+    requests = [dist.isend(chunks[send_i], (rank + 1) % world), dist.irecv(incoming, (rank - 1) % world)]
+    for request in requests:
+        request.wait()
+    chunks[recv_i] += incoming
+    return chunks[rank]
+
+
+EXERCISES = [
+    Exercise(
+        key="ring_bytes", number=1,
+        question="Derive the ring all-reduce's bytes per rank, $2\\frac{n-1}{n}S$, from the reduce-scatter and "
+                 "all-gather steps in the grid. How many GiB does each rank send to all-reduce 1 GiB on 8 ranks?",
+        hint_text="The buffer is cut into n chunks of S/n bytes. Count the steps of each phase and what one rank "
+                  "sends per step.",
+        solution_text="Reduce-scatter: n − 1 steps, each rank sends one chunk of S/n bytes per step: (n − 1)S/n. "
+                      "All-gather: another n − 1 steps of one chunk each: (n − 1)S/n. Together 2(n − 1)S/n, which "
+                      "approaches 2S as n grows. For 1 GiB on 8 ranks: 2 × 7/8 = 1.75 GiB per rank.",
+        checker=number_checker(RING_GIB, "GiB", rel_tol=0.01, near_misses=[
+            (RING_GIB / 2, "that is one phase only: the reduce-scatter is followed by an all-gather of the same size"),
+            (2.0, "2S is the limit for many ranks; with 8 ranks each phase sends 7 chunks of S/8"),
+            (14.0, "each step sends one chunk, S/n, not the whole buffer")]),
+        reference=RING_GIB, wrong=[(0.875, "one phase only"), (2.0, "limit for many ranks")],
+        how_to_answer="Pass the GiB each rank sends."),
+    Exercise(
+        key="ring_beats_tree", number=2,
+        question="In the α-β table (α = 5 µs, 100 GB/s, 8 ranks), find the message size at which the ring overtakes "
+                 "the tree, analytically and with the widget. Answer in bytes.",
+        hint_text="Tree: 2⌈log₂ n⌉(α + Sβ); ring: 2(n − 1)(α + Sβ/n). Set them equal and solve for S.",
+        solution_text="6(α + Sβ) = 14α + 1.75Sβ ⇒ 4.25 Sβ = 8α ⇒ S = 8α/(4.25β) = 8 × 5 µs × 100 GB/s / 4.25 ≈ "
+                      "941,000 bytes (about 0.94 MB). Below it the tree's 6 steps beat the ring's 14 latencies; "
+                      "above it the ring's smaller messages win, as the table shows between 100 kB and 1 MB.",
+        checker=number_checker(CROSSOVER_BYTES, "bytes", rel_tol=0.02, near_misses=[
+            (11 * ALPHA / (1.25 * BETA), "the tree has 2⌈log₂ n⌉ = 6 steps (up and down), not 3"),
+            (8 * ALPHA / (6 * BETA), "the ring's messages are S/n bytes: its bandwidth term is 14 · S/8 · β")]),
+        reference=CROSSOVER_BYTES, wrong=[(11 * ALPHA / (1.25 * BETA), "6 steps")],
+        how_to_answer="Pass the message size in bytes."),
+    Exercise(
+        key="all_gather_code", number=3,
+        question="Implement a naive all-gather from point-to-point messages (every rank sends its tensor to every "
+                 "other rank) in a notebook-defined function, `my_all_gather(tensor)`, returning every rank's tensor "
+                 "stacked in rank order, shape (world, *tensor.shape), as `torch.stack` of `dist.all_gather`'s list. "
+                 "It is checked against `dist.all_gather` on 2 and 3 gloo ranks with tensors of odd sizes.",
+        hint_text="Get `dist.get_rank()` and `dist.get_world_size()` inside the function. Post all sends and receives "
+                  "without blocking (`dist.isend`, `dist.irecv` into row `peer` of the result), then wait for all "
+                  "of them: blocking sends in the same order on every rank can deadlock.",
+        solution_text="Allocate out = torch.empty((world, *shape)), copy the own tensor into out[rank], post "
+                      "dist.isend(tensor, peer) and dist.irecv(out[peer], peer) for every other peer, then wait on "
+                      "all requests. Each rank sends (n − 1) × S and receives as much: the same bytes as a ring "
+                      "all-gather, but in n − 1 messages at once per rank instead of n − 1 steps, fine for small n "
+                      "and a full-bisection network.",
+        checker=code_checker(_gather_run, _gather_judge, "on 2 and 3 ranks your all-gather equals dist.all_gather."),
+        reference=my_all_gather,
+        wrong=[(_gather_own_only, "every row is this rank's own tensor"), (_gather_concatenated, "stack the ranks")]),
+    Exercise(
+        key="all_gather_busbw", number=4,
+        question="Measure gloo's `all_gather` with `C.measure_collective(\"all_gather\", \"torch\", ...)` and compare "
+                 "its busbw with all-reduce's. Why should they be close?",
+        hint_text="Run both inside one `launch`ed worker at the same sizes (they must be called on every rank). "
+                  "busbw multiplies algbw by (n − 1)/n for all-gather and 2(n − 1)/n for all-reduce: what does each "
+                  "factor count?",
+        solution_text="busbw counts the bytes each rank must move per second in the best algorithm: an all-reduce "
+                      "moves 2(n − 1)/n × S (reduce-scatter + all-gather), an all-gather (n − 1)/n × S. Both are then "
+                      "limited by the same link (here loopback TCP and memory copies), so their busbw should be "
+                      "close at large sizes; all-reduce is often a little lower because it also adds numbers, and at "
+                      "small sizes latency dominates both."),
+    Exercise(
+        key="slow_link", number=5,
+        question="A ring over 8 GPUs where one link is four times slower than the others: which term of the model "
+                 "changes, and by how much? Answer with the factor by which the bandwidth term grows.",
+        hint_text="In every step of a ring all ranks send at once and the next step needs the previous one's data: "
+                  "the step lasts as long as its slowest transfer.",
+        solution_text="The bandwidth term, 2(n − 1)·S/n·β, grows fourfold: each of the 14 steps waits for the chunk "
+                      "on the slow link, so β becomes 4β for the whole ring (the α term is unchanged). Averaging the "
+                      "links (1 + 3/8 = 1.375×) would be wrong, because the ring is a pipeline paced by its slowest "
+                      "stage. NCCL mitigates this by building rings that avoid slow links or by using several "
+                      "rings/trees.",
+        checker=number_checker(4.0, "×", rel_tol=0.01, near_misses=[
+            (1.375, "averaging over the links: every ring step waits for its slowest transfer, so all 14 steps run at "
+                    "the slow link's speed"),
+            (1.0, "the bandwidth term changes: the slow link carries a chunk in every step")]),
+        reference=4.0, wrong=[(1.375, "averaging over the links")],
+        how_to_answer="Pass the factor."),
+    Exercise(
+        key="reduce_scatter_code", number=6,
+        question="Build the ring's first half yourself: `my_reduce_scatter(tensor)` from `dist.isend`/`dist.irecv` "
+                 "(or `send`/`recv`), returning this rank's chunk of the sum over ranks, "
+                 "`torch.tensor_split(total.flatten(), world)[rank]`. Use a ring: n − 1 steps, in each a rank sends "
+                 "one chunk to its right neighbour and adds the chunk received from its left one. It is checked "
+                 "against torch's sum (all-reduce, cut like a reduce-scatter) on 2 and 3 gloo ranks, with sizes whose "
+                 "chunks are unequal.",
+        hint_text="In step s (0 … n−2), rank r sends chunk (r − s − 1) mod n and receives, into a fresh buffer of the "
+                  "same size, chunk (r − s − 2) mod n, which it adds to its own copy; after the last step chunk r is "
+                  "complete. Post the send and the receive together (isend, irecv, then wait on both).",
+        solution_text="Cut the flattened tensor with torch.tensor_split into n chunks (unequal when n does not divide "
+                      "the size). For s in 0 … n−2: isend chunk (r − s − 1) mod n to r + 1, irecv a buffer shaped like "
+                      "chunk (r − s − 2) mod n from r − 1, wait, and add it to that chunk. The chunk a rank receives "
+                      "is the one its left neighbour sent, so the sizes always match; each partial sum travels n − 1 "
+                      "hops and collects one contribution per hop, ending complete at rank r. Each rank sends "
+                      "(n − 1)·S/n bytes.",
+        checker=code_checker(_scatter_run, _scatter_judge, "on 2 and 3 ranks, with unequal chunks, your ring "
+                                                           "reduce-scatter equals torch's sum."),
+        reference=my_reduce_scatter,
+        wrong=[(_scatter_whole_sum, "you returned the whole sum"), (_scatter_one_step, "only this rank's own values")]),
+]
+
+ring_bytes, ring_beats_tree, all_gather_code, all_gather_busbw, slow_link, reduce_scatter_code = EXERCISES
+

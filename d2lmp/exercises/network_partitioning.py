@@ -1,0 +1,390 @@
+"""Exercises for notebook 13 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
+
+Numbers are checked against ``d2lmp.parallel.pipeline`` (its bubble formula, simulator and schedules).
+The balancing exercise compares the student's partition with the exact ``pipeline.balance`` on awkward
+layer costs; the pipeline exercise runs the student's micro-batched forward on 2 and 3 real gloo ranks
+and compares the last stage's output with the unsplit network's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ._code import code_checker, detached, max_error, on_ranks
+from .core import Exercise, Verdict, choice_checker, number_checker
+
+__all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
+           "bytes_pipeline_vs_data", "balance_code", "pipeline_forward"]
+
+
+def _smallest_m(stages: int, target: float = 0.1) -> int:
+    m = 1
+    while (stages - 1) / (m + stages - 1) >= target:
+        m += 1
+    return m
+
+
+M_FOR_10_PERCENT = (_smallest_m(4), _smallest_m(8))  # (28, 64)
+
+
+def _int_pair(answer: Any) -> tuple[int, int] | None:
+    try:
+        a, b = answer
+        if float(a) != int(a) or float(b) != int(b):
+            return None
+        return int(a), int(b)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_micro_batches(answer: Any) -> Verdict:
+    pair = _int_pair(answer)
+    if pair is None:
+        return Verdict(False, f"answer with a pair of whole numbers (m for 4 stages, m for 8 stages); got {answer!r}.")
+    if pair == M_FOR_10_PERCENT:
+        return Verdict(True, "28 and 64: (p − 1)/(m + p − 1) < 0.1 means m > 9(p − 1). In practice m is limited by "
+                             "the batch (each micro-batch must stay large enough to use the device well) and, for "
+                             "GPipe, by the activations of m micro-batches held at once.")
+    notes = []
+    for stages, m in zip((4, 8), pair):
+        bubble = (stages - 1) / (m + stages - 1)
+        if math.isclose(bubble, 0.1):
+            notes.append(f"with {stages} stages m = {m} gives a bubble of exactly 10 %, not under it")
+        elif bubble > 0.1:
+            notes.append(f"with {stages} stages m = {m} still leaves a bubble of {bubble:.1%}")
+        elif m > _smallest_m(stages):
+            hint = " ((p − 1)/m is not the formula: the step lasts m + p − 1 slots)" if m == 10 * (stages - 1) + 1 \
+                else ""
+            notes.append(f"with {stages} stages m = {m} works, but a smaller m does too{hint}")
+    return Verdict(False, "; ".join(notes) + ".")
+
+
+def _check_peak_alive(answer: Any) -> Verdict:
+    pair = _int_pair(answer)
+    if pair is None:
+        return Verdict(False, f"answer with a pair (GPipe, 1F1B) of whole numbers; got {answer!r}.")
+    gpipe, one_f_one_b = pair
+    problems = []
+    if gpipe != 6:
+        problems.append(f"GPipe on rank 0 holds {gpipe}? It runs all 6 forwards before its first backward, so all 6 "
+                        "micro-batches are alive at once")
+    if one_f_one_b == 3:
+        problems.append("1F1B's rank 0 warms up with p − r − 1 = 3 forwards, then runs a 4th forward before its "
+                        "first backward: 4 are alive at that moment")
+    elif one_f_one_b != 4:
+        problems.append(f"1F1B on rank 0 holds {one_f_one_b}? Walk through its schedule F0 F1 F2 F3 B0 F4 B1 ...: "
+                        "add one at each F, remove one at each B, and keep the maximum")
+    if problems:
+        return Verdict(False, "; ".join(problems) + ".")
+    return Verdict(True, "6 for GPipe (every micro-batch, m) and 4 for 1F1B (p − r on rank r): 1F1B's memory for "
+                         "activations does not grow with m.")
+
+
+# --------------------------------------------------------------------------------------------
+# Balancing, written by the student
+
+
+def my_balance(costs, stages):
+    """Layers per stage of a contiguous split that minimises the slowest stage (exact): a binary search on the
+    slowest stage's cost, each candidate tested by filling stages greedily."""
+
+    def fill(limit):
+        """Layers per stage when each stage takes layers while it stays within ``limit``; None if too many."""
+        sizes, total = [], math.inf
+        for c in costs:
+            if c > limit:
+                return None
+            if total + c > limit:  # this layer opens the next stage
+                sizes.append(0)
+                total = 0.0
+            sizes[-1] += 1
+            total += c
+        return sizes if len(sizes) <= stages else None
+
+    # The slowest stage of any split costs as much as some run of consecutive layers: search those sums.
+    candidates = sorted({sum(costs[j:i]) for i in range(1, len(costs) + 1) for j in range(i)})
+    low, high = 0, len(candidates) - 1
+    while low < high:
+        mid = (low + high) // 2
+        if fill(candidates[mid]) is None:
+            low = mid + 1
+        else:
+            high = mid
+    sizes = fill(candidates[low])
+    while len(sizes) < stages:  # fewer stages sufficed: split off a layer; no stage gets slower
+        i = sizes.index(max(sizes))
+        sizes[i:i + 1] = [sizes[i] - 1, 1]
+    return sizes
+
+
+BALANCE_CASES = (  # awkward costs: one huge layer at either end, ties, a greedy fill that overshoots
+    ([4, 1, 1, 1, 1, 4, 2, 2], 2),
+    ([4, 1, 1, 1, 1, 4, 2, 2], 4),
+    ([1, 1, 1, 1, 10], 2),
+    ([10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 3),
+    ([0.5, 7, 0.5, 0.5, 6, 0.5], 2),
+    ([3, 3, 3], 3),
+    ([5, 1, 1, 1, 1, 1, 5], 3),
+    ([2, 9, 2, 2, 2, 2, 9, 2], 4),
+)
+
+
+def _balance_run(fn):
+    from d2lmp.parallel import pipeline
+
+    return [(f"costs {costs} in {p} stages", fn(list(costs), p), (costs, p, pipeline.balance(costs, p)))
+            for costs, p in BALANCE_CASES]
+
+
+def _stage_costs(costs, sizes):
+    out, start = [], 0
+    for size in sizes:
+        out.append(sum(costs[start:start + size]))
+        start += size
+    return out
+
+
+def _greedy(costs, stages):
+    target, sizes, current, total = sum(costs) / stages, [], 0, 0.0
+    for c in costs:
+        if total + c > target and current and len(sizes) < stages - 1:
+            sizes.append(current)
+            current, total = 0, 0.0
+        current, total = current + 1, total + c
+    return sizes + [current]
+
+
+def _balance_judge(case, got, context):
+    costs, p, best = context
+    try:
+        sizes = [int(s) for s in got]
+    except (TypeError, ValueError):
+        return f"expected a list of layers per stage, got {got!r}"
+    if len(sizes) != p:
+        return f"your split {sizes} has {len(sizes)} stages, expected {p}"
+    if any(s < 1 for s in sizes):
+        return f"your split {sizes} has an empty stage: every stage needs at least one layer"
+    if sum(sizes) != len(costs):
+        return f"your split {sizes} covers {sum(sizes)} layers, there are {len(costs)}"
+    slowest, optimum = max(_stage_costs(costs, sizes)), max(_stage_costs(costs, best))
+    if math.isclose(slowest, optimum, rel_tol=1e-9, abs_tol=1e-12):
+        return None
+    from d2lmp.parallel import pipeline
+
+    why = ""
+    if sizes == pipeline.equal_split(len(costs), p):
+        why = "that is the equal split by layer count, which ignores the costs; "
+    elif sizes == _greedy(costs, p):
+        why = "a greedy fill (cut when a stage passes the average) is not optimal; "
+    return (f"{why}your split {sizes} has a slowest stage of {slowest:g}, the best contiguous split ({best}) "
+            f"has {optimum:g}")
+
+
+def _balance_equal(costs, stages):
+    return [len(costs) // stages + (i < len(costs) % stages) for i in range(stages)]
+
+
+# --------------------------------------------------------------------------------------------
+# A micro-batched pipeline forward on ranks, written by the student
+
+WIDTH, LAYERS = 4, 6
+
+
+def my_pipeline_forward(rank, world, stage, x, micro_batches):
+    """Forward ``x`` through the pipeline in micro-batches; the last rank returns all outputs, the others None."""
+    outputs = []
+    for xb in torch.tensor_split(x, micro_batches):
+        if rank == 0:
+            inp = xb
+        else:
+            inp = torch.empty_like(xb)  # every stage keeps the width here, so the shape is the micro-batch's
+            dist.recv(inp, rank - 1)
+        out = stage(inp)
+        if rank < world - 1:
+            dist.send(out, rank + 1)
+        else:
+            outputs.append(out)
+    return torch.cat(outputs) if rank == world - 1 else None
+
+
+def _pipeline_model() -> nn.Sequential:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    for _ in range(LAYERS // 2):
+        layers += [nn.Linear(WIDTH, WIDTH), nn.Tanh()]
+    return nn.Sequential(*layers)
+
+
+def _pipeline_worker(rank, world, fn, x, micro_batches):
+    sizes = [LAYERS // world + (i < LAYERS % world) for i in range(world)]
+    start = sum(sizes[:rank])
+    stage = _pipeline_model()[start:start + sizes[rank]]
+    with torch.no_grad():
+        return detached(fn(rank, world, stage, x.clone(), micro_batches))
+
+
+PIPELINE_CASES = ((2, 7, 3), (3, 5, 4))  # (ranks, batch, micro-batches): micro-batches of unequal sizes
+
+
+def _pipeline_run(fn):
+    results = []
+    for world, batch, m in PIPELINE_CASES:
+        x = torch.randn(batch, WIDTH, generator=torch.Generator().manual_seed(batch))
+        with torch.no_grad():
+            expected = _pipeline_model()(x)
+        got = on_ranks(_pipeline_worker, world, fn, x, m)[-1]
+        results.append((f"{world} ranks, batch {batch} in {m} micro-batches, last rank", got, (expected, x, m)))
+    return results
+
+
+def _pipeline_judge(case, got, context):
+    expected, x, m = context
+    if not isinstance(got, torch.Tensor):
+        return f"the last rank returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
+    if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5):
+        return None
+    chunks = torch.tensor_split(expected, m)
+    if got.shape == chunks[-1].shape and torch.allclose(got, chunks[-1], atol=1e-5):
+        return "the last rank returned only the last micro-batch's output: keep every micro-batch's output and " \
+               "concatenate them in order"
+    if got.shape == expected.shape and torch.allclose(got, torch.cat(chunks[::-1]), atol=1e-5):
+        return "the micro-batches come out in reverse order: concatenate them in the order they were sent"
+    if got.shape != expected.shape:
+        return f"the last rank returned shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    return (f"the output differs from the unsplit network by up to {max_error(got, expected):.3g}: does every rank "
+            "apply its own stage to what it receives, and pass the result on?")
+
+
+def _pipeline_last_only(rank, world, stage, x, micro_batches):
+    out = my_pipeline_forward(rank, world, stage, x, micro_batches)
+    return None if out is None else torch.tensor_split(out, micro_batches)[-1]
+
+
+EXERCISES = [
+    Exercise(
+        key="micro_batches_for_bubble", number=1,
+        question="From the bubble formula, how many micro-batches keep the bubble under 10 % with 4 stages, and with "
+                 "8? (The smallest m for each.) What limits m in practice?",
+        hint_text="Solve (p − 1)/(m + p − 1) < 0.1 for m; 'under' means strictly less. Answer with the pair "
+                  "`(m for 4 stages, m for 8 stages)`.",
+        solution_text="(p − 1)/(m + p − 1) < 0.1 ⇔ m > 9(p − 1): m = 28 for 4 stages (27 gives exactly 10 %) and m "
+                      "= 64 for 8. In practice the batch limits m: each micro-batch must stay large enough to keep a "
+                      "device busy (small matrix products run far below peak, and every message costs a latency), "
+                      "and GPipe holds the activations of all m micro-batches; the optimizer wants a fixed global "
+                      "batch, so more micro-batches means smaller ones.",
+        checker=_check_micro_batches, reference=M_FOR_10_PERCENT,
+        wrong=[((27, 63), "exactly 10 %"), ((20, 40), "still leaves a bubble")],
+        how_to_answer="Pass (m for 4 stages, m for 8 stages)."),
+    Exercise(
+        key="equal_times_bubble", number=2,
+        question="Change the widget's backward time to equal the forward time (call `P.simulate(kind, 4, 4, "
+                 "forward=1.0, backward=1.0)` in a cell and measure it with `P.measured_bubble(events, 4)`). What "
+                 "bubble fraction do you get for GPipe with 4 stages and 4 micro-batches? Does the bubble change? Why?",
+        hint_text="Count slots: with equal stages every stage idles p − 1 forward slots and p − 1 backward slots "
+                  "out of m + p − 1 of each.",
+        solution_text="3/7 ≈ 0.429, the same as with backward = 2 × forward, and the same as (p − 1)/(m + p − 1). "
+                      "Each stage waits p − 1 forward slots for the pipeline to fill and p − 1 backward slots for it "
+                      "to drain, out of m + p − 1 slots of each kind: scaling the backward time scales the busy and "
+                      "the idle backward time alike, so the fraction does not depend on the ratio.",
+        checker=number_checker(3 / 7, rel_tol=0.01, why="(p − 1)/(m + p − 1), whatever the ratio of backward to "
+                               "forward time.", near_misses=[
+                                   (3 / 4, "that is (p − 1)/m: the step lasts m + p − 1 slots, not m"),
+                                   (4 / 7, "that is the busy share; the bubble is the idle share")]),
+        reference=3 / 7, wrong=[(0.75, "(p − 1)/m"), (4 / 7, "busy share")],
+        how_to_answer="Pass the bubble fraction (between 0 and 1)."),
+    Exercise(
+        key="peak_alive", number=3,
+        question="Count, for GPipe and for 1F1B on rank 0 with 4 stages and 6 micro-batches (the schedules printed "
+                 "above), the largest number of micro-batches whose activations are alive at once, using "
+                 "`P.schedule`.",
+        hint_text="A micro-batch becomes alive at its F and dies at its B. Walk through `P.schedule(kind, 4, 0, 6)` "
+                  "keeping a counter. Answer with `(GPipe, 1F1B)`.",
+        solution_text="GPipe: 6 (all six forwards run before the first backward). 1F1B: 4 (three warm-up forwards, "
+                      "then F3 before B0), in general p − r on rank r whatever m: that is what 1F1B saves, memory for "
+                      "activations, while its bubble stays the same.",
+        checker=_check_peak_alive, reference=(6, 4), wrong=[((6, 3), "warms up with"), ((4, 4), "all 6")],
+        how_to_answer="Pass (GPipe, 1F1B)."),
+    Exercise(
+        key="unequal_stages", number=4,
+        question="The measured bubble exceeds the formula. Use the measured per-stage busy times from the timeline to "
+                 "predict the step time of an unequal two-stage pipeline, and compare.",
+        hint_text="With stage times t1 and t2 per micro-batch (forward + backward), the slower stage sets the pace: "
+                  "it works m times, and the faster one's share of the first and last micro-batch adds once.",
+        solution_text="With per-micro-batch times t1 and t2 (forward + backward) for the two stages, GPipe's step "
+                      "takes about (m − 1)·max(t1, t2) + t1 + t2: the slower stage is busy m·max(t1, t2), and the "
+                      "other stage's work on the first forward and the last backward cannot overlap with it. Sum "
+                      "each rank's busy time in the measured events, divide by m, and the prediction typically lands "
+                      "within 10-20 % of the measured span; the remainder is message latency (gloo: tens to "
+                      "hundreds of µs per send) and the cost of small micro-batches, which the formula also ignores."),
+    Exercise(
+        key="bytes_pipeline_vs_data", number=5,
+        question="Pipeline parallelism sends activations, data parallelism all-reduces gradients. For AlexNet (about "
+                 "61 M parameters; pool5 output 9216 values per image), which sends fewer bytes per step at batch "
+                 "128, and how does the answer change with the batch size?",
+        hint_text="Pipeline, cut at pool5: 9216 values per image forward and as many gradients backward, in FP32. "
+                  "Data: a ring all-reduce sends about 2 × 61 M × 4 bytes per rank. Answer 'pipeline' or 'data'.",
+        solution_text="The pipeline: at batch 128 it sends 2 × 128 × 9216 × 4 B ≈ 9.4 MB (activations forward, "
+                      "their gradients backward), against 2(n − 1)/n × 244 MB per rank for a ring all-reduce of the "
+                      "gradients: 244 MB on 2 GPUs, approaching 490 MB on many. The pipeline's bytes grow with the "
+                      "batch, the gradients' do not: they break even at a batch of about 3,300 on 2 GPUs and about "
+                      "6,600 on many, beyond which data parallelism sends less.",
+        checker=choice_checker("pipeline", {
+            "pipeline": "about 9.4 MB of activations and their gradients at batch 128, against 244 MB (2 GPUs) to "
+                        "490 MB (many) per rank for the gradient all-reduce; the pipeline's bytes grow with the "
+                        "batch, the gradients' do not.",
+            "data": "data parallelism sends the gradients of all 61 M parameters, 244 MB, up to twice over in a ring, "
+                    "every step; the pipeline sends 128 × 9216 values each way, about 9.4 MB in all."}),
+        reference="pipeline", wrong=[("data", "244 MB")],
+        how_to_answer="Pass 'pipeline' or 'data'."),
+    Exercise(
+        key="balance_code", number=6,
+        question="Write `my_balance(costs, stages)`: the number of layers per stage of the contiguous split that "
+                 "minimises the slowest stage's cost, like `P.balance`, without calling it. It is checked on awkward "
+                 "costs (one huge layer at either end, ties, costs where a greedy fill overshoots); any optimal split "
+                 "is accepted.",
+        hint_text="Dynamic programming: let best[s][i] be the smallest possible slowest-stage cost for the first i "
+                  "layers in s stages; best[s][i] = min over j of max(best[s−1][j], cost of layers j..i−1). Keep "
+                  "the j that achieved it to recover the cuts. Prefix sums make each stage's cost O(1).",
+        solution_text="Two exact methods. The dynamic programme of the hint is what `P.balance` runs (its source is "
+                      "in the notebook): best[s][i] = min over j < i of max(best[s−1][j], prefix[i] − prefix[j]), "
+                      "with best[0][0] = 0; record the minimising j and walk back from best[p][n] to read the stage "
+                      "sizes, O(p·n²) time. The model answer below takes the other route: the slowest stage of any "
+                      "split costs as much as some run of consecutive layers, so binary-search those sums for the "
+                      "smallest limit at which filling stages greedily (a new stage when the next layer would pass "
+                      "the limit) needs at most p stages, then split stages until there are p. Greedy filling up to "
+                      "the average is not optimal: a large layer near a cut pushes the whole remainder onto the last "
+                      "stages.",
+        checker=code_checker(_balance_run, _balance_judge, "your splits are optimal on every awkward case tried."),
+        reference=my_balance,
+        wrong=[(_balance_equal, "equal split by layer count"), (_greedy, "greedy fill")]),
+    Exercise(
+        key="pipeline_forward", number=7,
+        question="Write the forward pass of a micro-batched pipeline, from `dist.send` and `dist.recv`: "
+                 "`my_pipeline_forward(rank, world, stage, x, micro_batches)`. `stage` is this rank's slice of a "
+                 "network whose layers all keep the width of `x`; every rank gets the whole batch `x` (only rank 0 "
+                 "uses its values; the others need its shape). Cut `x` with `torch.tensor_split(x, micro_batches)`; "
+                 "rank 0 runs its stage on each micro-batch and sends the result to rank 1, every middle rank "
+                 "receives, runs and sends on, and the last rank returns the outputs of all micro-batches "
+                 "concatenated in order (the other ranks return None). It runs on 2 and 3 gloo ranks with "
+                 "micro-batches of unequal sizes.",
+        hint_text="A rank r > 0 receives each micro-batch from r − 1 into `torch.empty_like(micro_batch)`; a rank "
+                  "r < world − 1 sends its output to r + 1. Loop over the micro-batches in the same order on every "
+                  "rank, so each send meets its recv.",
+        solution_text="Loop over torch.tensor_split(x, m) on every rank: rank 0 takes the micro-batch itself, other "
+                      "ranks dist.recv into a buffer of its shape from rank − 1; apply the stage; all but the last "
+                      "rank dist.send the output to rank + 1, the last rank collects it, and returns torch.cat of the "
+                      "outputs. Because the ranks work on different micro-batches at the same time (rank 1 on "
+                      "micro-batch 0 while rank 0 computes micro-batch 1), the pipeline fills.",
+        checker=code_checker(_pipeline_run, _pipeline_judge, "on 2 and 3 ranks the last stage returns exactly the "
+                                                             "unsplit network's output."),
+        reference=my_pipeline_forward,
+        wrong=[(_pipeline_last_only, "only the last micro-batch")]),
+]
+
+(micro_batches_for_bubble, equal_times_bubble, peak_alive, unequal_stages, bytes_pipeline_vs_data, balance_code,
+ pipeline_forward) = EXERCISES

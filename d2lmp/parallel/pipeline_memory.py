@@ -1,0 +1,64 @@
+"""What a pipeline stage holds for backward: its micro-batches in flight and their saved activations, counted exactly.
+
+Between a micro-batch's forward and its backward, a stage keeps everything autograd saved for that
+micro-batch. ``ActivationLedger`` records, during each micro-batch's forward, every storage autograd
+saves (through ``torch.autograd.graph.saved_tensors_hooks``; parameters excluded, each storage once,
+as ``memory.measure_saved_activations`` counts), holds those bytes until the micro-batch's backward
+has run (autograd frees them then), and keeps the peaks: the most micro-batches in flight at once and
+the most saved bytes held at once. GPipe runs every forward before any backward, so stage 0 holds all
+m micro-batches; 1F1B starts a backward as soon as it can, so stage r holds at most p - r.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+__all__ = ["ActivationLedger"]
+
+
+def _storage_key(t: torch.Tensor):
+    return (t.device.type, t.untyped_storage().data_ptr())
+
+
+class ActivationLedger:
+    """Saved-activation bytes of one stage, per micro-batch in flight, and their peaks.
+
+    Use ``with ledger.forward(i):`` around micro-batch ``i``'s forward and call ``ledger.backward_done(i)``
+    after its backward. Each micro-batch must own its tensors (not views into one big batch), since a
+    storage is counted whole.
+    """
+
+    def __init__(self, parameters):
+        self._skip = {_storage_key(p) for p in parameters}
+        self.held: dict[int, int] = {}  # micro-batch -> bytes saved for its backward, while in flight
+        self.micro_batch_bytes: dict[int, int] = {}
+        self.peak_in_flight = 0
+        self.peak_bytes = 0
+
+    @contextmanager
+    def forward(self, i: int):
+        """Count what autograd saves inside this block as micro-batch ``i``'s activations."""
+        saved: dict = {}
+
+        def pack(t):
+            key = _storage_key(t)
+            if key not in self._skip:
+                saved.setdefault(key, t.untyped_storage().nbytes())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            yield
+        self.held[i] = self.micro_batch_bytes[i] = sum(saved.values())
+        self.peak_in_flight = max(self.peak_in_flight, len(self.held))
+        self.peak_bytes = max(self.peak_bytes, sum(self.held.values()))
+
+    def backward_done(self, i: int) -> None:
+        """Micro-batch ``i``'s backward has run: its saved tensors are freed."""
+        del self.held[i]
+
+    def summary(self) -> dict:
+        """{"peak_in_flight", "peak_saved_bytes", "micro_batch_bytes" (a list in micro-batch order)}."""
+        return dict(peak_in_flight=self.peak_in_flight, peak_saved_bytes=self.peak_bytes,
+                    micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])

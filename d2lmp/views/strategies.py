@@ -1,0 +1,122 @@
+"""The three ways to split one network over devices, drawn from the partitions the code computes.
+
+``plot_three_splits`` takes plain data: the layers in order, the examples each device holds under data
+parallelism (``data_parallel.shard``), the layers per device under network partitioning
+(``pipeline.balance``), and the output features of each layer each device holds under layerwise
+partitioning (the tensor-parallel layers). It draws nothing it is not given.
+"""
+
+from __future__ import annotations
+
+__all__ = ["plot_three_splits"]
+
+_BOX_W, _BOX_H, _ROW = 0.8, 1.0, 1.3  # layer box width and height, distance between rows (data units)
+
+
+def _check(layers, examples, stages, columns) -> int:
+    n, n_layers = len(examples), len(layers)
+    if n < 1 or n_layers < 1:
+        raise ValueError("need at least one layer and one device")
+    starts = [0] + [stop for _, stop in examples[:-1]]
+    if any(start != s or stop <= start for (start, stop), s in zip(examples, starts)):
+        raise ValueError(f"examples must be consecutive, non-empty (start, stop) ranges from 0, got {examples}")
+    if len(stages) != n or any(s < 1 for s in stages) or sum(stages) != n_layers:
+        raise ValueError(f"stages {stages} must give each of the {n} devices at least one of the {n_layers} layers")
+    if len(columns) != n_layers:
+        raise ValueError(f"columns needs one entry per layer ({n_layers}), got {len(columns)}")
+    for name, slices in zip(layers, columns):
+        if slices is None:
+            continue
+        starts = [0] + [stop for _, stop in slices[:-1]]
+        if len(slices) != n or any(start != s or stop <= start for (start, stop), s in zip(slices, starts)):
+            raise ValueError(f"{name}: need {n} consecutive (start, stop) output ranges from 0, got {slices}")
+    return n
+
+
+def _box(ax, x, y, colour, label, gid, height=_BOX_H, width=_BOX_W, fontsize=8):
+    from matplotlib.patches import Rectangle
+
+    patch = Rectangle((x - width / 2, y), width, height, facecolor=colour, edgecolor="black", lw=0.8,
+                      gid=gid)
+    ax.add_patch(patch)
+    ax.text(x, y + height / 2, label, ha="center", va="center", fontsize=fontsize)
+    return patch
+
+
+def plot_three_splits(layers: list[str], examples: list[tuple[int, int]], stages: list[int],
+                      columns: list[list[tuple[int, int]] | None], colours: tuple[str, ...] | None = None):
+    """One panel per strategy: data, network (pipeline) and layerwise (tensor) partitioning of ``layers``.
+
+    * ``examples``: for each device, the (start, stop) examples of the minibatch it holds;
+    * ``stages``: for each device, how many consecutive layers it holds;
+    * ``columns``: for each layer, each device's (start, stop) output features, or None for a layer that
+      every device runs whole (an activation function).
+    Each box carries a ``gid`` ("data:<device>:<layer>", "pipeline:<device>:<layer>",
+    "tensor:<device>:<layer>", "tensor:all:<layer>"; inputs "<panel>:<device or all>:input").
+    Returns the Figure.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    n = _check(layers, examples, stages, columns)
+    colours = colours or tuple(plt.get_cmap("tab10").colors)
+    colour = [colours[d % len(colours)] for d in range(n)]
+    batch = examples[-1][1]
+    n_layers = len(layers)
+    fig, axes = plt.subplots(3, 1, figsize=(1.3 * (n_layers + 3), 1.6 * n + 3.8),
+                             gridspec_kw={"height_ratios": [n * _ROW + 0.3, 1.7, 1.7]})
+    x_input = -1.2
+
+    ax = axes[0]  # data parallelism: a replica per device, each with its slice of the batch
+    for d, (start, stop) in enumerate(examples):
+        y = (n - 1 - d) * _ROW
+        _box(ax, x_input, y, "white", f"examples\n{start}–{stop - 1}", f"data:{d}:input", width=1.0)
+        for i, name in enumerate(layers):
+            _box(ax, i, y, colour[d], name, f"data:{d}:{i}")
+    if n > 1:
+        ax.annotate("", xy=(n_layers - 0.2, 0.2), xytext=(n_layers - 0.2, (n - 1) * _ROW + _BOX_H - 0.2),
+                    arrowprops=dict(arrowstyle="<->", color="#c44e52", lw=1.5))
+        ax.text(n_layers, (n - 1) * _ROW / 2 + _BOX_H / 2, "all-reduce\ngradients", va="center", fontsize=8,
+                color="#c44e52")
+    ax.set_title("Data parallelism: every device holds the whole network and a slice of the batch", fontsize=10)
+
+    ax = axes[1]  # network partitioning: consecutive layers per device
+    _box(ax, x_input, 0, "white", f"examples\n0–{batch - 1}", "pipeline:all:input", width=1.0)
+    first = 0
+    for d, size in enumerate(stages):
+        for i in range(first, first + size):
+            _box(ax, i, 0, colour[d], layers[i], f"pipeline:{d}:{i}")
+        if first + size < n_layers:
+            x = first + size - 0.5
+            ax.plot([x, x], [-0.1, _BOX_H + 0.1], color="#c44e52", ls="--", lw=1.2)
+            ax.text(x, -0.15, "activations →\n← gradients", ha="center", va="top", fontsize=7, color="#c44e52")
+        first += size
+    ax.set_title("Network partitioning (pipeline): each device holds consecutive layers; every example passes "
+                 "through all of them", fontsize=10)
+
+    ax = axes[2]  # layerwise partitioning: a slice of every layer's outputs per device
+    _box(ax, x_input, 0, "white", f"examples\n0–{batch - 1}", "tensor:all:input", width=1.0)
+    for i, (name, slices) in enumerate(zip(layers, columns)):
+        if slices is None:
+            _box(ax, i, 0, "#e8e8e8", f"{name}\n(whole, on\nevery device)", f"tensor:all:{i}")
+            continue
+        width, y = slices[-1][1], _BOX_H
+        for d, (start, stop) in enumerate(slices):
+            h = _BOX_H * (stop - start) / width
+            y -= h
+            _box(ax, i, y, colour[d], f"{start}–{stop - 1}", f"tensor:{d}:{i}", height=h, fontsize=7)
+        ax.text(i, _BOX_H + 0.08, name.replace("\n", " "), ha="center", va="bottom", fontsize=7)
+    ax.text(n_layers - 0.4, _BOX_H / 2, "outputs\ncombined\ninside\neach layer", va="center", fontsize=8,
+            color="#c44e52")
+    ax.set_title("Layerwise partitioning (tensor): each device holds a slice of every layer's outputs, "
+                 "for every example", fontsize=10)
+
+    for ax, rows in zip(axes, (n, 1, 1)):
+        ax.set_xlim(x_input - 0.7, n_layers + 1.0)
+        ax.set_ylim(-0.75 if ax is not axes[0] else -0.2, (rows - 1) * _ROW + _BOX_H + 0.45)
+        ax.set_aspect("auto")
+        ax.axis("off")
+    fig.legend(handles=[Patch(facecolor=colour[d], edgecolor="black", label=f"device {d}") for d in range(n)],
+               loc="lower center", ncol=n, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig

@@ -1,0 +1,58 @@
+"""Tensor-parallel figures: W's slices per rank come from the layers' own shard arithmetic."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from d2lmp.parallel.tensor_parallel import shard_range  # noqa: E402
+from d2lmp.views import tensor_parallel as tp_views  # noqa: E402
+
+
+def _texts(ax):
+    return [t.get_text() for t in ax.texts]
+
+
+def test_shard_range_splits_evenly_and_refuses_a_remainder():
+    assert [shard_range(12, 4, r) for r in range(4)] == [(0, 3), (3, 3), (6, 3), (9, 3)]
+    with pytest.raises(ValueError, match="not divisible"):
+        shard_range(10, 4, 0, "out_features")
+    with pytest.raises(ValueError, match="rank"):
+        shard_range(12, 4, 4)
+
+
+def test_weight_slices_label_each_rank_with_its_slice_and_shape():
+    fig = tp_views.plot_weight_slices(8, 12, 4)
+    column, row = fig.axes
+    assert _texts(column) == [f"rank {r}\nW[{3 * r}:{3 * r + 3}, :]\n3 × 8" for r in range(4)]
+    assert _texts(row) == [f"rank {r}\nW[:, {2 * r}:{2 * r + 2}]\n12 × 2" for r in range(4)]
+    assert len(column.patches) == len(row.patches) == 4
+    plt.close("all")
+
+
+def test_weight_slices_refuse_what_the_layers_refuse():
+    with pytest.raises(ValueError, match="not divisible"):
+        tp_views.plot_weight_slices(8, 10, 4)
+    with pytest.raises(ValueError):
+        tp_views.plot_weight_slices(8, 12, 0)
+
+
+def test_split_scaling_marks_the_perfect_split():
+    rows = [dict(ranks=1, parameter_bytes=8 * 2**20, activation_bytes=4 * 2**20, step_s=0.2),
+            dict(ranks=2, parameter_bytes=4 * 2**20, activation_bytes=3 * 2**20, step_s=0.12),
+            dict(ranks=4, parameter_bytes=2 * 2**20, activation_bytes=2.5 * 2**20, step_s=0.15)]
+    fig = tp_views.plot_split_scaling(rows)
+    params, acts, time = fig.axes
+    assert [b.get_height() for b in params.patches] == [8, 4, 2]
+    assert [line.get_ydata()[0] for line in acts.lines] == [4, 2, 1]  # one device ÷ ranks
+    assert [b.get_height() for b in time.patches] == pytest.approx([200, 120, 150])
+    with pytest.raises(ValueError):
+        tp_views.plot_split_scaling([])
+    plt.close("all")
+
+
+def test_widget_builds():
+    assert tp_views.comm_volume_widget().children
+    plt.close("all")
