@@ -206,6 +206,13 @@ def fetch(name: str, md5: str, folder, mirrors=FASHION_MNIST_MIRRORS, timeout: f
     raise error
 
 
+def fashion_mnist_present(folder=None) -> bool:
+    """True when all four Fashion-MNIST files are already in ``folder`` (default: the cache), so that
+    ``load_fashion_mnist`` needs no download. Only their presence is checked here; loading checks the MD5s."""
+    folder = Path(folder) if folder is not None else cache_dir() / "fashion-mnist"
+    return all((folder / name).is_file() for name in FASHION_MNIST_FILES)
+
+
 def load_fashion_mnist(resize: int | None = None, folder=None, mirrors=FASHION_MNIST_MIRRORS,
                        files=None, timeout: float = 30.0) -> Dataset:
     """Fashion-MNIST (60,000 train, 10,000 test, 28×28), downloaded once to ``folder``.

@@ -1,4 +1,4 @@
-"""What hardware is here: CPU facts and peak FLOP/s, GPUs via NVML, torch devices.
+"""What hardware is here: CPU facts and peak FLOP/s, main memory, GPUs via NVML, torch devices.
 
 A GPU's peak FLOP/s come from the sourced table in ``gpu_specs``. Every query is guarded:
 on a machine without a GPU or without the NVML library the functions return a clear
@@ -176,6 +176,27 @@ def last_level_cache(root: str = "/sys/devices/system/cpu/cpu0/cache") -> tuple[
         if best is None or candidate > best:
             best = candidate
     return best
+
+
+def meminfo_total_bytes(text: str) -> int | None:
+    """Bytes of the ``MemTotal:`` line of a /proc/meminfo text (its unit is kiB), or None."""
+    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, flags=re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def host_memory_bytes() -> int | None:
+    """This machine's main memory (RAM) in bytes: physical pages × page size, else /proc/meminfo.
+
+    None where the operating system says neither (e.g. Windows). A container's memory limit, if
+    lower, is not taken into account: this is the machine's memory.
+    """
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        if pages > 0 and page_size > 0:
+            return pages * page_size
+    except (AttributeError, ValueError, OSError):  # no sysconf, or no such name on this system
+        pass
+    return meminfo_total_bytes(_read("/proc/meminfo") or "")
 
 
 # ---------------------------------------------------------------------------------------

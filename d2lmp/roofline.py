@@ -3,7 +3,9 @@
 Arithmetic intensity (AI) is FLOPs per byte moved to or from main memory. Operations
 left of the ridge point (peak / bandwidth) are memory-bound, those right of it
 compute-bound. Bytes here are the minimum traffic: every operand read once and every
-result written once, as if caches were perfect for reuse within one call.
+result written once, as if caches were perfect for reuse within one call. ``place_operation``
+counts the FLOPs and bytes of a named operation (matmul, elementwise add, reduction, conv layer)
+and places it under a roof, without running it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .conv import conv2d_flops, conv2d_min_bytes
 from .timing import benchmark, resolve_device, resolve_dtype
 
 
@@ -64,6 +67,64 @@ class OpPoint:
             raise ValueError(f"intensity, gflops and bytes must be positive, got {intensity}, {gflops}, {bytes}")
         flops = intensity * bytes
         return cls(name, flops, bytes, flops / (gflops * 1e9))
+
+
+ELEMENT_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+OPERATIONS = {  # name -> what it does with size n (a template for str.format)
+    "matmul": "{n}×{n} @ {n}×{n} matrix product",
+    "elementwise add": "z = x + y on {n}·{n} numbers",
+    "reduction": "sum of {n}·{n} numbers",
+    "conv layer": "3×3 convolution, {n} → {n} channels, 13×13 maps (as AlexNet's conv3-5), batch 32",
+}
+
+
+def operation_cost(op: str, n: int, dtype: str = "float32") -> tuple[float, float]:
+    """(FLOPs, minimum bytes) of one operation of size ``n`` in ``dtype`` (``OPERATIONS`` says what n is)."""
+    if dtype not in ELEMENT_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(ELEMENT_BYTES)}")
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"size n must be a positive int, got {n!r}")
+    size = ELEMENT_BYTES[dtype]
+    if op == "matmul":  # n·n outputs, each n multiply-adds; read A and B, write C
+        return 2.0 * n**3, 3.0 * n * n * size
+    if op == "elementwise add":  # one add per output; read x and y, write z
+        return float(n * n), 3.0 * n * n * size
+    if op == "reduction":  # one add per input; read x (the single result is negligible)
+        return float(n * n), float(n * n * size)
+    if op == "conv layer":
+        x, w = (32, n, 13, 13), (n, n, 3, 3)
+        return float(conv2d_flops(x, w, padding=1)), float(conv2d_min_bytes(x, w, padding=1, element_size=size))
+    raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPERATIONS)}")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one operation sits under a roof: its intensity, the FLOP/s the roof allows and what bounds it."""
+
+    name: str
+    flops: float
+    bytes: float
+    intensity: float
+    attainable_gflops: float
+    bound: str  # "memory" or "compute"
+
+    @property
+    def seconds(self) -> float:
+        """The shortest time the roof allows: FLOPs / attainable FLOP/s."""
+        return self.flops / (self.attainable_gflops * 1e9)
+
+    def point(self) -> OpPoint:
+        """The operation as an ``OpPoint`` running exactly at its bound, for ``plot_roofline``."""
+        return OpPoint(self.name, self.flops, self.bytes, self.seconds)
+
+
+def place_operation(op: str, n: int, dtype: str, peak_gflops: float, bandwidth_gbs: float) -> Placement:
+    """Count ``op``'s FLOPs and bytes (``operation_cost``) and place it under the roof min(peak, I × bandwidth)."""
+    flops, nbytes = operation_cost(op, n, dtype)
+    intensity = flops / nbytes
+    bound = "memory" if intensity < ridge_point(peak_gflops, bandwidth_gbs) else "compute"
+    return Placement(f"{op}, n={n}, {dtype}", flops, nbytes, intensity,
+                     attainable_gflops(intensity, peak_gflops, bandwidth_gbs), bound)
 
 
 def points_from_records(records) -> list[OpPoint]:

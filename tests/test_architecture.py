@@ -31,7 +31,7 @@ LAYERS = {
         "d2lmp",  # the package's __init__ only
         "d2lmp.config", "d2lmp.hardware", "d2lmp.gpu_specs", "d2lmp.timing", "d2lmp.roofline",
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
-        "d2lmp.models", "d2lmp.data", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
+        "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
         "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
         "d2lmp.parallel",  # the subpackage's __init__ only: the demos below are front ends
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",

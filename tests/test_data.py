@@ -128,3 +128,14 @@ def test_published_checksums_are_md5_hex():
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("D2LMP_DATA", str(tmp_path))
     assert data.cache_dir() == tmp_path
+
+
+def test_fashion_mnist_present_only_with_all_four_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("D2LMP_DATA", str(tmp_path))
+    assert not data.fashion_mnist_present()
+    folder = tmp_path / "fashion-mnist"
+    folder.mkdir()
+    _tiny_fashion(folder)
+    assert data.fashion_mnist_present() and data.fashion_mnist_present(folder)
+    (folder / "t10k-labels-idx1-ubyte.gz").unlink()
+    assert not data.fashion_mnist_present()

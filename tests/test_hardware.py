@@ -231,3 +231,23 @@ def test_accelerator_sentence_without_gpu_leaves_cuda_untouched():
     sentence = hardware.accelerator_sentence()
     assert sentence
     assert not torch.cuda.is_initialized()
+
+
+def test_meminfo_total_is_read_in_kib():
+    assert hardware.meminfo_total_bytes("MemFree:  10 kB\nMemTotal:       24684084 kB\n") == 24684084 * 1024
+    assert hardware.meminfo_total_bytes("nothing here") is None
+
+
+def test_host_memory_on_this_machine_and_without_sysconf(monkeypatch):
+    total = hardware.host_memory_bytes()
+    assert total is None or total > 2**28  # any machine that runs these tests has more than 256 MiB
+    meminfo = hardware._read("/proc/meminfo")
+    if total is not None and meminfo:  # Linux: both ways agree within a few percent (kernel-reserved pages)
+        assert abs(total - hardware.meminfo_total_bytes(meminfo)) < 0.05 * total
+
+    def no_sysconf(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(hardware.os, "sysconf", no_sysconf)
+    monkeypatch.setattr(hardware, "_read", lambda path: "MemTotal:  2048 kB\n" if path == "/proc/meminfo" else None)
+    assert hardware.host_memory_bytes() == 2048 * 1024

@@ -1,12 +1,15 @@
 import numpy as np
 import pytest
 
-from d2lmp import recorded
+from d2lmp import conv, recorded
 from d2lmp.roofline import (
+    OPERATIONS,
     OpPoint,
     attainable_gflops,
     best_matmul,
     measure_operations,
+    operation_cost,
+    place_operation,
     points_from_records,
     ridge_point,
     speedups,
@@ -79,3 +82,30 @@ def test_best_matmul_summarise_and_speedups():
     assert rows[0]["roof_gflops"] == pytest.approx(10 / 12)
     assert rows[0]["fraction_of_roof"] == pytest.approx(1.0 / (10 / 12))
     assert speedups(slow, fast) == [("add", pytest.approx(10.0)), ("matmul n=4", pytest.approx(100.0))]
+
+
+def test_operation_cost_counts_what_each_operation_reads_and_does():
+    flops, nbytes = operation_cost("matmul", 1024)
+    assert (flops, nbytes) == (2 * 1024**3, 3 * 1024 * 1024 * 4)
+    assert flops / nbytes == pytest.approx(1024 / 6)  # a matmul's intensity grows as n/6 in FP32
+    assert np.divide(*operation_cost("elementwise add", 64)) == pytest.approx(1 / 12)
+    assert np.divide(*operation_cost("reduction", 64)) == pytest.approx(1 / 4)
+    assert np.divide(*operation_cost("elementwise add", 64, "bfloat16")) == pytest.approx(1 / 6)  # half the bytes
+    x, w = (32, 256, 13, 13), (256, 256, 3, 3)
+    assert operation_cost("conv layer", 256) == (conv.conv2d_flops(x, w, padding=1),
+                                                 conv.conv2d_min_bytes(x, w, padding=1))
+    assert set(OPERATIONS) == {"matmul", "elementwise add", "reduction", "conv layer"}
+    for bad in (("fft", 8, "float32"), ("matmul", 0, "float32"), ("matmul", 8, "int4")):
+        with pytest.raises(ValueError):
+            operation_cost(*bad)
+
+
+def test_place_operation_puts_it_on_its_roof():
+    add = place_operation("elementwise add", 4096, "float32", peak_gflops=1000.0, bandwidth_gbs=100.0)
+    assert add.bound == "memory" and add.attainable_gflops == pytest.approx(100 / 12)
+    big = place_operation("matmul", 4096, "float32", peak_gflops=1000.0, bandwidth_gbs=100.0)
+    assert big.bound == "compute" and big.attainable_gflops == 1000.0
+    assert big.seconds == pytest.approx(2 * 4096**3 / 1e12)
+    point = big.point()
+    assert (point.intensity, point.gflops) == (pytest.approx(4096 / 6), pytest.approx(1000.0))
+    assert point.name == "matmul, n=4096, float32"

@@ -38,3 +38,17 @@ def test_bandwidth_sweep_figure_marks_the_cache():
 def test_widget_builds():
     assert bandwidth_views.bandwidth_widget().children
     plt.close("all")
+
+
+def test_memory_capacities_on_a_log_axis():
+    rows = [("GTX 580", 1.5 * 2**30, "GPU memory"), ("H200 SXM", 141 * 2**30, "GPU memory"),
+            ("DGX-1 host", 512 * 2**30, "host memory"), ("this machine's RAM", 25 * 2**30, "measured here")]
+    fig = bandwidth_views.plot_memory_capacities(rows)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert [p.get_width() for p in ax.patches] == pytest.approx([1.5, 141, 512, 25])
+    assert [t.get_text() for t in ax.texts] == ["1.5 GiB", "141 GiB", "512 GiB", "25 GiB"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["GPU memory", "host memory", "measured here"]
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        bandwidth_views.plot_memory_capacities([])

@@ -48,17 +48,24 @@ def test_speedup_bars():
         plot_speedups(["a"], [1.0], kinds=["x", "y"])
 
 
-def test_roofline_widget_marks_the_bound(monkeypatch):
+def test_roofline_widget_places_the_chosen_operation(monkeypatch, capsys):
     pytest.importorskip("ipywidgets")
 
     shown = []
     monkeypatch.setattr(roofline_views, "show", shown.append)
-    w = roofline_views.roofline_widget(100.0, 10.0, [OpPoint("x", 1, 1, 1e-9)], title="test")
-    w.children[0].value = 2.0  # 100 FLOP/byte: compute-bound, the roof is the peak
+    w = roofline_views.roofline_widget(100.0, 10.0, [OpPoint("x", 1, 1, 1e-9)], title="test",
+                                       dtype_peaks={"float32": 100.0, "float64": 50.0})
+    operation, size, dtype = w.children[:3]
+    operation.value, size.value = "elementwise add", 4096  # 1/12 FLOP/byte: memory-bound at 10/12 GFLOP/s
     fig = shown[-1]
     marker = fig.axes[0].lines[-1]
-    assert marker.get_label() == "your op (at its bound)"
-    assert (marker.get_xdata()[0], marker.get_ydata()[0]) == (pytest.approx(100.0), pytest.approx(100.0))
+    assert marker.get_label() == "elementwise add, n=4096, float32"
+    assert (marker.get_xdata()[0], marker.get_ydata()[0]) == (pytest.approx(1 / 12), pytest.approx(10 / 12))
     assert fig.axes[0].get_title() == "test"
+    assert "memory-bound" in capsys.readouterr().out
+    operation.value, dtype.value = "matmul", "float64"  # n/12 FLOP/byte in FP64: compute-bound under the FP64 roof
+    marker = shown[-1].axes[0].lines[-1]
+    assert (marker.get_xdata()[0], marker.get_ydata()[0]) == (pytest.approx(4096 / 12), pytest.approx(50.0))
+    assert "float64 roof" in shown[-1].axes[0].get_title()
     for f in shown:
         plt.close(f)

@@ -1,5 +1,5 @@
-"""Memory bandwidth: bus width × data rate per pin for known GPUs (with a widget), and measured copy
-bandwidth against buffer size."""
+"""GPU memory: bandwidth from bus width × data rate per pin for known GPUs (with a widget), measured copy
+bandwidth against buffer size, and capacity beside the host's memory."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 
 from .figure import fig_ax, show
 
-__all__ = ["MEMORY_COLOURS", "plot_bus_bandwidth", "bandwidth_widget", "plot_bandwidth_sweep", "plot_bandwidth_curves"]
+__all__ = ["MEMORY_COLOURS", "plot_bus_bandwidth", "bandwidth_widget", "plot_bandwidth_sweep", "plot_bandwidth_curves",
+           "plot_memory_capacities"]
 
 
 MEMORY_COLOURS = {"GDDR5": "#8c8c8c", "GDDR6": "#1f77b4", "HBM2": "#d62728", "HBM2e": "#ff7f0e",
@@ -103,5 +104,34 @@ def plot_bandwidth_curves(series: dict, specs: dict | None = None, ax=None,
     ax.set(xscale="log", yscale="log", xlabel="bytes one copy touches (read + write, MiB)", ylabel="GB/s", title=title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def plot_memory_capacities(rows, ax=None, title: str = "Memory capacity: one GPU against a host (log scale)"):
+    """Horizontal bars of capacity on a log axis, one per row (label, bytes, kind), coloured by kind.
+
+    Kinds are free text (e.g. "GPU memory, vendor figure", "host memory, vendor figure", "measured here");
+    each bar is labelled with its size in GiB (2^30 bytes, the unit memory is built in).
+    """
+    from matplotlib.patches import Patch
+
+    rows = list(rows)
+    if not rows or any(size <= 0 for _, size, _ in rows):
+        raise ValueError("need at least one (label, bytes, kind) row, every size positive")
+    fig, ax = fig_ax(ax, figsize=(10, 0.9 + 0.34 * len(rows)))
+    colours = {kind: f"C{i}" for i, kind in enumerate(dict.fromkeys(kind for _, _, kind in rows))}
+    y = np.arange(len(rows))
+    sizes = [size / 2**30 for _, size, _ in rows]
+    ax.barh(y, sizes, color=[colours[kind] for _, _, kind in rows])
+    for yi, gb in zip(y, sizes):
+        ax.annotate(f"{gb:,.3g} GiB", (gb, yi), va="center", fontsize=8, textcoords="offset points", xytext=(3, 0))
+    ax.set_yticks(y)
+    ax.set_yticklabels([label for label, _, _ in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xscale="log", xlim=(min(sizes) / 2, max(sizes) * 4), xlabel="GiB (log scale)", title=title)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

@@ -1,4 +1,4 @@
-"""The rotating cube: a projected wireframe and a widget that turns it with two sliders."""
+"""The rotating cube: a projected wireframe, and a widget that turns it and shows the 4×4 matrix it applies."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from .figure import fig_ax, show
 
-__all__ = ["plot_wireframe", "cube_widget"]
+__all__ = ["plot_wireframe", "format_matrix", "cube_matrix", "plot_cube_view", "cube_widget"]
 
 
 def plot_wireframe(points_2d, edges, ax=None, title: str = ""):
@@ -21,18 +21,45 @@ def plot_wireframe(points_2d, edges, ax=None, title: str = ""):
     return fig
 
 
+def format_matrix(matrix, decimals: int = 3) -> str:
+    """A matrix as aligned rows of numbers between brackets, e.g. for a 4×4 transform."""
+    rows = np.asarray(matrix, dtype=float).round(decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+    width = max(len(f"{v:.{decimals}f}") for v in rows.flat)
+    return "\n".join("[ " + "  ".join(f"{v:>{width}.{decimals}f}" for v in row) + " ]" for row in rows)
+
+
+def cube_matrix(yaw: float, pitch: float):
+    """The 4×4 matrix that turns the cube: rotate by ``yaw`` degrees about y, then ``pitch`` about x."""
+    import math
+
+    from ..graphics import rotation_x, rotation_y
+
+    return rotation_x(math.radians(pitch)) @ rotation_y(math.radians(yaw))
+
+
+def plot_cube_view(yaw: float = 30, pitch: float = 20):
+    """The cube turned by ``cube_matrix(yaw, pitch)``, with that matrix printed beside the picture."""
+    import matplotlib.pyplot as plt
+
+    from ..graphics import cube_edges, cube_vertices, project, transform_batched
+
+    m = cube_matrix(yaw, pitch)
+    fig, (ax_cube, ax_m) = plt.subplots(1, 2, figsize=(8, 4), gridspec_kw=dict(width_ratios=(1, 1.1)))
+    plot_wireframe(project(transform_batched(cube_vertices(), m)), cube_edges(), ax=ax_cube,
+                   title=f"yaw {yaw}°, pitch {pitch}°")
+    ax_m.axis("off")
+    text = "M =\n" + format_matrix(m) + "\n\nall 8 vertices (rows of V) at once:\nV' = V Mᵀ, one (8, 4) @ (4, 4)"
+    ax_m.text(0.0, 0.5, text, family="monospace", fontsize=10, va="center", ha="left", transform=ax_m.transAxes)
+    fig.tight_layout()
+    return fig
+
+
 def cube_widget():
-    """Rotate a cube with two sliders: every frame is one (8, 4) @ (4, 4) matrix product."""
+    """Rotate a cube with two sliders: every frame is one (8, 4) @ (4, 4) product, with its matrix shown."""
     import ipywidgets as w
 
-    from ..graphics import cube_edges, cube_vertices, project, rotation_x, rotation_y, transform_batched
-
     def draw(yaw=30, pitch=20):
-        import math
-
-        m = rotation_x(math.radians(pitch)) @ rotation_y(math.radians(yaw))
-        pts = project(transform_batched(cube_vertices(), m))
-        show(plot_wireframe(pts, cube_edges(), title=f"yaw {yaw}°, pitch {pitch}°"))
+        show(plot_cube_view(yaw, pitch))
 
     return w.interactive(draw, yaw=w.IntSlider(30, 0, 360, 5, description="yaw (°)"),
                          pitch=w.IntSlider(20, -90, 90, 5, description="pitch (°)"))

@@ -1,5 +1,5 @@
 """The roofline: measured operations under a machine's roofs, speed-ups per operation, and a widget
-that slides an arithmetic intensity along the roof."""
+that places a chosen operation (matmul, add, reduction, conv layer; size and dtype) under the roof."""
 
 from __future__ import annotations
 
@@ -51,25 +51,39 @@ def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points=(), ax=None, 
     return fig
 
 
-def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), **plot_kwargs):
-    """Slide an arithmetic intensity along this machine's roofline and read the bound.
+def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), dtype_peaks: dict | None = None,
+                    **plot_kwargs):
+    """Choose an operation, its size and its number type, and see where it lands on this roofline.
 
-    ``plot_kwargs`` (label, peak_estimate, title, ...) go to ``plot_roofline``.
+    The operation's FLOPs and bytes are counted (``roofline.place_operation``), not measured, and it is
+    drawn at its bound. ``dtype_peaks`` maps each dtype offered to its compute roof in GFLOP/s; the
+    first is the dtype the roof and ``points`` were measured in (default: float32 at ``peak_gflops``).
+    ``plot_kwargs`` (label, peak_estimate, title, ...) go to ``plot_roofline`` for that first dtype.
     """
     import ipywidgets as w
 
-    from ..roofline import OpPoint, attainable_gflops, ridge_point
+    from ..roofline import OPERATIONS, place_operation
 
-    def draw(log10_intensity=0.0):
-        ai = 10**log10_intensity
-        bound = attainable_gflops(ai, peak_gflops, bandwidth_gbs)
-        kind = "memory-bound" if ai < ridge_point(peak_gflops, bandwidth_gbs) else "compute-bound"
-        print(f"{ai:.3g} FLOP/byte → at most {bound:,.1f} GFLOP/s ({kind})")
-        marker = OpPoint.from_rates("your op (at its bound)", ai, bound)
-        show(plot_roofline(peak_gflops, bandwidth_gbs, list(points) + [marker], **plot_kwargs))
+    peaks = dict(dtype_peaks or {"float32": peak_gflops})
+    measured_dtype = next(iter(peaks))
 
-    return w.interactive(draw, log10_intensity=w.FloatSlider(
-        value=0.0, min=-2.0, max=3.0, step=0.1, description="log10 AI"))
+    def draw(operation="matmul", n=1024, dtype=measured_dtype):
+        peak = peaks[dtype]
+        p = place_operation(operation, n, dtype, peak, bandwidth_gbs)
+        print(f"{OPERATIONS[operation].format(n=n)} ({dtype}): {p.flops:.3g} FLOPs, {p.bytes:.3g} bytes → "
+              f"{p.intensity:,.4g} FLOP/byte → at most {p.attainable_gflops:,.1f} GFLOP/s ({p.bound}-bound), "
+              f"{p.seconds * 1e3:,.3g} ms at best")
+        if dtype == measured_dtype:
+            fig = plot_roofline(peak, bandwidth_gbs, list(points) + [p.point()], **plot_kwargs)
+        else:  # another dtype's roof: the measured points and estimates belong to the first one
+            fig = plot_roofline(peak, bandwidth_gbs, [p.point()], label=f"{dtype} roof",
+                                title=f"{plot_kwargs.get('title', 'Roofline')} ({dtype} roof)")
+        show(fig)
+
+    sizes = [2**k for k in range(4, 14)]
+    return w.interactive(draw, operation=w.Dropdown(options=list(OPERATIONS), value="matmul", description="operation"),
+                         n=w.SelectionSlider(options=sizes, value=1024, description="size n"),
+                         dtype=w.Dropdown(options=list(peaks), value=measured_dtype, description="dtype"))
 
 
 def plot_speedups(names, ratios, kinds=None, references: dict[str, float] | None = None, ax=None,
