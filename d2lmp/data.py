@@ -20,6 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+__all__ = ["OFFLINE_DEFAULT", "Dataset", "load_digits", "read_idx", "write_idx", "FASHION_MNIST_MIRRORS",
+           "FASHION_MNIST_FILES", "FASHION_MNIST_CLASSES", "DataUnavailable", "cache_dir", "md5sum", "fetch",
+           "fashion_mnist_present", "load_fashion_mnist"]
+
 OFFLINE_DEFAULT = "load_digits()"
 
 

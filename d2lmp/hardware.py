@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from . import gpu_specs
 from .bibliography import sources_text
 
+__all__ = ["CPUInfo", "simd_from_flags", "usable_cores", "cpu_info", "last_level_cache", "meminfo_total_bytes",
+           "host_memory_bytes", "GPUInfo", "nvml_gpus", "torch_devices", "gpu_count", "accelerator_sentence",
+           "peak_gflops"]
+
 # ---------------------------------------------------------------------------------------
 # CPU
 

@@ -26,6 +26,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+__all__ = ["paper_lrn", "lenet5", "alexnet_d2l", "TowerLRN", "tower_lrn", "alexnet2012", "TorchvisionAlexNet",
+           "alexnet_torchvision", "alexnet_small", "mlp", "pipeline_model", "count_parameters", "LayerRow",
+           "LayerTotals", "LayerShare", "AlexNetSummary", "layer_table", "totals", "format_layer_table",
+           "params_vs_flops", "alexnet_summary"]
+
 # Paper constants (Krizhevsky et al. 2012, §3.3; bibliography: krizhevsky2012imagenet):
 # b = a / (k + α Σ a²)^β over n adjacent maps.
 LRN_K, LRN_N, LRN_ALPHA, LRN_BETA = 2.0, 5, 1e-4, 0.75

@@ -18,6 +18,9 @@ import torch
 from .conv import conv2d_flops, conv2d_min_bytes
 from .timing import benchmark, resolve_device, resolve_dtype
 
+__all__ = ["attainable_gflops", "ridge_point", "OpPoint", "ELEMENT_BYTES", "OPERATIONS", "operation_cost", "Placement",
+           "place_operation", "points_from_records", "best_matmul", "summarise", "speedups", "measure_operations"]
+
 
 def attainable_gflops(intensity, peak_gflops: float, bandwidth_gbs: float):
     """The roofline: min(peak, intensity × bandwidth), for a number or an array of intensities."""

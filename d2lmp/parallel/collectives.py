@@ -25,6 +25,10 @@ import torch.distributed as dist
 from .alpha_beta import bus_bandwidth
 from .launch import rank_device
 
+__all__ = ["SEGMENT_ELEMENTS", "global_rank", "RING_PHASES", "ring_send_chunk", "ring_schedule", "ring_all_reduce",
+           "ring_reduce_scatter", "ring_all_gather", "naive_all_reduce", "TREE_PHASES", "tree_schedule",
+           "tree_all_reduce", "CollectiveTiming", "measure_collective"]
+
 SEGMENT_ELEMENTS = 2**18  # 1 MiB of float32: big messages are cut so that adding overlaps sending
 
 
