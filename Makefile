@@ -47,9 +47,7 @@ unit: install
 
 # Re-execute every notebook in place from a real (full-size) run, for committing.
 execute: install
-	for nb in notebooks/[0-9][0-9]_*.ipynb; do \
-	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1200 "$$nb" || exit 1; \
-	done
+	$(PY) book/execute.py
 
 # A static HTML book of the executed notebooks, with an index, in build/book.
 book: install
