@@ -34,7 +34,7 @@ def test_efficiency_curve_is_the_model_and_starts_at_one():
 def _alexnet():
     with torch.device("meta"):
         tv = models.totals(models.layer_table(models.alexnet_torchvision(), (1, 3, 224, 224)))
-    return 1024 * 3 * tv["flops"] / 51e12, tv["params"] * 4
+    return 1024 * 3 * tv.flops / 51e12, tv.params * 4
 
 
 def test_scaling_plot_at_the_gpu_default_agrees_with_the_notebook_table():
