@@ -82,4 +82,5 @@ def rank_listeners(rank, world):
     """This rank's listening sockets and its launcher's, once every rank has joined the group."""
     dist.barrier()  # the store serves and gloo's connections are up on every rank
     return dict(rank=listening_sockets(), launcher=listening_sockets(os.getppid()),
-                store_port=int(os.environ["MASTER_PORT"]), gloo_interface=os.environ.get("GLOO_SOCKET_IFNAME"))
+                store_port=int(os.environ["MASTER_PORT"]), gloo_interface=os.environ.get("GLOO_SOCKET_IFNAME"),
+                nccl_interface=os.environ.get("NCCL_SOCKET_IFNAME"))

@@ -13,8 +13,8 @@ ranks while CUDA is untouched, and spawn otherwise.
 
 Rendezvous. The ranks meet through rank 0's key-value store, which has no authentication, so
 everything a launch listens on is bound to loopback: the store serves on a socket the parent
-bound to 127.0.0.1, and gloo's pair connections use the loopback interface. Nothing outside
-this machine can reach a rank.
+bound to 127.0.0.1, and gloo's pair connections and NCCL's bootstrap use the loopback interface.
+Nothing outside this machine can reach a rank.
 """
 
 from __future__ import annotations
@@ -131,6 +131,8 @@ def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, res
     # this machine's hostname resolves to, often the LAN address; all ranks are on this machine,
     # so loopback is enough. A user's own choice stays.
     os.environ.setdefault("GLOO_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    # NCCL's bootstrap listens the same way (NCCL_SOCKET_IFNAME; by default it skips loopback).
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", LOOPBACK_INTERFACE)
     torch.set_num_threads(threads)
     try:
         if backend == "nccl":
