@@ -139,10 +139,9 @@ def test_hooks_are_removed_after_an_exception():
 def test_judge_cuda_peaks_with_the_recorded_h200_figures():
     from d2lmp import recorded
 
-    # The recorded report predates the current accounting; memory_cuda_rows converts it exactly.
     rows = {r.model: r for r in recorded.memory_cuda_rows()}
     alex = rows["alexnet_small"]
-    assert alex.first_step and alex.inference_peak == alex.inference_predicted  # 16 MiB + parameters + batch
+    assert alex.inference_peak == alex.inference_predicted  # 16 MiB + parameters + batch
     assert rows["mlp"].inference_peak == rows["mlp"].inference_predicted
     model = alexnet_small()
     pred = memory.predict_step_memory(model, (128, 1, 32, 32), "adam", device_type="cuda")

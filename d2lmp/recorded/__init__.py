@@ -3,7 +3,7 @@
 Each accessor reads one check of a recorded ``d2lmp selfcheck`` report (by default the H200's) into
 small frozen dataclasses or library types (``roofline.OpPoint``, ``hardware.GPUInfo``), so a field
 renamed in the report fails ``tests/test_recorded.py`` with a ``RecordedFieldError`` that names it,
-not a notebook. ``memory_cuda_rows`` also converts peaks recorded in an older accounting.
+not a notebook.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ __all__ = [
     "selfcheck_section",
 ]
 
-H200_SELFCHECK = "selfcheck_h200_2026-11-29.json"
-H200_LABEL = "recorded on 1× NVIDIA H200, 2026-11-29 (d2lmp selfcheck)"
+H200_SELFCHECK = "selfcheck_h200_2026-11-30.json"
+H200_LABEL = "recorded on 1× NVIDIA H200, 2026-11-30 (d2lmp selfcheck)"
 
 
 class RecordedFieldError(KeyError):
@@ -263,8 +263,8 @@ def memory_cuda_models() -> list[tuple]:
 class MemoryPeakRow(_Record):
     """The CUDA allocator's peaks for one model (bytes), beside the predictions of ``d2lmp.memory``.
 
-    ``train_formula`` is the sum of ``predict_step_memory``'s parts (Adam); ``first_step`` says the
-    training peak was measured on a first step, before the optimizer state existed.
+    Peaks count everything the allocator held (parameters, input batch, Adam's state during training), on a
+    step after an unmeasured warm-up step; ``train_formula`` is the sum of ``predict_step_memory``'s parts (Adam).
     """
 
     model: str
@@ -273,35 +273,27 @@ class MemoryPeakRow(_Record):
     inference_peak: int
     inference_predicted: int
     train_formula: int
-    first_step: bool
 
 
 def memory_cuda_rows(name: str = H200_SELFCHECK) -> list[MemoryPeakRow]:
-    """The recorded allocator peaks (check "memory_cuda") in the current accounting.
+    """The recorded allocator peaks (check "memory_cuda"); a report without the "accounting" field is refused.
 
-    Reports written before the accounting was fixed (no "accounting" field) measured bytes above what was
-    allocated before the call, so without the parameters and the input batch, and the training step was
-    the first one (no optimizer state yet during forward and backward). Their peaks are converted by
-    adding the parameters and the input back, exact arithmetic for these two models; the training figure
-    stays a first step, which ``first_step`` says.
+    Reports written before that field existed counted only the bytes allocated during each call; such a
+    report must be recorded again (``book/record_gpu.sh``), not read as if it counted everything.
     """
     from ..memory import predict_inference_memory, predict_step_memory
 
     where = f"{name}, check 'memory_cuda'"
     entry = selfcheck_section("memory_cuda", name)
-    old = "accounting" not in entry
+    _field(entry, "accounting", where)
     models = _field(entry, "models", where)
     rows = []
     for model_name, model, shape in memory_cuda_models():
         at = f"{where}, models[{model_name!r}]"
         r = _field(models, model_name, f"{where}, models")
-        add = 0
-        if old:
-            add = sum(p.numel() for p in model.parameters()) * 4 + math.prod(shape) * 4
         rows.append(MemoryPeakRow(
-            model=model_name, batch=shape[0], train_peak=_field(r, "train_peak", at) + add,
-            inference_peak=_field(r, "inference_peak", at) + add,
+            model=model_name, batch=shape[0], train_peak=_field(r, "train_peak", at),
+            inference_peak=_field(r, "inference_peak", at),
             inference_predicted=sum(predict_inference_memory(model, shape).values()),
-            train_formula=sum(predict_step_memory(model, shape, "adam", device_type="cuda").values()),
-            first_step=old))
+            train_formula=sum(predict_step_memory(model, shape, "adam", device_type="cuda").values())))
     return rows
