@@ -285,4 +285,5 @@ def cmd_bench_hybrid(args) -> int:
     from .bench.hybrid import print_hybrid_bench
     _need_positive("--batch", args.batch, minimum=2)  # each of the 2 replicas needs an example
     _need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
-    return print_hybrid_bench(args.batch, args.steps)
+    _need_positive("--rounds", args.rounds, minimum=1)
+    return print_hybrid_bench(args.batch, args.steps, args.rounds)

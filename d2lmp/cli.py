@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = bench_sub.add_parser("hybrid", help="a 2 x 2 data x tensor grid: predicted vs measured step")
     p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--steps", type=int, default=8, help="steps (the first is a warm-up)")
+    p.add_argument("--steps", type=int, default=6, help="steps per round (the first is a warm-up)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of calibration alternating with steps")
     p.set_defaults(func=B.cmd_bench_hybrid)
 
     p = sub.add_parser("selfcheck", help="run every GPU code path (skips with a message without a GPU)")

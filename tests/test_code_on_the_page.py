@@ -25,7 +25,7 @@ REQUIRED = {
     "network_partitioning": ["balance", "schedule", "pipeline_step"],
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
-                          "checkpointed", "ActivationLedger", "accumulated_gradients"],
+                          "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
 }
 
 

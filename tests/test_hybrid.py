@@ -130,22 +130,53 @@ def test_grid_needs_the_right_number_of_ranks():
         launch(worker, 2)
 
 
-def test_grid_prediction_adds_the_data_all_reduce_of_a_shard():
+def test_grid_prediction_charges_each_message_the_hybrid_sends():
     from d2lmp.models import layer_table
 
-    rows = layer_table(SPEC.build(), (8, 12))
-    hw = this_machine(1e9, 1e-5, 1e-9, devices=4)
-    grid = predict(rows, "hybrid", hw, 8, batch_of_table=8, grid=(2, 2))
+    rows = layer_table(SPEC.build(), (8, 12))  # Linear 12->16, 16->16, 16->6; 4 examples per replica
+    a, b = 1e-5, 1e-9
+    hw = this_machine(1e9, a, b, devices=4)
+    grid = predict(rows, "hybrid", hw, 8, batch_of_table=8, grid=(2, 2), gradient_tensors=6)
     tensor = predict(rows, "tensor", hw.with_devices(2), 4, batch_of_table=8)
-    shard = sum(r.params for r in rows) * 4 / 2
     assert grid.compute_s == pytest.approx(tensor.compute_s)
-    assert grid.comm_s == pytest.approx(tensor.comm_s + 2 * (1e-5 + shard / 2 * 1e-9))
+    # rows: all-gather of each output (256, 256, 96 bytes: α + S/2·β), all-reduce of the inputs of
+    # layers 2 and 3 (256 bytes each: 2(α + S/2·β)); the first layer's input needs no gradient
+    tensor_comm = (a + 128 * b) * 2 + (a + 48 * b) + 2 * 2 * (a + 128 * b)
+    # columns: the 582 parameters / 2 = 1164 bytes, in 6 all-reduces of 2(α + S_k/2·β)
+    data_comm = 6 * 2 * a + 1164 * b
+    assert grid.parts == pytest.approx({"compute": tensor.compute_s, "tensor-group collectives": tensor_comm,
+                                        "data-group all-reduce": data_comm})
+    assert grid.comm_s == pytest.approx(tensor_comm + data_comm)
+    flat = predict(rows, "hybrid", hw, 8, batch_of_table=8, grid=(2, 2))  # one all-reduce of a flat buffer
+    assert flat.parts["data-group all-reduce"] == pytest.approx(2 * a + 1164 * b)
     with pytest.raises(ValueError, match="must multiply to the 4 devices"):
         predict(rows, "hybrid", hw, 8, grid=(2, 3))
+    with pytest.raises(ValueError, match="gradient_tensors must be an integer >= 1"):
+        predict(rows, "hybrid", hw, 8, grid=(2, 2), gradient_tensors=0)
+
+
+def test_breakdown_splits_the_slowest_step_at_its_column_s_last_backward():
+    from d2lmp.bench.hybrid import breakdown
+    from d2lmp.parallel.timeline import TimelineEvent as E
+
+    def rank(r, backward_end, all_reduces, end):
+        return [E(r, "forward+backward", "", 0.0, backward_end), *[E(r, "allreduce", "", s, e) for s, e in all_reduces],
+                E(r, "optimizer", "", all_reduces[-1][1], end), E(r, "step", "", 0.0, end)]
+
+    steps = [rank(0, 6.0, [(6.0, 7.0), (7.5, 8.5)], 9.0),  # rank 2's column partner: finishes backward last
+             rank(1, 4.0, [(4.0, 5.0), (5.0, 6.0)], 7.0),
+             rank(2, 5.0, [(5.0, 7.0), (7.0, 8.5)], 10.0),  # the slowest step
+             rank(3, 4.0, [(4.0, 5.0), (5.0, 6.0)], 7.0)]
+    parts = breakdown(steps, [0, 1, 0, 1])
+    # from rank 0's backward end (6) to rank 2's last all-reduce (8.5); its second all-reduce waited 7 -> 7.5
+    assert parts == pytest.approx({"forward+backward": 6.0, "data-group all-reduce": 2.5, "waiting": 0.5,
+                                   "optimizer": 1.5, "step": 10.0})
+    assert parts["forward+backward"] + parts["data-group all-reduce"] + parts["optimizer"] == parts["step"]
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--steps", "1"], "--steps must be at least 2"), (["--batch", "1"], "--batch must be at least 2"),
+    (["--rounds", "0"], "--rounds must be at least 1"),
 ])
 def test_bench_hybrid_checks_its_options_before_anything_runs(monkeypatch, capsys, argv, message):
     from d2lmp.bench import hybrid as bench_hybrid
@@ -162,9 +193,16 @@ def test_bench_hybrid_prints_predicted_measured_and_the_goal(monkeypatch, capsys
     from d2lmp.cli import main
 
     result = dict(predicted_s=0.1, measured_s=0.08, ratio=1.25, compute_s=0.09, comm_s=0.01, flops=5e9,
-                  alpha=2e-4, beta=2e-9, met=True)
+                  alpha=2e-4, beta=2e-9, gradient_tensors=8, met=True,
+                  parts_predicted={"compute": 0.09, "tensor-group collectives": 0.004, "data-group all-reduce": 0.006},
+                  parts_measured={"forward+backward": 0.07, "data-group all-reduce": 0.008, "waiting": 0.001,
+                                  "optimizer": 0.002, "step": 0.08})
     monkeypatch.setattr(bench_hybrid, "hybrid_bench", lambda **k: result)
     assert main(["bench", "hybrid"]) == 0
     out = capsys.readouterr().out
-    assert "predicted: 100.0 ms" in out and "measured:  80.0 ms" in out
+    lines = {line.split("  ")[0]: line.split() for line in out.splitlines() if "  " in line}
+    assert lines["forward+backward: compute + tensor-group collectives"][-4:] == ["90.0", "+", "4.0", "70.0"]
+    assert lines["data-group all-reduce (8 tensors), waiting for the partner 1.0"][-2:] == ["6.0", "8.0"]
+    assert lines["optimizer update"][-3:] == ["not", "modelled", "2.0"]
+    assert lines["step (measured: median step of the slowest rank)"][-2:] == ["100.0", "80.0"]
     assert "hybrid predicted/measured within 0.75–1.33×: 1.25 (met)" in out

@@ -71,3 +71,17 @@ def test_uneven_slices_get_uneven_boxes():
 def test_inconsistent_partitions_are_refused(examples, stages, columns):
     with pytest.raises(ValueError):
         plot_three_splits(LAYERS, examples, stages, columns)
+
+
+def test_grid_places_each_rank_in_its_tensor_row_and_links_its_data_column():
+    from d2lmp.views.strategies import plot_grid
+
+    fig = plot_grid([[0, 1], [2, 3]], [[0, 2], [1, 3]])
+    centres = {gid: p.center for gid, p in _boxes(fig).items()}
+    assert centres == {"rank:0": (0, 0), "rank:1": (1, 0), "rank:2": (0, -1), "rank:3": (1, -1)}
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "data group [0, 2]" in texts and "data group [1, 3]" in texts
+    assert any(t.startswith("tensor group [2, 3]") for t in texts)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="must hold each rank once"):
+        plot_grid([[0, 1], [2, 3]], [[0, 2], [1, 2]])

@@ -2,7 +2,10 @@
 
 The model (``parallel.costmodel.predict(..., "hybrid", grid=(2, 2))``) is calibrated on this machine the
 way the grid runs: every rank's share of the compute timed while all four compute at once, and α, β
-fitted from all-reduces inside the two-rank groups while both groups talk at once.
+fitted from all-reduces inside the two-rank groups while both groups talk at once. Calibration and
+measurement alternate round by round in one launch, so load from other processes hits both alike.
+The measured step is split the way the model adds it up (``breakdown``): forward and backward with the
+layers' tensor-group collectives, the data-group gradient all-reduce, and the optimizer's update.
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from ..parallel.hybrid import grid_groups, hybrid_train
 from ..parallel.launch import launch
 from ..timing import benchmark
 
-__all__ = ["GOAL", "HYBRID_SPEC", "calibrate", "hybrid_bench", "print_hybrid_bench"]
+__all__ = ["GOAL", "HYBRID_SPEC", "breakdown", "hybrid_bench", "print_hybrid_bench"]
 
 GOAL = (0.75, 1.33)  # predicted / measured
 HYBRID_SPEC = DP.MLPSpec((512, 1024, 1024, 1024, 10), seed=0)
 CALIBRATION_SIZES = (2**14, 2**16, 2**18, 2**20, 2**22)
 
 
-def _share_seconds(rank, world, spec, batch, tensor, min_time):
+def _share_seconds(rank, spec, batch, tensor, min_time):
     """Median seconds of this rank's compute in one hybrid step, without its messages: each layer's
     1/tensor of the outputs, forward and backward, for ``batch`` examples (one replica's slice)."""
     torch.manual_seed(rank)
@@ -46,18 +49,17 @@ def _share_seconds(rank, world, spec, batch, tensor, min_time):
     return benchmark(one_step, min_time=min_time).median
 
 
-def _group_all_reduce_seconds(rank, world, data, tensor, sizes, repeats=7):
-    """(bytes, seconds) of an all-reduce inside this rank's tensor group, both groups at once (slowest rank)."""
-    grid = grid_groups(data, tensor)
+def _group_all_reduce_seconds(group, sizes, repeats=7):
+    """(bytes, seconds) of an all-reduce inside ``group``, every group at once (median of the slowest rank)."""
     out = []
     for size in sizes:
         t = torch.ones(size // 4)
-        dist.all_reduce(t, group=grid.tensor_group)  # warm-up
+        dist.all_reduce(t, group=group)  # warm-up
         samples = []
         for _ in range(repeats):
             dist.barrier()
             start = time.perf_counter()
-            dist.all_reduce(t, group=grid.tensor_group)
+            dist.all_reduce(t, group=group)
             samples.append(time.perf_counter() - start)
         slowest = torch.tensor([statistics.median(samples)], dtype=torch.float64)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
@@ -65,48 +67,103 @@ def _group_all_reduce_seconds(rank, world, data, tensor, sizes, repeats=7):
     return out
 
 
-def calibrate(spec: DP.MLPSpec, batch: int, data: int = 2, tensor: int = 2, min_time: float = 0.3):
-    """``Hardware`` for the grid from measurements here: FLOP/s of a rank's share, fitted α and β."""
-    world = data * tensor
-    rows = layer_table(spec.build(), (batch, spec.sizes[0]))
-    share = max(launch(_share_seconds, world, spec, -(-batch // data), tensor, min_time))
+def _rounds(rank, world, spec, x, y, data, tensor, rounds, steps, min_time):
+    """Worker: ``rounds`` times in turn, time this rank's share of the compute, the all-reduces inside the
+    tensor groups, and ``steps`` steps of the hybrid."""
+    grid = grid_groups(data, tensor)
+    shares, points, runs = [], [], []
+    for _ in range(rounds):
+        shares.append(_share_seconds(rank, spec, -(-len(x) // data), tensor, min_time))
+        points.append(_group_all_reduce_seconds(grid.tensor_group, CALIBRATION_SIZES))
+        run = hybrid_train(rank, world, spec, x, y, data, tensor, steps, 0.01)
+        runs.append(dict(step_seconds=run["step_seconds"], events=run["events"]))
+    return dict(shares=shares, points=points, runs=runs, tensor_rank=grid.tensor_rank)
+
+
+def breakdown(steps: list[list], tensor_ranks: list[int]) -> dict[str, float]:
+    """The parts of one measured step, from every rank's ``Timeline`` events of that step (``steps[rank]``).
+
+    The step is the slowest rank's. Its data-group all-reduce can start only when both ranks of its column
+    have finished backward, so: "forward+backward" runs from its start to the later of the two; "data-group
+    all-reduce" from there to its last all-reduce's end, of which "waiting" is the time its all-reduces waited
+    for the partner to enter; "optimizer" is the rest. The three parts add up to the step.
+    """
+    spans = [{e.kind: e for e in events if e.kind in ("step", "forward+backward")} for events in steps]
+    slowest = max(range(len(steps)), key=lambda r: spans[r]["step"].duration)
+    column = [r for r, t in enumerate(tensor_ranks) if t == tensor_ranks[slowest]]
+    arrived = max(spans[r]["forward+backward"].end for r in column)
+    mine = [e for e in steps[slowest] if e.kind == "allreduce"]
+    peers = [[e for e in steps[r] if e.kind == "allreduce"] for r in column]
+    waiting = sum(max(0.0, max(p[i].start for p in peers) - max(e.start, arrived)) for i, e in enumerate(mine))
+    step = spans[slowest]["step"]
+    data_end = mine[-1].end if mine else arrived
+    return {"forward+backward": arrived - step.start, "data-group all-reduce": data_end - arrived,
+            "waiting": waiting, "optimizer": step.end - data_end, "step": step.duration}
+
+
+def _hardware(rows, shares, points, world, tensor):
+    """``Hardware`` from the rounds: median over rounds of the slowest rank's share; α, β fitted per size
+    to the median over rounds."""
+    share = statistics.median(max(per_rank) for per_rank in zip(*shares))
     flops = 3 * sum(r.flops for r in rows) / world / share
-    points = launch(_group_all_reduce_seconds, world, data, tensor, CALIBRATION_SIZES)[0]
-    intercept, slope = fit_alpha_beta([s for s, _ in points], [t for _, t in points])
+    sizes = [s for s, _ in points[0]]
+    seconds = [statistics.median(p[i][1] for p in points) for i in range(len(sizes))]
+    intercept, slope = fit_alpha_beta(sizes, seconds)
     messages = 2 * (tensor - 1)  # a ring all-reduce: 2(n-1)(α + S/n·β)
-    alpha, beta = intercept / messages, slope * tensor / messages
-    return rows, this_machine(flops, max(alpha, 0.0), beta, devices=world)
+    return this_machine(flops, max(intercept / messages, 0.0), slope * tensor / messages, devices=world)
 
 
-def hybrid_bench(batch: int = 128, steps: int = 8, data: int = 2, tensor: int = 2,
-                 spec: DP.MLPSpec | None = None) -> dict:
-    """Predicted and measured step of the ``data × tensor`` hybrid (median step of the slowest rank, first skipped)."""
-    for name, value, least in (("batch", batch, data), ("steps", steps, 2), ("data", data, 1), ("tensor", tensor, 1)):
+def hybrid_bench(batch: int = 128, steps: int = 6, data: int = 2, tensor: int = 2,
+                 spec: DP.MLPSpec | None = None, rounds: int = 5, min_time: float = 0.1) -> dict:
+    """Predicted and measured step of the ``data × tensor`` hybrid (median step of the slowest rank, the
+    first of each round skipped), with both split into parts (``parts_predicted``, ``parts_measured``)."""
+    for name, value, least in (("batch", batch, data), ("steps", steps, 2), ("data", data, 1), ("tensor", tensor, 1),
+                               ("rounds", rounds, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     spec = spec or HYBRID_SPEC
+    world = data * tensor
     torch.optim.SGD(nn.Linear(1, 1).parameters())  # its first use imports lazily: once here, not in each rank
-    rows, hw = calibrate(spec, batch, data, tensor)
-    p = predict(rows, "hybrid", hw, batch, batch_of_table=batch, grid=(data, tensor))
+    rows = layer_table(spec.build(), (batch, spec.sizes[0]))
     x, y = DP.synthetic_data(spec, batch)
-    per_rank = launch(hybrid_train, data * tensor, spec, x, y, data, tensor, steps, 0.01, timeout=600)
-    measured = statistics.median(max(r["step_seconds"][i] for r in per_rank) for i in range(1, steps))
+    per_rank = launch(_rounds, world, spec, x, y, data, tensor, rounds, steps, min_time, timeout=600)
+    hw = _hardware(rows, [r["shares"] for r in per_rank], per_rank[0]["points"], world, tensor)
+    tensors = len(list(spec.build().parameters()))  # allreduce_gradients sends one all-reduce per tensor
+    p = predict(rows, "hybrid", hw, batch, batch_of_table=batch, grid=(data, tensor), gradient_tensors=tensors)
+    tensor_ranks = [r["tensor_rank"] for r in per_rank]
+    seconds, parts = [], []
+    for k in range(rounds):
+        for i in range(1, steps):
+            seconds.append(max(r["runs"][k]["step_seconds"][i] for r in per_rank))
+            parts.append(breakdown([r["runs"][k]["events"][i] for r in per_rank], tensor_ranks))
+    measured = statistics.median(seconds)
     return dict(predicted_s=p.step_s, measured_s=measured, ratio=p.step_s / measured, compute_s=p.compute_s,
                 comm_s=p.comm_s, flops=hw.flops, alpha=hw.alpha, beta=1 / hw.link_bytes_per_s,
-                met=GOAL[0] <= p.step_s / measured <= GOAL[1])
+                parts_predicted=p.parts, parts_measured={k: statistics.median(d[k] for d in parts) for k in parts[0]},
+                gradient_tensors=tensors, met=GOAL[0] <= p.step_s / measured <= GOAL[1])
 
 
-def print_hybrid_bench(batch: int = 128, steps: int = 8) -> int:
-    """``d2lmp bench hybrid``: run ``hybrid_bench`` and print predicted, measured and the goal line; returns 0."""
+def print_hybrid_bench(batch: int = 128, steps: int = 6, rounds: int = 5) -> int:
+    """``d2lmp bench hybrid``: run ``hybrid_bench`` and print predicted and measured, part by part, and the
+    goal line; returns 0."""
     print(f"Data x tensor hybrid on a 2 x 2 grid of CPU ranks: MLP {HYBRID_SPEC.sizes}, batch {batch}; "
-          "cost model calibrated here (a rank's share of the FLOPs, α and β fitted inside the 2-rank groups)",
-          flush=True)
-    r = hybrid_bench(batch=batch, steps=steps)
+          "cost model calibrated here (a rank's share of the FLOPs, α and β fitted inside the 2-rank groups), "
+          f"in {rounds} rounds alternating with {steps} measured steps each", flush=True)
+    r = hybrid_bench(batch=batch, steps=steps, rounds=rounds)
+    pp, pm = r["parts_predicted"], r["parts_measured"]
     print(f"calibration: {r['flops'] / 1e9:.2f} GFLOP/s per rank, α {r['alpha'] * 1e6:.1f} µs, "
           f"1/β {1 / r['beta'] / 1e9:.2f} GB/s")
-    print(f"predicted: {r['predicted_s'] * 1e3:.1f} ms (compute {r['compute_s'] * 1e3:.1f} ms + "
-          f"communication {r['comm_s'] * 1e3:.1f} ms)")
-    print(f"measured:  {r['measured_s'] * 1e3:.1f} ms (median step of the slowest rank)")
+    print(f"\n{'part of the step (ms)':<58}{'predicted':>10}{'measured':>10}")
+    rows = [("forward+backward: compute + tensor-group collectives",
+             f"{pp['compute'] * 1e3:.1f} + {pp['tensor-group collectives'] * 1e3:.1f}", pm["forward+backward"]),
+            (f"data-group all-reduce ({r['gradient_tensors']} tensors), waiting for the partner "
+             f"{pm['waiting'] * 1e3:.1f}", f"{pp['data-group all-reduce'] * 1e3:.1f}", pm["data-group all-reduce"]),
+            ("optimizer update", "not modelled", pm["optimizer"])]
+    for name, predicted, measured in rows:
+        print(f"{name:<58}{predicted:>10}{measured * 1e3:>10.1f}")
+    print(f"{'step (measured: median step of the slowest rank)':<58}{r['predicted_s'] * 1e3:>10.1f}"
+          f"{r['measured_s'] * 1e3:>10.1f}")
+    print("(measured parts are medians over steps, so they need not add up to the median step)")
     print(f"\ngoal: hybrid predicted/measured within {GOAL[0]}–{GOAL[1]}×: {r['ratio']:.2f} "
           f"({'met' if r['met'] else 'missed'})")
     return 0

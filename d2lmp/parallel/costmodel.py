@@ -24,7 +24,7 @@ and memory fragmentation, and say so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..gpu_specs import NOTABLE_GPUS
 from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
@@ -113,6 +113,7 @@ class Prediction:
     comm_s: float
     bubble_s: float
     memory: dict[str, float]
+    parts: dict[str, float] = field(default_factory=dict)  # compute and each communication term, where named
 
     @property
     def step_s(self) -> float:
@@ -141,13 +142,15 @@ def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
 
 def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
             batch_of_table: int = 1, param_bytes: int = 4, optimizer_copies: int = 1,
-            stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None) -> Prediction:
+            stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None,
+            gradient_tensors: int = 1) -> Prediction:
     """Predicted step time and memory per device for ``strategy`` on ``hw.devices`` devices.
 
     ``rows`` are the ``models.LayerRow`` records of ``layer_table`` for an input of ``batch_of_table``
     examples. For the pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the
     pace; by default stages are assumed perfectly balanced. For "hybrid", ``grid`` = (data, tensor)
-    predicts a grid of process groups (``parallel.hybrid``) instead of the one-weird-trick split.
+    predicts a grid of process groups (``parallel.hybrid``) instead of the one-weird-trick split, its
+    gradients summed in ``gradient_tensors`` all-reduces (one per parameter tensor, or 1 for one flat buffer).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
@@ -187,7 +190,7 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
     if grid is not None:
-        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, param_bytes, optimizer_copies)
+        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, param_bytes, optimizer_copies, gradient_tensors)
     # hybrid ("one weird trick"): convolutions data parallel, fully connected layers model parallel
     conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
     comm = _ring("all_reduce", n, conv_params, hw)
@@ -234,18 +237,36 @@ def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: in
             total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
     return total
 def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, param_bytes: int,
-                 optimizer_copies: int) -> Prediction:
-    """Data × tensor: ``data`` replicas, each split over ``tensor`` devices like "tensor", working on
-    batch / data examples; then each gradient shard (1/tensor of the weights) is all-reduced over the
-    ``data`` devices that hold the same shard."""
+                 optimizer_copies: int, gradient_tensors: int) -> Prediction:
+    """Data × tensor as ``parallel.hybrid`` runs it: ``data`` replicas, each with every ``Linear`` split by
+    output features over ``tensor`` devices, each working on batch / data examples.
+
+    Inside a replica (the tensor group), each split layer all-gathers its output forward and all-reduces
+    its input's gradient backward; the first layer's input is the data, which needs no gradient. Then each
+    gradient shard (1/tensor of the weights) is all-reduced over the ``data`` devices that hold the same
+    shard, one all-reduce per parameter tensor: ``gradient_tensors`` messages carrying the shard's bytes.
+    """
     data, tensor = grid
     if data < 1 or tensor < 1 or data * tensor != hw.devices:
         raise ValueError(f"grid {grid} must multiply to the {hw.devices} devices")
+    if not isinstance(gradient_tensors, int) or isinstance(gradient_tensors, bool) or gradient_tensors < 1:
+        raise ValueError(f"gradient_tensors must be an integer >= 1, got {gradient_tensors!r}")
     split = predict(rows, "tensor", hw.with_devices(tensor), -(-batch // data), batch_of_table=batch_of_table,
                     param_bytes=param_bytes, optimizer_copies=optimizer_copies)
+    examples = -(-batch // data) / batch_of_table  # rows hold batch_of_table examples; a replica sees this share
+    linear = [r for r in rows if r.kind == "Linear"]
+    tensor_comm = 0.0
+    for i, r in enumerate(linear):
+        tensor_comm += _ring("all_gather", tensor, r.activation_bytes * examples, hw)
+        if i > 0:
+            in_bytes = r.macs / r.output_shape[-1] * param_bytes * examples
+            tensor_comm += _ring("all_reduce", tensor, in_bytes, hw)
     shard_bytes = sum(r.params for r in rows) * param_bytes / tensor
-    comm = split.comm_s + _ring("all_reduce", data, shard_bytes, hw)
-    return Prediction("hybrid", hw.devices, split.compute_s, comm, 0.0, split.memory)
+    data_comm = _ring("all_reduce", data, shard_bytes, hw)
+    if data > 1:
+        data_comm += (gradient_tensors - 1) * 2 * (data - 1) * hw.alpha  # a ring all-reduce's 2(n-1) α per message
+    parts = {"compute": split.compute_s, "tensor-group collectives": tensor_comm, "data-group all-reduce": data_comm}
+    return Prediction("hybrid", hw.devices, split.compute_s, tensor_comm + data_comm, 0.0, split.memory, parts)
 
 
 # ---------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Each row is one replica of the model, every ``Linear`` split by output features 
 (``ColumnParallelLinear``, outputs gathered), and works on its slice of the batch. After backward
 each rank sums its shard's gradient with the ranks of its column, which hold the same shard
 (``allreduce_gradients`` on the data group). Every collective names its group; nothing here
-uses the default group except the barrier that starts the clocks.
+uses the default group except the barrier that starts the clocks. ``hybrid_step`` is one step;
+it records its phases in a ``Timeline`` so a benchmark can see where the time goes.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from torch import nn
 
 from .data_parallel import MLPSpec, allreduce_gradients, local_loss, shard
 from .tensor_parallel import ColumnParallelLinear
+from .timeline import Timeline
 
-__all__ = ["Grid", "grid_groups", "hybrid_model", "hybrid_train", "one_device_shards"]
+__all__ = ["Grid", "grid_groups", "hybrid_model", "hybrid_step", "hybrid_train", "one_device_shards"]
 
 
 @dataclass(frozen=True)
@@ -57,28 +59,45 @@ def hybrid_model(spec: MLPSpec, grid: Grid) -> nn.Sequential:
                            if isinstance(m, nn.Linear) else m for i, m in enumerate(spec.build())])
 
 
+def hybrid_step(model: nn.Module, optimizer: torch.optim.Optimizer, grid: Grid, x: torch.Tensor, y: torch.Tensor,
+                batch: int, timeline: Timeline | None = None) -> torch.Tensor:
+    """One SGD step on this rank's slice ``x, y`` of a ``batch``-example minibatch; returns the slice's loss.
+
+    ``timeline`` (optional) records "forward+backward", one "allreduce" per parameter tensor and "optimizer".
+    """
+    timeline = Timeline() if timeline is None else timeline
+    optimizer.zero_grad(set_to_none=True)
+    with timeline.span("forward+backward"):
+        loss = local_loss(model, x, y, batch)  # every layer all-gathers its output over the row
+        loss.backward()  # every layer but the first all-reduces its input's gradient over the row
+    allreduce_gradients(model, timeline, group=grid.data_group)  # each shard's gradient, summed over the column
+    with timeline.span("optimizer"):
+        optimizer.step()
+    return loss
+
+
 def hybrid_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, data: int = 2,
                  tensor: int = 2, steps: int = 5, lr: float = 0.1) -> dict:
-    """Worker: ``steps`` SGD steps of the hybrid; returns this rank's parameter shards, global losses, step times."""
+    """Worker: ``steps`` SGD steps of the hybrid; returns this rank's parameter shards, global losses, step
+    times and each step's ``Timeline`` events."""
     grid = grid_groups(data, tensor)
     model = hybrid_model(spec, grid)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     xs, ys = shard(x, y, grid.data_rank, data)  # one slice per replica; a row's ranks share it
-    losses, seconds = [], []
+    losses, seconds, events = [], [], []
     for _ in range(steps):
+        timeline = Timeline(rank)
         dist.barrier()
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = local_loss(model, xs, ys, len(x))
-        loss.backward()
-        allreduce_gradients(model, group=grid.data_group)
-        optimizer.step()
+        loss = hybrid_step(model, optimizer, grid, xs, ys, len(x), timeline)
         seconds.append(time.perf_counter() - start)
+        timeline.add("step", start, start + seconds[-1])
+        events.append(timeline.events)
         total = loss.detach().clone()
         dist.all_reduce(total, group=grid.data_group)  # the replicas' parts of the global mean loss
         losses.append(total.item())
     return dict(parameters=[p.detach().clone() for p in model.parameters()], losses=losses, step_seconds=seconds,
-                data_rank=grid.data_rank, tensor_rank=grid.tensor_rank)
+                events=events, data_rank=grid.data_rank, tensor_rank=grid.tensor_rank)
 
 
 def one_device_shards(parameters: list[torch.Tensor], tensor_rank: int, tensor: int) -> list[torch.Tensor]:

@@ -3,12 +3,13 @@
 ``plot_three_splits`` takes plain data: the layers in order, the examples each device holds under data
 parallelism (``data_parallel.shard``), the layers per device under network partitioning
 (``pipeline.balance``), and the output features of each layer each device holds under layerwise
-partitioning (the tensor-parallel layers). It draws nothing it is not given.
+partitioning (the tensor-parallel layers). It draws nothing it is not given. ``plot_grid`` draws the
+process groups of a data × tensor hybrid (``parallel.hybrid.grid_groups``) from their rank lists.
 """
 
 from __future__ import annotations
 
-__all__ = ["plot_three_splits"]
+__all__ = ["plot_three_splits", "plot_grid"]
 
 _BOX_W, _BOX_H, _ROW = 0.8, 1.0, 1.3  # layer box width and height, distance between rows (data units)
 
@@ -119,4 +120,41 @@ def plot_three_splits(layers: list[str], examples: list[tuple[int, int]], stages
     fig.legend(handles=[Patch(facecolor=colour[d], edgecolor="black", label=f"device {d}") for d in range(n)],
                loc="lower center", ncol=n, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def plot_grid(tensor_groups: list[list[int]], data_groups: list[list[int]], ax=None):
+    """The ranks of a data × tensor grid, each tensor group (a model replica, split layer by layer) boxed in
+    one row and each data group (the ranks holding the same shard) linked down one column.
+
+    ``tensor_groups`` and ``data_groups`` are the groups' global ranks, as the process groups hold them; a
+    rank's place is (its tensor group, its place in it). Each rank's circle carries ``gid`` "rank:<rank>".
+    Returns the Figure.
+    """
+    from matplotlib.patches import Circle, FancyBboxPatch
+
+    from .figure import fig_ax
+
+    ranks = sorted(r for g in tensor_groups for r in g)
+    if ranks != sorted(r for g in data_groups for r in g) or len(set(ranks)) != len(ranks):
+        raise ValueError(f"tensor groups {tensor_groups} and data groups {data_groups} must hold each rank once")
+    place = {r: (col, row) for row, g in enumerate(tensor_groups) for col, r in enumerate(g)}
+    fig, ax = fig_ax(ax, figsize=(1.9 * max(len(g) for g in tensor_groups) + 2.6, 1.5 * len(tensor_groups) + 0.8))
+    for row, g in enumerate(tensor_groups):
+        ax.add_patch(FancyBboxPatch((-0.45, -row - 0.35), len(g) - 0.1, 0.7, boxstyle="round,pad=0.05",
+                                    facecolor="#dbe9f6", edgecolor="#1f77b4", lw=1.2))
+        ax.text(len(g) - 0.35, -row, f"tensor group {g}\n(one replica, layers split)", va="center", fontsize=8,
+                color="#1f77b4")
+    for g in data_groups:
+        xs, ys = zip(*(place[r] for r in g))
+        ax.plot(xs, [-y for y in ys], color="#d62728", lw=3, alpha=0.6, zorder=1)
+        ax.text(xs[-1], -ys[-1] - 0.55, f"data group {g}", ha="center", va="top", fontsize=8, color="#d62728")
+    for r, (col, row) in place.items():
+        ax.add_patch(Circle((col, -row), 0.22, facecolor="white", edgecolor="black", zorder=2, gid=f"rank:{r}"))
+        ax.text(col, -row, f"rank {r}", ha="center", va="center", fontsize=8, zorder=3)
+    ax.set_xlim(-0.7, max(len(g) for g in tensor_groups) + 1.6)
+    ax.set_ylim(-len(tensor_groups) - 0.2, 0.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("A data × tensor grid: rows split every layer, columns sum the same shard's gradient", fontsize=9)
     return fig
