@@ -108,6 +108,21 @@ def test_comm_bytes_are_the_messages_predict_charges(rows):
         CM.comm_bytes(rows, "expert", 8, 1024)
 
 
+def test_tensor_parallel_sends_each_layers_output_and_its_inputs_gradient(rows):
+    """All-gather of every split layer's output; all-reduce of its input's gradient, the previous row's output,
+    except for the first layer, whose input is the data."""
+    n, batch = 8, 16
+    expected = 0.0
+    for i, r in enumerate(rows):
+        if r.flops > 0:
+            expected += 7 / 8 * r.activation_bytes * batch
+            if i > 0:
+                expected += 2 * 7 / 8 * rows[i - 1].activation_bytes * batch
+    assert CM.comm_bytes(rows, "tensor", n, batch) == pytest.approx(expected)
+    first = next(i for i, r in enumerate(rows) if r.flops > 0)
+    assert first == 0  # the data's gradient is never sent
+
+
 def test_bad_strategy(rows):
     with pytest.raises(ValueError, match="available: data, pipeline, tensor, hybrid"):
         CM.predict(rows, "expert", CM.PRESETS["8x H100 (NVSwitch)"], 64)

@@ -181,12 +181,10 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
         return Prediction("pipeline", n, stage, comm, stage * (n - 1) / m, memory)
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
-        # all-reduce its input gradient backward.
-        split = [r for r in rows if r.flops > 0]
+        # all-reduce its input's gradient backward (none for the first layer: its input is the data).
         comm = 0.0
-        for r in split:
-            out_bytes = r.activation_bytes / batch_of_table * batch
-            comm += _ring("all_gather", n, out_bytes, hw) + _ring("all_reduce", n, out_bytes, hw)
+        for out_bytes, in_bytes in _split_layer_bytes(rows, batch_of_table, batch):
+            comm += _ring("all_gather", n, out_bytes, hw) + _ring("all_reduce", n, in_bytes, hw)
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
     if grid is not None:
@@ -201,6 +199,14 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
     memory = dict(parameters=conv_params + fc_weights / n, gradients=conv_params + fc_weights / n,
                   optimizer=(conv_params + fc_weights / n) * optimizer_copies, activations=acts * batch / n)
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
+
+
+def _split_layer_bytes(rows, batch_of_table: int, batch: int) -> list[tuple[float, float]]:
+    """(output bytes, input bytes) of each conv/linear layer for ``batch`` examples; a layer's input is what the
+    row before it produced, and the first row's input (the data) counts 0 bytes: no gradient is sent for it."""
+    scale = batch / batch_of_table
+    return [(r.activation_bytes * scale, rows[i - 1].activation_bytes * scale if i > 0 else 0.0)
+            for i, r in enumerate(rows) if r.flops > 0]
 
 
 def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
@@ -227,8 +233,8 @@ def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: in
         boundary = acts / len(rows) * batch  # as predict: a typical layer output per step
         return boundary * (1 if n == 2 else 2)
     if strategy == "tensor":
-        outs = [r.activation_bytes / batch_of_table * batch for r in rows if r.flops > 0]
-        return sum((ring["all_gather"] + ring["all_reduce"]) * out for out in outs)
+        return sum(ring["all_gather"] * out + ring["all_reduce"] * inp
+                   for out, inp in _split_layer_bytes(rows, batch_of_table, batch))
     conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
     total = ring["all_reduce"] * conv_params
     for r in rows:
