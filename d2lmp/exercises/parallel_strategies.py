@@ -102,7 +102,7 @@ def _check_wide_fc(answer: Any) -> Verdict:
 
 BATCH, N_IN, N_HIDDEN = 64, 1024, 3072
 MEGATRON_BYTES = 2 * BATCH * N_IN * 4  # one all-reduce of the (B, n_in) output forward, one of the input grad backward
-COST_MODEL_BYTES = 2 * BATCH * (N_HIDDEN + N_IN) * 4  # all-gather + all-reduce of each layer's output
+COST_MODEL_BYTES = BATCH * (N_HIDDEN + N_IN + N_HIDDEN) * 4  # all-gather of both outputs, all-reduce of 2nd input grad
 
 ADAM_BILLIONS = 80e9 / (4 * (1 + 1 + 2)) / 1e9  # weights, gradients, two Adam moments, FP32
 
@@ -210,7 +210,8 @@ EXERCISES = [
         how_to_answer="Pass the name of a strategy."),
     Exercise(
         key="megatron_bytes", number=3,
-        question="The model charges tensor parallelism one all-gather and one all-reduce per layer. Use notebook 14's "
+        question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
+                 "its input's gradient (none for the first layer). Use notebook 14's "
                  "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
                  f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 ranks, how many bytes "
                  "does each rank feed into collectives per forward and backward in Megatron's split "
@@ -221,12 +222,13 @@ EXERCISES = [
                   "tensor.",
         solution_text=f"{MEGATRON_BYTES:,} bytes: one all-reduce of the (64, 1024) output forward and one of the "
                       f"(64, 1024) input gradient backward, 262,144 bytes each. The cost model's rule charges an "
-                      f"all-gather and an all-reduce of every layer's full output: 2 × (64·3072 + 64·1024) × 4 = "
-                      f"{COST_MODEL_BYTES:,} bytes, four times as much, so for Megatron-style MLPs it overestimates "
-                      "tensor parallelism's communication.",
+                      f"all-gather of every layer's full output and an all-reduce of the second layer's input "
+                      f"gradient: (64·3072 + 64·1024 + 64·3072) × 4 = {COST_MODEL_BYTES:,} bytes, "
+                      f"{COST_MODEL_BYTES / MEGATRON_BYTES:.1f} times as much, so for Megatron-style MLPs it "
+                      "overestimates tensor parallelism's communication.",
         checker=number_checker(MEGATRON_BYTES, "bytes", rel_tol=0.001, near_misses=[
-            (COST_MODEL_BYTES, "that is the cost model's charge (an all-gather and an all-reduce of each layer's full "
-                               "output); Megatron's split needs fewer"),
+            (COST_MODEL_BYTES, "that is the cost model's charge (an all-gather of each layer's full output and an "
+                               "all-reduce of the second layer's input gradient); Megatron's split needs fewer"),
             (MEGATRON_BYTES // 2, "that is one direction only: forward all-reduces the output, backward the input "
                                   "gradient"),
             (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "you kept the column layer's all-gather: in Megatron's MLP "
