@@ -33,12 +33,48 @@ SEGMENT_ELEMENTS = 2**18  # 1 MiB of float32: big messages are cut so that addin
 
 
 def _segments(t: torch.Tensor) -> list[torch.Tensor]:
-    return list(torch.split(t, SEGMENT_ELEMENTS)) if t.numel() else []
+    if t.numel() <= SEGMENT_ELEMENTS:
+        return [t] if t.numel() else []  # the common case, without torch.split's cost
+    return list(torch.split(t, SEGMENT_ELEMENTS))
 
 
 def global_rank(group, group_rank: int) -> int:
     """The global rank of ``group_rank`` in ``group`` (None: the default group), as send/recv/P2POp need."""
     return group_rank if group is None else dist.get_global_rank(group, group_rank)
+
+
+def _post(sends: list, receives: list, right: int, left: int, group=None) -> tuple[list, list]:
+    """Post ``sends`` to the right neighbour and ``receives`` from the left one; return their requests.
+
+    NCCL needs them as one batch: it runs a batch as a single group call, so two neighbours
+    cannot deadlock waiting for each other's send. Gloo posts messages one by one anyway, so there
+    they are posted directly, which costs less Python per message.
+    """
+    if dist.get_backend(group) == "nccl":
+        ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in receives]
+        requests = dist.batch_isend_irecv(ops + [dist.P2POp(dist.isend, seg, right, group) for seg in sends])
+        return requests[len(receives):], requests[:len(receives)]
+    return [dist.isend(seg, right, group) for seg in sends], [dist.irecv(buf, left, group) for buf in receives]
+
+
+# Receive buffers, kept between calls per (dtype, device): a fresh one costs page faults on
+# every call, since big allocations come straight from the operating system.
+_inboxes: dict = {}
+
+
+def _inbox(like: torch.Tensor) -> torch.Tensor:
+    """A receive buffer the size of ``like``, cut from the kept buffer of its dtype and device."""
+    kept = _inboxes.get((like.dtype, like.device))
+    if kept is None or kept.numel() < like.numel():
+        kept = _inboxes[like.dtype, like.device] = torch.empty(like.numel(), dtype=like.dtype, device=like.device)
+    return kept[:like.numel()]
+
+
+# The requests of the last ring step, dropped only when the next step ends. Dropping a gloo
+# request frees its buffer, and gloo makes the freeing thread spin until its I/O thread has let
+# go of that buffer; right after a step the I/O thread often has not run yet, and on a busy
+# machine the spin lasts a scheduler tick (milliseconds, more than a whole small all-reduce).
+_last_requests: list = []
 
 
 def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool,
@@ -47,20 +83,18 @@ def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: in
 
     Both are cut into segments and every message is posted at once, so while segment k is
     being added, later segments are still on the wire (the pipelining real rings use).
+    Reduce-scatter receives into a spare buffer and adds; all-gather receives in place.
     """
     right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
-    incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
-    ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in incoming]
-    ops += [dist.P2POp(dist.isend, seg, right, group) for seg in _segments(send.contiguous())]
-    # One batch: NCCL runs it as a single group call, so the two neighbours cannot deadlock
-    # waiting for each other's send; gloo posts the messages one by one.
-    requests = dist.batch_isend_irecv(ops) if ops else []
-    for buf, target, request in zip(incoming, _segments(recv_into), requests):
+    incoming = _segments(_inbox(recv_into)) if accumulate else _segments(recv_into)
+    sent, received = _post(_segments(send.contiguous()), incoming, right, left, group)
+    for buf, target, request in zip(incoming, _segments(recv_into), received):
         request.wait()
         if accumulate:
             target += buf
-    for request in requests[len(incoming):]:
+    for request in sent:
         request.wait()
+    _last_requests[:] = sent + received  # see _last_requests
 
 
 def _chunks(flat: torch.Tensor, world: int) -> list[torch.Tensor]:
