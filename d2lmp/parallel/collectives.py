@@ -43,58 +43,50 @@ def global_rank(group, group_rank: int) -> int:
     return group_rank if group is None else dist.get_global_rank(group, group_rank)
 
 
-def _post(sends: list, receives: list, right: int, left: int, group=None) -> tuple[list, list]:
-    """Post ``sends`` to the right neighbour and ``receives`` from the left one; return their requests.
-
-    NCCL needs them as one batch: it runs a batch as a single group call, so two neighbours
-    cannot deadlock waiting for each other's send. Gloo posts messages one by one anyway, so there
-    they are posted directly, which costs less Python per message.
-    """
-    if dist.get_backend(group) == "nccl":
-        ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in receives]
-        requests = dist.batch_isend_irecv(ops + [dist.P2POp(dist.isend, seg, right, group) for seg in sends])
-        return requests[len(receives):], requests[:len(receives)]
-    return [dist.isend(seg, right, group) for seg in sends], [dist.irecv(buf, left, group) for buf in receives]
+# Gloo's spare receive buffers, kept between calls per (dtype, device): a fresh one costs page
+# faults on every call, since big allocations come straight from the operating system.
+_kept_spares: dict = {}
 
 
-# Receive buffers, kept between calls per (dtype, device): a fresh one costs page faults on
-# every call, since big allocations come straight from the operating system.
-_inboxes: dict = {}
+def _spares(like: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Receive buffers shaped like the (1-D) tensors ``like``, cut one after another from the kept buffer."""
+    if not like:
+        return []
+    sizes, key = [t.numel() for t in like], (like[0].dtype, like[0].device)
+    kept = _kept_spares.get(key)
+    if kept is None or kept.numel() < sum(sizes):
+        kept = _kept_spares[key] = torch.empty(sum(sizes), dtype=key[0], device=key[1])
+    ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+    return [kept[end - size:end] for size, end in zip(sizes, ends)]
 
 
-def _inbox(like: torch.Tensor) -> torch.Tensor:
-    """A receive buffer the size of ``like``, cut from the kept buffer of its dtype and device."""
-    kept = _inboxes.get((like.dtype, like.device))
-    if kept is None or kept.numel() < like.numel():
-        kept = _inboxes[like.dtype, like.device] = torch.empty(like.numel(), dtype=like.dtype, device=like.device)
-    return kept[:like.numel()]
-
-
-# The requests of the last ring step, dropped only when the next step ends. Dropping a gloo
+# The requests of the last ring pass, dropped only when the next pass ends. Dropping a gloo
 # request frees its buffer, and gloo makes the freeing thread spin until its I/O thread has let
-# go of that buffer; right after a step the I/O thread often has not run yet, and on a busy
+# go of that buffer; right after a pass the I/O thread often has not run yet, and on a busy
 # machine the spin lasts a scheduler tick (milliseconds, more than a whole small all-reduce).
 _last_requests: list = []
 
 
-def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, rank: int, world: int, accumulate: bool,
+def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, accumulate: bool, right: int, left: int,
                group=None) -> None:
-    """Send ``send`` to the right neighbour and take the left neighbour's chunk into ``recv_into``.
+    """One step under NCCL: send ``send`` to the right neighbour and take the left neighbour's chunk into
+    ``recv_into``.
 
     Both are cut into segments and every message is posted at once, so while segment k is
     being added, later segments are still on the wire (the pipelining real rings use).
-    Reduce-scatter receives into a spare buffer and adds; all-gather receives in place.
     """
-    right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
-    incoming = _segments(_inbox(recv_into)) if accumulate else _segments(recv_into)
-    sent, received = _post(_segments(send.contiguous()), incoming, right, left, group)
-    for buf, target, request in zip(incoming, _segments(recv_into), received):
+    incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
+    ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in incoming]
+    ops += [dist.P2POp(dist.isend, seg, right, group) for seg in _segments(send.contiguous())]
+    # One batch: NCCL runs it as a single group call, so the two neighbours cannot deadlock
+    # waiting for each other's send.
+    requests = dist.batch_isend_irecv(ops) if ops else []
+    for buf, target, request in zip(incoming, _segments(recv_into), requests):
         request.wait()
         if accumulate:
             target += buf
-    for request in sent:
+    for request in requests[len(incoming):]:
         request.wait()
-    _last_requests[:] = sent + received  # see _last_requests
 
 
 def _chunks(flat: torch.Tensor, world: int) -> list[torch.Tensor]:
@@ -130,23 +122,48 @@ def ring_schedule(world: int) -> list[list[tuple[int, int, int, str]]]:
             for phase in RING_PHASES for step in range(world - 1)]
 
 
-def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phase: str, group=None) -> None:
-    """In place, one phase of ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds the
-    sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone."""
-    for step in range(world - 1):
-        send_i = ring_send_chunk(phase, step, rank, world)
-        recv_i = ring_send_chunk(phase, step, rank - 1, world)  # what the left neighbour sends
-        _ring_step(chunks[send_i], chunks[recv_i], rank, world, accumulate=phase == "reduce-scatter",
-                   group=group)
+def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases=RING_PHASES, group=None) -> None:
+    """In place, the steps of ``phases`` from ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds
+    the sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone.
+
+    In each step a rank sends one chunk to its right neighbour and receives one from its left,
+    which it adds to its own copy (reduce-scatter) or keeps (all-gather).
+    """
+    right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
+    steps = [(chunks[ring_send_chunk(phase, step, rank, world)],      # what this rank sends
+              chunks[ring_send_chunk(phase, step, rank - 1, world)],  # what its left neighbour sends
+              phase == "reduce-scatter")                              # add it, or keep it
+             for phase in phases for step in range(world - 1)]
+    if dist.get_backend(group) == "nccl":
+        for send, recv_into, accumulate in steps:
+            _ring_step(send, recv_into, accumulate, right, left, group)
+        return
+    # Gloo sends a message only once the receiver has posted its receive (the sender asks first),
+    # so a receive posted when its step begins costs one more trip between neighbours per step.
+    # So every receive of the pass is posted up front, each into a buffer of its own: reduce-scatter's
+    # into a spare buffer to add from, all-gather's into the chunk itself. (NCCL cannot do this: with
+    # a receive queued before the send, two neighbours would each wait for the other.)
+    spares = iter(_spares([recv_into for _, recv_into, accumulate in steps if accumulate]))
+    buffers = [_segments(next(spares) if accumulate else recv_into) for _, recv_into, accumulate in steps]
+    sent = [dist.isend(seg, right, group) for seg in _segments(steps[0][0])] if steps else []  # awaited on the right
+    received = [[dist.irecv(buf, left, group) for buf in bufs] for bufs in buffers]
+    for i, ((_, recv_into, accumulate), bufs, requests) in enumerate(zip(steps, buffers, received)):
+        for target, buf, request in zip(_segments(recv_into), bufs, requests):
+            request.wait()  # while segment k is added, later segments are still on the wire
+            if accumulate:
+                target += buf
+        if i + 1 < len(steps):  # the next step sends on what this one received
+            sent += [dist.isend(seg, right, group) for seg in _segments(steps[i + 1][0])]
+    for request in sent:
+        request.wait()
+    _last_requests[:] = sent + [r for requests in received for r in requests]  # see _last_requests
 
 
 def ring_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
     """Sum ``tensor`` over the ranks of ``group`` (None: all) in place: ring reduce-scatter, then ring all-gather."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
-    chunks = _chunks(flat, world)
-    _ring_pass(chunks, rank, world, "reduce-scatter", group)
-    _ring_pass(chunks, rank, world, "all-gather", group)
+    _ring_pass(_chunks(flat, world), rank, world, RING_PHASES, group)  # all-gather's receives posted with the rest
     if flat.data_ptr() != tensor.data_ptr():
         tensor.copy_(flat.view_as(tensor))
     return tensor
@@ -160,7 +177,7 @@ def ring_reduce_scatter(tensor: torch.Tensor, group=None) -> torch.Tensor:
     """
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     chunks = _chunks(tensor.detach().reshape(-1).clone(), world)
-    _ring_pass(chunks, rank, world, "reduce-scatter", group)
+    _ring_pass(chunks, rank, world, ("reduce-scatter",), group)
     return chunks[rank]
 
 
@@ -172,7 +189,7 @@ def ring_all_gather(tensor: torch.Tensor, group=None) -> torch.Tensor:
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     out[rank] = tensor
-    _ring_pass(list(out.view(world, -1)), rank, world, "all-gather", group)
+    _ring_pass(list(out.view(world, -1)), rank, world, ("all-gather",), group)
     return out
 
 
