@@ -10,6 +10,8 @@ Cost per rank for S bytes on n ranks, with latency α per message and β seconds
     tree (binary, reduce then broadcast):       2⌈log2 n⌉·(α + S·β)
     ring (reduce-scatter, then all-gather):     2(n-1)·(α + S/n·β)
 so the ring moves the least data per rank for large S, the tree has the fewest steps.
+The ring cuts big chunks into segments, so that adding one overlaps receiving the next, and
+under gloo it posts every receive of a pass before its first step (see ``_ring_pass``).
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases=RING_PH
               chunks[ring_send_chunk(phase, step, rank - 1, world)],  # what its left neighbour sends
               phase == "reduce-scatter")                              # add it, or keep it
              for phase in phases for step in range(world - 1)]
+    if not steps:
+        return  # one rank already holds the sum and every chunk
     if dist.get_backend(group) == "nccl":
         for send, recv_into, accumulate in steps:
             _ring_step(send, recv_into, accumulate, right, left, group)
@@ -145,7 +149,7 @@ def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases=RING_PH
     # a receive queued before the send, two neighbours would each wait for the other.)
     spares = iter(_spares([recv_into for _, recv_into, accumulate in steps if accumulate]))
     buffers = [_segments(next(spares) if accumulate else recv_into) for _, recv_into, accumulate in steps]
-    sent = [dist.isend(seg, right, group) for seg in _segments(steps[0][0])] if steps else []  # awaited on the right
+    sent = [dist.isend(seg, right, group) for seg in _segments(steps[0][0])]  # the right neighbour waits for it
     received = [[dist.irecv(buf, left, group) for buf in bufs] for bufs in buffers]
     for i, ((_, recv_into, accumulate), bufs, requests) in enumerate(zip(steps, buffers, received)):
         for target, buf, request in zip(_segments(recv_into), bufs, requests):
