@@ -9,7 +9,6 @@ not a notebook.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
 
