@@ -141,7 +141,7 @@ def cmd_bench_train(args) -> int:
 
 
 def cmd_bench_allreduce(args) -> int:
-    from .bench.allreduce import allreduce_bench
+    from .bench.allreduce import allreduce_bench, allreduce_goal_lines, size_label
     from .report import table
 
     check_allreduce_args(args)
@@ -152,28 +152,22 @@ def cmd_bench_allreduce(args) -> int:
     name = next(iter(backends.values())) if len(set(backends.values())) == 1 else "torch"
     print("All-reduce bus bandwidth (nccl-tests convention), our ring vs torch.distributed's own on "
           + ", ".join(f"{w} ranks: {b}" for w, b in backends.items()) + "; medians:")
-    lines, verdicts = [], []
+    lines = []
     for world in args.worlds:
         for size in args.sizes:
             torch_row = next(r for r in rows
                              if r["world"] == world and r["impl"] == "torch" and r["size_bytes"] == size)
             ring_row = next(r for r in rows if r["world"] == world and r["impl"] == "ring" and r["size_bytes"] == size)
             ratio = ring_row["busbw_gbs"] / torch_row["busbw_gbs"]
-            lines.append([world, backends[world], _bytes(size), f"{torch_row['seconds'] * 1e3:.3f}",
+            lines.append([world, backends[world], size_label(size), f"{torch_row['seconds'] * 1e3:.3f}",
                           f"{torch_row['busbw_gbs']:.3f}", f"{ring_row['seconds'] * 1e3:.3f}",
                           f"{ring_row['busbw_gbs']:.3f}", f"{ratio:.2f}"])
-            if world == 2 and 16 * 2**20 <= size <= 64 * 2**20:
-                verdicts.append(ratio)
     print(table(lines, ["ranks", "backend", "size", f"{name} ms", f"{name} busbw GB/s", "ring ms", "ring busbw GB/s",
                         f"ring / {name}"]))
-    if verdicts:
-        print(f"\ngoal: ring >= 0.8x {backends[2]} at 16-64 MiB on 2 ranks: worst ratio {min(verdicts):.2f} "
-              f"({'met' if min(verdicts) >= 0.8 else 'NOT met'})")
+    goals = allreduce_goal_lines(rows)
+    if goals:
+        print("\n" + "\n".join(goals))
     return 0
-
-
-def _bytes(n: int) -> str:
-    return f"{n // 2**20} MiB" if n >= 2**20 else f"{n // 2**10} KiB"
 
 
 def cmd_bench_dp(args) -> int:

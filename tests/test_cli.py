@@ -125,6 +125,8 @@ def test_bench_allreduce_prints_ratios(capsys):
     out = capsys.readouterr().out
     assert f"ring / {backend}" in out and "64 KiB" in out
     assert f"2 ranks: {backend}" in out and f"{backend} busbw GB/s" in out
+    assert f"goal: ring/{backend} busbw >= 0.9x from 64 KiB to 64 MiB on 2 ranks: worst " in out
+    assert "on 4 ranks" not in out  # only the world sizes that ran are judged
 
 
 @pytest.mark.parametrize("backends, label", [({2: "nccl", 4: "nccl"}, "nccl"), ({2: "nccl", 4: "gloo"}, "torch")])
@@ -141,7 +143,45 @@ def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsy
     out = capsys.readouterr().out
     assert "gloo ms" not in out and f"{label} ms" in out and f"ring / {label}" in out
     assert "2 ranks: nccl" in out and f"4 ranks: {backends[4]}" in out
-    assert "goal: ring >= 0.8x nccl at 16-64 MiB on 2 ranks: worst ratio 0.90 (met)" in out
+    skipped = "not measured: 64 KiB, 256 KiB, 1 MiB, 4 MiB, 64 MiB"
+    assert (f"goal: ring/nccl busbw >= 0.9x from 64 KiB to 64 MiB on 2 ranks: worst 0.90 at 16 MiB (met); "
+            f"{skipped}") in out
+    assert (f"goal: ring/{backends[4]} busbw >= 0.8x from 64 KiB to 64 MiB on 4 ranks: worst 0.90 at 16 MiB (met); "
+            f"{skipped}") in out
+
+
+def _goal_rows(ratios: dict, worlds=(2, 4), sizes=None):
+    """Fake bench rows: the backend at 1 GB/s, the ring at ``ratios[size]`` (0.95 where not given)."""
+    from d2lmp.bench.allreduce import ALLREDUCE_SIZES
+
+    return [dict(impl=impl, world=w, backend="gloo", size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
+                 busbw_gbs=1.0 if impl == "torch" else ratios.get(s, 0.95))
+            for w in worlds for s in (sizes or ALLREDUCE_SIZES) for impl in ("torch", "ring")]
+
+
+def test_allreduce_goal_lines_name_the_worst_size_in_range():
+    from d2lmp.bench.allreduce import ALLREDUCE_GOALS, GOAL_SIZES, allreduce_goal_lines
+
+    assert ALLREDUCE_GOALS == {2: 0.9, 4: 0.8} and GOAL_SIZES == (2**16, 2**26)  # issue #12, item 7
+    # 1 KiB and 16 KiB lie below the range: their poor ratios must not count
+    two, four = allreduce_goal_lines(_goal_rows({2**10: 0.1, 2**14: 0.2, 2**22: 0.53, 2**24: 0.85}))
+    assert two == "goal: ring/gloo busbw >= 0.9x from 64 KiB to 64 MiB on 2 ranks: worst 0.53 at 4 MiB (missed)"
+    assert four == "goal: ring/gloo busbw >= 0.8x from 64 KiB to 64 MiB on 4 ranks: worst 0.53 at 4 MiB (missed)"
+    two, four = allreduce_goal_lines(_goal_rows({2**10: 0.1, 2**22: 0.91, 2**26: 0.85}))
+    assert two.endswith("on 2 ranks: worst 0.85 at 64 MiB (missed)") and four.endswith("worst 0.85 at 64 MiB (met)")
+    # exactly at the goal is met; the range's ends are included
+    two, four = allreduce_goal_lines(_goal_rows({2**16: 0.9}, worlds=(2,)) + _goal_rows({2**26: 0.8}, worlds=(4,)))
+    assert two.endswith("worst 0.90 at 64 KiB (met)") and four.endswith("worst 0.80 at 64 MiB (met)")
+
+
+def test_allreduce_goal_lines_say_what_the_run_did_not_cover():
+    from d2lmp.bench.allreduce import allreduce_goal_lines
+
+    (line,) = allreduce_goal_lines(_goal_rows({}, worlds=(2,), sizes=(2**16, 2**20, 2**22)))
+    assert line.endswith("on 2 ranks: worst 0.95 at 64 KiB (met); not measured: 256 KiB, 16 MiB, 64 MiB")
+    (line,) = allreduce_goal_lines(_goal_rows({}, worlds=(4,), sizes=(2**10,)))
+    assert line == "goal: ring/gloo busbw >= 0.8x from 64 KiB to 64 MiB on 4 ranks: no size in range measured"
+    assert allreduce_goal_lines(_goal_rows({}, worlds=(3,))) == []  # no goal for 3 ranks
 
 
 def test_bench_dp_prints_ratio_to_ddp(capsys):

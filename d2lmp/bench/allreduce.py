@@ -1,7 +1,8 @@
 """All-reduce benchmark: our ring against the backend's own ``dist.all_reduce``, in bus bandwidth.
 
-Rounds alternate the two implementations so that drifting machine load hits both alike;
-figures are medians over rounds.
+Rounds alternate the two implementations (each round swaps which goes first) so that drifting
+machine load hits both alike; figures are medians over rounds. ``allreduce_goal_lines`` judges the
+ring/backend ratios of a run against ``ALLREDUCE_GOALS`` over ``GOAL_SIZES``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from ..parallel import collectives as C
 from ..parallel.alpha_beta import bus_bandwidth
 from ..parallel.launch import launch
 
-__all__ = ["ALLREDUCE_SIZES", "allreduce_bench", "measure_all_reduces"]
+__all__ = ["ALLREDUCE_SIZES", "GOAL_SIZES", "ALLREDUCE_GOALS", "allreduce_bench", "allreduce_goal_lines",
+           "measure_all_reduces", "size_label"]
 
 KIB = 2**10
 ALLREDUCE_SIZES = tuple(KIB * 4**k for k in range(9))  # 1 KiB ... 64 MiB
+GOAL_SIZES = (64 * KIB, 64 * KIB**2)  # the goals hold from 64 KiB to 64 MiB, both included
+ALLREDUCE_GOALS = {2: 0.9, 4: 0.8}  # ranks -> the least ring/backend bus-bandwidth ratio over GOAL_SIZES
 
 
 def measure_all_reduces(rank: int, world: int, sizes, impls=("torch", "naive", "tree", "ring"),
@@ -34,8 +38,8 @@ def _allreduce_worker(rank, world, sizes, rounds, min_time):
     rows = []
     for size in sizes:
         samples = {"torch": [], "ring": []}
-        for _ in range(rounds):
-            for impl in samples:
+        for i in range(rounds):
+            for impl in ("torch", "ring") if i % 2 == 0 else ("ring", "torch"):
                 samples[impl].append(C.measure_collective("all_reduce", impl, [size], repeats=3, min_time=min_time)[0])
         for impl, rs in samples.items():
             seconds = statistics.median(t.seconds for t in rs)
@@ -54,3 +58,40 @@ def allreduce_bench(worlds=(2, 4), sizes=ALLREDUCE_SIZES, rounds: int = 5, min_t
     for world in worlds:
         rows += launch(_allreduce_worker, world, tuple(sizes), rounds, min_time, timeout=600)[0]
     return rows
+
+
+def size_label(n: int) -> str:
+    """A size as the table shows it: whole MiB or KiB where it is one, else bytes."""
+    for unit, scale in (("MiB", KIB**2), ("KiB", KIB)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def allreduce_goal_lines(rows) -> list[str]:
+    """One line per world size of ``ALLREDUCE_GOALS`` that the rows measured: the goal, the worst
+    ring/backend busbw ratio within ``GOAL_SIZES``, the size where it occurs, and "(met)" or "(missed)".
+
+    Sizes of ``ALLREDUCE_SIZES`` in range that the run skipped are named, since the verdict then
+    covers only part of the range. A world with no measured size in range gets a line saying so.
+    """
+    low, high = GOAL_SIZES
+    lines = []
+    for world, goal in ALLREDUCE_GOALS.items():
+        ours = {r["size_bytes"]: r for r in rows if r["world"] == world and r["impl"] == "ring"}
+        if not ours:
+            continue  # this world size did not run
+        theirs = {r["size_bytes"]: r for r in rows if r["world"] == world and r["impl"] == "torch"}
+        ratios = {s: ours[s]["busbw_gbs"] / theirs[s]["busbw_gbs"] for s in ours if low <= s <= high}
+        backend = next(iter(ours.values()))["backend"]
+        head = (f"goal: ring/{backend} busbw >= {goal}x from {size_label(low)} to {size_label(high)} "
+                f"on {world} ranks: ")
+        if not ratios:
+            lines.append(head + "no size in range measured")
+            continue
+        worst = min(ratios, key=ratios.get)
+        skipped = [size_label(s) for s in ALLREDUCE_SIZES if low <= s <= high and s not in ratios]
+        lines.append(head + f"worst {ratios[worst]:.2f} at {size_label(worst)} "
+                     f"({'met' if ratios[worst] >= goal else 'missed'})"
+                     + (f"; not measured: {', '.join(skipped)}" if skipped else ""))
+    return lines
