@@ -84,3 +84,12 @@ def rank_listeners(rank, world):
     return dict(rank=listening_sockets(), launcher=listening_sockets(os.getppid()),
                 store_port=int(os.environ["MASTER_PORT"]), gloo_interface=os.environ.get("GLOO_SOCKET_IFNAME"),
                 nccl_interface=os.environ.get("NCCL_SOCKET_IFNAME"))
+
+
+def collectives_in_small_segments(rank, world, segment_elements):
+    """``check_collectives`` with the ring's segments cut to ``segment_elements``, so chunks span many segments."""
+    from d2lmp.checks.ranks import check_collectives
+    from d2lmp.parallel import collectives as C
+
+    C.SEGMENT_ELEMENTS = segment_elements
+    return check_collectives(rank, world, sizes=(16, 29, 1001))

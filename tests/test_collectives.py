@@ -1,6 +1,7 @@
 import dataclasses
 
 import numpy as np
+import parallel_workers as W
 import pytest
 
 from d2lmp.checks.ranks import check_collectives
@@ -141,3 +142,10 @@ def test_alpha_beta_model_orders_algorithms():
     assert AB.predicted_all_reduce_time("ring", 1, large, alpha, beta) == 0
     with pytest.raises(ValueError):
         AB.predicted_all_reduce_time("butterfly", 4, 1.0, alpha, beta)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_ring_equals_torch_when_chunks_span_many_segments(world):
+    """Segments of 7 elements: every receive, add and send of a chunk is cut into several messages."""
+    for rank, ok in enumerate(launch(W.collectives_in_small_segments, world, 7)):
+        assert ok and all(ok.values()), f"rank {rank}: {ok}"

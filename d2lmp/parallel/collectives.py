@@ -31,7 +31,7 @@ __all__ = ["SEGMENT_ELEMENTS", "global_rank", "RING_PHASES", "ring_send_chunk", 
            "ring_reduce_scatter", "ring_all_gather", "naive_all_reduce", "TREE_PHASES", "tree_schedule",
            "tree_all_reduce", "CollectiveTiming", "measure_collective"]
 
-SEGMENT_ELEMENTS = 2**18  # 1 MiB of float32: big messages are cut so that adding overlaps sending
+SEGMENT_ELEMENTS = 2**20  # 4 MiB of float32: big messages are cut so that adding overlaps sending
 
 
 def _segments(t: torch.Tensor) -> list[torch.Tensor]:
