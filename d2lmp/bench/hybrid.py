@@ -23,6 +23,7 @@ from ..parallel.alpha_beta import fit_alpha_beta
 from ..parallel.costmodel import predict, this_machine
 from ..parallel.hybrid import grid_groups, hybrid_train
 from ..parallel.launch import launch
+from ..report import table
 from ..timing import benchmark
 
 __all__ = ["GOAL", "HYBRID_SPEC", "breakdown", "hybrid_bench", "print_hybrid_bench"]
@@ -153,16 +154,16 @@ def print_hybrid_bench(batch: int = 128, steps: int = 6, rounds: int = 5) -> int
     pp, pm = r["parts_predicted"], r["parts_measured"]
     print(f"calibration: {r['flops'] / 1e9:.2f} GFLOP/s per rank, α {r['alpha'] * 1e6:.1f} µs, "
           f"1/β {1 / r['beta'] / 1e9:.2f} GB/s")
-    print(f"\n{'part of the step (ms)':<58}{'predicted':>10}{'measured':>10}")
-    rows = [("forward+backward: compute + tensor-group collectives",
-             f"{pp['compute'] * 1e3:.1f} + {pp['tensor-group collectives'] * 1e3:.1f}", pm["forward+backward"]),
-            (f"data-group all-reduce ({r['gradient_tensors']} tensors), waiting for the partner "
-             f"{pm['waiting'] * 1e3:.1f}", f"{pp['data-group all-reduce'] * 1e3:.1f}", pm["data-group all-reduce"]),
-            ("optimizer update", "not modelled", pm["optimizer"])]
-    for name, predicted, measured in rows:
-        print(f"{name:<58}{predicted:>10}{measured * 1e3:>10.1f}")
-    print(f"{'step (measured: median step of the slowest rank)':<58}{r['predicted_s'] * 1e3:>10.1f}"
-          f"{r['measured_s'] * 1e3:>10.1f}")
+    ms = lambda seconds: f"{seconds * 1e3:.1f}"  # noqa: E731
+    print()
+    print(table([["forward+backward", f"{ms(pp['compute'])} + {ms(pp['tensor-group collectives'])}",
+                  ms(pm["forward+backward"])],
+                 [f"data-group all-reduces ({r['gradient_tensors']} tensors)", ms(pp["data-group all-reduce"]),
+                  ms(pm["data-group all-reduce"])],
+                 ["  of which waiting for the partner", "", ms(pm["waiting"])],
+                 ["optimizer update", "not modelled", ms(pm["optimizer"])],
+                 ["step (median step of the slowest rank)", ms(r["predicted_s"]), ms(r["measured_s"])]],
+                ["part of the step", "predicted ms (compute + row collectives)", "measured ms"]))
     print("(measured parts are medians over steps, so they need not add up to the median step)")
     print(f"\ngoal: hybrid predicted/measured within {GOAL[0]}–{GOAL[1]}×: {r['ratio']:.2f} "
           f"({'met' if r['met'] else 'missed'})")
