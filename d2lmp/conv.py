@@ -182,7 +182,7 @@ def conv2d_im2col(x, w, b=None, stride=1, padding=0, groups=1):
     out = torch.matmul(filters, cols)  # (G, O/G, K) @ (N, G, K, L) → (N, G, O/G, L)
     out = out.reshape(n, o, ho, wo)
     if b is not None:
-        out = out + b.view(1, o, 1, 1)
+        out += b.view(1, o, 1, 1)  # in place: a fresh output tensor would cost one more pass over memory
     return out
 
 
@@ -237,7 +237,7 @@ def conv2d_c01b(x, w, b=None, stride=1, padding=0, groups=1):
     filters = w.reshape(k, groups, o // groups).permute(1, 2, 0)  # (G, O/G, K)
     out = torch.bmm(filters, cols).reshape(o, ho, wo, n)
     if b is not None:
-        out = out + b.view(o, 1, 1, 1)
+        out += b.view(o, 1, 1, 1)  # in place, as in conv2d_im2col
     return out
 
 
