@@ -1,14 +1,17 @@
 """Execute notebooks in place at full size, cell by cell, for committing (what `make execute` runs).
 
-Usage: python book/execute.py [NOTEBOOK ...]   (default: every notebook in notebooks/, in order)
+Usage: python book/execute.py [--timeout SECONDS] [NOTEBOOK ...]   (default: every notebook in notebooks/, in order)
 
 Why not `jupyter nbconvert --execute`: on these 2-core machines, under load, its whole-notebook run now and
 then waited forever for a reply the idle kernel had already sent; driving nbclient one cell at a time has
-not hung. Each cell may take up to 10 minutes; execution counts run 1..n as the conventions test expects.
+not hung. Each cell may take up to 10 minutes (``--timeout``); execution counts run 1..n as the conventions test
+expects. Each cell's time is printed as it ends: once, under load, a widget cell's reply came only when its
+10-minute limit ran out, which a shorter ``--timeout`` cuts short (rerun the notebook if a cell then fails).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -30,16 +33,24 @@ def execute(path: Path, cell_timeout: int = 600) -> float:
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
                 count += 1
+                started = time.time()
                 client.execute_cell(cell, index, execution_count=count)
+                print(f"  {path.name} cell {index} ({count}): {time.time() - started:.1f} s", flush=True)
         client.set_widgets_metadata()
     nbformat.write(nb, path)
     return time.time() - start
 
 
 def main(argv: list[str]) -> None:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    parser = argparse.ArgumentParser(description="Execute notebooks in place at full size, cell by cell.")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds one cell may take")
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    if args.timeout < 1:
+        parser.error(f"--timeout must be at least 1 second, got {args.timeout}")
+    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for path in paths:
-        print(f"{path.name}: {execute(path):.0f} s", flush=True)
+        print(f"{path.name}: {execute(path, args.timeout):.0f} s", flush=True)
 
 
 if __name__ == "__main__":
