@@ -4,9 +4,9 @@ Usage: python book/execute.py [--timeout SECONDS] [NOTEBOOK ...]   (default: eve
 
 Why not `jupyter nbconvert --execute`: on these 2-core machines, under load, its whole-notebook run now and
 then waited forever for a reply the idle kernel had already sent; driving nbclient one cell at a time has
-not hung. Each cell may take up to 10 minutes (``--timeout``); execution counts run 1..n as the conventions test
-expects. Each cell's time is printed as it ends: once, under load, a widget cell's reply came only when its
-10-minute limit ran out, which a shorter ``--timeout`` cuts short (rerun the notebook if a cell then fails).
+not hung forever, but its socket polls can miss a message's wake-up too (a widget cell then ended only when its
+timeout did), so the client here waits in short slices (``_poll_in_slices``). Each cell may take up to 10 minutes
+(``--timeout``); each cell's time is printed as it ends; execution counts run 1..n as the conventions test expects.
 """
 
 from __future__ import annotations
@@ -15,11 +15,34 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from queue import Empty
 
 import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _poll_in_slices(channel, slice_seconds: float = 0.5) -> None:
+    """Make ``channel.get_msg`` wait in short slices instead of one long poll.
+
+    Under load the asyncio poll on a kernel's socket sometimes misses the wake-up of a message that has
+    arrived, and only finds it when its timeout ends (a widget cell then "took" the whole cell timeout,
+    or a poll without timeout never woke). Each slice ends with a check that finds such a message.
+    """
+    whole = channel.get_msg
+
+    async def get_msg(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_seconds if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await whole(timeout=min(slice_seconds, left))
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = get_msg
 
 
 def execute(path: Path, cell_timeout: int = 600) -> float:
@@ -30,6 +53,8 @@ def execute(path: Path, cell_timeout: int = 600) -> float:
                             resources={"metadata": {"path": str(path.parent)}})
     count = 0
     with client.setup_kernel():
+        _poll_in_slices(client.kc.shell_channel)
+        _poll_in_slices(client.kc.iopub_channel)
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
                 count += 1
