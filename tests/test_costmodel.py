@@ -121,6 +121,11 @@ def test_tensor_parallel_sends_each_layers_output_and_its_inputs_gradient(rows):
     assert CM.comm_bytes(rows, "tensor", n, batch) == pytest.approx(expected)
     first = next(i for i, r in enumerate(rows) if r.flops > 0)
     assert first == 0  # the data's gradient is never sent
+    # Latency only (an endless link): each split layer pays an all-gather's (n-1)α, and all but the first an
+    # all-reduce's 2(n-1)α; a message that is never sent costs no latency either.
+    hw = replace(CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"], alpha=1e-5, link_bytes_per_s=float("inf"))
+    split = sum(r.flops > 0 for r in rows)
+    assert CM.predict(rows, "tensor", hw, batch).comm_s == pytest.approx((split * 7 + (split - 1) * 14) * 1e-5)
 
 
 def test_bad_strategy(rows):

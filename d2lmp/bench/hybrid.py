@@ -26,7 +26,7 @@ from ..parallel.launch import launch
 from ..report import table
 from ..timing import benchmark
 
-__all__ = ["GOAL", "HYBRID_SPEC", "breakdown", "hybrid_bench", "print_hybrid_bench"]
+__all__ = ["GOAL", "HYBRID_SPEC", "breakdown", "hybrid_bench", "hybrid_table", "print_hybrid_bench"]
 
 GOAL = (0.75, 1.33)  # predicted / measured
 HYBRID_SPEC = DP.MLPSpec((512, 1024, 1024, 1024, 10), seed=0)
@@ -144,6 +144,23 @@ def hybrid_bench(batch: int = 128, steps: int = 6, data: int = 2, tensor: int = 
                 gradient_tensors=tensors, met=GOAL[0] <= p.step_s / measured <= GOAL[1])
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f}"
+
+
+def hybrid_table(r: dict) -> str:
+    """``hybrid_bench``'s result as a table: predicted and measured milliseconds, part by part."""
+    pp, pm = r["parts_predicted"], r["parts_measured"]
+    return table([["forward+backward", f"{_ms(pp['compute'])} + {_ms(pp['tensor-group collectives'])}",
+                   _ms(pm["forward+backward"])],
+                  [f"data-group all-reduces ({r['gradient_tensors']} tensors)", _ms(pp["data-group all-reduce"]),
+                   _ms(pm["data-group all-reduce"])],
+                  ["  of which waiting for the partner", "", _ms(pm["waiting"])],
+                  ["optimizer update", "not modelled", _ms(pm["optimizer"])],
+                  ["step (median step of the slowest rank)", _ms(r["predicted_s"]), _ms(r["measured_s"])]],
+                 ["part of the step", "predicted ms (compute + row collectives)", "measured ms"])
+
+
 def print_hybrid_bench(batch: int = 128, steps: int = 6, rounds: int = 5) -> int:
     """``d2lmp bench hybrid``: run ``hybrid_bench`` and print predicted and measured, part by part, and the
     goal line; returns 0."""
@@ -151,19 +168,10 @@ def print_hybrid_bench(batch: int = 128, steps: int = 6, rounds: int = 5) -> int
           "cost model calibrated here (a rank's share of the FLOPs, α and β fitted inside the 2-rank groups), "
           f"in {rounds} rounds alternating with {steps} measured steps each", flush=True)
     r = hybrid_bench(batch=batch, steps=steps, rounds=rounds)
-    pp, pm = r["parts_predicted"], r["parts_measured"]
     print(f"calibration: {r['flops'] / 1e9:.2f} GFLOP/s per rank, α {r['alpha'] * 1e6:.1f} µs, "
           f"1/β {1 / r['beta'] / 1e9:.2f} GB/s")
-    ms = lambda seconds: f"{seconds * 1e3:.1f}"  # noqa: E731
     print()
-    print(table([["forward+backward", f"{ms(pp['compute'])} + {ms(pp['tensor-group collectives'])}",
-                  ms(pm["forward+backward"])],
-                 [f"data-group all-reduces ({r['gradient_tensors']} tensors)", ms(pp["data-group all-reduce"]),
-                  ms(pm["data-group all-reduce"])],
-                 ["  of which waiting for the partner", "", ms(pm["waiting"])],
-                 ["optimizer update", "not modelled", ms(pm["optimizer"])],
-                 ["step (median step of the slowest rank)", ms(r["predicted_s"]), ms(r["measured_s"])]],
-                ["part of the step", "predicted ms (compute + row collectives)", "measured ms"]))
+    print(hybrid_table(r))
     print("(measured parts are medians over steps, so they need not add up to the median step)")
     print(f"\ngoal: hybrid predicted/measured within {GOAL[0]}–{GOAL[1]}×: {r['ratio']:.2f} "
           f"({'met' if r['met'] else 'missed'})")

@@ -182,9 +182,7 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
         # all-reduce its input's gradient backward (none for the first layer: its input is the data).
-        comm = 0.0
-        for out_bytes, in_bytes in _split_layer_bytes(rows, batch_of_table, batch):
-            comm += _ring("all_gather", n, out_bytes, hw) + _ring("all_reduce", n, in_bytes, hw)
+        comm = _split_layer_comm(rows, batch_of_table, batch, n, hw)
         memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
     if grid is not None:
@@ -207,6 +205,13 @@ def _split_layer_bytes(rows, batch_of_table: int, batch: int) -> list[tuple[floa
     scale = batch / batch_of_table
     return [(r.activation_bytes * scale, rows[i - 1].activation_bytes * scale if i > 0 else 0.0)
             for i, r in enumerate(rows) if r.flops > 0]
+
+
+def _split_layer_comm(rows, batch_of_table: int, batch: int, n: int, hw: Hardware) -> float:
+    """Seconds of tensor parallelism's messages over ``n`` devices: each split layer all-gathers its output and
+    all-reduces its input's gradient, except the first layer's, which is never sent (``_split_layer_bytes``)."""
+    return sum(_ring("all_gather", n, out_bytes, hw) + (_ring("all_reduce", n, in_bytes, hw) if in_bytes else 0.0)
+               for out_bytes, in_bytes in _split_layer_bytes(rows, batch_of_table, batch))
 
 
 def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
@@ -259,14 +264,7 @@ def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, para
         raise ValueError(f"gradient_tensors must be an integer >= 1, got {gradient_tensors!r}")
     split = predict(rows, "tensor", hw.with_devices(tensor), -(-batch // data), batch_of_table=batch_of_table,
                     param_bytes=param_bytes, optimizer_copies=optimizer_copies)
-    examples = -(-batch // data) / batch_of_table  # rows hold batch_of_table examples; a replica sees this share
-    linear = [r for r in rows if r.kind == "Linear"]
-    tensor_comm = 0.0
-    for i, r in enumerate(linear):
-        tensor_comm += _ring("all_gather", tensor, r.activation_bytes * examples, hw)
-        if i > 0:
-            in_bytes = r.macs / r.output_shape[-1] * param_bytes * examples
-            tensor_comm += _ring("all_reduce", tensor, in_bytes, hw)
+    tensor_comm = split.comm_s  # a replica's messages are tensor parallelism's over its ``tensor`` devices
     shard_bytes = sum(r.params for r in rows) * param_bytes / tensor
     data_comm = _ring("all_reduce", data, shard_bytes, hw)
     if data > 1:
