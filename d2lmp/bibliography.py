@@ -100,6 +100,17 @@ _ENTRIES = (
        "Memory-Efficient Pipeline-Parallel DNN Training",
        "International Conference on Machine Learning (ICML 2021); arXiv:2006.09503", 2021,
        "https://arxiv.org/abs/2006.09503", "Introduces PipeDream-Flush, the 1F1B schedule with a flush."),
+    _S("narayanan2021efficient", "Narayanan, D.; Shoeybi, M.; Casper, J.; LeGresley, P.; Patwary, M.; Korthikanti, V.; "
+       "Vainbrand, D.; Kashinkunti, P.; Bernauer, J.; Catanzaro, B.; Phanishayee, A.; Zaharia, M.",
+       "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+       "International Conference for High Performance Computing, Networking, Storage and Analysis (SC21); "
+       "arXiv:2104.04473", 2021, "https://arxiv.org/abs/2104.04473",
+       "Parameters and FLOPs per step in §5.1; ten GPT runs on up to 3,072 A100s in Table 1; interleaved 1F1B."),
+    _S("korthikanti2022reducing", "Korthikanti, V.; Casper, J.; Lym, S.; McAfee, L.; Andersch, M.; Shoeybi, M.; "
+       "Catanzaro, B.", "Reducing Activation Recomputation in Large Transformer Models",
+       "Proceedings of Machine Learning and Systems 5 (MLSys 2023); arXiv:2205.05198", 2022,
+       "https://arxiv.org/abs/2205.05198",
+       "Saved activation bytes per layer in §4 (eq. 1-5); sequence parallelism; selective recomputation."),
     _S("shoeybi2019megatron", "Shoeybi, M.; Patwary, M.; Puri, R.; LeGresley, P.; Casper, J.; Catanzaro, B.",
        "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", "arXiv:1909.08053",
        2019, "https://arxiv.org/abs/1909.08053"),
