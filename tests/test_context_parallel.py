@@ -35,8 +35,8 @@ def findings(world: int) -> list[W.RingFindings]:
 @pytest.mark.parametrize("world", WORLDS)
 def test_ring_attention_equals_one_device_forward_and_backward(world):
     for rank, found in enumerate(findings(world)):
-        # 2 layouts x causal or not x (output, dq, dk, dv)
-        assert len(found.errors) == 16, found.errors
+        # 2 layouts x causal or not x 2 block kernels x (output, dq, dk, dv)
+        assert len(found.errors) == 32, found.errors
         for name, error in found.errors.items():
             torch.testing.assert_close(error, 0.0, atol=1e-5, rtol=0, msg=f"rank {rank}, {name}: {error:.2e}")
 
@@ -44,9 +44,10 @@ def test_ring_attention_equals_one_device_forward_and_backward(world):
 @pytest.mark.parametrize("world", WORLDS)
 def test_bytes_sent_match_the_formula(world):
     for rank, found in enumerate(findings(world)):
-        expected = ring_traffic(world, found.kv_chunk_bytes)
-        assert expected == {"forward": (world - 1) * 2 * found.kv_chunk_bytes,
-                            "backward": (2 * world - 1) * 2 * found.kv_chunk_bytes}
+        traffic = ring_traffic(world, found.kv_chunk_bytes)
+        assert traffic.forward == (world - 1) * 2 * found.kv_chunk_bytes
+        assert traffic.backward == (2 * world - 1) * 2 * found.kv_chunk_bytes
+        expected = {"forward": traffic.forward, "backward": traffic.backward}
         for layout in LAYOUTS:  # counted around dist.isend / dist.irecv while the ring ran
             assert found.sent[layout] == expected, (rank, layout, found.sent)
             assert found.received[layout] == expected, (rank, layout, found.received)
@@ -120,3 +121,22 @@ def test_a_sequence_that_does_not_split_evenly_is_refused():
         launch(W.uneven, 2)
     with pytest.raises(ValueError, match="unknown layout"):
         chunks_of(0, 2, "zigzag")
+
+
+def test_bench_measures_every_contender_and_refuses_bad_arguments():
+    from d2lmp.bench.context_parallel import CONTENDERS, RingAttentionBench, RingTiming, goal, ring_attention_bench
+
+    bench = ring_attention_bench(world=2, shape=(1, 2, 64, 16), rounds=1)
+    assert [(r.layout, r.kernel) for r in bench.rows] == list(CONTENDERS)
+    assert bench.reference_s > 0 and bench.transfer_s > 0
+    for row in bench.rows:
+        assert row.seconds > 0 and len(row.compute_s) == len(row.wait_s) == 2
+        assert all(c > 0 for c in row.compute_s) and all(w >= 0 for w in row.wait_s)
+        assert 0.0 <= bench.overlap(row.layout, row.kernel) <= 1.0
+    # the goal's arithmetic, on made-up figures: half the reference's time, a quarter of the transfer waited
+    made_up = RingAttentionBench(2, (1, 1, 4, 1), True, 1, 1.0, 0.4,
+                                 (RingTiming("balanced", "fused", 0.5, (0.4, 0.4), (0.1, 0.05)),))
+    assert goal(made_up) == (0.5, pytest.approx(0.75), True)
+    for bad in (dict(world=1), dict(rounds=0), dict(shape=(1, 2, 30, 8)), dict(shape=(1, 2, 8))):
+        with pytest.raises(ValueError):
+            ring_attention_bench(**bad)

@@ -190,13 +190,16 @@ def check_hybrid(rank: int, world: int, steps: int = 3, lr: float = 0.1) -> dict
 
 def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, device: str = "auto") -> dict[str, float]:
     """Max |difference| of ring attention's output and dq, dk, dv (this rank's chunks) from one device's
-    ``F.scaled_dot_product_attention`` on the whole sequence: both layouts, causal and not."""
+    ``F.scaled_dot_product_attention`` on the whole sequence: both layouts, causal and not, each block kernel
+    (the fused one on CPU ranks only)."""
     from torch.nn import functional as F
 
+    from ..parallel.attention_blocks import BLOCK_KERNELS
     from ..parallel.context_layout import LAYOUTS, split_sequence
     from ..parallel.context_parallel import ring_attention
 
     dev = rank_device(device)
+    kernels = BLOCK_KERNELS if dev.type == "cpu" else ("explicit",)
     g = torch.Generator().manual_seed(0)
     q, k, v, probe = (torch.randn(2, 3, tokens_per_rank * world, 8, generator=g) for _ in range(4))
     errors = {}
@@ -205,13 +208,12 @@ def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, devi
         reference = F.scaled_dot_product_attention(*whole, is_causal=causal)
         reference.backward(probe)
         expected = [reference.detach()] + [t.grad for t in whole]
-        for layout in LAYOUTS:
+        for layout, kernel in ((layout, kernel) for layout in LAYOUTS for kernel in kernels):
             mine = [split_sequence(t, world, layout)[rank].to(dev).requires_grad_(True) for t in (q, k, v)]
-            out = ring_attention(*mine, causal=causal, layout=layout)
+            out = ring_attention(*mine, causal=causal, layout=layout, kernel=kernel)
             out.backward(split_sequence(probe, world, layout)[rank].to(dev))
             got = [out.detach()] + [t.grad for t in mine]
             for what, ours, want in zip(("output", "dq", "dk", "dv"), got, expected):
-                mask = "causal" if causal else "no mask"
-                errors[f"ring attention, {layout}, {mask}: {what}"] = float(
-                    (ours.cpu() - split_sequence(want, world, layout)[rank]).abs().max())
+                name = f"ring attention, {layout}, {'causal' if causal else 'no mask'}, {kernel}: {what}"
+                errors[name] = float((ours.cpu() - split_sequence(want, world, layout)[rank]).abs().max())
     return errors

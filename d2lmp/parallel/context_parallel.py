@@ -3,17 +3,17 @@
 Each rank holds its chunk(s) of the sequence (``context_layout``: plain or balanced) as q, k, v of shape
 [batch, heads, seq_local, head_dim], and ``ring_attention`` returns its rows of softmax(q·kᵀ/√d + mask)·v over
 the whole sequence. The K/V chunks travel round the ring, one rank to the right per step, and while a chunk
-is on the wire the rank attends to the one it holds; the partial results are merged with the online softmax
-(Milakov and Gimelshein 2018): each keeps its log-sum-exp, so two partials combine exactly. No rank ever holds
-more than its own queries, two K/V chunks and one block of scores. Backward follows FlashAttention's
-(Dao et al. 2022; Dao 2023): with the saved log-sum-exp each block's probabilities are recomputed, and the
-ring runs again, the K/V chunks going round once more and their gradients going round with them, adding each
-rank's share, until they arrive home. ``RingLog`` records what the ring sent, waited for and computed.
+is on the wire the rank attends to the one it holds, block by block (``attention_blocks``); the partial results
+are merged with the online softmax: each keeps its log-sum-exp, so two partials combine exactly. No rank ever
+holds more than its own queries, two K/V chunks and one block of scores. Backward follows FlashAttention's:
+with the saved log-sum-exp each block's probabilities are recomputed, and the ring runs again, the K/V chunks
+going round once more and their gradients going round with them, each rank adding its share, until they arrive
+home. The messages are posted so that the next chunk's transfer overlaps this chunk's compute (``_KVRing``).
+``RingLog`` records what the ring sent, waited for and computed.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,14 +23,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from .attention_blocks import Partial, block_functions, merge, watch_scores
 from .collectives import global_rank
 from .context_layout import chunks_per_rank, ring_attention_schedule
 
-__all__ = ["RingLog", "attention_block", "merge", "block_grads", "ring_forward", "ring_backward", "ring_attention",
-           "ring_traffic"]
+__all__ = ["RingLog", "ring_forward", "ring_backward", "ring_attention", "pass_kv_round", "RingTraffic", "ring_traffic"]
 
 Group = dist.ProcessGroup | None
-Partial = tuple[torch.Tensor, torch.Tensor]  # (attention output, log-sum-exp per query) over the keys seen so far
 KV_TAG, GRAD_TAG = 41, 42  # gloo matches messages by tag: the two rings of the backward never mix
 
 _LOGS: list[RingLog] = []  # active logs; entered and left only through ``RingLog``
@@ -49,9 +48,12 @@ class RingLog:
 
     def __enter__(self) -> RingLog:
         _LOGS.append(self)
+        self._watching = watch_scores(self.score_blocks)
+        self._watching.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._watching.__exit__(None, None, None)
         _LOGS.remove(self)
 
     def bytes_sent(self) -> int:
@@ -150,53 +152,6 @@ def _computing(device: torch.device) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------------------
-# One block, and merging partial results
-
-def _scale(q: torch.Tensor) -> float:
-    return 1.0 / math.sqrt(q.shape[-1])  # 1/√d, as F.scaled_dot_product_attention
-
-
-def _scores(q: torch.Tensor, k: torch.Tensor, diagonal: bool) -> torch.Tensor:
-    scores = (q @ k.transpose(-2, -1)) * _scale(q)
-    for log in _LOGS:
-        log.score_blocks.append(scores.numel())
-    if diagonal:  # the same chunk of queries and keys: query t sees keys up to t
-        future = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).triu(1)
-        scores = scores.masked_fill(future, float("-inf"))
-    return scores
-
-
-def attention_block(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, diagonal: bool) -> Partial:
-    """Attention of queries ``q`` to one chunk of keys: (output, log-sum-exp of each query's scores)."""
-    scores = _scores(q, k, diagonal)
-    lse = scores.logsumexp(dim=-1)
-    return torch.exp(scores - lse.unsqueeze(-1)) @ v, lse
-
-
-def merge(a: Partial | None, b: Partial) -> Partial:
-    """Two partial attentions over disjoint sets of keys combined into one, exactly (the online softmax).
-
-    Each output is its keys' softmax-weighted values; weighting each by its share of the total
-    exp-sum, exp(lse − lse_total), gives the softmax over both sets.
-    """
-    if a is None:
-        return b
-    (out_a, lse_a), (out_b, lse_b) = a, b
-    lse = torch.logaddexp(lse_a, lse_b)
-    return out_a * torch.exp(lse_a - lse).unsqueeze(-1) + out_b * torch.exp(lse_b - lse).unsqueeze(-1), lse
-
-
-def block_grads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dout: torch.Tensor, lse: torch.Tensor,
-                delta: torch.Tensor, diagonal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One block's share of dq, dk, dv (FlashAttention's backward), from the whole row's log-sum-exp ``lse``
-    and ``delta`` = rowsum(dout ∘ out): the probabilities are recomputed, never stored."""
-    p = torch.exp(_scores(q, k, diagonal) - lse.unsqueeze(-1))  # the true softmax, since lse is the whole row's
-    ds = p * (dout @ v.transpose(-2, -1) - delta.unsqueeze(-1))  # softmax's backward
-    scale = _scale(q)
-    return ds @ k * scale, ds.transpose(-2, -1) @ q * scale, p.transpose(-2, -1) @ dout
-
-
-# ---------------------------------------------------------------------------------------
 # The ring, forward and backward
 
 def _pieces(t: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
@@ -204,13 +159,14 @@ def _pieces(t: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
 
 
 def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True, layout: str = "plain",
-                 group: Group = None) -> Partial:
+                 group: Group = None, kernel: str = "explicit") -> Partial:
     """This rank's attention output over the whole sequence, and each query's log-sum-exp.
 
     Each step passes the K/V chunk this rank holds to the right and, while it travels, attends to it and
     merges the result into what the rank has so far; after p steps every query has seen every key.
     """
     rank, world = dist.get_rank(group), dist.get_world_size(group)
+    attend, _ = block_functions(kernel, q.device)  # attention_block, or PyTorch's fused CPU kernel
     queries = _pieces(q, chunks_per_rank(layout))
     partial: list[Partial | None] = [None] * len(queries)  # per query chunk, over the keys seen so far
     ring = _KVRing(torch.stack([k, v]), group)  # K and V travel as one message
@@ -220,7 +176,7 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
         keys, values = (_pieces(t, len(queries)) for t in ring.current)
         with _computing(q.device):
             for i, j, diagonal in step[rank].computed():  # the blocks not entirely in the future
-                partial[i] = merge(partial[i], attention_block(queries[i], keys[j], values[j], diagonal))
+                partial[i] = merge(partial[i], attend(queries[i], keys[j], values[j], diagonal))
         if number + 1 < world:
             ring.receive()
     outs, lses = zip(*[p for p in partial if p is not None])  # every query chunk sees at least its own keys
@@ -228,13 +184,13 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
 
 
 def ring_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
-                  lse: torch.Tensor, causal: bool = True, layout: str = "plain",
-                  group: Group = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  lse: torch.Tensor, causal: bool = True, layout: str = "plain", group: Group = None,
+                  kernel: str = "explicit") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dq, dk, dv of this rank's chunks: the ring again, each visiting K/V chunk's gradients travelling with it."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
+    _, grads_of = block_functions(kernel, q.device)  # block_grads, or the fused kernel's backward
     n = chunks_per_rank(layout)
-    delta = (dout * out).sum(dim=-1)  # FlashAttention's D: rowsum(dO ∘ O)
-    qs, dos, lses, deltas = _pieces(q, n), _pieces(dout, n), torch.chunk(lse, n, -1), torch.chunk(delta, n, -1)
+    qs, dos, outs, lses = _pieces(q, n), _pieces(dout, n), _pieces(out, n), torch.chunk(lse, n, dim=-1)
     dq = torch.zeros_like(q)
     kv_ring, grad_ring = _KVRing(torch.stack([k, v]), group), _GradRing(group)
     for number, step in enumerate(ring_attention_schedule(world, layout, causal)):
@@ -244,7 +200,7 @@ def ring_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
         dkv = torch.zeros_like(kv_ring.current)  # this rank's share of the visiting chunk's dK, dV
         with _computing(q.device):
             for i, j, diagonal in step[rank].computed():
-                grads = block_grads(qs[i], keys[j], values[j], dos[i], lses[i], deltas[i], diagonal)
+                grads = grads_of(qs[i], keys[j], values[j], dos[i], outs[i], lses[i], diagonal)
                 for total, share in zip((_pieces(dq, n)[i], _pieces(dkv[0], n)[j], _pieces(dkv[1], n)[j]), grads):
                     total += share  # views: adds into dq and dkv in place
         grad_ring.add_and_pass(dkv)  # + the ranks before this one, on to the next
@@ -257,20 +213,21 @@ def ring_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
 class _RingAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, layout: str,
-                group: Group) -> torch.Tensor:
-        out, lse = ring_forward(q, k, v, causal, layout, group)
+                group: Group, kernel: str) -> torch.Tensor:
+        out, lse = ring_forward(q, k, v, causal, layout, group, kernel)
         ctx.save_for_backward(q, k, v, out, lse)  # this rank's chunks only: no score matrix is kept
-        ctx.causal, ctx.layout, ctx.group = causal, layout, group
+        ctx.causal, ctx.layout, ctx.group, ctx.kernel = causal, layout, group, kernel
         return out
 
     @staticmethod
     def backward(ctx: Any, dout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.causal, ctx.layout, ctx.group)
-        return dq, dk, dv, None, None, None
+        dq, dk, dv = ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.causal, ctx.layout, ctx.group,
+                                   ctx.kernel)
+        return dq, dk, dv, None, None, None, None
 
 
-def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str) -> None:
+def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, kernel: str) -> None:
     if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
         raise ValueError("q, k and v must have the same shape [batch, heads, seq_local, head_dim], got "
                          f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)} (grouped heads are not supported)")
@@ -278,25 +235,45 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str) -> No
     if q.shape[2] % n or q.shape[2] == 0:
         raise ValueError(f"the {layout} layout holds {n} equal chunks per rank, but this rank has {q.shape[2]} "
                          f"tokens: split the whole sequence with context_layout.split_sequence(x, world, {layout!r})")
+    block_functions(kernel, q.device)  # an unknown kernel, or the fused one off the CPU, is refused here
 
 
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True, group: Group = None,
-                   layout: str = "plain") -> torch.Tensor:
+                   layout: str = "plain", kernel: str = "explicit") -> torch.Tensor:
     """This rank's rows of softmax(q·kᵀ/√d + mask)·v over the whole sequence, differentiable.
 
     q, k, v: this rank's part of the sequence, [batch, heads, seq_local, head_dim], as
     ``context_layout.split_sequence(x, world, layout)`` cuts it; every rank of ``group`` (None: all) calls it
-    with the same shapes. ``causal`` masks the future. Equal to ``F.scaled_dot_product_attention`` on the
-    whole sequence, then split the same way.
+    with the same shapes. ``causal`` masks the future. ``kernel`` computes each block: "explicit" (the
+    formulas of ``attention_blocks``) or "fused" (PyTorch's CPU flash kernel). Equal to
+    ``F.scaled_dot_product_attention`` on the whole sequence, then split the same way.
     """
-    _check(q, k, v, layout)
+    _check(q, k, v, layout, kernel)
     out: torch.Tensor = _RingAttention.apply(  # type: ignore[no-untyped-call]
-        q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group)
+        q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group, kernel)
     return out
 
 
-def ring_traffic(world: int, kv_chunk_bytes: int) -> dict[str, int]:
+def pass_kv_round(k: torch.Tensor, v: torch.Tensor, group: Group = None) -> torch.Tensor:
+    """The forward's messages alone: K/V passed p−1 steps round the ring as ``ring_forward`` passes them, nothing
+    computed. Returns the K/V this rank holds at the end (its right neighbour's); its time is what overlap hides."""
+    ring = _KVRing(torch.stack([k, v]), group)
+    for _ in range(dist.get_world_size(group) - 1):
+        ring.send_on()
+        ring.receive()
+    return ring.current
+
+
+@dataclass(frozen=True)
+class RingTraffic:
+    """Bytes one rank sends in one pass of ring attention (it receives as many)."""
+
+    forward: int
+    backward: int
+
+
+def ring_traffic(world: int, kv_chunk_bytes: int) -> RingTraffic:
     """Bytes one rank sends: K and V (2 × ``kv_chunk_bytes``, one rank's K or V) to the right p−1 times forward;
     backward, the K/V again p−1 times and their gradients p times (the last hop brings them home)."""
     kv = 2 * kv_chunk_bytes
-    return {"forward": (world - 1) * kv, "backward": (world - 1) * kv + (world if world > 1 else 0) * kv}
+    return RingTraffic(forward=(world - 1) * kv, backward=(world - 1) * kv + (world if world > 1 else 0) * kv)
