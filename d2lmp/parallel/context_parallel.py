@@ -15,6 +15,7 @@ home. The messages are posted so that the next chunk's transfer overlaps this ch
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -77,6 +78,13 @@ def _post(send: torch.Tensor, recv_into: torch.Tensor, right: int, left: int, gr
     return [dist.irecv(recv_into, left, group, tag), dist.isend(send, right, group, tag)]
 
 
+# The last two finished exchanges, kept alive a little longer. Dropping a gloo request right after its wait frees
+# its buffer while gloo's I/O thread may still hold it, and the freeing thread spins until it lets go: on a busy
+# machine a scheduler tick (see ``collectives._last_requests``). Kept here, a request is dropped two waits later;
+# the price is that two messages' buffers outlive the call.
+_recent: deque[_Exchange] = deque(maxlen=2)
+
+
 class _Exchange:
     """``send`` on its way to the right neighbour and the left neighbour's message on its way into ``recv_into``."""
 
@@ -97,15 +105,14 @@ class _Exchange:
         for request in self._requests:
             request.wait()
         _add("wait_s", self.label, time.perf_counter() - start)
-        return self.received  # the requests stay alive with this object: see _KVRing
+        _recent.append(self)
+        return self.received
 
 
 class _KVRing:
     """One rank's K and V as one tensor, passed to the right each step while the step computes on ``current``.
 
-    Two buffers: what this step computes on (and sends), and what arrives for the next step. A finished
-    exchange is dropped only when the next one starts: dropping a gloo request right after its wait can spin
-    until gloo's I/O thread lets go of the buffer (see ``collectives._last_requests``).
+    Two buffers: what this step computes on (and sends), and what arrives for the next step.
     """
 
     def __init__(self, kv: torch.Tensor, group: Group, label: str = "K/V") -> None:
