@@ -39,7 +39,11 @@ _LOGS: list[RingLog] = []  # active logs; entered and left only through ``RingLo
 @dataclass
 class RingLog:
     """While the ``with`` block runs: bytes sent and received by label ("K/V", "dK/dV"), the elements of every
-    score block computed, seconds spent computing and seconds spent waiting for a message, by label."""
+    score block computed, seconds spent computing and seconds spent waiting for a message, by label.
+
+    The seconds are the host's: right for gloo ranks; under NCCL a wait returns once the GPU is told to wait,
+    so there the split between computing and waiting does not mean what it says.
+    """
 
     sent: dict[str, int] = field(default_factory=dict)
     received: dict[str, int] = field(default_factory=dict)
