@@ -15,7 +15,8 @@ from ..parallel import data_parallel as DP
 from ..parallel.launch import rank_device
 
 __all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_tensor_parallel",
-           "check_zero", "check_hybrid", "dtensor_mlp_check", "torch_pipelining_check"]
+           "check_zero", "check_hybrid", "dtensor_mlp_check", "torch_pipelining_check",
+           "check_context_parallel"]
 
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
 
@@ -185,3 +186,34 @@ def check_hybrid(rank: int, world: int, steps: int = 3, lr: float = 0.1) -> dict
     expected = one_device_shards([p.detach() for p in model.parameters()], result["tensor_rank"], tensor)
     name = f"hybrid {world // tensor} x {tensor} (data x tensor)"
     return {name: max(float((g - r).abs().max()) for g, r in zip(result["parameters"], expected))}
+
+
+def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, device: str = "auto") -> dict[str, float]:
+    """Max |difference| of ring attention's output and dq, dk, dv (this rank's chunks) from one device's
+    ``F.scaled_dot_product_attention`` on the whole sequence: both layouts, causal and not, each block kernel
+    (the fused one on CPU ranks only)."""
+    from torch.nn import functional as F
+
+    from ..parallel.attention_blocks import BLOCK_KERNELS
+    from ..parallel.context_layout import LAYOUTS, split_sequence
+    from ..parallel.context_parallel import ring_attention
+
+    dev = rank_device(device)
+    kernels = BLOCK_KERNELS if dev.type == "cpu" else ("explicit",)
+    g = torch.Generator().manual_seed(0)
+    q, k, v, probe = (torch.randn(2, 3, tokens_per_rank * world, 8, generator=g) for _ in range(4))
+    errors = {}
+    for causal in (True, False):
+        whole = [t.clone().requires_grad_(True) for t in (q, k, v)]
+        reference = F.scaled_dot_product_attention(*whole, is_causal=causal)
+        reference.backward(probe)
+        expected = [reference.detach()] + [t.grad for t in whole]
+        for layout, kernel in ((layout, kernel) for layout in LAYOUTS for kernel in kernels):
+            mine = [split_sequence(t, world, layout)[rank].to(dev).requires_grad_(True) for t in (q, k, v)]
+            out = ring_attention(*mine, causal=causal, layout=layout, kernel=kernel)
+            out.backward(split_sequence(probe, world, layout)[rank].to(dev))
+            got = [out.detach()] + [t.grad for t in mine]
+            for what, ours, want in zip(("output", "dq", "dk", "dv"), got, expected):
+                name = f"ring attention, {layout}, {'causal' if causal else 'no mask'}, {kernel}: {what}"
+                errors[name] = float((ours.cpu() - split_sequence(want, world, layout)[rank]).abs().max())
+    return errors
