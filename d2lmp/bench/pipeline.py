@@ -142,14 +142,14 @@ def interleaved_bench(world: int = 2, micro_batches: Sequence[int] = (2, 4, 8), 
     if batch < max(micro_batches):
         raise ValueError(f"batch {batch} is too small for {max(micro_batches)} micro-batches")
     build, x, y = _bench_data(batch, spec)
-    profiled: dict = {}
+    profiled: dict[int, list[float]] = {}
     costs = costs or (lambda micro: _profiled_costs(build, x, micro, profiled))
     plans = [(kind, m, v, balance(costs(batch // m), world * v))
              for m in micro_batches for kind, v in (("1f1b", 1), ("interleaved", chunks))]
     per_rank = launch(_interleaved_worker, world, build, plans, x, y, steps, timeout=900)
     rows = []
     for n, (kind, m, v, sizes) in enumerate(plans):
-        steps_events = [sum((r[n][0][s] for r in per_rank), []) for s in range(1, steps)]
+        steps_events: list[list[TimelineEvent]] = [sum((r[n][0][s] for r in per_rank), []) for s in range(1, steps)]
         rows.append(InterleavedBubble(world, kind, m, v, tuple(sizes),
                                       step_s=statistics.median(step_span(e) for e in steps_events),
                                       measured=statistics.median(measured_bubble_time(e, world) for e in steps_events),

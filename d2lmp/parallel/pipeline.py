@@ -91,6 +91,9 @@ class _RankRun:
                              f"each of at least one layer, and cover every layer ({len(full)})")
         if m > len(x):
             raise ValueError(f"{m} micro-batches need at least {m} examples, got {len(x)}")
+        if world == 1 and chunks > 1:
+            raise ValueError("several chunks need at least 2 ranks: on one rank, consecutive chunks would message "
+                             "the rank itself")
         self.dev = rank_device(device)
         full = full.to(self.dev)
         self.world, self.group, self.last, self.batch = world, group, world * chunks - 1, len(x)
