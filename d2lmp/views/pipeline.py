@@ -3,7 +3,9 @@ zero-bubble ZB-H1 drawn one above the other on the same time axis."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..parallel.pipeline_schedule import (
     COMPUTE_KINDS,
@@ -16,6 +18,10 @@ from ..parallel.pipeline_schedule import (
 from ..parallel.timeline import TimelineEvent
 from .figure import fig_ax, show
 from .timeline import KIND_COLOURS, plot_timeline
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["pipeline_widget", "plot_schedule_comparison"]
 
@@ -54,7 +60,8 @@ def _peak_in_flight(events) -> int:
     return peak
 
 
-def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: int = 2, axes=None):
+def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: int = 2,
+                             axes: Sequence[Axes] | None = None) -> Figure:
     """1F1B, interleaved 1F1B (``chunks`` per rank; Narayanan et al. 2021a) and zero-bubble ZB-H1 (Qi et al. 2024),
     simulated with forward 1 unit and backward 2 (ZB-H1: B 1 and W 1), each titled with its bubble over the busy
     time against its formula. A later chunk's blocks are lighter; each block carries its micro-batch."""
@@ -78,7 +85,7 @@ def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: in
     return fig
 
 
-def _draw_compute(ax, events: list[TimelineEvent], stages: int):
+def _draw_compute(ax: Axes | None, events: list[TimelineEvent], stages: int) -> Figure:
     """One row per rank: F, B and W blocks coloured by kind, lighter from the second chunk on, numbered."""
     from matplotlib.patches import Patch
 
