@@ -106,6 +106,10 @@ _ENTRIES = (
        "International Conference for High Performance Computing, Networking, Storage and Analysis (SC21); "
        "arXiv:2104.04473", 2021, "https://arxiv.org/abs/2104.04473",
        "Parameters and FLOPs per step in §5.1; ten GPT runs on up to 3,072 A100s in Table 1; interleaved 1F1B."),
+    _S("qi2024zero", "Qi, P.; Wan, X.; Huang, G.; Lin, M.", "Zero Bubble Pipeline Parallelism",
+       "The Twelfth International Conference on Learning Representations (ICLR 2024); arXiv:2401.10241", 2024,
+       "https://arxiv.org/abs/2401.10241",
+       "Splits each backward into B (input gradient) and W (weight gradient); the ZB-H1 schedule."),
     _S("korthikanti2022reducing", "Korthikanti, V.; Casper, J.; Lym, S.; McAfee, L.; Andersch, M.; Shoeybi, M.; "
        "Catanzaro, B.", "Reducing Activation Recomputation in Large Transformer Models",
        "Proceedings of Machine Learning and Systems 5 (MLSys 2023); arXiv:2205.05198", 2022,

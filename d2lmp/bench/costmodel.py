@@ -18,7 +18,9 @@ from ..parallel import data_parallel as DP
 from ..parallel.alpha_beta import fit_alpha_beta
 from ..parallel.costmodel import predict, this_machine
 from ..parallel.launch import launch
-from ..parallel.pipeline import balance, pipeline_steps, step_span
+from ..parallel.pipeline import pipeline_steps
+from ..parallel.pipeline_balance import balance
+from ..parallel.pipeline_schedule import step_span
 from ..parallel.tensor_parallel import ColumnParallelLinear
 from ..timing import benchmark
 from .allreduce import measure_all_reduces

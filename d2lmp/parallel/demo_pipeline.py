@@ -1,4 +1,4 @@
-"""torchrun entry point: every pipeline schedule (naive, GPipe, 1F1B) gives the unsplit model's gradients and outputs.
+"""torchrun entry point: every pipeline schedule (naive, GPipe, 1F1B, interleaved 1F1B) equals the unsplit model.
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.parallel.demo_pipeline
 
@@ -6,17 +6,22 @@ Every rank checks its own result; a rank that finds a mismatch says so on stderr
 with status 1, so torchrun (and a shell script or CI job around it) reports a failure.
 """
 
-from ..checks.ranks import check_pipeline
+from ..checks.ranks import check_interleaved_pipeline, check_pipeline
 from .launch import exit_after_torchrun, report_errors, run_from_env
 
-__all__ = ["TOLERANCE", "main"]
+__all__ = ["TOLERANCE", "check_every_schedule", "main"]
 
 TOLERANCE = 1e-5
 
 
+def check_every_schedule(rank: int, world: int) -> dict[str, float]:
+    """The plain schedules' check and the interleaved one's, in one run."""
+    return {**check_pipeline(rank, world), **check_interleaved_pipeline(rank, world)}
+
+
 def main() -> int:
-    """Run the check on this rank; return the exit status (0: everything matches, 1: a mismatch)."""
-    rank, world, errors = run_from_env(check_pipeline)
+    """Run the checks on this rank; return the exit status (0: everything matches, 1: a mismatch)."""
+    rank, world, errors = run_from_env(check_every_schedule)
     return report_errors("demo_pipeline", rank, world, errors, TOLERANCE)
 
 
