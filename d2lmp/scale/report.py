@@ -120,10 +120,10 @@ def planner_checks(efficiency: Efficiency = FITTED, runs: tuple[PublishedRun, ..
 
 
 def format_planner_checks(checks: list[PlannerCheck]) -> str:
-    lines = [f"{'row':<10}{'published configuration':<36}{'planner best':<36}{'rank':>6}{'best faster':>13}  verdict"]
+    lines = [f"{'row':<10}{'published configuration':<39}{'planner best':<39}{'rank':>6}{'best faster':>13}  verdict"]
     for c in checks:
         rank = "-" if c.rank is None else f"{c.rank}/{c.fitting}"
-        lines.append(f"{c.run.row:<10}{c.run.plan.describe():<36}{c.best.plan.describe():<36}{rank:>6}"
+        lines.append(f"{c.run.row:<10}{c.run.plan.describe():<39}{c.best.plan.describe():<39}{rank:>6}"
                      f"{c.gain:>12.1%}  {c.verdict}")
     return "\n".join(lines)
 
