@@ -132,7 +132,16 @@ _ENTRIES = (
        "https://arxiv.org/abs/2307.08691", "The backward pass from the saved log-sum-exp alone."),
     _S("dubey2024llama3", "Dubey, A.; Jauhri, A.; Pandey, A.; Kadian, A.; Al-Dahle, A.; Letman, A.; Mathur, A.",
        "The Llama 3 Herd of Models", "arXiv:2407.21783", 2024, "https://arxiv.org/abs/2407.21783",
-       "Llama Team, AI @ Meta. §3.3.2: context parallelism, rank i holding chunks i and 2·CP−1−i of 2·CP."),
+       "Llama Team, AI @ Meta. Table 3: the 8B, 70B and 405B shapes; §3.3.2: context parallelism, rank i holding "
+       "chunks i and 2·CP−1−i of 2·CP; §3.3.4: job interruptions during pre-training."),
+    _S("brown2020language", "Brown, T. B.; Mann, B.; Ryder, N.; Subbiah, M.; Kaplan, J.; Dhariwal, P.; "
+       "Neelakantan, A.; Shyam, P.; Sastry, G.; Askell, A.; Agarwal, S.; Herbert-Voss, A.; Krueger, G.; Henighan, T.; "
+       "Child, R.; Ramesh, A.; Ziegler, D. M.; Wu, J.; Winter, C.; Hesse, C.; Chen, M.; Sigler, E.; Litwin, M.; "
+       "Gray, S.; Chess, B.; Clark, J.; Berner, C.; McCandlish, S.; Radford, A.; Sutskever, I.; Amodei, D.",
+       "Language Models are Few-Shot Learners",
+       "Advances in Neural Information Processing Systems 33 (NeurIPS 2020); arXiv:2005.14165", 2020,
+       "https://arxiv.org/abs/2005.14165",
+       "Table 2.1: the shapes of the GPT-3 models (175B: 96 layers, d_model 12288, 96 heads, context 2048)."),
     _S("shoeybi2019megatron", "Shoeybi, M.; Patwary, M.; Puri, R.; LeGresley, P.; Casper, J.; Catanzaro, B.",
        "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", "arXiv:1909.08053",
        2019, "https://arxiv.org/abs/1909.08053"),
@@ -205,6 +214,15 @@ _ENTRIES = (
     _S("nvidia_h200_page", _NV, "NVIDIA H200 Tensor Core GPU", "NVIDIA product page", "n.d.",
        "https://www.nvidia.com/en-us/data-center/h200/"),
     _S("nvidia_nvlink_page", _NV, "NVLink and NVLink Switch", "NVIDIA product page", "n.d.", _NVLINK),
+    _S("nvidia_v100_page", _NV, "NVIDIA V100 Tensor Core GPU", "NVIDIA product page", "n.d.",
+       "https://www.nvidia.com/en-us/data-center/v100/",
+       "Specifications, V100 SXM2 column: 32 GB or 16 GB HBM2, 900 GB/s, 125 tensor TFLOPS, NVLink 300 GB/s, 300 W."),
+    _S("nvidia_ref_arch_basepod", _NV, "NVIDIA DGX BasePOD Reference Architecture: Core Components",
+       "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/"
+       "core-components.html",
+       "DGX H200 and H100 systems: eight GPUs, four OSFP ports serving eight single-port ConnectX-7 VPI, up to "
+       "400 Gb/s InfiniBand/Ethernet."),
     _S("nvidia_cuda_programming_guide", _NV, "CUDA C++ Programming Guide", "NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"),
     _S("nvidia_nccl_user_guide", _NV, "NCCL User Guide", "NVIDIA documentation", "n.d.",

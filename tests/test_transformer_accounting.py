@@ -6,11 +6,15 @@ from d2lmp.transformer_accounting import (
     Transformer,
     activation_bytes_per_layer,
     activation_parts,
+    embedding_activation_bytes,
     forward_flops,
     korthikanti_bytes_per_layer,
+    korthikanti_first_stage_bytes,
     narayanan_flops,
     narayanan_parameters,
+    output_activation_bytes,
     parameter_count,
+    pipeline_layers_in_flight,
     training_flops,
 )
 
@@ -70,3 +74,57 @@ def test_bad_shapes_are_value_errors(kwargs, word):
 def test_unknown_recompute_is_a_value_error():
     with pytest.raises(ValueError, match="recompute"):
         training_flops(SHAPES[2], 1, "some")
+
+
+def _peak_in_flight(ops):
+    held = peak = 0
+    for kind, _ in ops:
+        held += 1 if kind == "F" else -1
+        peak = max(peak, held)
+    return peak
+
+
+@pytest.mark.parametrize("pp, m", [(1, 1), (4, 2), (4, 8), (8, 64)])
+def test_1f1b_layers_in_flight_follow_the_schedule(pp, m):
+    """Each stage of 1F1B holds as many micro-batches as the project's own 1F1B schedule keeps in flight."""
+    from d2lmp.parallel.pipeline_schedule import schedule
+
+    layers = 8 * pp
+    for stage in range(pp):
+        in_flight = _peak_in_flight(schedule("1f1b", pp, stage, m))
+        assert pipeline_layers_in_flight(layers, pp, 1, m, stage) == in_flight * layers / pp
+
+
+@pytest.mark.parametrize("pp, v", [(2, 2), (4, 2), (8, 3), (35, 3)])
+def test_interleaved_first_stage_holds_korthikantis_factor(pp, v):
+    layers = pp * v * 2
+    assert pipeline_layers_in_flight(layers, pp, v) == pytest.approx(layers * (1 + (pp - 1) / (pp * v)), rel=1e-12)
+    assert pipeline_layers_in_flight(layers, pp, v, microbatches=1) == v * 2  # one micro-batch: its own chunks
+
+
+def test_layers_in_flight_rejects_a_pipeline_that_does_not_split():
+    with pytest.raises(ValueError, match="divisible"):
+        pipeline_layers_in_flight(10, 4)
+    with pytest.raises(ValueError, match="stage"):
+        pipeline_layers_in_flight(8, 4, stage=4)
+
+
+@pytest.mark.parametrize("pp, v", [(1, 1), (8, 1), (8, 2), (35, 3)])
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_first_stage_activations_equal_korthikantis_closed_form(pp, v, recompute):
+    """Layers in flight × bytes per layer + embedding dropout (+ the output layer when p = 1), with sequence
+    parallelism, is Korthikanti et al.'s eq. (5) with §4.2.3's interleaving factor and §4.4's extra layers."""
+    m, t = Transformer(layers=pp * v * 3, hidden=20480, heads=128, seq=2048, vocab=51200), 8
+    total = (pipeline_layers_in_flight(m.layers, pp, v) * activation_bytes_per_layer(m, 1, t, True, recompute)
+             + embedding_activation_bytes(m, 1, t, True, in_flight=pp))
+    if pp == 1:
+        total += output_activation_bytes(m, 1, t, True)
+    assert total == pytest.approx(korthikanti_first_stage_bytes(m.seq, 1, m.hidden, m.heads, m.vocab, m.layers,
+                                                                t, pp, v, recompute), rel=1e-12)
+
+
+def test_output_layer_keeps_the_32_bit_logits():
+    m = SHAPES[2]
+    assert output_activation_bytes(m, 2, 1, False) == 4 * m.seq * 2 * m.hidden + 4 * m.seq * 2 * m.vocab
+    assert embedding_activation_bytes(m, 2, 4, False, in_flight=3) == m.seq * 2 * m.hidden * 3
+    assert embedding_activation_bytes(m, 2, 4, True, in_flight=3, dropout=False) == 0
