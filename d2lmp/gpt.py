@@ -7,7 +7,8 @@ layer and LayerNorm, as in GPT-2 (Radford et al., 2019; ``radford2019language``)
 N(0, 0.02) (GPT, ``radford2018improving``) and the two projections that write into the residual stream
 from N(0, 0.02/√(2·layers)), GPT-2's scaling by the number of residual layers. The file follows the plan of
 nanoGPT's model (``karpathy_nanogpt``). :class:`GPTConfig` holds the shape (its :meth:`~GPTConfig.shape`
-is what ``transformer_accounting`` counts); ``PRESETS`` range from a few thousand parameters to ~10 M.
+is what ``transformer_accounting`` counts); ``PRESETS`` range from a few thousand parameters to ~10 M, all
+without dropout (so that two computations of the same model agree exactly) until asked for.
 
 The same model is an ``nn.Sequential`` of stages, ``[embed, block1, ..., blockN, head]``
 (:meth:`GPT.sequential`), for the pipeline code. Tied weights are then one Parameter shared by the first
@@ -84,8 +85,8 @@ class GPTConfig:
 
 PRESETS: dict[str, GPTConfig] = {
     "tiny": GPTConfig(layers=2, hidden=16, heads=2, seq=16),  # ~8 thousand parameters: tests, quick mode
-    "mini": GPTConfig(layers=4, hidden=64, heads=4, seq=64),  # ~0.2 M: trains on a laptop CPU in a minute
-    "small": GPTConfig(layers=6, hidden=384, heads=6, seq=256, dropout=0.2),  # ~10.8 M
+    "mini": GPTConfig(layers=4, hidden=64, heads=4, seq=64),  # ~0.2 M: a CPU trains it in minutes
+    "small": GPTConfig(layers=6, hidden=384, heads=6, seq=256),  # ~10.8 M: full-size runs
 }
 
 

@@ -14,6 +14,9 @@ Three counts, each compared under the same assumptions as the formula (dtype, dr
   credited to the module running (``saved_tensors_hooks``), against ``activation_parts``. The formula
   leaves out the LayerNorms' mean and 1/σ and, in our attention, the causal mask buffer that
   ``masked_fill`` keeps: :func:`saved_extras` itemises them, so measured = formula + extras exactly.
+  (With more than one sequence, the two attention products first copy the per-head views of Q, K and V into
+  contiguous tensors and keep the copies: they are exactly the formula's Q, K and V bytes; with one
+  sequence it keeps views of the fused QKV output instead, again 3·s·b·h values.)
 
 Each comparison is a :class:`Comparison` (name, formula, measured, difference, explanation);
 :func:`comparison_table` prints a list of them.
@@ -21,7 +24,8 @@ Each comparison is a :class:`Comparison` (name, formula, measured, difference, e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -181,17 +185,10 @@ MODULE_OF_PART = {
 }
 
 
-def saved_bytes_by_module(block: nn.Module, x: torch.Tensor) -> dict[str, int]:
-    """Run ``block(x)`` and credit every storage autograd saves to the innermost module running.
-
-    Each storage counts once, with its full size; parameters are left out (buffers are not). Keys
-    are module paths inside ``block`` ("attn.core"; "" for the block itself).
-    """
-    params = {p.untyped_storage().data_ptr() for p in block.parameters()}
+@contextlib.contextmanager
+def _running_modules(block: nn.Module) -> Iterator[list[str]]:
+    """Within the ``with``, the list yielded holds the paths of the modules running a forward, innermost last."""
     running: list[str] = []
-    seen: set[int] = set()
-    saved: dict[str, int] = {}
-    hooks = []
 
     def enter(name: str) -> Callable[[nn.Module, object], None]:
         def pre(mod: nn.Module, args: object) -> None:
@@ -201,24 +198,36 @@ def saved_bytes_by_module(block: nn.Module, x: torch.Tensor) -> dict[str, int]:
     def leave(mod: nn.Module, args: object, out: object) -> None:
         running.pop()  # returns None: the output stays as it is
 
-    for name, module in block.named_modules():
-        hooks.append(module.register_forward_pre_hook(enter(name)))
-        hooks.append(module.register_forward_hook(leave, always_call=True))
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        key = t.untyped_storage().data_ptr()
-        if key not in params and key not in seen:
-            seen.add(key)
-            where = running[-1] if running else ""
-            saved[where] = saved.get(where, 0) + t.untyped_storage().nbytes()
-        return t
-
+    hooks = [h for name, module in block.named_modules()
+             for h in (module.register_forward_pre_hook(enter(name)),
+                       module.register_forward_hook(leave, always_call=True))]
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            block(x)
+        yield running
     finally:
         for h in hooks:
             h.remove()
+
+
+def saved_bytes_by_module(block: nn.Module, x: torch.Tensor) -> dict[str, int]:
+    """Run ``block(x)`` and credit every storage autograd saves to the innermost module running.
+
+    Each storage counts once, with its full size; parameters are left out (buffers are not). Keys
+    are module paths inside ``block`` ("attn.core"; "" for the block itself).
+    """
+    params = {p.untyped_storage().data_ptr() for p in block.parameters()}
+    seen: set[int] = set()
+    saved: dict[str, int] = {}
+    with _running_modules(block) as running:
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            key = t.untyped_storage().data_ptr()
+            if key not in params and key not in seen:
+                seen.add(key)
+                where = running[-1] if running else ""
+                saved[where] = saved.get(where, 0) + t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            block(x)
     return saved
 
 

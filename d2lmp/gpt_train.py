@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -37,6 +37,11 @@ class LMHistory:
     def final_val_loss(self) -> float:
         return self.val_loss[-1] if self.val_loss else float("nan")
 
+    def add(self, step: int, train_loss: float, val_loss: float, seconds: float) -> LMHistory:
+        """This history with one more evaluation point."""
+        return replace(self, steps=(*self.steps, step), train_loss=(*self.train_loss, train_loss),
+                       val_loss=(*self.val_loss, val_loss), seconds=(*self.seconds, seconds))
+
 
 @torch.no_grad()
 def estimate_loss(model: nn.Module, ids: torch.Tensor, batch_size: int, seq: int, n_batches: int = 4,
@@ -60,6 +65,14 @@ def _optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.99))
 
 
+def _train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> None:
+    loss = lm_loss(model(x), y)
+    opt.zero_grad(set_to_none=True)
+    torch.autograd.backward(loss)
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
 def train_gpt(model: nn.Module, data: CharData, steps: int, seq: int, batch_size: int = 16, lr: float = 3e-3,
               weight_decay: float = 0.1, eval_every: int | None = None, eval_batches: int = 4, seed: int = 0,
               device: str | None = None, progress: bool = True,
@@ -76,33 +89,20 @@ def train_gpt(model: nn.Module, data: CharData, steps: int, seq: int, batch_size
     every = eval_every or max(1, steps // 10)
     device, _ = choose_device(device)
     model.to(device).train()
-    opt = _optimizer(model, lr, weight_decay)
-    stream = batches(data.train, batch_size, seq, seed)
-    points: dict[str, list[float]] = dict(steps=[], train=[], val=[], seconds=[])
+    opt, stream = _optimizer(model, lr, weight_decay), batches(data.train, batch_size, seq, seed)
+    history = LMHistory((), (), (), (), device, batch_size * seq)
     start = time.perf_counter()
-
-    def evaluate(step: int) -> LMHistory:
-        points["steps"].append(step)
-        points["train"].append(estimate_loss(model, data.train, batch_size, seq, eval_batches, device=device))
-        points["val"].append(estimate_loss(model, data.val, batch_size, seq, eval_batches, device=device))
-        points["seconds"].append(time.perf_counter() - start)
-        history = LMHistory(tuple(int(s) for s in points["steps"]), tuple(points["train"]), tuple(points["val"]),
-                            tuple(points["seconds"]), device, batch_size * seq)
-        if on_eval is not None:
-            on_eval(history)
-        return history
-
-    history = evaluate(0)
-    bar = tqdm(range(1, steps + 1), desc="training", disable=not progress)
-    for step in bar:
-        x, y = next(stream)
-        loss = lm_loss(model(x.to(device)), y.to(device))
-        opt.zero_grad(set_to_none=True)
-        torch.autograd.backward(loss)
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+    bar = tqdm(range(steps + 1), desc="training", disable=not progress)
+    for step in bar:  # step 0 only evaluates the fresh model
+        if step > 0:
+            x, y = next(stream)
+            _train_step(model, opt, x.to(device), y.to(device))
         if step % every == 0 or step == steps:
-            history = evaluate(step)
-            bar.set_postfix(train=f"{history.train_loss[-1]:.3f}", val=f"{history.val_loss[-1]:.3f}")
+            train_loss, val_loss = (estimate_loss(model, ids, batch_size, seq, eval_batches, device=device)
+                                    for ids in (data.train, data.val))
+            history = history.add(step, train_loss, val_loss, time.perf_counter() - start)
+            bar.set_postfix(train=f"{train_loss:.3f}", val=f"{val_loss:.3f}")
+            if on_eval is not None:
+                on_eval(history)
     bar.close()
     return history

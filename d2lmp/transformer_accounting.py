@@ -13,7 +13,10 @@ model at cluster scale are counted by the same functions. The conventions are th
 - Saved activations follow Korthikanti et al. (2022, §4; ``korthikanti2022reducing``): bytes per layer of
   ``s·b·h·(34 + 5·a·s/h)`` for 16-bit activations with dropout, divided by tensor and sequence parallelism
   as their equations (2)-(5) say. :func:`activation_parts` lists the saved tensors one by one, so a variant
-  (no dropout, 32-bit values, a gated MLP) changes only the tensors it changes.
+  (no dropout, 32-bit values, a gated MLP) changes only the tensors it changes; :func:`layernorm_statistics`
+  lists the small tensors that count leaves out.
+- :func:`layer_flop_parts` and :func:`block_anatomy` split one block by part (``BLOCK_PARTS``): where its
+  parameters, FLOPs and saved bytes are.
 
 Symbols: ``s`` sequence length, ``b`` micro-batch size, ``h`` hidden size, ``a`` attention heads, ``l``
 layers, ``V`` vocabulary, ``f`` MLP width, ``t`` tensor-parallel size.
