@@ -13,7 +13,10 @@ model at cluster scale are counted by the same functions. The conventions are th
 - Saved activations follow Korthikanti et al. (2022, §4; ``korthikanti2022reducing``): bytes per layer of
   ``s·b·h·(34 + 5·a·s/h)`` for 16-bit activations with dropout, divided by tensor and sequence parallelism
   as their equations (2)-(5) say. :func:`activation_parts` lists the saved tensors one by one, so a variant
-  (no dropout, 32-bit values, a gated MLP) changes only the tensors it changes.
+  (no dropout, 32-bit values, a gated MLP) changes only the tensors it changes; :func:`layernorm_statistics`
+  lists the small tensors that count leaves out.
+- :func:`layer_flop_parts` and :func:`block_anatomy` split one block by part (``BLOCK_PARTS``): where its
+  parameters, FLOPs and saved bytes are.
 
 Symbols: ``s`` sequence length, ``b`` micro-batch size, ``h`` hidden size, ``a`` attention heads, ``l``
 layers, ``V`` vocabulary, ``f`` MLP width, ``t`` tensor-parallel size, ``p`` pipeline-parallel size, ``v``
@@ -32,11 +35,13 @@ from dataclasses import dataclass
 
 __all__ = ["RECOMPUTE", "Transformer", "ParameterCount", "layer_parameters", "parameter_count",
            "narayanan_parameters", "layer_forward_flops", "forward_flops", "training_flops", "narayanan_flops",
-           "attention_core_flops", "ActivationPart", "activation_parts", "activation_bytes_per_layer",
-           "korthikanti_bytes_per_layer", "pipeline_layers_in_flight", "embedding_activation_bytes",
-           "output_activation_bytes", "korthikanti_first_stage_bytes"]
+           "attention_core_flops", "LayerFlops", "layer_flop_parts", "ActivationPart", "activation_parts",
+           "activation_bytes_per_layer", "korthikanti_bytes_per_layer", "layernorm_statistics", "BLOCK_PARTS",
+           "BlockAnatomy", "block_anatomy"]
 
 RECOMPUTE = ("none", "selective", "full")
+# The parts of a block, in the order data flows through them (attention core: scores, softmax, weighted values).
+BLOCK_PARTS = ("LayerNorms", "QKV projection", "attention core", "output projection", "MLP")
 
 
 @dataclass(frozen=True)
@@ -116,11 +121,17 @@ class ParameterCount:
                 + self.final_norm)
 
 
+def _projection_parameters(m: Transformer) -> tuple[int, int]:
+    """(Q, K and V projections, output projection) parameters of one block."""
+    h, kv, b = m.hidden, m.kv_hidden, 1 if m.bias else 0
+    return h * (h + 2 * kv) + b * (h + 2 * kv), h * h + b * h
+
+
 def layer_parameters(m: Transformer) -> tuple[int, int, int]:
     """(attention, MLP, LayerNorm) parameters of one block."""
-    h, f, kv = m.hidden, m.ffn_size, m.kv_hidden
+    h, f = m.hidden, m.ffn_size
     b = 1 if m.bias else 0
-    attention = h * (h + 2 * kv) + b * (h + 2 * kv) + h * h + b * h  # Q, K, V, then the output projection
+    attention = sum(_projection_parameters(m))
     matrices = 3 if m.gated_mlp else 2
     mlp = matrices * h * f + b * ((matrices - 1) * f + h)
     norms = 2 * (2 if m.bias else 1) * h  # weight (and bias) of two LayerNorms
@@ -148,12 +159,32 @@ def attention_core_flops(m: Transformer, batch: int = 1) -> int:
     return 4 * batch * m.seq**2 * m.hidden
 
 
+@dataclass(frozen=True)
+class LayerFlops:
+    """Forward FLOPs of one block by matrix product; ``scores + values`` is :func:`attention_core_flops`."""
+
+    qkv: int  # the Q, K and V projections
+    scores: int  # Q·Kᵀ over the full seq × seq square
+    values: int  # softmax(...)·V
+    output: int  # the output projection
+    mlp: int  # the MLP's two (gated: three) matrices
+
+    @property
+    def total(self) -> int:
+        return self.qkv + self.scores + self.values + self.output + self.mlp
+
+
+def layer_flop_parts(m: Transformer, batch: int = 1) -> LayerFlops:
+    """Forward FLOPs of one block for ``batch`` sequences, product by product (2 per multiply-add)."""
+    tokens, h, f = batch * m.seq, m.hidden, m.ffn_size
+    core = attention_core_flops(m, batch)
+    return LayerFlops(qkv=2 * tokens * h * (h + 2 * m.kv_hidden), scores=core // 2, values=core // 2,
+                      output=2 * tokens * h * h, mlp=2 * tokens * h * f * (3 if m.gated_mlp else 2))
+
+
 def layer_forward_flops(m: Transformer, batch: int = 1) -> int:
     """Forward FLOPs of one block for ``batch`` sequences: its matrix products, 24·b·s·h² + 4·b·s²·h for GPT."""
-    tokens, h, f = batch * m.seq, m.hidden, m.ffn_size
-    projections = 2 * tokens * h * (h + 2 * m.kv_hidden) + 2 * tokens * h * h
-    mlp = 2 * tokens * h * f * (3 if m.gated_mlp else 2)
-    return projections + attention_core_flops(m, batch) + mlp
+    return layer_flop_parts(m, batch).total
 
 
 def forward_flops(m: Transformer, batch: int = 1) -> int:
@@ -186,13 +217,15 @@ class ActivationPart:
     """One tensor a block saves for its backward pass: its name, its bytes, and whether it is split.
 
     ``tensor_parallel``: it lies inside a tensor-parallel region (divided by t); ``scores``: it is
-    ``a·s²`` wide (what selective recomputation and flash attention do not keep).
+    ``a·s²`` wide (what selective recomputation and flash attention do not keep); ``part``: the part of
+    the block (one of ``BLOCK_PARTS``) whose backward needs it.
     """
 
     name: str
     nbytes: int
     tensor_parallel: bool
     scores: bool = False
+    part: str = ""
 
 
 def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True, value_bytes: int = 2,
@@ -205,32 +238,33 @@ def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True,
     sb, h, f, kv = m.seq * micro_batch, m.hidden, m.ffn_size, m.kv_hidden
     scores = m.heads * m.seq**2 * micro_batch
     p, k = value_bytes, mask_bytes
+    norms, qkv, core, out, mlp = BLOCK_PARTS
     parts = [
-        ActivationPart("LayerNorm 1 input", p * sb * h, False),
-        ActivationPart("QKV input (LayerNorm 1 output)", p * sb * h, False),
-        ActivationPart("Q", p * sb * h, True),
-        ActivationPart("K", p * sb * kv, True),
-        ActivationPart("V", p * sb * kv, True),
-        ActivationPart("softmax output", p * scores, True, scores=True),
+        ActivationPart("LayerNorm 1 input", p * sb * h, False, part=norms),
+        ActivationPart("QKV input (LayerNorm 1 output)", p * sb * h, False, part=qkv),
+        ActivationPart("Q", p * sb * h, True, part=core),
+        ActivationPart("K", p * sb * kv, True, part=core),
+        ActivationPart("V", p * sb * kv, True, part=core),
+        ActivationPart("softmax output", p * scores, True, scores=True, part=core),
     ]
     if dropout:
-        parts += [ActivationPart("attention dropout mask", k * scores, True, scores=True),
-                  ActivationPart("attention dropout output", p * scores, True, scores=True)]
-    parts.append(ActivationPart("output projection input", p * sb * h, True))
+        parts += [ActivationPart("attention dropout mask", k * scores, True, scores=True, part=core),
+                  ActivationPart("attention dropout output", p * scores, True, scores=True, part=core)]
+    parts.append(ActivationPart("output projection input", p * sb * h, True, part=out))
     if dropout:
-        parts.append(ActivationPart("attention output dropout mask", k * sb * h, False))
-    parts += [ActivationPart("LayerNorm 2 input", p * sb * h, False),
-              ActivationPart("MLP input (LayerNorm 2 output)", p * sb * h, False)]
+        parts.append(ActivationPart("attention output dropout mask", k * sb * h, False, part=out))
+    parts += [ActivationPart("LayerNorm 2 input", p * sb * h, False, part=norms),
+              ActivationPart("MLP input (LayerNorm 2 output)", p * sb * h, False, part=mlp)]
     if m.gated_mlp:
-        parts += [ActivationPart("gate output (activation input)", p * sb * f, True),
-                  ActivationPart("activation output", p * sb * f, True),
-                  ActivationPart("up projection output", p * sb * f, True),
-                  ActivationPart("down projection input", p * sb * f, True)]
+        parts += [ActivationPart("gate output (activation input)", p * sb * f, True, part=mlp),
+                  ActivationPart("activation output", p * sb * f, True, part=mlp),
+                  ActivationPart("up projection output", p * sb * f, True, part=mlp),
+                  ActivationPart("down projection input", p * sb * f, True, part=mlp)]
     else:
-        parts += [ActivationPart("first linear output (GeLU input)", p * sb * f, True),
-                  ActivationPart("GeLU output (second linear input)", p * sb * f, True)]
+        parts += [ActivationPart("first linear output (GeLU input)", p * sb * f, True, part=mlp),
+                  ActivationPart("GeLU output (second linear input)", p * sb * f, True, part=mlp)]
     if dropout:
-        parts.append(ActivationPart("MLP dropout mask", k * sb * h, False))
+        parts.append(ActivationPart("MLP dropout mask", k * sb * h, False, part=mlp))
     return parts
 
 
@@ -273,61 +307,38 @@ def korthikanti_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: 
     return sbh * (10 + 24 / t + scores)
 
 
-def pipeline_layers_in_flight(layers: int, pp: int = 1, interleave: int = 1, microbatches: int | None = None,
-                              stage: int = 0) -> float:
-    """How many layers' activations (of one micro-batch each) pipeline stage ``stage`` holds at its peak.
+def layernorm_statistics(m: Transformer, micro_batch: int = 1, stat_bytes: int = 4) -> list[ActivationPart]:
+    """What Korthikanti et al.'s count leaves out: each LayerNorm also keeps a mean and 1/σ per token.
 
-    1F1B (``interleave`` 1): stage ``r`` runs ``p − r`` forwards before its first backward, so the first stage
-    holds ``min(p, m)`` micro-batches, each through ``L/p`` layers: ``L`` layers' worth when ``m ≥ p``.
-    Interleaved: stage ``r`` runs ``2(p−r−1) + (v−1)·p`` chunk forwards before its first backward and one more
-    in the steady state; the first stage holds ``p·v + p − 1`` chunks of ``L/(p·v)`` layers, ``L·(1 + (p−1)/(p·v))``
-    (Korthikanti et al. 2022, §4.2.3). ``microbatches`` None means enough to fill the pipeline.
+    Two LayerNorms × two values × ``s·b`` tokens × ``stat_bytes`` (PyTorch keeps them in float32 on CUDA
+    for 16-bit inputs, in the input's own type on the CPU); small next to ``s·b·h``.
     """
-    if pp < 1 or interleave < 1:
-        raise ValueError(f"pp and interleave must be at least 1, got pp={pp}, interleave={interleave}")
-    if not 0 <= stage < pp:
-        raise ValueError(f"stage must be in 0..{pp - 1}, got {stage}")
-    if layers % (pp * interleave):
-        raise ValueError(f"layers ({layers}) must be divisible by pp × interleave ({pp} × {interleave})")
-    if interleave == 1:
-        in_flight = pp - stage if microbatches is None else min(pp - stage, microbatches)
-        return in_flight * layers / pp
-    chunks = 2 * (pp - stage - 1) + (interleave - 1) * pp + 1
-    if microbatches is not None:
-        chunks = min(chunks, microbatches * interleave)
-    return chunks * layers / (pp * interleave)
+    sb = m.seq * micro_batch
+    return [ActivationPart(f"LayerNorm {i} mean and 1/σ", 2 * stat_bytes * sb, False, part=BLOCK_PARTS[0])
+            for i in (1, 2)]
 
 
-def embedding_activation_bytes(m: Transformer, micro_batch: int = 1, tp: int = 1, sequence_parallel: bool = False,
-                               in_flight: int = 1, dropout: bool = True, mask_bytes: int = 1) -> float:
-    """The input embedding's saved tensor on the first stage: its dropout mask, ``s·b·h`` bytes per micro-batch
-    (split by ``tp`` under sequence parallelism), for each of the ``in_flight`` micro-batches (Korthikanti §4.4:
-    ``s·b·h·p/t``)."""
-    if not dropout:
-        return 0.0
-    return mask_bytes * m.seq * micro_batch * m.hidden * in_flight / (tp if sequence_parallel else 1)
+@dataclass(frozen=True)
+class BlockAnatomy:
+    """Where one block's parameters, forward FLOPs and saved activation bytes are, by part (``parts``)."""
+
+    parts: tuple[str, ...]
+    parameters: tuple[int, ...]
+    flops: tuple[int, ...]
+    activation_bytes: tuple[int, ...]
 
 
-def output_activation_bytes(m: Transformer, micro_batch: int = 1, tp: int = 1, sequence_parallel: bool = False,
-                            value_bytes: int = 2, logit_bytes: int = 4) -> float:
-    """The output layer's saved tensors on the last stage (Korthikanti §4.4), for one micro-batch: the final
-    LayerNorm's input and the projection's input (``value_bytes·s·b·h`` each, split by ``tp`` under sequence
-    parallelism) and the 32-bit logits the cross-entropy keeps (``4·s·b·V/t``): ``4·s·b·h/t·(1 + V/h)``
-    with sequence parallelism."""
-    sbh = m.seq * micro_batch * m.hidden
-    return (2 * value_bytes * sbh / (tp if sequence_parallel else 1)
-            + logit_bytes * m.seq * micro_batch * m.vocab / tp)
+def block_anatomy(m: Transformer, micro_batch: int = 1, dropout: bool = True, value_bytes: int = 2,
+                  mask_bytes: int = 1) -> BlockAnatomy:
+    """One block's parameters, forward FLOPs (``micro_batch`` sequences) and saved bytes, split by ``BLOCK_PARTS``.
 
-
-def korthikanti_first_stage_bytes(seq: int, micro_batch: int, hidden: int, heads: int, vocab: int, layers: int,
-                                  tp: int = 1, pp: int = 1, interleave: int = 1, recompute: str = "none") -> float:
-    """Korthikanti et al. (2022), eq. (5) and §4.2.3-§4.4, with sequence parallelism: the first stage's activations
-    ``L`` layers' worth (× ``1 + (p−1)/(p·v)`` interleaved) of the per-layer closed form, the embedding dropout
-    ``s·b·h·p/t``, and with ``p = 1`` (the last stage is the first) the output layer ``4·s·b·h/t·(1 + V/h)``."""
-    per_layer = korthikanti_bytes_per_layer(seq, micro_batch, hidden, heads, tp, True, recompute)
-    factor = 1 + (pp - 1) / (pp * interleave) if interleave > 1 else 1
-    sbh = seq * micro_batch * hidden
-    total = per_layer * layers * factor + sbh * pp / tp
-    if pp == 1:
-        total += 4 * sbh / tp * (1 + vocab / hidden)
-    return total
+    The saved bytes are :func:`activation_parts` (Q, K and V count for the attention core, whose products
+    need them); the LayerNorms' own statistics are not included.
+    """
+    qkv_params, out_params = _projection_parameters(m)
+    _, mlp_params, norm_params = layer_parameters(m)
+    fl = layer_flop_parts(m, micro_batch)
+    saved = activation_parts(m, micro_batch, dropout, value_bytes, mask_bytes)
+    return BlockAnatomy(parts=BLOCK_PARTS, parameters=(norm_params, qkv_params, 0, out_params, mlp_params),
+                        flops=(0, fl.qkv, fl.scores + fl.values, fl.output, fl.mlp),
+                        activation_bytes=tuple(sum(p.nbytes for p in saved if p.part == name) for name in BLOCK_PARTS))

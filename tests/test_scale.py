@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from d2lmp import transformer_accounting as ta
+from d2lmp import transformer_stage_memory as tsm
 from d2lmp.bibliography import SOURCES
 from d2lmp.scale import GPU_PRESETS, MODEL_PRESETS, Cluster, Plan, Transformer, gpu_preset, model_preset, predict
 from d2lmp.scale.layout import check_plan
@@ -154,7 +155,7 @@ def test_activation_memory_is_korthikantis_closed_form(recompute):
                     sequence_parallel=True, interleave=v)
         cluster = Cluster(gpu="A100-80GB", gpus=8 * pp)
         got = stage_activation_bytes(m, plan, check_plan(m, cluster, plan), "first")
-        assert got == pytest.approx(ta.korthikanti_first_stage_bytes(m.seq, 1, m.hidden, m.heads, m.vocab, m.layers,
+        assert got == pytest.approx(tsm.korthikanti_first_stage_bytes(m.seq, 1, m.hidden, m.heads, m.vocab, m.layers,
                                                                      8, pp, v, recompute), rel=1e-12)
 
 

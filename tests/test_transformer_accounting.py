@@ -3,19 +3,27 @@
 import pytest
 
 from d2lmp.transformer_accounting import (
+    BLOCK_PARTS,
     Transformer,
     activation_bytes_per_layer,
     activation_parts,
-    embedding_activation_bytes,
+    attention_core_flops,
+    block_anatomy,
     forward_flops,
     korthikanti_bytes_per_layer,
-    korthikanti_first_stage_bytes,
+    layer_flop_parts,
+    layer_forward_flops,
+    layernorm_statistics,
     narayanan_flops,
     narayanan_parameters,
-    output_activation_bytes,
     parameter_count,
-    pipeline_layers_in_flight,
     training_flops,
+)
+from d2lmp.transformer_stage_memory import (
+    embedding_activation_bytes,
+    korthikanti_first_stage_bytes,
+    output_activation_bytes,
+    pipeline_layers_in_flight,
 )
 
 # GPT-3 175B and the 1.7B model of Narayanan et al. (2021), Table 1 (vocabulary 51,200, sequence 2,048).
@@ -128,3 +136,32 @@ def test_output_layer_keeps_the_32_bit_logits():
     assert output_activation_bytes(m, 2, 1, False) == 4 * m.seq * 2 * m.hidden + 4 * m.seq * 2 * m.vocab
     assert embedding_activation_bytes(m, 2, 4, False, in_flight=3) == m.seq * 2 * m.hidden * 3
     assert embedding_activation_bytes(m, 2, 4, True, in_flight=3, dropout=False) == 0
+@pytest.mark.parametrize("m", SHAPES + [Transformer(layers=2, hidden=64, heads=8, seq=16, vocab=10, kv_heads=2,
+                                                    gated_mlp=True, bias=False)], ids=lambda m: f"h{m.hidden}")
+@pytest.mark.parametrize("batch", [1, 3])
+def test_flop_parts_add_up_to_the_block_and_to_gpts_closed_form(m, batch):
+    parts = layer_flop_parts(m, batch)
+    assert parts.total == layer_forward_flops(m, batch)
+    assert parts.scores + parts.values == attention_core_flops(m, batch)
+    if not m.gated_mlp and m.kv_heads is None:
+        b, s, h = batch, m.seq, m.hidden
+        assert (parts.qkv, parts.output, parts.mlp) == (6 * b * s * h * h, 2 * b * s * h * h, 16 * b * s * h * h)
+        assert parts.total == 24 * b * s * h * h + 4 * b * s * s * h
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_the_anatomy_of_a_block_adds_up_to_its_totals(dropout):
+    m = SHAPES[1]
+    anatomy = block_anatomy(m, 2, dropout=dropout)
+    assert anatomy.parts == BLOCK_PARTS
+    assert sum(anatomy.parameters) == parameter_count(m).per_layer
+    assert sum(anatomy.flops) == layer_forward_flops(m, 2)
+    assert sum(anatomy.activation_bytes) == activation_bytes_per_layer(m, 2, dropout=dropout)
+    assert anatomy.parameters[BLOCK_PARTS.index("attention core")] == 0
+    assert {p.part for p in activation_parts(m, dropout=dropout)} == set(BLOCK_PARTS)
+
+
+def test_layernorm_statistics_are_two_values_per_token_per_layernorm():
+    m = SHAPES[2]
+    stats = layernorm_statistics(m, micro_batch=3, stat_bytes=4)
+    assert [s.nbytes for s in stats] == [2 * 4 * 3 * m.seq] * 2

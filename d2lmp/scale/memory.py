@@ -18,14 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..transformer_accounting import (
-    Transformer,
-    activation_bytes_per_layer,
-    embedding_activation_bytes,
-    layer_parameters,
-    output_activation_bytes,
-    pipeline_layers_in_flight,
-)
+from ..transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
+from ..transformer_stage_memory import embedding_activation_bytes, output_activation_bytes, pipeline_layers_in_flight
 from .layout import Layout, Plan
 
 __all__ = ["STATE_BYTES", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
