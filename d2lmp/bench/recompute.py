@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -59,8 +60,8 @@ class RecomputeResult:
 
     name: str
     sizes: list[int]  # layers per segment
-    predicted_bytes: dict  # recompute.predict_saved_with_recompute
-    measured_bytes: dict  # recompute.measure_saved_with_recompute
+    predicted_bytes: dict[str, Any]  # recompute.predict_saved_with_recompute
+    measured_bytes: dict[str, Any]  # recompute.measure_saved_with_recompute
     timing: RecomputeTiming
 
 

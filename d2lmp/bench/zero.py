@@ -12,6 +12,7 @@ import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -63,7 +64,7 @@ def _check(world: int, sizes: tuple[int, ...], batch: int, steps: int, rounds: i
 
 
 def _worker(rank: int, world: int, sizes: tuple[int, ...], batch: int, steps: int, rounds: int,
-            progress: bool) -> dict[str, dict]:
+            progress: bool) -> dict[str, dict[str, Any]]:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=g)
     y = torch.randint(0, sizes[-1], (batch,), generator=g)

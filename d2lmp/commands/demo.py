@@ -29,7 +29,7 @@ from ..checks.ranks import (
 )
 from ..parallel.launch import exit_after_torchrun, run_from_env
 
-__all__ = ["Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
+__all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
 
 PROG = "d2lmp.commands.demo"
 

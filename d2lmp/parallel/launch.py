@@ -27,7 +27,9 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -38,6 +40,7 @@ __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "lo
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
 LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"
+T = TypeVar("T")
 
 
 class WorkerError(RuntimeError):
@@ -292,7 +295,7 @@ def _stop(procs):
             p.join(1)
 
 
-def run_from_env(fn, *args):
+def run_from_env(fn: Callable[..., T], *args: Any) -> tuple[int, int, T]:
     """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))

@@ -36,7 +36,7 @@ def command(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def add_benchmarks(subparsers: argparse._SubParsersAction) -> None:
+def add_benchmarks(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add one subcommand per benchmark, with its options, to ``d2lmp bench``'s subparsers."""
     for name in BENCHMARKS:
         module = command(name)
