@@ -247,12 +247,12 @@ def test_schedule_bench_times_gpipe_and_1f1b_alike():
     from d2lmp.bench.pipeline import schedule_bench
 
     rows = schedule_bench(worlds=(2,), micro_batches=(2, 4), batch=8, steps=2, spec=DP.MLPSpec((8, 16, 16, 4)))
-    assert [(r["kind"], r["micro_batches"]) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
+    assert [(r.kind, r.micro_batches) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
     for r in rows:
-        assert r["step_s"] > 0 and r["bubble"] < 1 and r["theory"] == S.bubble_fraction(2, r["micro_batches"])
-        m = r["micro_batches"]
-        assert r["peak_in_flight"] == ([m, m] if r["kind"] == "gpipe" else [2, 1])
-        assert all(b > 0 for b in r["peak_saved_bytes"])
+        assert r.step_s > 0 and r.bubble < 1 and r.theory == S.bubble_fraction(2, r.micro_batches)
+        m = r.micro_batches
+        assert r.peak_in_flight == ([m, m] if r.kind == "gpipe" else [2, 1])
+        assert all(b > 0 for b in r.peak_saved_bytes)
     with pytest.raises(ValueError, match="steps must be at least 2"):
         schedule_bench(steps=1)
 

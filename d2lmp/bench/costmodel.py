@@ -1,13 +1,15 @@
 """Cost-model benchmark: the analytic model's predicted step time against steps measured here.
 
 The model (``parallel.costmodel``) is calibrated on this machine (one rank's FLOP/s and a fitted
-all-reduce α and β), then data, pipeline and tensor parallelism of an MLP run on 2 CPU ranks.
+all-reduce α and β), then data, pipeline and tensor parallelism of an MLP run on 2 CPU ranks; one
+``StrategyTiming`` per strategy holds the prediction, its parts and the measurement.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -25,7 +27,20 @@ from ..parallel.tensor_parallel import ColumnParallelLinear
 from ..timing import benchmark
 from .allreduce import measure_all_reduces
 
-__all__ = ["costmodel_bench"]
+__all__ = ["StrategyTiming", "costmodel_bench"]
+
+
+@dataclass(frozen=True)
+class StrategyTiming:
+    """One strategy's predicted step (and its compute, communication and bubble parts) against the measured one."""
+
+    strategy: str  # "data", "pipeline" or "tensor"
+    predicted_s: float
+    measured_s: float
+    ratio: float  # predicted / measured
+    compute_s: float
+    comm_s: float
+    bubble_s: float
 
 
 def _tp_mlp_worker(rank, world, spec, batch, steps):
@@ -69,7 +84,7 @@ def _step_time_worker(rank, world, spec, batch, min_time):
     return benchmark(one_step, min_time=min_time).median
 
 
-def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[dict]:
+def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[StrategyTiming]:
     """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
     spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
     rows = layer_table(spec.build(), (batch, spec.sizes[0]))
@@ -87,6 +102,7 @@ def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = 
     out = []
     for strategy, seconds in measured.items():
         p = predict(rows, strategy, hw, batch, micro_batches=4, batch_of_table=batch, stage_sizes=sizes)
-        out.append(dict(strategy=strategy, predicted_s=p.step_s, measured_s=seconds, ratio=p.step_s / seconds,
-                        compute_s=p.compute_s, comm_s=p.comm_s, bubble_s=p.bubble_s))
+        out.append(StrategyTiming(strategy=strategy, predicted_s=p.step_s, measured_s=seconds,
+                                  ratio=p.step_s / seconds, compute_s=p.compute_s, comm_s=p.comm_s,
+                                  bubble_s=p.bubble_s))
     return out

@@ -1,7 +1,9 @@
 """Pipeline benchmark: balanced vs equal partitions, measured vs theoretical bubbles, GPipe, 1F1B, interleaved 1F1B.
 
 The network is ``models.pipeline_model`` (a half-width AlexNet) on 115×115 inputs, split over
-ranks by ``parallel.pipeline_balance`` and run with real processes by ``parallel.pipeline``.
+ranks by ``parallel.pipeline_balance`` and run with real processes by ``parallel.pipeline``. ``pipeline_bench``
+returns a ``PipelineBench`` (``PartitionTiming``, ``BubbleTiming`` and ``InterleavedBubble`` rows), ``schedule_bench``
+``ScheduleTiming`` rows.
 """
 
 from __future__ import annotations
@@ -28,7 +30,53 @@ from ..parallel.pipeline_schedule import (
 )
 from ..parallel.timeline import TimelineEvent
 
-__all__ = ["InterleavedBubble", "interleaved_bench", "pipeline_bench", "schedule_bench"]
+__all__ = ["PartitionTiming", "BubbleTiming", "PipelineBench", "ScheduleTiming", "InterleavedBubble",
+           "interleaved_bench", "pipeline_bench", "schedule_bench"]
+
+
+@dataclass(frozen=True)
+class PartitionTiming:
+    """One partition of the layers over ``world`` stages (GPipe, 4 micro-batches): its median step."""
+
+    world: int
+    partition: str  # "equal layers" or "balanced"
+    sizes: list[int]  # layers per stage
+    step_s: float
+
+
+@dataclass(frozen=True)
+class BubbleTiming:
+    """The measured bubble fraction of one micro-batch count against the theory (p-1)/(m+p-1)."""
+
+    world: int
+    micro_batches: int
+    sizes: list[int]  # layers per stage, balanced at the micro-batch size
+    measured: float
+    theory: float
+
+
+@dataclass(frozen=True)
+class PipelineBench:
+    """``pipeline_bench``'s result: the partitions compared, and the bubbles measured."""
+
+    partitions: list[PartitionTiming]
+    bubbles: list[BubbleTiming]
+    interleaved: list[InterleavedBubble]  # 2 ranks, every even m: 1F1B and interleaved 1F1B
+
+
+@dataclass(frozen=True)
+class ScheduleTiming:
+    """One schedule at one micro-batch count: its median step, bubble, and what each stage held at most."""
+
+    world: int
+    kind: str  # "gpipe" or "1f1b"
+    micro_batches: int
+    sizes: list[int]  # layers per stage
+    step_s: float
+    bubble: float  # measured
+    theory: float  # (p-1)/(m+p-1), the same for GPipe and 1F1B
+    peak_in_flight: list[int]  # per stage: micro-batches whose activations were held at once
+    peak_saved_bytes: list[int]  # per stage
 
 
 def _bench_data(batch: int, spec: DP.MLPSpec | None):
@@ -47,11 +95,10 @@ def _profiled_costs(build, x, micro: int, cache: dict) -> list[float]:
     return cache[micro]
 
 
-def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 4,
-                   chunks: int = 2) -> dict:
-    """Balanced vs equal-layer partitions (GPipe, m=4), measured vs theoretical bubbles (balanced), and
-    under "interleaved" the ``interleaved_bench`` records (2 ranks, ``chunks`` chunks per rank, every m of
-    ``micro_batches`` that is even).
+def pipeline_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] = (1, 2, 4, 8), batch: int = 128,
+                   steps: int = 4, chunks: int = 2) -> PipelineBench:
+    """Balanced vs equal-layer partitions (GPipe, m=4), measured vs theoretical bubbles (balanced), and the
+    ``interleaved_bench`` records (2 ranks, ``chunks`` chunks per rank, every m of ``micro_batches`` that is even).
 
     Layer costs are not proportional to the batch (a small batch uses the vector units less well,
     and each operator has a fixed overhead), so every partition is balanced on costs profiled at
@@ -74,20 +121,21 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
         return (statistics.median(step_span(e) for e in steps_events),
                 statistics.median(measured_bubble(e, world) for e in steps_events))
 
-    out = {"partitions": [], "bubbles": []}
+    partitions: list[PartitionTiming] = []
+    bubbles: list[BubbleTiming] = []
     costs = costs_at(batch // 4)
     for world in worlds:
         for name, sizes in (("equal layers", equal_split(len(costs), world)), ("balanced", balance(costs, world))):
             span, _ = run(world, sizes, "gpipe", 4)
-            out["partitions"].append(dict(world=world, partition=name, sizes=sizes, step_s=span))
+            partitions.append(PartitionTiming(world=world, partition=name, sizes=sizes, step_s=span))
     for m in micro_batches:
         sizes = balance(costs_at(batch // m), 2)
         _, bubble = run(2, sizes, "gpipe", m)
-        out["bubbles"].append(dict(world=2, micro_batches=m, sizes=sizes, measured=bubble,
+        bubbles.append(BubbleTiming(world=2, micro_batches=m, sizes=sizes, measured=bubble,
                                    theory=bubble_fraction(2, m)))
     even = tuple(m for m in micro_batches if m % 2 == 0)
-    out["interleaved"] = interleaved_bench(2, even, chunks, batch, steps, costs=costs_at) if even else []
-    return out
+    interleaved = interleaved_bench(2, even, chunks, batch, steps, costs=costs_at) if even else []
+    return PipelineBench(partitions, bubbles, interleaved)
 
 
 @dataclass(frozen=True)
@@ -169,13 +217,14 @@ def _schedule_worker(rank, world, build, sizes_by_m, x, y, steps, kinds):
     return out
 
 
-def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, steps: int = 4,
-                   kinds=("gpipe", "1f1b"), spec: DP.MLPSpec | None = None) -> list[dict]:
+def schedule_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] = (2, 4, 8), batch: int = 64,
+                   steps: int = 4, kinds: Sequence[str] = ("gpipe", "1f1b"),
+                   spec: DP.MLPSpec | None = None) -> list[ScheduleTiming]:
     """Each schedule timed alike, with what each stage held: one row per (stages, schedule, micro-batches).
 
-    Partitions are balanced at the micro-batch size they run. Each row: "step_s" and "bubble" (medians
-    over the steps after the first, a warm-up; all ranks' events), "theory" ((p-1)/(m+p-1), the same
-    for GPipe and 1F1B), and per stage "peak_in_flight" and "peak_saved_bytes" (from
+    Partitions are balanced at the micro-batch size they run. Each ``ScheduleTiming``: ``step_s`` and ``bubble``
+    (medians over the steps after the first, a warm-up; all ranks' events), ``theory`` ((p-1)/(m+p-1), the same
+    for GPipe and 1F1B), and per stage ``peak_in_flight`` and ``peak_saved_bytes`` (from
     ``pipeline_memory.ActivationLedger``). The model is the half-width AlexNet, or an MLP from ``spec``.
     """
     if steps < 2:
@@ -184,7 +233,7 @@ def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, step
         raise ValueError(f"batch {batch} is too small for {max(micro_batches)} micro-batches")
     build, x, y = _bench_data(batch, spec)
     profiled: dict = {}
-    rows = []
+    rows: list[ScheduleTiming] = []
     for world in worlds:
         sizes_by_m = {m: balance(_profiled_costs(build, x, batch // m, profiled), world) for m in micro_batches}
         per_rank = launch(_schedule_worker, world, build, sizes_by_m, x, y, steps, tuple(kinds), timeout=900)
@@ -192,10 +241,10 @@ def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, step
             for kind in kinds:
                 steps_events = [sum((r[kind, m]["events"][s] for r in per_rank), []) for s in range(1, steps)]
                 memory = [r[kind, m]["memory"] for r in per_rank]
-                rows.append(dict(world=world, kind=kind, micro_batches=m, sizes=sizes_by_m[m],
-                                 step_s=statistics.median(step_span(e) for e in steps_events),
-                                 bubble=statistics.median(measured_bubble(e, world) for e in steps_events),
-                                 theory=bubble_fraction(world, m),
-                                 peak_in_flight=[mem["peak_in_flight"] for mem in memory],
-                                 peak_saved_bytes=[mem["peak_saved_bytes"] for mem in memory]))
+                rows.append(ScheduleTiming(world=world, kind=kind, micro_batches=m, sizes=sizes_by_m[m],
+                                           step_s=statistics.median(step_span(e) for e in steps_events),
+                                           bubble=statistics.median(measured_bubble(e, world) for e in steps_events),
+                                           theory=bubble_fraction(world, m),
+                                           peak_in_flight=[mem["peak_in_flight"] for mem in memory],
+                                           peak_saved_bytes=[mem["peak_saved_bytes"] for mem in memory]))
     return rows

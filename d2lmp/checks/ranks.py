@@ -2,7 +2,7 @@
 
 Each runs on every rank (``rank, world`` first) and returns what it found. They live in a module (not a
 notebook) so every start method can run them: ``launch`` with fork or spawn, and ``torchrun`` through the
-``demo_*`` entry points; the NCCL self-checks run them on GPUs.
+entry point ``d2lmp.commands.demo``; the NCCL self-checks run them on GPUs.
 """
 
 from __future__ import annotations
