@@ -243,6 +243,7 @@ def cmd_bench_zero(args) -> int:
     from .bench.zero import DEFAULT_SIZES, GOAL_RATIO, goal, zero_bench
     from .parallel.costmodel import zero_memory
     from .report import table
+    from .training_state import STATE_PARTS
 
     args.sizes = list(DEFAULT_SIZES) if args.sizes is None else args.sizes
     _need_positive("--world", args.world, minimum=2)  # one rank shards nothing
@@ -264,8 +265,8 @@ def cmd_bench_zero(args) -> int:
     lines = []
     for r in rows:
         stage = 3 if r["config"] == "FSDP2" else int(r["config"][-1])
-        formula = sum(zero_memory(params, args.world, stage, param_bytes=4, grad_bytes=4, optimizer_bytes=8).values())
-        lines.append([r["config"], *(f"{r['held'][k] / mb:.2f}" for k in ("parameters", "gradients", "optimizer")),
+        formula = sum(zero_memory(params, args.world, stage, "adam").values())
+        lines.append([r["config"], *(f"{r['held'][k] / mb:.2f}" for k in STATE_PARTS),
                       f"{sum(r['held'].values()) / mb:.2f}", f"{formula / mb:.2f}", f"{r['step_s'] * 1e3:.1f}",
                       f"{r['step_s'] / fsdp:.2f}"])
     print(table(lines, ["config", "params MB", "grads MB", "Adam MB", "total MB", "zero_memory MB", "step ms",

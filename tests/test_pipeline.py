@@ -47,12 +47,17 @@ def test_bubble_fraction():
         P.bubble_fraction(0, 4)
 
 
+def test_the_naive_schedule_runs_the_batch_as_one_micro_batch():
+    assert [P.micro_batch_count(kind, 6) for kind in P.SCHEDULES] == [1, 6, 6]
+    assert [op for op in P.schedule("naive", 2, 0, 6)] == [("F", 0), ("B", 0)]
+
+
 @pytest.mark.parametrize("kind", P.SCHEDULES)
 @pytest.mark.parametrize("stages, m", [(2, 1), (2, 4), (4, 3), (4, 8)])
 def test_schedules_run_every_micro_batch_once_forward_before_backward(kind, stages, m):
     for rank in range(stages):
         ops = P.schedule(kind, stages, rank, m)
-        expected_m = 1 if kind == "naive" else m
+        expected_m = P.micro_batch_count(kind, m)
         assert sorted(ops) == sorted([("F", i) for i in range(expected_m)] + [("B", i) for i in range(expected_m)])
         assert all(ops.index(("F", i)) < ops.index(("B", i)) for i in range(expected_m))
         if kind == "1f1b":  # at most p - rank micro-batches in flight: the point of 1F1B
@@ -154,7 +159,7 @@ def test_simulated_messages_cross_each_boundary_as_a_send_and_a_recv(kind):
     assert P.step_span(events) > P.step_span(free)
     sends = [e for e in events if e.kind == "send"]
     recvs = [e for e in events if e.kind == "recv"]
-    runs = 1 if kind == "naive" else m
+    runs = P.micro_batch_count(kind, m)
     assert len(sends) == len(recvs) == 2 * (stages - 1) * runs  # activations forward, gradients back, per boundary
     for send, recv in zip(sends, recvs):  # recorded in pairs: the same transfer on both sides
         assert (send.label, send.micro_batch, send.start, send.end) == (recv.label, recv.micro_batch, recv.start,

@@ -31,11 +31,16 @@ from .launch import rank_device
 from .pipeline_memory import ActivationLedger
 from .timeline import Timeline, TimelineEvent
 
-__all__ = ["SCHEDULES", "balance", "stage_costs", "bubble_fraction", "flat_sequential", "LayerProfile",
-           "profile_layers", "layer_costs", "schedule", "pipeline_step", "pipeline_steps", "sequential_reference",
-           "equal_split", "step_span", "measured_bubble", "simulate"]
+__all__ = ["SCHEDULES", "micro_batch_count", "balance", "stage_costs", "bubble_fraction", "flat_sequential",
+           "LayerProfile", "profile_layers", "layer_costs", "schedule", "pipeline_step", "pipeline_steps",
+           "sequential_reference", "equal_split", "step_span", "measured_bubble", "simulate"]
 
 SCHEDULES = ("naive", "gpipe", "1f1b")
+
+
+def micro_batch_count(kind: str, micro_batches: int) -> int:
+    """How many micro-batches schedule ``kind`` cuts the batch into: the naive one runs it whole (1)."""
+    return 1 if kind == "naive" else micro_batches
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,7 +190,7 @@ def schedule(kind: str, stages: int, rank: int, micro_batches: int) -> list[tupl
     """The order of ("F", i) and ("B", i) operations that ``rank`` performs."""
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {kind!r}; available: {', '.join(SCHEDULES)}")
-    m = 1 if kind == "naive" else micro_batches
+    m = micro_batch_count(kind, micro_batches)
     if kind in ("naive", "gpipe"):
         return [("F", i) for i in range(m)] + [("B", i) for i in reversed(range(m))]
     warmup = min(stages - rank - 1, m)
@@ -235,7 +240,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     start, end = _stage_bounds(sizes, rank)
     stage = full[start:end]
     loss_fn = loss_fn or (lambda out, target: nn.functional.cross_entropy(out, target, reduction="sum"))
-    m = 1 if kind == "naive" else micro_batches
+    m = micro_batch_count(kind, micro_batches)
     if m > len(x):
         raise ValueError(f"{m} micro-batches need at least {m} examples, got {len(x)}")
     # Each micro-batch in its own memory, as a data loader delivers it (the ledger counts whole storages).
@@ -336,7 +341,7 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0,
     """
     if forward <= 0 or backward <= 0 or message < 0:
         raise ValueError("forward and backward times must be positive, message time non-negative")
-    m = 1 if kind == "naive" else micro_batches
+    m = micro_batch_count(kind, micro_batches)
     scale = micro_batches / m  # naive: one micro-batch as large as all of them
     plans = [schedule(kind, stages, s, micro_batches) for s in range(stages)]
     done: dict[tuple[str, int, int], float] = {}
