@@ -99,10 +99,12 @@ def test_comm_bytes_are_the_messages_predict_charges(rows):
     hw = replace(CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"], alpha=0.0, link_bytes_per_s=1.0,
                     overlap=False)
     for strategy in ("data", "tensor", "hybrid"):
-        assert CM.comm_bytes(rows, strategy, 8, 1024) == pytest.approx(CM.predict(rows, strategy, hw, 1024).comm_s)
+        for optimizer in ("momentum", "adam_mixed"):  # FP32 messages, and fp16 gradients and activations
+            assert CM.comm_bytes(rows, strategy, 8, 1024, optimizer=optimizer) == \
+                pytest.approx(CM.predict(rows, strategy, hw, 1024, optimizer=optimizer).comm_s)
     params = sum(r.params for r in rows)
     assert CM.comm_bytes(rows, "data", 8, 1024) == pytest.approx(2 * 7 / 8 * params * 4)
-    assert CM.comm_bytes(rows, "data", 8, 1024, param_bytes=2) == pytest.approx(2 * 7 / 8 * params * 2)
+    assert CM.comm_bytes(rows, "data", 8, 1024, optimizer="adam_mixed") == pytest.approx(2 * 7 / 8 * params * 2)
     m = 8
     pipeline = CM.predict(rows, "pipeline", hw, 1024, micro_batches=m).comm_s
     assert CM.comm_bytes(rows, "pipeline", 8, 1024) == pytest.approx(pipeline * m / (m + 8 - 1))

@@ -243,12 +243,13 @@ def _split_layer_comm(rows, batch_of_table: int, batch: int, n: int, hw: Hardwar
 
 
 def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
-               param_bytes: int = 4) -> float:
+               optimizer: str | OptimizerBytes = "momentum") -> float:
     """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
 
     A ring all-reduce of S bytes sends 2(n-1)/n·S per device, an all-gather or reduce-scatter
     (n-1)/n·S. The pipeline counts a middle stage (activations forward, their gradients back,
     ``predict``'s typical layer output at each boundary; with two stages each sends one of the two).
+    Gradients travel at the ``optimizer``'s gradient width, activations at its activation width.
     No latency, no overlap: what travels, not how long it waits.
     """
     if strategy not in STRATEGIES:
@@ -259,20 +260,22 @@ def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: in
     if n == 1:
         return 0.0
     ring = {kind: factor(n) for kind, factor in BUS_FACTORS.items()}
+    opt = optimizer_bytes(optimizer)
+    rows = _at_width(rows, opt)
     _, params, acts = _totals(rows, batch_of_table)
     if strategy == "data":
-        return ring["all_reduce"] * params * param_bytes
+        return ring["all_reduce"] * params * opt.grad_bytes
     if strategy == "pipeline":
         boundary = acts / len(rows) * batch  # as predict: a typical layer output per step
         return boundary * (1 if n == 2 else 2)
     if strategy == "tensor":
         return sum(ring["all_gather"] * out + ring["all_reduce"] * inp
                    for out, inp in _split_layer_bytes(rows, batch_of_table, batch))
-    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
+    conv_params = sum(r.params for r in rows if r.kind != "Linear") * opt.grad_bytes
     total = ring["all_reduce"] * conv_params
     for r in rows:
         if r.kind == "Linear":
-            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
+            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
             total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
     return total
 
