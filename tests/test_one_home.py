@@ -335,9 +335,9 @@ def test_the_parts_of_memory_have_one_name_and_one_colour():
             if isinstance(node, (ast.Dict, ast.Tuple, ast.List)) and set(strings) & {*MEMORY_PARTS, *OLD_NAMES} \
                     and any(re.fullmatch(r"#[0-9a-fA-F]{6}", s) for s in strings):
                 coloured.append(f"{where}:{node.lineno}")
-        colour_tables += [where for _, name, _ in _bindings(tree) if name == "MEMORY_COLOURS"]
+        colour_tables += [where for _, name, _ in _bindings(tree) if name == "MEMORY_PART_COLOURS"]
     assert not named, f"a part of memory under another name than training_state.MEMORY_PARTS: {named}"
-    assert not coloured, f"a colour given to a part of memory outside views/memory.MEMORY_COLOURS: {coloured}"
+    assert not coloured, f"a colour given to a part of memory outside views/memory.MEMORY_PART_COLOURS: {coloured}"
     assert colour_tables == [COLOURS_HOME]
 
 

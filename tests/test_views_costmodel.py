@@ -13,7 +13,7 @@ from d2lmp import models  # noqa: E402
 from d2lmp.parallel import costmodel as CM  # noqa: E402
 from d2lmp.parallel import model_size as MS  # noqa: E402
 from d2lmp.views import costmodel as V  # noqa: E402
-from d2lmp.views.memory import MEMORY_COLOURS  # noqa: E402
+from d2lmp.views.memory import MEMORY_PART_COLOURS  # noqa: E402
 
 H100 = CM.PRESETS["8x H100 (NVSwitch)"]
 
@@ -43,7 +43,7 @@ def test_bars_stay_inside_the_frame(rows):
     bars = {label: h for h, label in zip(*ax.get_legend_handles_labels()) if label != "device memory"}
     assert list(bars) == ["parameters", "gradients", "optimizer state", "saved activations"]
     assert [matplotlib.colors.to_hex(h.patches[0].get_facecolor()) for h in bars.values()] == \
-        list(MEMORY_COLOURS.values())[:4]
+        list(MEMORY_PART_COLOURS.values())[:4]
     plt.close(fig)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .figure import fig_ax, show
-from .memory import MEMORY_COLOURS, part_label
+from .memory import MEMORY_PART_COLOURS, part_label
 
 if TYPE_CHECKING:
     from ..models import LayerRow
@@ -54,7 +54,7 @@ def plot_memory(preds: dict, memory_bytes: float, ax=None, title: str = "memory 
     fig, ax = fig_ax(ax, figsize=(5, 3.2))
     names = list(preds)
     bottom = [0.0] * len(names)
-    for part, colour in MEMORY_COLOURS.items():
+    for part, colour in MEMORY_PART_COLOURS.items():
         if part not in preds[names[0]].memory:
             continue
         values = [preds[s].memory[part] / 2**30 for s in names]

@@ -8,10 +8,10 @@ import numpy as np
 from ..training_state import MEMORY_PARTS
 from .figure import fig_ax, show
 
-__all__ = ["MEMORY_COLOURS", "part_label", "plot_memory_breakdown", "memory_widget", "plot_saved_per_layer"]
+__all__ = ["MEMORY_PART_COLOURS", "part_label", "plot_memory_breakdown", "memory_widget", "plot_saved_per_layer"]
 
 # One colour per part of memory (``training_state.MEMORY_PARTS``), in every figure that shows them.
-MEMORY_COLOURS = dict(zip(MEMORY_PARTS, ("#8172b2", "#937860", "#da8bc3", "#55a868", "#64b5cd")))
+MEMORY_PART_COLOURS = dict(zip(MEMORY_PARTS, ("#8172b2", "#937860", "#da8bc3", "#55a868", "#64b5cd")))
 
 
 def part_label(part: str) -> str:
@@ -25,7 +25,7 @@ def plot_memory_breakdown(rows, ax=None, title: str = "What memory holds", unit:
     fig, ax = fig_ax(ax, figsize=(8, 1.2 + 0.7 * len(rows)))
     for i, row in enumerate(rows):
         left = 0.0
-        for part, colour in MEMORY_COLOURS.items():
+        for part, colour in MEMORY_PART_COLOURS.items():
             value = row.get(part, 0) / scale
             if value > 0:
                 ax.barh([i], [value], left=left, color=colour, label=part_label(part) if i == 0 or

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..parallel.costmodel import ZERO_SHARDED, ZERO_STAGES
 from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
 from .figure import fig_ax, show
-from .memory import MEMORY_COLOURS, part_label
+from .memory import MEMORY_PART_COLOURS, part_label
 
 __all__ = ["held_segments", "plot_zero_stages", "plot_measured_vs_formula", "plot_memory_per_stage", "zero_widget"]
 
@@ -55,7 +55,7 @@ def plot_zero_stages(world: int = 4, optimizer: str | OptimizerBytes = "adam_mix
         for rank in range(world):
             x0 = rank * (total + gap)
             for kind, start, length, held in held_segments(world, stage, rank, optimizer):
-                colour = MEMORY_COLOURS[kind] if held else "#eeeeee"
+                colour = MEMORY_PART_COLOURS[kind] if held else "#eeeeee"
                 ax.barh(y, length, left=x0 + start, height=0.6, color=colour, edgecolor="white", lw=0.8)
             if stage == 0:
                 ax.text(x0 + total / 2, 3.45, f"rank {rank}", ha="center", va="bottom", fontsize=9)
@@ -69,7 +69,7 @@ def plot_zero_stages(world: int = 4, optimizer: str | OptimizerBytes = "adam_mix
         ax.spines[side].set_visible(False)
     from matplotlib.patches import Patch
 
-    handles = ([Patch(color=MEMORY_COLOURS[k], label=part_label(k)) for k in STATE_PARTS]
+    handles = ([Patch(color=MEMORY_PART_COLOURS[k], label=part_label(k)) for k in STATE_PARTS]
                + [Patch(color="#eeeeee", label="kept by another rank")])
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=4, frameon=False)
     ax.set_title(f"What each of {world} ranks keeps (bytes per parameter: {' + '.join(f'{b:g}' for b in sizes)})")
@@ -102,7 +102,7 @@ def plot_memory_per_stage(per_stage: dict, memory_bytes: float | None = None, ax
     bottom = [0.0] * len(names)
     for kind in STATE_PARTS:
         values = [per_stage[s][kind] / 1e9 for s in per_stage]
-        ax.bar(names, values, bottom=bottom, color=MEMORY_COLOURS[kind], label=part_label(kind))
+        ax.bar(names, values, bottom=bottom, color=MEMORY_PART_COLOURS[kind], label=part_label(kind))
         bottom = [b + v for b, v in zip(bottom, values)]
     for i, b in enumerate(bottom):
         ax.text(i, b, f"{b:.3g}", ha="center", va="bottom", fontsize=8)
