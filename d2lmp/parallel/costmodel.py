@@ -36,7 +36,8 @@ from .alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_al
 from .dp_model import predict_step
 
 __all__ = ["STRATEGIES", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine", "Prediction", "predict",
-           "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED", "zero_memory", "zero_memory_by_stage", "zero_traffic"]
+           "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED", "state_per_device", "zero_memory", "zero_memory_by_stage",
+           "zero_traffic"]
 
 STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
 _TABLE_ACTIVATION_BYTES = 4  # the layer table's activations are float32 (``models.layer_table``'s default)
@@ -151,12 +152,6 @@ def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
 STRATEGY_STAGE = {"data": 0, "pipeline": 3, "tensor": 3}
 
 
-def _state(params: float, n: int, stage: int, opt: OptimizerBytes) -> dict[str, float]:
-    """Training-state bytes per device of ``params`` parameters kept as ZeRO ``stage`` keeps them on ``n`` devices."""
-    return {part: params * size / (n if part in ZERO_SHARDED[stage] else 1)
-            for part, size in opt.state_per_parameter.items()}
-
-
 def _at_width(rows, opt: OptimizerBytes) -> list:
     """The layer table with activations stored at the optimizer's activation width."""
     scale = opt.activation_bytes / _TABLE_ACTIVATION_BYTES
@@ -189,7 +184,7 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
     single = 3 * fwd * batch / hw.flops
     fc = [r for r in rows if r.kind == "Linear"]
     if strategy in STRATEGY_STAGE:
-        state = _state(params, n, STRATEGY_STAGE[strategy], opt)
+        state = state_per_device(params, n, STRATEGY_STAGE[strategy], opt)
     if strategy == "data":
         p = predict_step(single, params * opt.grad_bytes, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
         memory = {**state, "saved_activations": acts * batch / n}
@@ -221,8 +216,8 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
     for r in fc:
         in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
         comm += _ring("all_gather", n, in_bytes, hw) + _ring("reduce_scatter", n, in_bytes, hw)
-    conv_state = _state(conv_params, n, STRATEGY_STAGE["data"], opt)
-    fc_state = _state(sum(r.params for r in fc), n, STRATEGY_STAGE["tensor"], opt)
+    conv_state = state_per_device(conv_params, n, STRATEGY_STAGE["data"], opt)
+    fc_state = state_per_device(sum(r.params for r in fc), n, STRATEGY_STAGE["tensor"], opt)
     memory = {part: conv_state[part] + fc_state[part] for part in STATE_PARTS} | {"saved_activations": acts * batch / n}
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
 
@@ -310,9 +305,17 @@ def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, opt:
 # ZeRO: the training state per rank when data parallelism shards it (see parallel/zero.py)
 
 ZERO_STAGES = (0, 1, 2, 3)
-# What each ZeRO stage shards over the data-parallel ranks (Rajbhandari et al. 2020, rajbhandari2020zero, §5):
+# What each ZeRO stage shards over the data-parallel ranks (Rajbhandari et al. 2020, rajbhandari2020zero, Fig. 1):
 # stage 1 the optimizer state, stage 2 the gradients too, stage 3 the parameters too.
 ZERO_SHARDED = {0: (), 1: ("optimizer_state",), 2: ("gradients", "optimizer_state"), 3: STATE_PARTS}
+
+
+def state_per_device(params: float, devices: int, stage: int,
+                     optimizer: str | OptimizerBytes = "adam_mixed") -> dict[str, float]:
+    """Bytes per device of each part of the training state of ``params`` parameters, kept as ZeRO ``stage`` keeps it
+    on ``devices`` devices: a part that the stage shards (``ZERO_SHARDED``) is divided among them, the others not."""
+    return {part: params * size / (devices if part in ZERO_SHARDED[stage] else 1)
+            for part, size in optimizer_bytes(optimizer).state_per_parameter.items()}
 
 
 def _check_zero(num_params, world, stage) -> None:
@@ -338,7 +341,7 @@ def zero_memory(num_params: int, world: int, stage: int,
     temporary buffers (a gathered layer in stage 3) are not included.
     """
     _check_zero(num_params, world, stage)
-    return _state(num_params, world, stage, optimizer_bytes(optimizer))
+    return state_per_device(num_params, world, stage, optimizer)
 
 
 def zero_memory_by_stage(num_params: int, world: int,
