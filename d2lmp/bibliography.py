@@ -78,6 +78,14 @@ _ENTRIES = (
        "Ginsburg, B.; Houston, M.; Kuchaiev, O.; Venkatesh, G.; Wu, H.", "Mixed Precision Training",
        "International Conference on Learning Representations (ICLR 2018); arXiv:1710.03740", 2018,
        "https://arxiv.org/abs/1710.03740"),
+    _S("kingma2015adam", "Kingma, D. P.; Ba, J.", "Adam: A Method for Stochastic Optimization",
+       "International Conference on Learning Representations (ICLR 2015); arXiv:1412.6980", 2015,
+       "https://arxiv.org/abs/1412.6980", "Algorithm 1: a first moment m and a second moment v per parameter."),
+    _S("sutskever2013momentum", "Sutskever, I.; Martens, J.; Dahl, G.; Hinton, G.",
+       "On the importance of initialization and momentum in deep learning",
+       "Proceedings of the 30th International Conference on Machine Learning (ICML 2013), PMLR 28(3)", 2013,
+       "https://proceedings.mlr.press/v28/sutskever13.html",
+       "Classical momentum keeps one velocity v per parameter; plain SGD keeps none."),
     _S("ieee754_2019", "IEEE", "IEEE Standard for Floating-Point Arithmetic (IEEE Std 754-2019)", "IEEE", 2019,
        "https://doi.org/10.1109/IEEESTD.2019.8766229"),
     _S("jia2014caffe", "Jia, Y.; Shelhamer, E.; Donahue, J.; Karayev, S.; Long, J.; Girshick, R.; Guadarrama, S.; "
@@ -250,6 +258,11 @@ _ENTRIES = (
     _S("jeaugey2019nccl25", "Jeaugey, S.", "NCCL 2.5.6-1 (release pull request)",
        "GitHub, NVIDIA/nccl pull request #255", 2019, "https://github.com/NVIDIA/nccl/pull/255",
        "Release notes: \"Add model-based tuning to switch between the different algorithms and protocols.\""),
+    _S("nvidia_nccl_tuning", _NV, "NCCL 2.20.3-1 source: the tuning model (src/graph/tuning.cc)",
+       "GitHub repository NVIDIA/nccl", 2024, "https://github.com/NVIDIA/nccl/blob/v2.20.3-1/src/graph/tuning.cc",
+       "\"Latencies in us\": per-step hardware latency (hwLat) of a ring over NVLink 0.6 (LL), 1.9 (LL128), "
+       "3.4 (Simple) µs, over PCIe 1.0, 2.5, 5.7 µs; plus a base latency per collective (ring: 6.6, 14.0, 8.4 µs). "
+       "Later releases (2.30) keep these figures."),
     # Other vendors and standards bodies
     _S("intel_optimization_manual", "Intel", "Intel 64 and IA-32 Architectures Optimization Reference Manual",
        "Intel documentation", "n.d.",
@@ -270,6 +283,10 @@ _ENTRIES = (
     _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
        "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
        "Performance library of deep-learning primitives; its README lists PyTorch among the applications using it."),
+    _S("pytorch_ddp_docs_1_7", _PT, "torch.nn.parallel.DistributedDataParallel (PyTorch 1.7.0)",
+       "PyTorch documentation", 2020,
+       "https://pytorch.org/docs/1.7.0/generated/torch.nn.parallel.DistributedDataParallel.html",
+       "Signature: bucket_cap_mb=25; later versions keep 25 MiB as the default."),
     _S("pytorch_amp_docs", _PT, "Automatic Mixed Precision package: torch.amp", "PyTorch documentation", "n.d.",
        "https://pytorch.org/docs/stable/amp.html"),
     _S("pytorch_cuda_semantics", _PT, "CUDA semantics: TensorFloat-32 (TF32) on Ampere (and later) devices",

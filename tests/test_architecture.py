@@ -34,7 +34,7 @@ LAYERS = {
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
         "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
         "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
-        "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.scale.*",
+        "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
         "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",
         "d2lmp.parallel",  # the subpackage's __init__ only
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
@@ -44,6 +44,7 @@ LAYERS = {
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
         "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",
+        "d2lmp.parallel.model_size", "d2lmp.parallel.allreduce_steps",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
@@ -55,6 +56,7 @@ ORDER = list(LAYERS)
 
 # Pure arithmetic that must work without a process group.
 ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.parallel.costmodel",
+            "d2lmp.parallel.model_size", "d2lmp.training_state",
             "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.scale",
             "d2lmp.scale.hardware", "d2lmp.scale.layout",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",

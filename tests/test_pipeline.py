@@ -54,7 +54,7 @@ def test_bubble_fraction():
 def test_schedules_run_every_micro_batch_once_forward_before_backward(kind, stages, m):
     for rank in range(stages):
         ops = S.schedule(kind, stages, rank, m)
-        expected_m = 1 if kind == "naive" else m
+        expected_m = S.micro_batch_count(kind, m)
         assert sorted(ops) == sorted([("F", i) for i in range(expected_m)] + [("B", i) for i in range(expected_m)])
         assert all(ops.index(("F", i)) < ops.index(("B", i)) for i in range(expected_m))
         if kind == "1f1b":  # at most p - rank micro-batches in flight: the point of 1F1B
@@ -156,7 +156,7 @@ def test_simulated_messages_cross_each_boundary_as_a_send_and_a_recv(kind):
     assert S.step_span(events) > S.step_span(free)
     sends = [e for e in events if e.kind == "send"]
     recvs = [e for e in events if e.kind == "recv"]
-    runs = 1 if kind == "naive" else m
+    runs = S.micro_batch_count(kind, m)
     assert len(sends) == len(recvs) == 2 * (stages - 1) * runs  # activations forward, gradients back, per boundary
     for send, recv in zip(sends, recvs):  # recorded in pairs: the same transfer on both sides
         assert (send.label, send.micro_batch, send.start, send.end) == (recv.label, recv.micro_batch, recv.start,
@@ -269,3 +269,8 @@ def test_pipeline_step_records_each_send_and_recv_with_its_bytes():
             [("send", f"{sent}{i}") for i in range(3)] + [("recv", f"{received}{i}") for i in range(3)])
         assert all(e.nbytes == 2 * 16 * 4 and e.micro_batch == int(e.label[1:]) for e in comm)  # 2 examples each
         assert all(e.end >= e.start for e in comm)
+
+
+def test_the_naive_schedule_runs_the_batch_as_one_micro_batch():
+    assert [S.micro_batch_count(kind, 6) for kind in S.SCHEDULES] == [1, 6, 6]
+    assert [op for op in S.schedule("naive", 2, 0, 6)] == [("F", 0), ("B", 0)]

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..models import layer_table
 from ..parallel import data_parallel as DP
-from ..parallel.alpha_beta import fit_alpha_beta
+from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
 from ..parallel.costmodel import predict, this_machine
 from ..parallel.launch import launch
 from ..parallel.pipeline import pipeline_steps
@@ -96,7 +96,7 @@ def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = 
     flops = 3 * sum(r.flops for r in rows) / single
     timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
     intercept, slope = fit_alpha_beta([t.size_bytes for t in timings], [t.seconds for t in timings])
-    hw = this_machine(flops, intercept / 2, slope, devices=2)
+    hw = this_machine(flops, *ring_alpha_beta(intercept, slope, 2), devices=2)
     sizes = balance([r.flops for r in rows], 2)  # the pipeline split, balanced by FLOPs
     measured = _measure_strategies(spec, batch, steps, sizes)
     out = []

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..models import layer_table
 from ..parallel import data_parallel as DP
-from ..parallel.alpha_beta import fit_alpha_beta
+from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
 from ..parallel.costmodel import predict, this_machine
 from ..parallel.hybrid import grid_groups, hybrid_train
 from ..parallel.launch import launch
@@ -128,8 +128,7 @@ def _hardware(rows, shares, points, world, tensor):
     sizes = [s for s, _ in points[0]]
     seconds = [statistics.median(p[i][1] for p in points) for i in range(len(sizes))]
     intercept, slope = fit_alpha_beta(sizes, seconds)
-    messages = 2 * (tensor - 1)  # a ring all-reduce: 2(n-1)(α + S/n·β)
-    return this_machine(flops, max(intercept / messages, 0.0), slope * tensor / messages, devices=world)
+    return this_machine(flops, *ring_alpha_beta(intercept, slope, tensor), devices=world)
 
 
 def hybrid_bench(batch: int = 128, steps: int = 6, data: int = 2, tensor: int = 2,

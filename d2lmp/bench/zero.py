@@ -19,6 +19,7 @@ import torch.distributed as dist
 
 from ..parallel.launch import launch
 from ..parallel.zero import STAGES, fsdp2_train, zero_train
+from ..training_state import STATE_PARTS
 
 __all__ = ["CONFIGS", "DEFAULT_SIZES", "HeldBytes", "ZeroTiming", "zero_bench"]
 
@@ -32,11 +33,11 @@ class HeldBytes:
 
     parameters: int
     gradients: int
-    optimizer: int
+    optimizer_state: int
 
     @property
     def total(self) -> int:
-        return self.parameters + self.gradients + self.optimizer
+        return self.parameters + self.gradients + self.optimizer_state
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,6 @@ def zero_bench(world: int = 2, sizes: Sequence[int] = DEFAULT_SIZES, batch: int 
     rows = []
     for config in CONFIGS:
         held = HeldBytes(**{k: max(r[config]["held"][k] for r in per_rank)
-                            for k in ("parameters", "gradients", "optimizer")})
+                            for k in STATE_PARTS})
         rows.append(ZeroTiming(config=config, step_s=per_rank[0][config]["step_s"], held=held))
     return rows

@@ -23,7 +23,7 @@ from torch import nn
 from .collectives import global_rank
 from .launch import rank_device
 from .pipeline_memory import ActivationLedger
-from .pipeline_schedule import rank_plan
+from .pipeline_schedule import micro_batch_count, rank_plan
 from .timeline import Timeline, TimelineEvent
 
 __all__ = ["LossFn", "Reference", "StepResult", "pipeline_step", "pipeline_steps", "sequential_reference"]
@@ -66,7 +66,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     """
     if kind == "zero-bubble":
         raise ValueError("the zero-bubble schedule is simulated only (pipeline_schedule.simulate), not run on ranks")
-    m = 1 if kind == "naive" else micro_batches
+    m = micro_batch_count(kind, micro_batches)
     plan = rank_plan(kind, world, rank, m, chunks)
     run = _RankRun(rank, world, build, sizes, x, y, m, chunks, loss_fn, device, group)
     dist.barrier(group)  # start the clocks together: set-up above is not part of the step

@@ -7,6 +7,7 @@ as ``memory.measure_saved_activations`` counts), holds those bytes until the mic
 has run (autograd frees them then), and keeps the peaks: the most micro-batches in flight at once and
 the most saved bytes held at once. GPipe runs every forward before any backward, so stage 0 holds all
 m micro-batches; 1F1B starts a backward as soon as it can, so stage r holds at most p - r.
+``peak_in_flight`` reads the same peak off a timeline of forward and backward events (a simulated one).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ActivationLedger", "Key"]
+__all__ = ["ActivationLedger", "Key", "peak_in_flight"]
 
 Key = int | tuple[int, int]  # a micro-batch, or (virtual stage, micro-batch) where a rank holds several stages
 
@@ -66,3 +67,13 @@ class ActivationLedger:
         """{"peak_in_flight", "peak_saved_bytes", "micro_batch_bytes" (a list in micro-batch order)}."""
         return dict(peak_in_flight=self.peak_in_flight, peak_saved_bytes=self.peak_bytes,
                     micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
+
+
+def peak_in_flight(events, rank: int = 0) -> int:
+    """The most micro-batches ``rank`` has run forward but not yet backward at once, from its timeline events
+    (``timeline.TimelineEvent`` of kind "forward" and "backward", in order of their start)."""
+    alive = peak = 0
+    for e in sorted((e for e in events if e.rank == rank and e.kind in ("forward", "backward")), key=lambda e: e.start):
+        alive += 1 if e.kind == "forward" else -1
+        peak = max(peak, alive)
+    return peak

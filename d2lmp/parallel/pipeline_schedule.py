@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from .timeline import TimelineEvent
 
-__all__ = ["SCHEDULES", "PLANS", "COMPUTE_KINDS", "Op", "schedule", "interleaved_schedule", "zero_bubble_schedule",
+__all__ = ["SCHEDULES", "micro_batch_count", "PLANS", "COMPUTE_KINDS", "Op", "schedule", "interleaved_schedule",
+           "zero_bubble_schedule",
            "rank_plan", "bubble_fraction", "bubble_time_fraction", "simulate", "step_span", "measured_bubble",
            "measured_bubble_time"]
 
@@ -32,11 +33,16 @@ COMPUTE_KINDS = ("forward", "backward", "weight")  # timeline events that keep a
 Op = tuple[str, int, int]  # ("F" | "B" | "W", virtual stage, micro-batch)
 
 
+def micro_batch_count(kind: str, micro_batches: int) -> int:
+    """How many micro-batches schedule ``kind`` cuts the batch into: the naive one runs it whole (1)."""
+    return 1 if kind == "naive" else micro_batches
+
+
 def schedule(kind: str, stages: int, rank: int, micro_batches: int) -> list[tuple[str, int]]:
     """The order of ("F", i) and ("B", i) operations that ``rank`` performs."""
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {kind!r}; available: {', '.join(SCHEDULES)}")
-    m = 1 if kind == "naive" else micro_batches
+    m = micro_batch_count(kind, micro_batches)
     if kind in ("naive", "gpipe"):
         return [("F", i) for i in range(m)] + [("B", i) for i in reversed(range(m))]
     warmup = min(stages - rank - 1, m)
@@ -153,7 +159,7 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, b
     """
     if forward <= 0 or backward <= 0 or message < 0:
         raise ValueError("forward and backward times must be positive, message time non-negative")
-    m = 1 if kind == "naive" else micro_batches
+    m = micro_batch_count(kind, micro_batches)
     scale = micro_batches / m  # naive: one micro-batch as large as all of them
     plans = [rank_plan(kind, stages, r, micro_batches, chunks) for r in range(stages)]
     last = stages * chunks - 1

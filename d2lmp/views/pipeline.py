@@ -7,12 +7,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..parallel.pipeline_memory import peak_in_flight
 from ..parallel.pipeline_schedule import (
     COMPUTE_KINDS,
+    SCHEDULES,
     bubble_fraction,
     bubble_time_fraction,
     measured_bubble,
     measured_bubble_time,
+    micro_batch_count,
     simulate,
 )
 from ..parallel.timeline import TimelineEvent
@@ -34,9 +37,9 @@ def pipeline_widget():
     def draw(kind="gpipe", stages=4, micro_batches=4, message=0.0):
         events = simulate(kind, stages, micro_batches, message=message)
         bubble = measured_bubble(events, stages)
-        m = 1 if kind == "naive" else micro_batches
+        m = micro_batch_count(kind, micro_batches)
         print(f"{kind}: bubble {bubble:.3f} (formula (p-1)/(m+p-1) = {bubble_fraction(stages, m):.3f}); "
-              f"peak micro-batches held by stage 0: {_peak_in_flight(events)}")
+              f"peak micro-batches held by stage 0: {peak_in_flight(events)}")
         lanes = ("compute", "comm") if message > 0 else ("compute",)
         fig, ax = plt.subplots(figsize=(9, 0.6 + 0.45 * stages * len(lanes)))
         plot_timeline([replace(e, start=e.start / 1e3, end=e.end / 1e3) for e in events], ax=ax,
@@ -46,18 +49,11 @@ def pipeline_widget():
         show(fig)
 
     return w.interactive(draw,
-                         kind=w.Dropdown(options=["naive", "gpipe", "1f1b"], value="gpipe", description="schedule"),
+                         kind=w.Dropdown(options=list(SCHEDULES), value="gpipe", description="schedule"),
                          stages=w.IntSlider(4, 2, 8, description="stages"),
                          micro_batches=w.IntSlider(4, 1, 16, description="micro-batches"),
                          message=w.FloatSlider(0.0, min=0.0, max=2.0, step=0.25, description="message"))
 
-
-def _peak_in_flight(events) -> int:
-    alive = peak = 0
-    for e in sorted((e for e in events if e.rank == 0 and e.kind in ("forward", "backward")), key=lambda e: e.start):
-        alive += 1 if e.kind == "forward" else -1
-        peak = max(peak, alive)
-    return peak
 
 
 def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: int = 2,

@@ -53,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
     lines = []
     for r in rows:
         stage = 3 if r.config == "FSDP2" else int(r.config[-1])
-        formula = sum(zero_memory(params, args.world, stage, param_bytes=4, grad_bytes=4, optimizer_bytes=8).values())
-        lines.append([r.config, *(f"{b / mb:.2f}" for b in (r.held.parameters, r.held.gradients, r.held.optimizer)),
+        formula = sum(zero_memory(params, args.world, stage, "adam").values())
+        held = (r.held.parameters, r.held.gradients, r.held.optimizer_state)
+        lines.append([r.config, *(f"{b / mb:.2f}" for b in held),
                       f"{r.held.total / mb:.2f}", f"{formula / mb:.2f}", f"{r.step_s * 1e3:.1f}",
                       f"{r.step_s / step['FSDP2']:.2f}"])
     print(table(lines, ["config", "params MB", "grads MB", "Adam MB", "total MB", "zero_memory MB", "step ms",
