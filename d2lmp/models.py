@@ -248,7 +248,7 @@ class LayerRow:
     params: int
     macs: int
     flops: int  # 2 × macs
-    activation_bytes: int
+    activation_bytes: float  # whole bytes from layer_table; the cost model rescales them to other widths
 
 
 @dataclass(frozen=True)

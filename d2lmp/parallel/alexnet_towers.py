@@ -14,6 +14,10 @@ Built from a single-device ``models.alexnet2012``, whose ``groups=2`` layers and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
@@ -24,7 +28,7 @@ from .tensor_parallel import gather_for_split_compute, gather_from_parallel
 __all__ = ["TowerConv", "TowerLinear", "AlexNetTower", "crossing_bytes"]
 
 
-def _rows(t, rank, towers=2):
+def _rows(t: torch.Tensor, rank: int, towers: int = 2) -> nn.Parameter:
     size = t.shape[0] // towers
     return nn.Parameter(t.detach()[rank * size:(rank + 1) * size].clone())
 
@@ -32,35 +36,36 @@ def _rows(t, rank, towers=2):
 class TowerConv(nn.Module):
     """Tower ``rank``'s share of a convolution's output channels (its own input maps or all of them)."""
 
-    def __init__(self, full: nn.Conv2d, rank: int):
+    def __init__(self, full: nn.Conv2d, rank: int) -> None:
         super().__init__()
-        self.weight, self.bias = _rows(full.weight, rank), _rows(full.bias, rank)
+        self.weight, self.bias = _rows(full.weight, rank), _rows(full.bias, rank)  # type: ignore[arg-type]
         self.stride, self.padding = full.stride, full.padding
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
 
 
 class TowerLinear(nn.Module):
     """Tower ``rank``'s share of a fully connected layer's neurons, reading every input."""
 
-    def __init__(self, full: nn.Linear, rank: int):
+    def __init__(self, full: nn.Linear, rank: int) -> None:
         super().__init__()
         self.weight, self.bias = _rows(full.weight, rank), _rows(full.bias, rank)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.weight, self.bias)
 
 
 class AlexNetTower(nn.Module):
     """One rank's tower of a two-GPU AlexNet, built from the single-device ``alexnet2012``."""
 
-    def __init__(self, full: nn.Module):
+    def __init__(self, full: nn.Module) -> None:
         super().__init__()
         if dist.get_world_size() != 2:
             raise ValueError(f"the 2012 layout has exactly two towers; this group has {dist.get_world_size()} ranks")
         rank = dist.get_rank()
-        f, c = full.features, full.classifier
+        f: Any = full.features  # alexnet2012's layers, by name
+        c: Any = full.classifier
         self.conv1, self.conv2 = TowerConv(f.conv1, rank), TowerConv(f.conv2, rank)
         self.conv3, self.conv4, self.conv5 = (TowerConv(f.conv3, rank), TowerConv(f.conv4, rank),
                                               TowerConv(f.conv5, rank))
@@ -69,7 +74,7 @@ class AlexNetTower(nn.Module):
         self.drop6, self.drop7 = c.drop6, c.drop7
         self.pool = nn.MaxPool2d(3, 2)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.pool(self.lrn(F.relu(self.conv1(x))))                     # own 48 maps
         x = self.pool(self.lrn(F.relu(self.conv2(x))))                     # own 128 maps from own 48
         x = gather_for_split_compute(x, 1, "conv2 → conv3 (all maps)")     # cross-GPU
@@ -86,16 +91,15 @@ class AlexNetTower(nn.Module):
 
 def crossing_bytes(batch: int, full: nn.Module, input_size: int, element_size: int = 4) -> dict[str, int]:
     """Bytes each rank sends into each forward all-gather: its half of the tensor at that crossing."""
-    import torch
-
-    shapes = {}
+    shapes: dict[str, torch.Size] = {}
     x = torch.zeros(batch, 3, input_size, input_size, device="meta")
-    f, c = full.features, full.classifier
+    f: Any = full.features  # alexnet2012's layers, by name
+    c: Any = full.classifier
     for name, layer in f.named_children():
         x = layer(x)
         shapes[name] = x.shape
     pool2, pool5 = shapes["pool2"], shapes["pool5"]
-    half = lambda shape: shape.numel() // 2 * element_size  # noqa: E731
+    half: Callable[[torch.Size], int] = lambda shape: shape.numel() // 2 * element_size  # noqa: E731
     return {
         "conv2 → conv3 (all maps)": half(pool2),
         "pool5 → fc6": half(pool5),

@@ -19,10 +19,12 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.distributed import ProcessGroup
 
 from .alpha_beta import bus_bandwidth
 from .launch import rank_device
@@ -40,14 +42,14 @@ def _segments(t: torch.Tensor) -> list[torch.Tensor]:
     return list(torch.split(t, SEGMENT_ELEMENTS))
 
 
-def global_rank(group, group_rank: int) -> int:
+def global_rank(group: ProcessGroup | None, group_rank: int) -> int:
     """The global rank of ``group_rank`` in ``group`` (None: the default group), as send/recv/P2POp need."""
     return group_rank if group is None else dist.get_global_rank(group, group_rank)
 
 
 # Gloo's spare receive buffers, kept between calls per (dtype, device): a fresh one costs page
 # faults on every call, since big allocations come straight from the operating system.
-_kept_spares: dict = {}
+_kept_spares: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
 
 def _spares(like: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -66,11 +68,11 @@ def _spares(like: list[torch.Tensor]) -> list[torch.Tensor]:
 # request frees its buffer, and gloo makes the freeing thread spin until its I/O thread has let
 # go of that buffer; right after a pass the I/O thread often has not run yet, and on a busy
 # machine the spin lasts a scheduler tick (milliseconds, more than a whole small all-reduce).
-_last_requests: list = []
+_last_requests: list[dist.Work | None] = []  # None: what isend/irecv return off the group, never here
 
 
 def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, accumulate: bool, right: int, left: int,
-               group=None) -> None:
+               group: ProcessGroup | None = None) -> None:
     """One step under NCCL: send ``send`` to the right neighbour and take the left neighbour's chunk into
     ``recv_into``.
 
@@ -124,7 +126,8 @@ def ring_schedule(world: int) -> list[list[tuple[int, int, int, str]]]:
             for phase in RING_PHASES for step in range(world - 1)]
 
 
-def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases=RING_PHASES, group=None) -> None:
+def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases: Sequence[str] = RING_PHASES,
+               group: ProcessGroup | None = None) -> None:
     """In place, the steps of ``phases`` from ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds
     the sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone.
 
@@ -153,17 +156,17 @@ def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases=RING_PH
     received = [[dist.irecv(buf, left, group) for buf in bufs] for bufs in buffers]
     for i, ((_, recv_into, accumulate), bufs, requests) in enumerate(zip(steps, buffers, received)):
         for target, buf, request in zip(_segments(recv_into), bufs, requests):
-            request.wait()  # while segment k is added, later segments are still on the wire
+            request.wait()  # type: ignore[union-attr]  # while segment k is added, later ones are still on the wire
             if accumulate:
                 target += buf
         if i + 1 < len(steps):  # the next step sends on what this one received
             sent += [dist.isend(seg, right, group) for seg in _segments(steps[i + 1][0])]
     for request in sent:
-        request.wait()
+        request.wait()  # type: ignore[union-attr]
     _last_requests[:] = sent + [r for requests in received for r in requests]  # see _last_requests
 
 
-def ring_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+def ring_all_reduce(tensor: torch.Tensor, group: ProcessGroup | None = None) -> torch.Tensor:
     """Sum ``tensor`` over the ranks of ``group`` (None: all) in place: ring reduce-scatter, then ring all-gather."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
@@ -173,7 +176,7 @@ def ring_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
     return tensor
 
 
-def ring_reduce_scatter(tensor: torch.Tensor, group=None) -> torch.Tensor:
+def ring_reduce_scatter(tensor: torch.Tensor, group: ProcessGroup | None = None) -> torch.Tensor:
     """This rank's chunk of the sum over ranks: ``torch.tensor_split(sum.flatten(), n)[rank]``.
 
     ``tensor`` is left unchanged. Equal to ``dist.reduce_scatter_tensor`` when the size divides.
@@ -185,7 +188,7 @@ def ring_reduce_scatter(tensor: torch.Tensor, group=None) -> torch.Tensor:
     return chunks[rank]
 
 
-def ring_all_gather(tensor: torch.Tensor, group=None) -> torch.Tensor:
+def ring_all_gather(tensor: torch.Tensor, group: ProcessGroup | None = None) -> torch.Tensor:
     """Every rank's ``tensor`` stacked in rank order: shape (world_size, *tensor.shape), like ``dist.all_gather``.
 
     Over ``group``'s ranks (None: all), in their order in the group.
@@ -197,7 +200,7 @@ def ring_all_gather(tensor: torch.Tensor, group=None) -> torch.Tensor:
     return out
 
 
-def naive_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+def naive_all_reduce(tensor: torch.Tensor, group: ProcessGroup | None = None) -> torch.Tensor:
     """Sum in place by sending everything to rank 0 (of ``group``), which adds and sends the total back to each rank."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     if rank == 0:
@@ -232,7 +235,7 @@ def tree_schedule(world: int) -> list[list[tuple[int, int, str]]]:
     return up + down
 
 
-def tree_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
+def tree_all_reduce(tensor: torch.Tensor, group: ProcessGroup | None = None) -> torch.Tensor:
     """Sum in place along a binary tree: partial sums flow to rank 0 (of ``group``) in ⌈log2 n⌉ rounds, then back down.
 
     Every message carries the whole tensor (this tree is not pipelined).
@@ -254,7 +257,7 @@ def tree_all_reduce(tensor: torch.Tensor, group=None) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------
 # Measuring like nccl-tests
 
-def _collective_call(name: str, impl: str, tensor: torch.Tensor):
+def _collective_call(name: str, impl: str, tensor: torch.Tensor) -> Callable[[], object]:
     world = dist.get_world_size()
     ours = {"ring": ring_all_reduce, "naive": naive_all_reduce, "tree": tree_all_reduce}
     if name == "all_reduce":
@@ -294,7 +297,7 @@ class CollectiveTiming:
     busbw_gbs: float
 
 
-def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_bytes=(1024, 2**20),
+def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_bytes: Sequence[int] = (1024, 2**20),
                        repeats: int = 5, min_time: float = 0.05, device: str = "auto") -> list[CollectiveTiming]:
     """Time a collective at each size on the current group, like nccl-tests.
 
@@ -308,7 +311,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     ``CollectiveTiming`` per size.
     """
     world = dist.get_world_size()
-    rows = []
+    rows: list[CollectiveTiming] = []
     for size in sizes_bytes:
         if size < 4 * world:
             raise ValueError(f"size {size} B is too small for {world} ranks of float32 (need >= {4 * world})")
@@ -317,7 +320,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
         fn = _collective_call(name, impl, tensor)
         fn()  # warm-up
         calls = _calls_per_block(fn, min_time / repeats, dev)
-        samples = []
+        samples: list[float] = []
         for _ in range(repeats):
             dist.barrier()
             for _ in range(calls):
@@ -336,7 +339,7 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     return rows
 
 
-def _calls_per_block(fn, block_seconds: float, dev: torch.device) -> int:
+def _calls_per_block(fn: Callable[[], object], block_seconds: float, dev: torch.device) -> int:
     """Double the number of calls until one block takes ``block_seconds`` on the slowest rank.
 
     One timed call is not enough: a block of a few calls also times how far apart the ranks left

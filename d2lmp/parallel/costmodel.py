@@ -27,13 +27,18 @@ and memory fragmentation, and say so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from ..gpu_specs import NOTABLE_GPUS
+from ..gpu_specs import NOTABLE_GPUS, GPUSpec
 from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
 from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
 from .alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_all_reduce_time
 from .dp_model import predict_step
+
+if TYPE_CHECKING:
+    from ..models import LayerRow  # the layer table's rows; models imports torch, this model does not
 
 __all__ = ["STRATEGIES", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine", "Prediction", "predict",
            "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED", "state_per_device", "zero_memory", "zero_memory_by_stage",
@@ -59,7 +64,7 @@ class Hardware:
         return replace(self, devices=n)
 
 
-def _gpu_row(name: str):
+def _gpu_row(name: str) -> GPUSpec:
     """The row of the sourced GPU table (``NOTABLE_GPUS``) called ``name``."""
     return next(spec for spec in NOTABLE_GPUS if spec.name == name)
 
@@ -110,7 +115,7 @@ def this_machine(flops: float, alpha: float, beta: float, devices: int = 2,
                     (), "FLOP/s and α, β measured in this run", overlap=False)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prediction:
     strategy: str
     devices: int
@@ -137,7 +142,7 @@ def _ring(kind: str, n: int, nbytes: float, hw: Hardware) -> float:
     return (n - 1) * (hw.alpha + nbytes / n / hw.link_bytes_per_s)  # all-gather or reduce-scatter
 
 
-def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
+def _totals(rows: Sequence[LayerRow], batch_of_table: int) -> tuple[float, float, float]:
     """(forward FLOPs per example, parameter count, activation bytes per example)."""
     flops = sum(r.flops for r in rows) / batch_of_table
     params = sum(r.params for r in rows)
@@ -152,13 +157,13 @@ def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
 STRATEGY_STAGE = {"data": 0, "pipeline": 3, "tensor": 3}
 
 
-def _at_width(rows, opt: OptimizerBytes) -> list:
+def _at_width(rows: Sequence[LayerRow], opt: OptimizerBytes) -> Sequence[LayerRow]:
     """The layer table with activations stored at the optimizer's activation width."""
     scale = opt.activation_bytes / _TABLE_ACTIVATION_BYTES
     return rows if scale == 1 else [replace(r, activation_bytes=r.activation_bytes * scale) for r in rows]
 
 
-def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
+def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
             batch_of_table: int = 1, optimizer: str | OptimizerBytes = "momentum",
             stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None,
             gradient_tensors: int = 1) -> Prediction:
@@ -222,7 +227,7 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
 
 
-def _split_layer_bytes(rows, batch_of_table: int, batch: int) -> list[tuple[float, float]]:
+def _split_layer_bytes(rows: Sequence[LayerRow], batch_of_table: int, batch: int) -> list[tuple[float, float]]:
     """(output bytes, input bytes) of each conv/linear layer for ``batch`` examples; a layer's input is what the
     row before it produced, and the first row's input (the data) counts 0 bytes: no gradient is sent for it."""
     scale = batch / batch_of_table
@@ -230,14 +235,14 @@ def _split_layer_bytes(rows, batch_of_table: int, batch: int) -> list[tuple[floa
             for i, r in enumerate(rows) if r.flops > 0]
 
 
-def _split_layer_comm(rows, batch_of_table: int, batch: int, n: int, hw: Hardware) -> float:
+def _split_layer_comm(rows: Sequence[LayerRow], batch_of_table: int, batch: int, n: int, hw: Hardware) -> float:
     """Seconds of tensor parallelism's messages over ``n`` devices: each split layer all-gathers its output and
     all-reduces its input's gradient, except the first layer's, which is never sent (``_split_layer_bytes``)."""
     return sum(_ring("all_gather", n, out_bytes, hw) + (_ring("all_reduce", n, in_bytes, hw) if in_bytes else 0.0)
                for out_bytes, in_bytes in _split_layer_bytes(rows, batch_of_table, batch))
 
 
-def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
+def comm_bytes(rows: Sequence[LayerRow], strategy: str, devices: int, batch: int, batch_of_table: int = 1,
                optimizer: str | OptimizerBytes = "momentum") -> float:
     """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
 
@@ -275,7 +280,8 @@ def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: in
     return total
 
 
-def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, opt: OptimizerBytes,
+def _grid_hybrid(rows: Sequence[LayerRow], hw: Hardware, batch: int, grid: tuple[int, int], batch_of_table: int,
+                 opt: OptimizerBytes,
                  gradient_tensors: int) -> Prediction:
     """Data × tensor as ``parallel.hybrid`` runs it: ``data`` replicas, each with every ``Linear`` split by
     output features over ``tensor`` devices, each working on batch / data examples.
@@ -318,7 +324,7 @@ def state_per_device(params: float, devices: int, stage: int,
             for part, size in optimizer_bytes(optimizer).state_per_parameter.items()}
 
 
-def _check_zero(num_params, world, stage) -> None:
+def _check_zero(num_params: object, world: object, stage: object) -> None:
     for name, value in (("num_params", num_params), ("world", world)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")

@@ -20,7 +20,8 @@ accumulated gradients over the ranks: one synchronisation instead of k, the same
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -29,11 +30,11 @@ from torch import nn
 
 from ..models import mlp
 from .launch import rank_device
-from .timeline import Timeline
+from .timeline import Timeline, TimelineEvent
 
 __all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "BucketedAllReduce",
-           "recording_hook", "VERSIONS", "DataParallelStep", "dp_gradients", "accumulated_gradients",
-           "single_process_gradients", "dp_train", "single_process_train"]
+           "recording_hook", "VERSIONS", "DataParallelStep", "dp_gradients", "AccumulatedGradients",
+           "accumulated_gradients", "single_process_gradients", "DPRun", "dp_train", "single_process_train"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def synthetic_data(spec: MLPSpec, n: int, seed: int = 1) -> tuple[torch.Tensor, 
     return x, (x @ teacher).argmax(dim=1)
 
 
-def shard(x: torch.Tensor, y: torch.Tensor, rank: int, world: int):
+def shard(x: torch.Tensor, y: torch.Tensor, rank: int, world: int) -> tuple[torch.Tensor, torch.Tensor]:
     """This rank's slice of the minibatch; the first ``len % world`` ranks get one extra example."""
     if len(x) < world:
         raise ValueError(f"a batch of {len(x)} cannot give each of {world} ranks an example")
@@ -70,7 +71,8 @@ def local_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, global_batch:
     return nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
 
 
-def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None, group=None) -> None:
+def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None,
+                        group: dist.ProcessGroup | None = None) -> None:
     """Version 1: sum every gradient over the ranks of ``group`` (None: all), one blocking all-reduce per tensor."""
     for name, p in model.named_parameters():
         if p.grad is None:
@@ -92,14 +94,15 @@ class BucketedAllReduce:
     """
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
-                 timeline: Timeline | None = None, group=None):
+                 timeline: Timeline | None = None, group: dist.ProcessGroup | None = None) -> None:
         if bucket_bytes <= 0:
             raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
         self.overlap, self.timeline, self.group = overlap, timeline, group
         self.sync = True
         params = [p for p in model.parameters() if p.requires_grad]
         self.buckets: list[list[nn.Parameter]] = []
-        current, size = [], 0
+        current: list[nn.Parameter] = []
+        size = 0
         for p in reversed(params):
             current.append(p)
             size += p.numel() * p.element_size()
@@ -112,16 +115,16 @@ class BucketedAllReduce:
         self._reset()
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
 
-    def _reset(self):
+    def _reset(self) -> None:
         self._remaining = [len(b) for b in self.buckets]
-        self._inflight: dict[int, tuple[torch.Tensor, object]] = {}
+        self._inflight: dict[int, tuple[torch.Tensor, torch.futures.Future[list[torch.Tensor]]]] = {}
 
     def bucket_sizes(self) -> list[int]:
         """Bytes per bucket, in the order they are all-reduced."""
         return [sum(p.numel() * p.element_size() for p in b) for b in self.buckets]
 
     @contextmanager
-    def no_sync(self):
+    def no_sync(self) -> Iterator[None]:
         """Backward passes in this block only accumulate into ``.grad``: no all-reduce starts and
         ``finish()`` does nothing (as DDP's ``no_sync``). The first backward after it sums the total."""
         self.sync = False
@@ -142,13 +145,14 @@ class BucketedAllReduce:
         for p in self.buckets[i]:
             if p.grad is None:  # a parameter that took no part in this forward pass
                 p.grad = torch.zeros_like(p)
-        flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[i]])
+        flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[i]])  # type: ignore[union-attr]  # set above
         start = time.perf_counter()
         future = dist.all_reduce(flat, group=self.group, async_op=True).get_future()
         if self.timeline is not None:
             timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
 
-            def done(fut, i=i, start=start):
+            def done(fut: torch.futures.Future[list[torch.Tensor]], i: int = i,
+                     start: float = start) -> list[torch.Tensor]:
                 timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", nbytes=nbytes)
                 return fut.value()
 
@@ -167,7 +171,7 @@ class BucketedAllReduce:
             offset = 0
             for p in self.buckets[i]:
                 n = p.numel()
-                p.grad.copy_(flat[offset:offset + n].view_as(p.grad))
+                p.grad.copy_(flat[offset:offset + n].view_as(p.grad))  # type: ignore[union-attr, arg-type]
                 offset += n
         self._reset()
 
@@ -177,7 +181,7 @@ class BucketedAllReduce:
             h.remove()
 
 
-def recording_hook(timeline, bucket):  # no annotations: DDP checks them literally
+def recording_hook(timeline, bucket):  # type: ignore[no-untyped-def]  # no annotations: DDP checks them literally
     """A DDP communication hook: sum the bucket over ranks (no averaging) and log its size and time.
 
     Each event records the bucket's bytes and the bytes of each parameter in it (``tensor_bytes``,
@@ -192,7 +196,7 @@ def recording_hook(timeline, bucket):  # no annotations: DDP checks them literal
     tensor_bytes = tuple(p.numel() * p.element_size() for p in bucket.parameters())
     future = dist.all_reduce(buffer, async_op=True).get_future()
 
-    def done(fut):
+    def done(fut: torch.futures.Future[list[torch.Tensor]]) -> torch.Tensor:
         timeline.add("allreduce", start, time.perf_counter(), f"bucket {bucket.index()}", nbytes=nbytes,
                      tensor_bytes=tensor_bytes)
         return fut.value()[0]
@@ -207,14 +211,15 @@ class DataParallelStep:
     """One training step of a chosen version on this rank: forward, backward, gradient sum, SGD."""
 
     def __init__(self, spec: MLPSpec, version: str, lr: float = 0.1, bucket_bytes: int = 1 << 20,
-                 device: str = "auto"):
+                 device: str = "auto") -> None:
         if version not in VERSIONS:
             raise ValueError(f"unknown version {version!r}; available: {', '.join(VERSIONS)}")
         self.version = version
         self.timeline = Timeline(dist.get_rank())
         self.device = rank_device(device)
         self.model = spec.build().to(self.device)
-        self.bucketer = None
+        self.bucketer: BucketedAllReduce | None = None
+        self.module: nn.Module
         if version == "ddp":
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.module = nn.parallel.DistributedDataParallel(self.model, device_ids=ids,
@@ -227,9 +232,9 @@ class DataParallelStep:
                                                   timeline=self.timeline)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
 
-    def no_sync(self):
+    def no_sync(self) -> AbstractContextManager[None]:
         """A block whose backward passes only accumulate into ``.grad`` (no sum over the ranks)."""
-        if self.version == "ddp":
+        if isinstance(self.module, nn.parallel.DistributedDataParallel):  # version "ddp"
             return self.module.no_sync()
         if self.bucketer is not None:
             return self.bucketer.no_sync()
@@ -269,12 +274,23 @@ def dp_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch
     step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
     step(xs, ys, len(x))
-    return [p.grad.cpu().clone() for p in step.model.parameters()]
+    return [p.grad.cpu().clone() for p in step.model.parameters()]  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class AccumulatedGradients:
+    """What ``accumulated_gradients`` returns: the summed gradients (on the CPU), the micro-steps that
+    communicated, and the gradient all-reduces of the optimizer step (calls and bytes, from the timeline)."""
+
+    grads: list[torch.Tensor]
+    syncs: int
+    allreduce_calls: int
+    allreduce_bytes: int
 
 
 def accumulated_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
                           micro_steps: int, accumulate: bool = True, bucket_bytes: int = 1 << 20,
-                          device: str = "auto") -> dict:
+                          device: str = "auto") -> AccumulatedGradients:
     """Worker: one optimizer step's gradients from ``micro_steps`` micro-batches of this rank's slice.
 
     With ``accumulate`` the first k - 1 backward passes run inside ``no_sync()`` and only add into
@@ -282,8 +298,8 @@ def accumulated_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor,
     Without it, each micro-step's own gradient is summed over the ranks and added to the total:
     k synchronisations, the same result. Each micro-batch's loss is its summed loss divided by the
     global batch, so the result is the full-batch mean-loss gradient however the batch is cut.
-    Returns {"grads" (on the CPU), "syncs" (micro-steps that communicated), "allreduce_calls",
-    "allreduce_bytes"} (gradient all-reduces in this optimizer step, from the timeline).
+    Returns the gradients (on the CPU), the micro-steps that communicated, and the count and bytes of the
+    gradient all-reduces in this optimizer step (from the timeline).
     """
     step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
@@ -292,7 +308,7 @@ def accumulated_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor,
     params = list(step.model.parameters())
     syncs = 0
 
-    def allreduces():
+    def allreduces() -> list[TimelineEvent]:
         return [e for e in step.timeline.events if e.kind == "allreduce"]
 
     for j, (xj, yj) in enumerate(zip(torch.tensor_split(xs, micro_steps), torch.tensor_split(ys, micro_steps))):
@@ -311,32 +327,45 @@ def accumulated_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor,
             if not accumulate:
                 for p, g in zip(params, total):
                     if g is not None:
-                        p.grad += g
+                        p.grad += g  # type: ignore[operator]  # backward has just set p.grad
         syncs += len(allreduces()) > before
-    return dict(grads=[p.grad.cpu().clone() for p in params], syncs=syncs, allreduce_calls=len(allreduces()),
-                allreduce_bytes=sum(e.nbytes for e in allreduces()))
+    return AccumulatedGradients(grads=[p.grad.cpu().clone() for p in params],  # type: ignore[union-attr]
+                                syncs=syncs, allreduce_calls=len(allreduces()),
+                                allreduce_bytes=sum(e.nbytes or 0 for e in allreduces()))
 
 
 def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     """The reference: full-batch mean-loss gradients computed in this process."""
     model = spec.build()
     local_loss(model, x, y, len(x)).backward()
-    return [p.grad.clone() for p in model.parameters()]
+    return [p.grad.clone() for p in model.parameters()]  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class DPRun:
+    """What ``dp_train`` returns on a rank: the global mean loss and the seconds of every step, the rank's
+    ``TimelineEvent``s, and the bytes of each bucket (None for the versions without buckets)."""
+
+    losses: list[float]
+    step_seconds: list[float]
+    events: list[TimelineEvent]
+    bucket_sizes: list[int] | None
 
 
 def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
-             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "auto") -> dict:
+             steps: int = 20, lr: float = 0.1, bucket_bytes: int = 1 << 20, device: str = "auto") -> DPRun:
     """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and ``TimelineEvent``s."""
     step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
-    losses, times = [], []
+    losses: list[float] = []
+    times: list[float] = []
     for _ in range(steps):
         dist.barrier()
         start = time.perf_counter()
         losses.append(step(xs, ys, len(x)))
         times.append(time.perf_counter() - start)
-    return dict(losses=losses, step_seconds=times, events=step.timeline.events,
-                bucket_sizes=step.bucketer.bucket_sizes() if step.bucketer else None)
+    return DPRun(losses=losses, step_seconds=times, events=step.timeline.events,
+                 bucket_sizes=step.bucketer.bucket_sizes() if step.bucketer else None)
 
 
 def single_process_train(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, steps: int = 20,

@@ -24,9 +24,9 @@ from torch import nn
 
 from .data_parallel import MLPSpec, allreduce_gradients, local_loss, shard
 from .tensor_parallel import ColumnParallelLinear
-from .timeline import Timeline
+from .timeline import Timeline, TimelineEvent
 
-__all__ = ["Grid", "grid_groups", "hybrid_model", "hybrid_step", "hybrid_train", "one_device_shards"]
+__all__ = ["Grid", "grid_groups", "hybrid_model", "hybrid_step", "HybridRun", "hybrid_train", "one_device_shards"]
 
 
 @dataclass(frozen=True)
@@ -76,15 +76,30 @@ def hybrid_step(model: nn.Module, optimizer: torch.optim.Optimizer, grid: Grid, 
     return loss
 
 
+@dataclass(frozen=True)
+class HybridRun:
+    """What ``hybrid_train`` returns on a rank: its parameter shards, the global loss and seconds of every
+    step, each step's ``Timeline`` events, and the rank's row and column in the grid."""
+
+    parameters: list[torch.Tensor]
+    losses: list[float]
+    step_seconds: list[float]
+    events: list[list[TimelineEvent]]
+    data_rank: int
+    tensor_rank: int
+
+
 def hybrid_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, data: int = 2,
-                 tensor: int = 2, steps: int = 5, lr: float = 0.1) -> dict:
+                 tensor: int = 2, steps: int = 5, lr: float = 0.1) -> HybridRun:
     """Worker: ``steps`` SGD steps of the hybrid; returns this rank's parameter shards, global losses, step
     times and each step's ``Timeline`` events."""
     grid = grid_groups(data, tensor)
     model = hybrid_model(spec, grid)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     xs, ys = shard(x, y, grid.data_rank, data)  # one slice per replica; a row's ranks share it
-    losses, seconds, events = [], [], []
+    losses: list[float] = []
+    seconds: list[float] = []
+    events: list[list[TimelineEvent]] = []
     for _ in range(steps):
         timeline = Timeline(rank)
         dist.barrier()
@@ -96,8 +111,8 @@ def hybrid_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch
         total = loss.detach().clone()
         dist.all_reduce(total, group=grid.data_group)  # the replicas' parts of the global mean loss
         losses.append(total.item())
-    return dict(parameters=[p.detach().clone() for p in model.parameters()], losses=losses, step_seconds=seconds,
-                events=events, data_rank=grid.data_rank, tensor_rank=grid.tensor_rank)
+    return HybridRun(parameters=[p.detach().clone() for p in model.parameters()], losses=losses,
+                     step_seconds=seconds, events=events, data_rank=grid.data_rank, tensor_rank=grid.tensor_rank)
 
 
 def one_device_shards(parameters: list[torch.Tensor], tensor_rank: int, tensor: int) -> list[torch.Tensor]:

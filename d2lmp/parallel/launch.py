@@ -29,10 +29,13 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
+from torch.distributed import TCPStore
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "loopback_listener", "choose_backend",
            "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun"]
@@ -46,7 +49,7 @@ T = TypeVar("T")
 class WorkerError(RuntimeError):
     """A rank failed: raised an exception, died, or did not finish in time."""
 
-    def __init__(self, rank: int | None, message: str, remote_traceback: str = ""):
+    def __init__(self, rank: int | None, message: str, remote_traceback: str = "") -> None:
         self.rank = rank
         self.remote_traceback = remote_traceback
         text = message if rank is None else f"rank {rank}: {message}"
@@ -110,7 +113,7 @@ def rank_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def _rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: float) -> dist.TCPStore:
+def _rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: float) -> TCPStore:
     """The group's key-value store: rank 0 serves it on ``listener``, every other rank is a client.
 
     Rank 0 hands the listening socket's descriptor to the store, which owns (and closes) it from
@@ -119,13 +122,14 @@ def _rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: fl
     port = listener.getsockname()[1]
     wait = timedelta(seconds=timeout)
     if rank == 0:
-        return dist.TCPStore("127.0.0.1", port, world_size, is_master=True, timeout=wait,
+        return TCPStore("127.0.0.1", port, world_size, is_master=True, timeout=wait,
                              wait_for_workers=False, master_listen_fd=listener.detach())
     listener.close()
-    return dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
+    return TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
 
 
-def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, results):
+def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[Any, ...], backend: str,
+            listener: socket.socket, timeout: float, threads: int, results: Queue[Any]) -> None:
     port = listener.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
@@ -143,7 +147,7 @@ def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, res
         # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
         dist.init_process_group(backend, store=store, rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=timeout),
-                                **({"device_id": torch.device("cuda", rank)} if backend == "nccl" else {}))
+                                device_id=torch.device("cuda", rank) if backend == "nccl" else None)
         result = fn(rank, world_size, *args)
         buffer = io.BytesIO()
         torch.save(result, buffer)  # by value: the parent may read it after this process is gone
@@ -167,8 +171,8 @@ def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, res
     os._exit(0)  # skip interpreter teardown, where torch's C++ threads can abort (see exit_after_torchrun)
 
 
-def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str = "auto",
-           timeout: float = 120.0, threads: int | None = None):
+def launch(fn: Callable[..., T], world_size: int, *args: Any, backend: str = "auto", start_method: str = "auto",
+           timeout: float = 120.0, threads: int | None = None) -> list[T]:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` ranks; return the results in rank order.
 
     A rank that raises makes ``launch`` raise ``WorkerError`` with that rank's traceback
@@ -200,15 +204,16 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
             raise ValueError(f"threads={threads} with start method 'fork' would hang in OpenMP; "
                              "forked ranks run one thread each (use start_method='spawn' for more)")
         threads = 1
-    ctx = mp.get_context(method)
-    results = ctx.Queue()
+    ctx = mp.get_context("fork") if method == "fork" else mp.get_context("spawn")
+    results: Queue[Any] = ctx.Queue()
     # The parent binds and listens before any rank starts, so the port is held throughout, and
     # hands every rank the socket itself: a forked rank inherits it, a spawned rank receives it
     # through multiprocessing (which passes a socket argument to the child as an open descriptor).
     listener = loopback_listener()
     threads = threads or threads_per_rank(world_size)
-    procs = [ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, timeout, threads, results),
-                         daemon=True, name=f"d2lmp-rank{r}") for r in range(world_size)]
+    procs: list[BaseProcess] = [
+        ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, timeout, threads, results),
+                    daemon=True, name=f"d2lmp-rank{r}") for r in range(world_size)]
     try:
         for p in procs:
             p.start()
@@ -221,7 +226,7 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
         results.join_thread()
 
 
-def _collect(procs, results, world_size, timeout):
+def _collect(procs: list[BaseProcess], results: Queue[Any], world_size: int, timeout: float) -> list[Any]:
     outputs: dict[int, object] = {}
     deadline = time.monotonic() + timeout
     dead_since: dict[int, float] = {}
@@ -252,7 +257,7 @@ def _collect(procs, results, world_size, timeout):
     return [outputs[r] for r in range(world_size)]
 
 
-def _first_error(message, results, grace: float = 0.5) -> WorkerError:
+def _first_error(message: tuple[Any, ...], results: Queue[Any], grace: float = 0.5) -> WorkerError:
     """The earliest of the errors that arrive within ``grace`` seconds.
 
     When one rank fails, its peers often fail a moment later inside a collective
@@ -273,7 +278,7 @@ def _first_error(message, results, grace: float = 0.5) -> WorkerError:
     return WorkerError(rank, f"raised {summary}{note}", remote_tb)
 
 
-def _killed_rank(procs, reported) -> WorkerError | None:
+def _killed_rank(procs: list[BaseProcess], reported: set[int | None]) -> WorkerError | None:
     """A rank that died by a signal without reporting: the cause, not an echo, of its peers' errors."""
     for rank, p in enumerate(procs):
         if rank not in reported and p.exitcode is not None and p.exitcode < 0:
@@ -281,7 +286,7 @@ def _killed_rank(procs, reported) -> WorkerError | None:
     return None
 
 
-def _stop(procs):
+def _stop(procs: list[BaseProcess]) -> None:
     for p in procs:
         if p.is_alive():
             p.terminate()
@@ -303,7 +308,7 @@ def run_from_env(fn: Callable[..., T], *args: Any) -> tuple[int, int, T]:
     if backend == "nccl":
         torch.cuda.set_device(local)
     dist.init_process_group(backend, timeout=timedelta(seconds=120),
-                            **({"device_id": torch.device("cuda", local)} if backend == "nccl" else {}))
+                            device_id=torch.device("cuda", local) if backend == "nccl" else None)
     result = fn(rank, world, *args)
     dist.barrier()  # nobody leaves while a peer still talks to it (gloo aborts on a closed connection)
     dist.destroy_process_group()

@@ -22,7 +22,7 @@ from torch import nn
 
 from .collectives import global_rank
 from .launch import rank_device
-from .pipeline_memory import ActivationLedger
+from .pipeline_memory import ActivationLedger, LedgerSummary
 from .pipeline_schedule import micro_batch_count, rank_plan
 from .timeline import Timeline, TimelineEvent
 
@@ -35,13 +35,13 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targe
 class StepResult:
     """What one rank found in one pipeline step: its parameters' gradients (by the full model's names), the
     outputs and mean loss (on the rank holding the last stage, else None), its timeline events, and
-    ``ActivationLedger.summary()`` (the most micro-batches held in flight, the most saved bytes held at once)."""
+    the ``ActivationLedger``'s summary (the most micro-batches held in flight, the most saved bytes held at once)."""
 
     grads: dict[str, torch.Tensor]
     outputs: torch.Tensor | None
     loss: float | None
     events: list[TimelineEvent]
-    memory: dict[str, Any]
+    memory: LedgerSummary
 
 
 @dataclass(frozen=True)

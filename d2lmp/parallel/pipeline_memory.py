@@ -14,17 +14,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 
-__all__ = ["ActivationLedger", "Key", "peak_in_flight"]
+from .timeline import TimelineEvent
+
+__all__ = ["ActivationLedger", "LedgerSummary", "Key", "peak_in_flight"]
 
 Key = int | tuple[int, int]  # a micro-batch, or (virtual stage, micro-batch) where a rank holds several stages
 
 
 def _storage_key(t: torch.Tensor) -> tuple[str, int]:
     return (t.device.type, t.untyped_storage().data_ptr())
+
+
+@dataclass(frozen=True)
+class LedgerSummary:
+    """An ``ActivationLedger``'s peaks: the most micro-batches in flight at once, the most saved bytes held at
+    once, and each micro-batch's saved bytes (in micro-batch order)."""
+
+    peak_in_flight: int
+    peak_saved_bytes: int
+    micro_batch_bytes: list[int]
 
 
 class ActivationLedger:
@@ -63,13 +75,13 @@ class ActivationLedger:
         """Micro-batch ``i``'s backward has run: its saved tensors are freed."""
         del self.held[i]
 
-    def summary(self) -> dict[str, Any]:
-        """{"peak_in_flight", "peak_saved_bytes", "micro_batch_bytes" (a list in micro-batch order)}."""
-        return dict(peak_in_flight=self.peak_in_flight, peak_saved_bytes=self.peak_bytes,
-                    micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
+    def summary(self) -> LedgerSummary:
+        """The peaks, and the saved bytes of each micro-batch."""
+        return LedgerSummary(peak_in_flight=self.peak_in_flight, peak_saved_bytes=self.peak_bytes,
+                             micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
 
 
-def peak_in_flight(events, rank: int = 0) -> int:
+def peak_in_flight(events: Iterable[TimelineEvent], rank: int = 0) -> int:
     """The most micro-batches ``rank`` has run forward but not yet backward at once, from its timeline events
     (``timeline.TimelineEvent`` of kind "forward" and "backward", in order of their start)."""
     alive = peak = 0

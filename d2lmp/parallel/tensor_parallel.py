@@ -19,48 +19,61 @@ the ranks that share the split (None: all).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, cast
+
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed import ProcessGroup
 from torch.nn import functional as F
 
-__all__ = ["CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel", "gather_from_parallel",
-           "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
+__all__ = ["CommCall", "CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel",
+           "gather_from_parallel", "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
            "InputChannelParallelConv2d", "parallel_mlp", "comm_volume"]
 
 _LOGS: list[CommLog] = []  # active logs; entered and left only through ``CommLog``
 
 
+@dataclass(frozen=True)
+class CommCall:
+    """One collective a ``CommLog`` saw: the operation, the bytes of the tensor this rank put in, a label."""
+
+    op: str
+    bytes: int
+    label: str
+
+
 class CommLog:
     """Records (operation, bytes, label) for collectives issued while the ``with`` block runs."""
 
-    def __init__(self):
-        self.calls: list[dict] = []
+    def __init__(self) -> None:
+        self.calls: list[CommCall] = []
 
-    def __enter__(self):
+    def __enter__(self) -> CommLog:
         _LOGS.append(self)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _LOGS.remove(self)
 
     def total_bytes(self) -> int:
-        return sum(c["bytes"] for c in self.calls)
+        return sum(c.bytes for c in self.calls)
 
 
 def _log(op: str, tensor: torch.Tensor, label: str) -> None:
     for log in _LOGS:
-        log.calls.append(dict(op=op, bytes=tensor.numel() * tensor.element_size(), label=label))
+        log.calls.append(CommCall(op, tensor.numel() * tensor.element_size(), label))
 
 
-def _all_reduce(t: torch.Tensor, label: str, group=None) -> torch.Tensor:
+def _all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
     t = t.contiguous().clone()
     _log("all_reduce", t, label)
     dist.all_reduce(t, group=group)
     return t
 
 
-def _all_gather(t: torch.Tensor, dim: int, label: str, group=None) -> torch.Tensor:
+def _all_gather(t: torch.Tensor, dim: int, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
     t = t.contiguous()
     parts = [torch.empty_like(t) for _ in range(dist.get_world_size(group))]
     _log("all_gather", t, label)
@@ -70,22 +83,22 @@ def _all_gather(t: torch.Tensor, dim: int, label: str, group=None) -> torch.Tens
 
 class _CopyToParallel(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, label, group):
+    def forward(ctx: Any, x: torch.Tensor, label: str, group: ProcessGroup | None) -> torch.Tensor:
         ctx.label, ctx.group = label, group
         return x.view_as(x)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         return _all_reduce(grad, ctx.label + " (backward)", ctx.group), None, None
 
 
 class _ReduceFromParallel(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, label, group):
+    def forward(ctx: Any, x: torch.Tensor, label: str, group: ProcessGroup | None) -> torch.Tensor:
         return _all_reduce(x, label, group)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         return grad, None, None
 
 
@@ -93,17 +106,17 @@ class _GatherFromParallel(torch.autograd.Function):
     """All-gather along ``dim`` forward; backward keeps this rank's slice of the gradient."""
 
     @staticmethod
-    def forward(ctx, x, dim, label, group):
+    def forward(ctx: Any, x: torch.Tensor, dim: int, label: str, group: ProcessGroup | None) -> torch.Tensor:
         ctx.dim, ctx.size, ctx.group = dim, x.shape[dim], group
         return _all_gather(x, dim, label, group)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         rank = dist.get_rank(ctx.group)
         return grad.narrow(ctx.dim, rank * ctx.size, ctx.size).contiguous(), None, None, None
 
 
-def _reduce_scatter(t: torch.Tensor, dim: int, label: str, group=None) -> torch.Tensor:
+def _reduce_scatter(t: torch.Tensor, dim: int, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
     """Sum over ranks, keeping this rank's block along ``dim`` (a ring reduce-scatter from send/recv)."""
     from .collectives import ring_reduce_scatter
 
@@ -123,29 +136,35 @@ class _GatherForSplitCompute(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, dim, label, group):
+    def forward(ctx: Any, x: torch.Tensor, dim: int, label: str, group: ProcessGroup | None) -> torch.Tensor:
         ctx.dim, ctx.label, ctx.group = dim, label, group
         return _all_gather(x, dim, label, group)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         return _reduce_scatter(grad, ctx.dim, ctx.label + " (backward)", ctx.group), None, None, None
 
 
-def gather_for_split_compute(x: torch.Tensor, dim: int = 1, label: str = "", group=None) -> torch.Tensor:
-    return _GatherForSplitCompute.apply(x, dim % x.dim(), label, group)
+def gather_for_split_compute(x: torch.Tensor, dim: int = 1, label: str = "",
+                             group: ProcessGroup | None = None) -> torch.Tensor:
+    out: torch.Tensor = _GatherForSplitCompute.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    return out
 
 
-def copy_to_parallel(x: torch.Tensor, label: str = "", group=None) -> torch.Tensor:
-    return _CopyToParallel.apply(x, label, group)
+def copy_to_parallel(x: torch.Tensor, label: str = "", group: ProcessGroup | None = None) -> torch.Tensor:
+    out: torch.Tensor = _CopyToParallel.apply(x, label, group)  # type: ignore[no-untyped-call]
+    return out
 
 
-def reduce_from_parallel(x: torch.Tensor, label: str = "", group=None) -> torch.Tensor:
-    return _ReduceFromParallel.apply(x, label, group)
+def reduce_from_parallel(x: torch.Tensor, label: str = "", group: ProcessGroup | None = None) -> torch.Tensor:
+    out: torch.Tensor = _ReduceFromParallel.apply(x, label, group)  # type: ignore[no-untyped-call]
+    return out
 
 
-def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "", group=None) -> torch.Tensor:
-    return _GatherFromParallel.apply(x, dim % x.dim(), label, group)
+def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "",
+                         group: ProcessGroup | None = None) -> torch.Tensor:
+    out: torch.Tensor = _GatherFromParallel.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    return out
 
 
 def shard_range(n: int, world: int, rank: int, what: str = "n") -> tuple[int, int]:
@@ -158,7 +177,7 @@ def shard_range(n: int, world: int, rank: int, what: str = "n") -> tuple[int, in
     return rank * size, size
 
 
-def _shard(n: int, what: str, group=None) -> tuple[int, int]:
+def _shard(n: int, what: str, group: ProcessGroup | None = None) -> tuple[int, int]:
     """This rank's (start, size) of ``n`` features in ``group`` (None: all ranks)."""
     return shard_range(n, dist.get_world_size(group), dist.get_rank(group), what)
 
@@ -166,14 +185,15 @@ def _shard(n: int, what: str, group=None) -> tuple[int, int]:
 class ColumnParallelLinear(nn.Module):
     """A ``Linear`` whose output features are split: rank r computes features [r·k, (r+1)·k)."""
 
-    def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear", group=None):
+    def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear",
+                 group: ProcessGroup | None = None) -> None:
         super().__init__()
         start, size = _shard(full.out_features, "out_features", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
         self.gather_output, self.label, self.group = gather_output, label, group
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.linear(copy_to_parallel(x, self.label, self.group), self.weight, self.bias)
         return gather_from_parallel(out, -1, self.label, self.group) if self.gather_output else out
 
@@ -181,14 +201,15 @@ class ColumnParallelLinear(nn.Module):
 class RowParallelLinear(nn.Module):
     """A ``Linear`` whose input features are split; partial outputs are summed by an all-reduce."""
 
-    def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear", group=None):
+    def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear",
+                 group: ProcessGroup | None = None) -> None:
         super().__init__()
         self.start, self.size = _shard(full.in_features, "in_features", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
         self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.input_is_parallel:
             x = copy_to_parallel(x, self.label, self.group)[..., self.start:self.start + self.size]
         out = reduce_from_parallel(F.linear(x, self.weight), self.label, self.group)
@@ -198,7 +219,8 @@ class RowParallelLinear(nn.Module):
 class ChannelParallelConv2d(nn.Module):
     """A ``Conv2d`` whose output channels are split; all-gather them when the next layer needs all."""
 
-    def __init__(self, full: nn.Conv2d, gather_output: bool = True, label: str = "channel conv", group=None):
+    def __init__(self, full: nn.Conv2d, gather_output: bool = True, label: str = "channel conv",
+                 group: ProcessGroup | None = None) -> None:
         super().__init__()
         if full.groups != 1:
             raise ValueError("ChannelParallelConv2d splits an ungrouped convolution (groups=1)")
@@ -208,7 +230,7 @@ class ChannelParallelConv2d(nn.Module):
         self.stride, self.padding, self.gather_output, self.label = full.stride, full.padding, gather_output, label
         self.group = group
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.conv2d(copy_to_parallel(x, self.label, self.group), self.weight, self.bias, self.stride, self.padding)
         return gather_from_parallel(out, 1, self.label, self.group) if self.gather_output else out
 
@@ -217,7 +239,7 @@ class InputChannelParallelConv2d(nn.Module):
     """A ``Conv2d`` whose input channels are split; each rank's partial sum is all-reduced."""
 
     def __init__(self, full: nn.Conv2d, input_is_parallel: bool = True, label: str = "input-channel conv",
-                 group=None):
+                 group: ProcessGroup | None = None) -> None:
         super().__init__()
         if full.groups != 1:
             raise ValueError("InputChannelParallelConv2d splits an ungrouped convolution (groups=1)")
@@ -227,18 +249,19 @@ class InputChannelParallelConv2d(nn.Module):
         self.stride, self.padding = full.stride, full.padding
         self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.input_is_parallel:
             x = copy_to_parallel(x, self.label, self.group)[:, self.start:self.start + self.size]
         out = reduce_from_parallel(F.conv2d(x, self.weight, None, self.stride, self.padding), self.label, self.group)
         return out + self.bias.view(1, -1, 1, 1) if self.bias is not None else out
 
 
-def parallel_mlp(full: nn.Sequential, group=None) -> nn.Sequential:
+def parallel_mlp(full: nn.Sequential, group: ProcessGroup | None = None) -> nn.Sequential:
     """Megatron's MLP split of ``Linear → activation → Linear``: column then row, one all-reduce each way."""
     first, act, second = full
-    return nn.Sequential(ColumnParallelLinear(first, gather_output=False, label="fc1", group=group), act,
-                         RowParallelLinear(second, input_is_parallel=True, label="fc2", group=group))
+    column = ColumnParallelLinear(cast(nn.Linear, first), gather_output=False, label="fc1", group=group)
+    return nn.Sequential(column, act, RowParallelLinear(cast(nn.Linear, second), input_is_parallel=True, label="fc2",
+                                                        group=group))
 
 
 def comm_volume(batch: int, n_in: int, n_out: int, world: int, element_size: int = 4) -> dict[str, dict[str, int]]:

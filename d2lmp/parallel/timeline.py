@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 __all__ = ["TimelineEvent", "Timeline", "align", "overlap_ms", "split_steps"]
 
@@ -43,13 +45,13 @@ class Timeline:
     rank: int = 0
     events: list[TimelineEvent] = field(default_factory=list)
 
-    def add(self, kind: str, start: float, end: float, label: str = "", **fields) -> None:
+    def add(self, kind: str, start: float, end: float, label: str = "", **fields: Any) -> None:
         """Record an event; ``fields`` are the optional ``TimelineEvent`` fields (micro_batch, nbytes, tensor_bytes,
         stage)."""
         self.events.append(TimelineEvent(self.rank, kind, label, start, end, **fields))
 
     @contextmanager
-    def span(self, kind: str, label: str = "", **fields):
+    def span(self, kind: str, label: str = "", **fields: Any) -> Iterator[None]:
         """Record the time the ``with`` block takes as one event."""
         start = time.perf_counter()
         try:

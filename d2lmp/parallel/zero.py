@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -37,12 +39,14 @@ from torch import nn
 from ..models import mlp
 from .collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
 
-__all__ = ["STAGES", "FlatUnit", "ZeroAdam", "adam_update", "zero_train", "fsdp2_train", "held_fsdp2_bytes"]
+__all__ = ["STAGES", "FlatUnit", "LoggedCall", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",
+           "fsdp2_train", "held_fsdp2_bytes"]
 
 STAGES = (0, 1, 2, 3)
 
 
-def adam_update(param, grad, m, v, step: int, lr: float, betas=(0.9, 0.999), eps: float = 1e-8) -> None:
+def adam_update(param: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor, step: int, lr: float,
+                betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
     """One Adam step in place on matching 1-D tensors (the formula of ``torch.optim.Adam``)."""
     beta1, beta2 = betas
     m.mul_(beta1).add_(grad, alpha=1 - beta1)  # first moment: running mean of the gradient
@@ -52,7 +56,7 @@ def adam_update(param, grad, m, v, step: int, lr: float, betas=(0.9, 0.999), eps
     param.addcdiv_(m, denom, value=-lr / bias1)
 
 
-def _views(flat: torch.Tensor, params) -> list[torch.Tensor]:
+def _views(flat: torch.Tensor, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """The front of ``flat`` cut into views shaped like ``params``, in order (the rest is padding)."""
     sizes = [p.numel() for p in params]
     return [piece.view_as(p) for piece, p in zip(flat[:sum(sizes)].split(sizes), params)]
@@ -66,7 +70,9 @@ class FlatUnit:
     owns everything); in stage 3 a tensor of its own, and ``full`` holds no memory between uses.
     """
 
-    def __init__(self, params: list[nn.Parameter], rank: int, world: int, stage: int):
+    ready: int  # stage 3: how many of the unit's parameters backward has given a gradient so far
+
+    def __init__(self, params: list[nn.Parameter], rank: int, world: int, stage: int) -> None:
         self.params = params
         self.numel = sum(p.numel() for p in params)
         self.padded = math.ceil(self.numel / world) * world
@@ -97,7 +103,7 @@ class FlatUnit:
         """This rank's own full gradient as one padded flat tensor, from the parameters' ``.grad``."""
         flat = self.full.new_zeros(self.padded)
         for p, view in zip(self.params, _views(flat, self.params)):
-            view.copy_(p.grad)
+            view.copy_(p.grad)  # type: ignore[arg-type]  # every parameter has one after backward
         return flat
 
     def free(self) -> None:
@@ -111,6 +117,15 @@ class FlatUnit:
             self.full.copy_(shards.reshape(-1))
 
 
+@dataclass(frozen=True)
+class LoggedCall:
+    """One collective call of a ``ZeroAdam``: during which step, which collective, bytes this rank sent."""
+
+    step: int
+    op: str
+    bytes_sent: int
+
+
 class ZeroAdam:
     """Adam under ZeRO stage 0-3 for ``model`` on the current rank; use it like a torch optimizer.
 
@@ -120,14 +135,14 @@ class ZeroAdam:
     (None: the default one, all ranks).
     """
 
-    def __init__(self, model: nn.Module, stage: int, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 group=None):
+    def __init__(self, model: nn.Module, stage: int, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, group: dist.ProcessGroup | None = None) -> None:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
         self.model, self.group, self.stage, self.lr, self.betas, self.eps = model, group, stage, lr, betas, eps
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         self.steps = 0  # steps completed: the log's index of the step in progress; Adam's t is steps + 1
-        self.log: list[dict] = []  # one row per collective call: step, op, bytes_sent by this rank
+        self.log: list[LoggedCall] = []  # one row per collective call
         if stage < 3:
             self.units = [FlatUnit(list(model.parameters()), self.rank, self.world, stage)]
         else:
@@ -151,17 +166,17 @@ class ZeroAdam:
         return ring_all_gather(shard, self.group)
 
     def _record(self, op: str, nbytes: int) -> None:
-        self.log.append(dict(step=self.steps, op=op, bytes_sent=nbytes))
+        self.log.append(LoggedCall(self.steps, op, nbytes))
 
     # --- stage 3: gather a layer's parameters just before they are needed, free them after
     def _shard_parameters(self, module: nn.Module, unit: FlatUnit) -> None:
         unit.ready = 0  # how many of the layer's parameters backward has given a gradient
 
-        def gather(*_):
+        def gather(*_: object) -> None:
             unit.materialise(self._all_gather(unit.shard))
             unit.ready = 0
 
-        def grad_ready(_param):
+        def grad_ready(_param: torch.Tensor) -> None:
             unit.ready += 1
             if unit.ready == len(unit.params):  # the whole layer's backward is done
                 unit.grad.copy_(self._reduce_scatter(unit.local_flat_grad()))
@@ -169,7 +184,7 @@ class ZeroAdam:
                     p.grad = None
                 unit.free()
 
-        def free_until_backward(_module, _args, output):
+        def free_until_backward(_module: nn.Module, _args: object, output: torch.Tensor) -> None:
             unit.free()
             if output.requires_grad:  # gather again just before this layer's backward needs them
                 output.register_hook(gather)
@@ -221,12 +236,12 @@ class ZeroAdam:
 
     def bytes_sent(self, step: int) -> int:
         """Bytes this rank sent during step ``step`` (0 = the first), from the collective log."""
-        return sum(row["bytes_sent"] for row in self.log if row["step"] == step)
+        return sum(row.bytes_sent for row in self.log if row.step == step)
 
 
-def _storage_bytes(tensors) -> int:
+def _storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     """Bytes of the distinct storages under ``tensors`` (views of one buffer count once)."""
-    storages = {}
+    storages: dict[tuple[int, int], int] = {}
     for t in tensors:
         s = t.untyped_storage()
         storages[(s.data_ptr(), s.nbytes())] = s.nbytes()
@@ -236,16 +251,18 @@ def _storage_bytes(tensors) -> int:
 # ---------------------------------------------------------------------------------------
 # Training on a rank: ours, and PyTorch's FSDP2 for comparison
 
-def _seeded_mlp(sizes, seed: int) -> nn.Sequential:
+def _seeded_mlp(sizes: Sequence[int], seed: int) -> nn.Sequential:
     """The same MLP on every rank: layer widths ``sizes`` (input, hidden..., classes), weights from ``seed``."""
     torch.manual_seed(seed)
     return mlp(sizes[0], sizes[1:-1], sizes[-1], flatten=False)
 
 
-def _train(rank, world, model, optimizer, x, y, steps):
+def _train(rank: int, world: int, model: nn.Module, optimizer: ZeroAdam | torch.optim.Optimizer, x: torch.Tensor,
+           y: torch.Tensor, steps: int) -> tuple[list[float], list[float]]:
     """``steps`` steps on this rank's slice of (x, y); the loss is its part of the global mean."""
     xs, ys = torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
-    losses, seconds = [], []
+    losses: list[float] = []
+    seconds: list[float] = []
     for _ in range(steps):
         dist.barrier()
         start = time.perf_counter()
@@ -258,18 +275,39 @@ def _train(rank, world, model, optimizer, x, y, steps):
     return losses, seconds
 
 
-def zero_train(rank: int, world: int, sizes, x, y, stage: int, steps: int = 5, lr: float = 1e-2,
-               seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class ShardedRun:
+    """What a training worker returns: this rank's part of each step's loss, each step's seconds, the whole
+    trained parameters, and the bytes this rank keeps between steps by kind ("parameters", "gradients",
+    "optimizer_state")."""
+
+    losses: list[float]
+    step_seconds: list[float]
+    parameters: list[torch.Tensor]
+    held: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ZeroRun(ShardedRun):
+    """A ``ShardedRun`` of ``ZeroAdam``, with the bytes this rank sent in each step and each unit's padded size."""
+
+    sent: list[int]
+    padded: list[int]
+
+
+def zero_train(rank: int, world: int, sizes: Sequence[int], x: torch.Tensor, y: torch.Tensor, stage: int,
+               steps: int = 5, lr: float = 1e-2, seed: int = 0) -> ZeroRun:
     """Worker: train an MLP of layer widths ``sizes`` under ZeRO ``stage``; losses are this rank's parts."""
     model = _seeded_mlp(sizes, seed)
     optimizer = ZeroAdam(model, stage, lr=lr)
     losses, seconds = _train(rank, world, model, optimizer, x, y, steps)
-    return dict(losses=losses, step_seconds=seconds, parameters=optimizer.full_parameters(),
-                held=optimizer.held_bytes(), sent=[optimizer.bytes_sent(s) for s in range(steps)],
-                padded=[u.padded for u in optimizer.units])
+    return ZeroRun(losses=losses, step_seconds=seconds, parameters=optimizer.full_parameters(),
+                   held=optimizer.held_bytes(), sent=[optimizer.bytes_sent(s) for s in range(steps)],
+                   padded=[u.padded for u in optimizer.units])
 
 
-def fsdp2_train(rank: int, world: int, sizes, x, y, steps: int = 5, lr: float = 1e-2, seed: int = 0) -> dict:
+def fsdp2_train(rank: int, world: int, sizes: Sequence[int], x: torch.Tensor, y: torch.Tensor, steps: int = 5,
+                lr: float = 1e-2, seed: int = 0) -> ShardedRun:
     """Worker: the same training under PyTorch's FSDP2 (``fully_shard`` on every layer, then the model)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -279,17 +317,17 @@ def fsdp2_train(rank: int, world: int, sizes, x, y, steps: int = 5, lr: float = 
     for layer in model:
         if isinstance(layer, nn.Linear):
             fully_shard(layer, mesh=mesh)
-    fully_shard(model, mesh=mesh)
-    model.set_gradient_divide_factor(1.0)  # sum the gradients over ranks, like ours (FSDP2 averages by default)
+    # sum the gradients over ranks, like ours (FSDP2 averages by default)
+    fully_shard(model, mesh=mesh).set_gradient_divide_factor(1.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses, seconds = _train(rank, world, model, optimizer, x, y, steps)
-    return dict(losses=losses, step_seconds=seconds, held=held_fsdp2_bytes(model, optimizer),
-                parameters=[p.full_tensor() for p in model.parameters()])
+    return ShardedRun(losses=losses, step_seconds=seconds, held=held_fsdp2_bytes(model, optimizer),
+                      parameters=[p.full_tensor() for p in model.parameters()])  # type: ignore[attr-defined]  # DTensors
 
 
 def held_fsdp2_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
     """Bytes an FSDP2 rank keeps between steps: the local shards of its parameters, gradients, Adam state."""
-    def local(t):
+    def local(t: torch.Tensor) -> torch.Tensor:
         return t.to_local() if hasattr(t, "to_local") else t
 
     params = list(model.parameters())
