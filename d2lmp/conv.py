@@ -17,6 +17,7 @@ timing of these implementations against ``F.conv2d`` is in ``d2lmp.bench.conv``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -24,13 +25,16 @@ import torch.nn.functional as F
 
 __all__ = ["conv_output_size", "check_conv_shapes", "conv2d_macs", "conv2d_flops", "conv2d_min_bytes", "Im2colSize",
            "im2col_size", "conv2d_loops", "im2col_columns", "conv2d_im2col", "to_c01b", "from_c01b", "filters_to_c01b",
-           "conv2d_c01b", "ConvLayer", "ALEXNET_2012_CONV", "layer_inputs", "check_layer", "cuda_convnet_fit"]
+           "conv2d_c01b", "ConvLayer", "ALEXNET_2012_CONV", "layer_inputs", "LayerCheck", "check_layer", "ConvnetFit",
+           "cuda_convnet_fit"]
 
 # ---------------------------------------------------------------------------------------
 # Shapes and checks
 
+Pair = int | Sequence[int]  # a stride, padding or kernel: one int for both axes, or a pair (rows, cols)
 
-def _pair(value, name: str) -> tuple[int, int]:
+
+def _pair(value: Pair, name: str) -> tuple[int, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         return value, value
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value):
@@ -45,7 +49,8 @@ def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) 
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def check_conv_shapes(x_shape, w_shape, bias_shape=None, stride=1, padding=0, groups=1) -> tuple[int, int, int, int]:
+def check_conv_shapes(x_shape: Sequence[int], w_shape: Sequence[int], bias_shape: Sequence[int] | None = None,
+                      stride: Pair = 1, padding: Pair = 0, groups: int = 1) -> tuple[int, int, int, int]:
     """Validate an NCHW input and OIHW (O, C/groups, kh, kw) weight; return the NCHW output shape.
 
     Raises ValueError naming the shapes for: wrong rank, channel mismatch, groups that do not
@@ -80,22 +85,25 @@ def check_conv_shapes(x_shape, w_shape, bias_shape=None, stride=1, padding=0, gr
     return n, o, (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
 
 
-def conv2d_macs(x_shape, w_shape, stride=1, padding=0, groups=1) -> int:
+def conv2d_macs(x_shape: Sequence[int], w_shape: Sequence[int], stride: Pair = 1, padding: Pair = 0,
+                groups: int = 1) -> int:
     """Multiply-adds of one convolution: output elements × (in_channels/groups × kh × kw)."""
     n, o, ho, wo = check_conv_shapes(x_shape, w_shape, None, stride, padding, groups)
     _, cg, kh, kw = w_shape
     return n * o * ho * wo * cg * kh * kw
 
 
-def conv2d_flops(x_shape, w_shape, stride=1, padding=0, groups=1) -> int:
+def conv2d_flops(x_shape: Sequence[int], w_shape: Sequence[int], stride: Pair = 1, padding: Pair = 0,
+                 groups: int = 1) -> int:
     """FLOPs = 2 × multiply-adds (one multiply and one add each); the bias add is not counted."""
     return 2 * conv2d_macs(x_shape, w_shape, stride, padding, groups)
 
 
-def conv2d_min_bytes(x_shape, w_shape, stride=1, padding=0, groups=1, element_size: int = 4) -> int:
+def conv2d_min_bytes(x_shape: Sequence[int], w_shape: Sequence[int], stride: Pair = 1, padding: Pair = 0,
+                     groups: int = 1, element_size: int = 4) -> int:
     """Minimum memory traffic: read the input and the weights once, write the output once."""
     out = check_conv_shapes(x_shape, w_shape, None, stride, padding, groups)
-    numel = lambda s: int(torch.Size(s).numel())  # noqa: E731
+    numel: Callable[[Sequence[int]], int] = lambda s: int(torch.Size(s).numel())  # noqa: E731
     return element_size * (numel(x_shape) + numel(w_shape) + numel(out))
 
 
@@ -122,7 +130,8 @@ class Im2colSize:
         return self.elements / self.input_elements
 
 
-def im2col_size(x_shape, kernel, stride=1, padding=0, element_size: int = 4) -> Im2colSize:
+def im2col_size(x_shape: Sequence[int], kernel: Pair, stride: Pair = 1, padding: Pair = 0,
+                element_size: int = 4) -> Im2colSize:
     """Rows, columns and bytes of the im2col matrix for an NCHW input and a kh×kw kernel."""
     kh, kw = _pair(kernel, "kernel")
     if len(tuple(x_shape)) != 4:
@@ -136,7 +145,8 @@ def im2col_size(x_shape, kernel, stride=1, padding=0, element_size: int = 4) -> 
 # The three implementations
 
 
-def conv2d_loops(x, w, b=None, stride=1, padding=0):
+def conv2d_loops(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, stride: Pair = 1,
+                 padding: Pair = 0) -> torch.Tensor:
     """The definition, one output value at a time (NCHW input, OIHW weight). Tiny inputs only.
 
     out[n, o, i, j] = b[o] + Σ_c Σ_u Σ_v x_padded[n, c, i·s + u, j·s + v] · w[o, c, u, v]
@@ -157,7 +167,8 @@ def conv2d_loops(x, w, b=None, stride=1, padding=0):
     return torch.stack(rows).reshape(n, o, ho, wo)
 
 
-def im2col_columns(x, kernel_size, stride=1, padding=0, groups=1):
+def im2col_columns(x: torch.Tensor, kernel_size: Pair, stride: Pair = 1, padding: Pair = 0,
+                   groups: int = 1) -> torch.Tensor:
     """im2col's copy: every receptive field of NCHW ``x`` as a column, shape (N, groups, C/groups·kh·kw, Ho·Wo).
 
     Rows are ordered channel-major like ``F.unfold``'s, so each group's rows are contiguous.
@@ -171,7 +182,8 @@ def im2col_columns(x, kernel_size, stride=1, padding=0, groups=1):
     return windows.permute(0, 1, 4, 5, 2, 3).reshape(n, groups, c // groups * kh * kw, ho * wo)  # the copy
 
 
-def conv2d_im2col(x, w, b=None, stride=1, padding=0, groups=1):
+def conv2d_im2col(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, stride: Pair = 1,
+                  padding: Pair = 0, groups: int = 1) -> torch.Tensor:
     """im2col + GEMM: copy receptive fields into columns, then one matrix product per group.
 
     Same arguments, shapes and results as ``F.conv2d`` for NCHW input; autograd flows through.
@@ -186,28 +198,29 @@ def conv2d_im2col(x, w, b=None, stride=1, padding=0, groups=1):
     return out
 
 
-def to_c01b(x):
+def to_c01b(x: torch.Tensor) -> torch.Tensor:
     """NCHW → c01b: (channels, rows, cols, batch), batch innermost (a contiguous copy)."""
     if x.dim() != 4:
         raise ValueError(f"expected a 4-D NCHW tensor, got shape {tuple(x.shape)}")
     return x.permute(1, 2, 3, 0).contiguous()
 
 
-def from_c01b(x):
+def from_c01b(x: torch.Tensor) -> torch.Tensor:
     """c01b (channels, rows, cols, batch) → NCHW (a contiguous copy)."""
     if x.dim() != 4:
         raise ValueError(f"expected a 4-D c01b tensor, got shape {tuple(x.shape)}")
     return x.permute(3, 0, 1, 2).contiguous()
 
 
-def filters_to_c01b(w):
+def filters_to_c01b(w: torch.Tensor) -> torch.Tensor:
     """OIHW weights (out, in/groups, kh, kw) → cuda-convnet's (in/groups, kh, kw, out)."""
     if w.dim() != 4:
         raise ValueError(f"expected a 4-D weight (out, in, kh, kw), got shape {tuple(w.shape)}")
     return w.permute(1, 2, 3, 0).contiguous()
 
 
-def conv2d_c01b(x, w, b=None, stride=1, padding=0, groups=1):
+def conv2d_c01b(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, stride: Pair = 1,
+                padding: Pair = 0, groups: int = 1) -> torch.Tensor:
     """Convolution in cuda-convnet's layout.
 
     ``x``: images (channels, rows, cols, batch); ``w``: filters (in_channels/groups, kh, kw,
@@ -287,7 +300,8 @@ ALEXNET_2012_CONV = (
 )
 
 
-def layer_inputs(layer: ConvLayer, batch: int, device="cpu", seed: int = 0):
+def layer_inputs(layer: ConvLayer, batch: int, device: str | torch.device = "cpu",
+                 seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Seeded random input, weights (scaled by 0.01) and bias for one layer, NCHW/OIHW, on ``device``."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(layer.x_shape(batch), generator=g).to(device)
@@ -296,19 +310,42 @@ def layer_inputs(layer: ConvLayer, batch: int, device="cpu", seed: int = 0):
     return x, w, b
 
 
-def check_layer(layer: ConvLayer, batch: int = 2, device="cpu") -> dict:
+@dataclass(frozen=True)
+class LayerCheck:
+    """``check_layer``'s result: the largest |output| of ``F.conv2d`` on the layer, and the largest absolute
+    difference from it of im2col and of c01b."""
+
+    layer: str
+    max_abs_ref: float
+    im2col: float
+    c01b: float
+
+
+def check_layer(layer: ConvLayer, batch: int = 2, device: str | torch.device = "cpu") -> LayerCheck:
     """Largest absolute difference of each implementation from ``F.conv2d`` on one layer."""
     x, w, b = layer_inputs(layer, batch, device)
-    kw = dict(stride=layer.stride, padding=layer.padding, groups=layer.groups)
+    s, p, g = layer.stride, layer.padding, layer.groups
     with torch.no_grad():
-        ref = F.conv2d(x, w, b, **kw)
-        c01b = from_c01b(conv2d_c01b(to_c01b(x), filters_to_c01b(w), b, **kw))
-        errors = {"im2col": float((conv2d_im2col(x, w, b, **kw) - ref).abs().max()),
-                  "c01b": float((c01b - ref).abs().max())}
-    return {"layer": layer.name, "max_abs_ref": float(ref.abs().max()), **errors}
+        ref = F.conv2d(x, w, b, stride=s, padding=p, groups=g)
+        c01b = from_c01b(conv2d_c01b(to_c01b(x), filters_to_c01b(w), b, stride=s, padding=p, groups=g))
+        im2col = conv2d_im2col(x, w, b, stride=s, padding=p, groups=g)
+    return LayerCheck(layer.name, float(ref.abs().max()), im2col=float((im2col - ref).abs().max()),
+                      c01b=float((c01b - ref).abs().max()))
 
 
-def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
+@dataclass(frozen=True)
+class ConvnetFit:
+    """Which of cuda-convnet's constraints a layer and batch meet (``cuda_convnet_fit``), and the images each
+    thread computes at that batch."""
+
+    filters_multiple_of_16: bool
+    channels_supported: bool
+    stride_at_most_kernel: bool
+    batch_multiple_of_128: bool
+    images_per_thread: int
+
+
+def cuda_convnet_fit(layer: ConvLayer, batch: int) -> ConvnetFit:
     """Which of cuda-convnet's constraints a layer and batch meet (read from cuda-convnet2's
     ``cudaconv3/src/filter_acts.cu`` and the pylearn2 wrapper's docstrings; bibliography:
     krizhevsky_cuda_convnet2, pylearn2_cuda_convnet).
@@ -320,10 +357,10 @@ def cuda_convnet_fit(layer: ConvLayer, batch: int) -> dict:
       batches work, slower.
     """
     cin = layer.in_channels // layer.groups
-    return {
-        "filters_multiple_of_16": layer.out_channels % (16 * layer.groups) == 0,
-        "channels_supported": cin in (1, 2, 3) or cin % 4 == 0,
-        "stride_at_most_kernel": layer.stride <= layer.kernel,
-        "batch_multiple_of_128": batch % 128 == 0,
-        "images_per_thread": 4 if batch % 128 == 0 else 2 if batch % 64 == 0 else 1,
-    }
+    return ConvnetFit(
+        filters_multiple_of_16=layer.out_channels % (16 * layer.groups) == 0,
+        channels_supported=cin in (1, 2, 3) or cin % 4 == 0,
+        stride_at_most_kernel=layer.stride <= layer.kernel,
+        batch_multiple_of_128=batch % 128 == 0,
+        images_per_thread=4 if batch % 128 == 0 else 2 if batch % 64 == 0 else 1,
+    )

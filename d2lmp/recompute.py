@@ -24,7 +24,8 @@ nothing, a Flatten, are not run again).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -33,7 +34,8 @@ from torch.utils.checkpoint import checkpoint
 from .memory import measure_saved_activations, predict_saved_activations
 from .parallel.pipeline_balance import equal_split, flat_sequential
 
-__all__ = ["CheckpointedSegment", "checkpointed", "measure_saved_with_recompute", "predict_saved_with_recompute",
+__all__ = ["CheckpointedSegment", "checkpointed", "SavedWithRecompute", "measure_saved_with_recompute",
+           "predict_saved_with_recompute",
            "saves_its_input", "segment_sizes", "split_segments", "VIEW_LAYERS"]
 
 
@@ -43,8 +45,9 @@ VIEW_LAYERS = ("Flatten", "Identity")  # their output is a view of their input: 
 class CheckpointedSegment(nn.Sequential):
     """An ``nn.Sequential`` whose forward keeps only its input for backward and runs again during backward."""
 
-    def forward(self, x):
-        return checkpoint(super().forward, x, use_reentrant=False)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = checkpoint(super().forward, x, use_reentrant=False)
+        return out
 
 
 def segment_sizes(layers: int, segments: int | Sequence[int]) -> list[int]:
@@ -104,20 +107,36 @@ def saves_its_input(segment: nn.Sequential) -> bool:
     return False
 
 
-def predict_saved_with_recompute(model: nn.Sequential, input_shape, segments: int | Sequence[int],
-                                 dtype: torch.dtype = torch.float32, device_type: str | None = None) -> dict:
-    """Saved-activation bytes of ``checkpointed(model, segments)`` in training mode, from shapes alone.
+@dataclass(frozen=True)
+class SavedWithRecompute:
+    """Saved-activation bytes of a checkpointed model (``predict_saved_with_recompute``, ``measure_...``).
 
-    Returns {"sizes" (layers per segment), "plain" (the model without recomputation), "boundaries"
-    (bytes of each checkpointed segment's input), "last_segment" (what the plain last segment saves),
-    "after_forward" (boundaries + last segment), "recomputed" (what each checkpointed segment saves
-    again when it is recomputed), "held_in_backward" (per checkpointed segment k: the boundaries of
-    segments 0..k and segment k's recomputed saves, a boundary the segment saves itself counted
-    once), "peak" (the largest of after_forward and held_in_backward)}.
+    ``sizes``: layers per segment; ``plain``: the model without recomputation; ``boundaries``: bytes of
+    each checkpointed segment's input; ``last_segment``: what the plain last segment saves;
+    ``after_forward``: boundaries + last segment; ``recomputed``: what each checkpointed segment saves
+    again when it is recomputed; ``held_in_backward``: per checkpointed segment k, the boundaries of
+    segments 0..k and segment k's recomputed saves, a boundary the segment saves itself counted once;
+    ``peak``: the largest of after_forward and held_in_backward.
     """
+
+    sizes: list[int]
+    plain: int
+    boundaries: list[int]
+    last_segment: int
+    after_forward: int
+    recomputed: list[int]
+    held_in_backward: list[int]
+    peak: int
+
+
+def predict_saved_with_recompute(model: nn.Sequential, input_shape: Sequence[int], segments: int | Sequence[int],
+                                 dtype: torch.dtype = torch.float32,
+                                 device_type: str | None = None) -> SavedWithRecompute:
+    """Saved-activation bytes of ``checkpointed(model, segments)`` in training mode, from shapes alone."""
     parts = split_segments(model, segments)
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    shapes, x = [], torch.zeros(tuple(input_shape), dtype=dtype, device=device)
+    shapes: list[tuple[int, ...]] = []
+    x = torch.zeros(tuple(input_shape), dtype=dtype, device=device)
     was_training = model.training
     try:
         model.train()  # as in predict_saved_activations: the shapes of a training forward
@@ -128,28 +147,28 @@ def predict_saved_with_recompute(model: nn.Sequential, input_shape, segments: in
     finally:
         model.train(was_training)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    saves = [predict_saved_activations(part, shape, dtype, device_type)["total_bytes"]
+    saves = [predict_saved_activations(part, shape, dtype, device_type).total_bytes
              for part, shape in zip(parts, shapes)]
     boundaries = [torch.Size(shape).numel() * itemsize for shape in shapes[:-1]]
     after_forward = sum(boundaries) + saves[-1]
     held = [sum(boundaries[:k]) + saves[k] + (0 if saves_its_input(parts[k]) else boundaries[k])
             for k in range(len(boundaries))]
-    return dict(sizes=[len(p) for p in parts],
-                plain=predict_saved_activations(model, input_shape, dtype, device_type)["total_bytes"],
-                boundaries=boundaries, last_segment=saves[-1], after_forward=after_forward,
-                recomputed=saves[:-1], held_in_backward=held, peak=max([after_forward] + held))
+    return SavedWithRecompute(sizes=[len(p) for p in parts],
+                              plain=predict_saved_activations(model, input_shape, dtype, device_type).total_bytes,
+                              boundaries=boundaries, last_segment=saves[-1], after_forward=after_forward,
+                              recomputed=saves[:-1], held_in_backward=held, peak=max([after_forward] + held))
 
 
-def _storage_key(t: torch.Tensor):
+def _storage_key(t: torch.Tensor) -> tuple[str, int]:
     return (t.device.type, t.untyped_storage().data_ptr())
 
 
-def _saved_storages(run, params) -> dict:
+def _saved_storages(run: Callable[[], object], params: Iterable[torch.Tensor]) -> dict[tuple[str, int], int]:
     """{storage key: bytes} of every tensor autograd saves while ``run()`` runs, parameters excluded."""
     skip = {_storage_key(p) for p in params}
-    saved: dict = {}
+    saved: dict[tuple[str, int], int] = {}
 
-    def pack(t):
+    def pack(t: torch.Tensor) -> torch.Tensor:
         key = _storage_key(t)
         if key not in skip:
             saved.setdefault(key, t.untyped_storage().nbytes())
@@ -160,7 +179,8 @@ def _saved_storages(run, params) -> dict:
     return saved
 
 
-def measure_saved_with_recompute(model: nn.Sequential, x: torch.Tensor, segments: int | Sequence[int]) -> dict:
+def measure_saved_with_recompute(model: nn.Sequential, x: torch.Tensor,
+                                 segments: int | Sequence[int]) -> SavedWithRecompute:
     """The quantities of ``predict_saved_with_recompute``, measured with saved-tensor hooks (training mode).
 
     "plain" and "after_forward" are ``memory.measure_saved_activations`` of the model and of its
@@ -172,24 +192,25 @@ def measure_saved_with_recompute(model: nn.Sequential, x: torch.Tensor, segments
     model.train()
     parts = split_segments(model, segments)
     params = list(model.parameters())
-    plain = measure_saved_activations(model, x)["total_bytes"]
+    plain = measure_saved_activations(model, x).total_bytes
     ck = checkpointed(model, segments)
     inputs: list[torch.Tensor] = []  # each segment's input in the checkpointed forward
     hooks = [seg.register_forward_pre_hook(lambda mod, args: inputs.append(args[0])) for seg in ck]
     try:
-        after_forward = measure_saved_activations(ck, x)["total_bytes"]
+        after_forward = measure_saved_activations(ck, x).total_bytes
     finally:
         for h in hooks:
             h.remove()
     boundary_keys = [_storage_key(t) for t in inputs[:-1]]
     boundaries = [t.untyped_storage().nbytes() for t in inputs[:-1]]
     last = _saved_storages(lambda: parts[-1](inputs[-1]), params)
-    recomputed, held = [], []
+    recomputed: list[int] = []
+    held: list[int] = []
     for k, part in enumerate(parts[:-1]):
-        again = _saved_storages(lambda part=part, k=k: part(inputs[k]), params)
+        again = _saved_storages(lambda part=part, k=k: part(inputs[k]), params)  # type: ignore[misc]
         recomputed.append(sum(again.values()))
         union = dict(zip(boundary_keys[:k + 1], boundaries[:k + 1])) | again
         held.append(sum(union.values()))
-    return dict(sizes=[len(p) for p in parts], plain=plain, boundaries=boundaries,
-                last_segment=sum(last.values()), after_forward=after_forward,
-                recomputed=recomputed, held_in_backward=held, peak=max([after_forward] + held))
+    return SavedWithRecompute(sizes=[len(p) for p in parts], plain=plain, boundaries=boundaries,
+                              last_segment=sum(last.values()), after_forward=after_forward,
+                              recomputed=recomputed, held_in_backward=held, peak=max([after_forward] + held))

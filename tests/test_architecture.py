@@ -32,7 +32,8 @@ LAYERS = {
         "d2lmp",  # the package's __init__ only
         "d2lmp.config", "d2lmp.hardware", "d2lmp.gpu_specs", "d2lmp.timing", "d2lmp.roofline",
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
-        "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
+        "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.memory_records",
+        "d2lmp.precision",
         "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
         "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
         "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",

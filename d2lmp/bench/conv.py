@@ -102,12 +102,12 @@ def benchmark_conv(layers: Iterable[ConvLayer] = ALEXNET_2012_CONV, batch: int =
         from tqdm.auto import tqdm
 
         jobs = tqdm(jobs, desc=f"conv layers on {device}")
-    rows = []
+    rows: list[ConvTiming] = []
     names = ["F.conv2d", *implementations]
     for layer in jobs:
         fns = layer_fns(layer, batch, device)
         flops, nbytes = layer.flops(batch), layer.min_bytes(batch)
-        times = {name: [] for name in names}
+        times: dict[str, list[float]] = {name: [] for name in names}
         with torch.no_grad():
             for _ in range(rounds):  # alternate so that drifting machine load hits all alike
                 for name in names:
@@ -165,7 +165,8 @@ def onednn_matmul() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | No
         return None
 
     def matmul_bt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return op(a, b, None, "none", [], "")
+        out: torch.Tensor = op(a, b, None, "none", [], "")
+        return out
 
     try:
         probe = torch.ones(2, 3)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -43,13 +44,13 @@ class StrategyTiming:
     bubble_s: float
 
 
-def _tp_mlp_worker(rank, world, spec, batch, steps):
+def _tp_mlp_worker(rank: int, world: int, spec: DP.MLPSpec, batch: int, steps: int) -> float:
     full = spec.build()
     layers = [ColumnParallelLinear(m, gather_output=True) if isinstance(m, nn.Linear) else m for m in full]
     model = nn.Sequential(*layers)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = DP.synthetic_data(spec, batch)
-    times = []
+    times: list[float] = []
     for _ in range(steps):
         dist.barrier()
         start = time.perf_counter()
@@ -60,10 +61,10 @@ def _tp_mlp_worker(rank, world, spec, batch, steps):
     return statistics.median(times[1:])
 
 
-def _measure_strategies(spec, batch, steps, sizes):
-    out = {}
+def _measure_strategies(spec: DP.MLPSpec, batch: int, steps: int, sizes: Sequence[int]) -> dict[str, float]:
+    out: dict[str, float] = {}
     result = launch(DP.dp_train, 2, spec, *DP.synthetic_data(spec, batch), "bucketed", steps, 0.01, 4 * 2**20)
-    out["data"] = statistics.median(max(r["step_seconds"][i] for r in result) for i in range(1, steps))
+    out["data"] = statistics.median(max(r.step_seconds[i] for r in result) for i in range(1, steps))
     x, y = DP.synthetic_data(spec, batch)
     per_rank = launch(pipeline_steps, 2, spec.build, sizes, x, y, steps)
     out["pipeline"] = statistics.median(step_span(per_rank[0][s] + per_rank[1][s]) for s in range(1, steps))
@@ -71,12 +72,12 @@ def _measure_strategies(spec, batch, steps, sizes):
     return out
 
 
-def _step_time_worker(rank, world, spec, batch, min_time):
+def _step_time_worker(rank: int, world: int, spec: DP.MLPSpec, batch: int, min_time: float) -> float:
     """Median time of one full-batch training step on this rank, timed while every rank does the same."""
     model = spec.build()
     x, y = DP.synthetic_data(spec, batch)
 
-    def one_step():
+    def one_step() -> None:
         model.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
 

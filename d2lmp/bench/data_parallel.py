@@ -36,7 +36,7 @@ def _dp_worker(rank: int, world: int, spec: DP.MLPSpec, batch: int, steps: int, 
     for _ in range(rounds):
         for v in versions:
             result = DP.dp_train(rank, world, spec, x, y, v, steps=steps, lr=0.01, bucket_bytes=bucket_bytes)
-            times[v] += result["step_seconds"][2:]  # the first steps warm up (DDP builds its buckets)
+            times[v] += result.step_seconds[2:]  # the first steps warm up (DDP builds its buckets)
     return {v: statistics.median(t) for v, t in times.items()}
 
 

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..models import layer_table
+from ..models import LayerRow, layer_table
 from ..parallel import data_parallel as DP
 from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
-from ..parallel.costmodel import predict, this_machine
+from ..parallel.costmodel import Hardware, predict, this_machine
 from ..parallel.hybrid import grid_groups, hybrid_train
 from ..parallel.launch import launch
+from ..parallel.timeline import TimelineEvent
 from ..report import table
 from ..timing import benchmark
 
@@ -51,7 +53,7 @@ class HybridResult:
     gradient_tensors: int  # all-reduces per step in each data group (one per parameter tensor)
 
 
-def _share_seconds(rank, spec, batch, tensor, min_time):
+def _share_seconds(rank: int, spec: DP.MLPSpec, batch: int, tensor: int, min_time: float) -> float:
     """Median seconds of this rank's compute in one hybrid step, without its messages: each layer's
     1/tensor of the outputs, forward and backward, for ``batch`` examples (one replica's slice)."""
     torch.manual_seed(rank)
@@ -59,7 +61,7 @@ def _share_seconds(rank, spec, batch, tensor, min_time):
     layers = [nn.Linear(a, b // tensor) for a, b in zip(widths, widths[1:])]
     inputs = [torch.randn(batch, a, requires_grad=i > 0) for i, a in enumerate(widths[:-1])]
 
-    def one_step():
+    def one_step() -> None:
         for layer, x in zip(layers, inputs):
             out = layer(x)
             out.backward(torch.ones_like(out))
@@ -68,13 +70,14 @@ def _share_seconds(rank, spec, batch, tensor, min_time):
     return benchmark(one_step, min_time=min_time).median
 
 
-def _group_all_reduce_seconds(group, sizes, repeats=7):
+def _group_all_reduce_seconds(group: dist.ProcessGroup, sizes: Sequence[int],
+                              repeats: int = 7) -> list[tuple[int, float]]:
     """(bytes, seconds) of an all-reduce inside ``group``, every group at once (median of the slowest rank)."""
-    out = []
+    out: list[tuple[int, float]] = []
     for size in sizes:
         t = torch.ones(size // 4)
         dist.all_reduce(t, group=group)  # warm-up
-        samples = []
+        samples: list[float] = []
         for _ in range(repeats):
             dist.barrier()
             start = time.perf_counter()
@@ -86,20 +89,34 @@ def _group_all_reduce_seconds(group, sizes, repeats=7):
     return out
 
 
-def _rounds(rank, world, spec, x, y, data, tensor, rounds, steps, min_time):
+@dataclass(frozen=True)
+class _Rounds:
+    """What ``_rounds`` returns on a rank, one entry per round: its compute share's seconds, the (bytes, seconds)
+    of the tensor group's all-reduces, the hybrid's step seconds and each step's events; and its column."""
+
+    shares: list[float]
+    points: list[list[tuple[int, float]]]
+    step_seconds: list[list[float]]
+    events: list[list[list[TimelineEvent]]]
+    tensor_rank: int
+
+
+def _rounds(rank: int, world: int, spec: DP.MLPSpec, x: torch.Tensor, y: torch.Tensor, data: int, tensor: int,
+            rounds: int, steps: int, min_time: float) -> _Rounds:
     """Worker: ``rounds`` times in turn, time this rank's share of the compute, the all-reduces inside the
     tensor groups, and ``steps`` steps of the hybrid."""
     grid = grid_groups(data, tensor)
-    shares, points, runs = [], [], []
+    out = _Rounds([], [], [], [], grid.tensor_rank)
     for _ in range(rounds):
-        shares.append(_share_seconds(rank, spec, -(-len(x) // data), tensor, min_time))
-        points.append(_group_all_reduce_seconds(grid.tensor_group, CALIBRATION_SIZES))
+        out.shares.append(_share_seconds(rank, spec, -(-len(x) // data), tensor, min_time))
+        out.points.append(_group_all_reduce_seconds(grid.tensor_group, CALIBRATION_SIZES))
         run = hybrid_train(rank, world, spec, x, y, data, tensor, steps, 0.01)
-        runs.append(dict(step_seconds=run["step_seconds"], events=run["events"]))
-    return dict(shares=shares, points=points, runs=runs, tensor_rank=grid.tensor_rank)
+        out.step_seconds.append(run.step_seconds)
+        out.events.append(run.events)
+    return out
 
 
-def breakdown(steps: list[list], tensor_ranks: list[int]) -> dict[str, float]:
+def breakdown(steps: list[list[TimelineEvent]], tensor_ranks: list[int]) -> dict[str, float]:
     """The parts of one measured step, from every rank's ``Timeline`` events of that step (``steps[rank]``).
 
     The step is the slowest rank's. Its data-group all-reduce can start only when both ranks of its column
@@ -120,7 +137,8 @@ def breakdown(steps: list[list], tensor_ranks: list[int]) -> dict[str, float]:
             "waiting": waiting, "optimizer": step.end - data_end, "step": step.duration}
 
 
-def _hardware(rows, shares, points, world, tensor):
+def _hardware(rows: Sequence[LayerRow], shares: list[list[float]], points: list[list[tuple[int, float]]], world: int,
+              tensor: int) -> Hardware:
     """``Hardware`` from the rounds: median over rounds of the slowest rank's share; α, β fitted per size
     to the median over rounds."""
     share = statistics.median(max(per_rank) for per_rank in zip(*shares))
@@ -145,15 +163,16 @@ def hybrid_bench(batch: int = 128, steps: int = 6, data: int = 2, tensor: int = 
     rows = layer_table(spec.build(), (batch, spec.sizes[0]))
     x, y = DP.synthetic_data(spec, batch)
     per_rank = launch(_rounds, world, spec, x, y, data, tensor, rounds, steps, min_time, timeout=600)
-    hw = _hardware(rows, [r["shares"] for r in per_rank], per_rank[0]["points"], world, tensor)
+    hw = _hardware(rows, [r.shares for r in per_rank], per_rank[0].points, world, tensor)
     tensors = len(list(spec.build().parameters()))  # allreduce_gradients sends one all-reduce per tensor
     p = predict(rows, "hybrid", hw, batch, batch_of_table=batch, grid=(data, tensor), gradient_tensors=tensors)
-    tensor_ranks = [r["tensor_rank"] for r in per_rank]
-    seconds, parts = [], []
+    tensor_ranks = [r.tensor_rank for r in per_rank]
+    seconds: list[float] = []
+    parts: list[dict[str, float]] = []
     for k in range(rounds):
         for i in range(1, steps):
-            seconds.append(max(r["runs"][k]["step_seconds"][i] for r in per_rank))
-            parts.append(breakdown([r["runs"][k]["events"][i] for r in per_rank], tensor_ranks))
+            seconds.append(max(r.step_seconds[k][i] for r in per_rank))
+            parts.append(breakdown([r.events[k][i] for r in per_rank], tensor_ranks))
     measured = statistics.median(seconds)
     return HybridResult(predicted_s=p.step_s, measured_s=measured, ratio=p.step_s / measured, compute_s=p.compute_s,
                         comm_s=p.comm_s, flops=hw.flops, alpha=hw.alpha, beta=1 / hw.link_bytes_per_s,

@@ -21,6 +21,7 @@ from ..parallel.launch import launch
 from ..parallel.p2p_log import MessageLog
 from ..parallel.pipeline import pipeline_step, pipeline_steps
 from ..parallel.pipeline_balance import balance, equal_split, layer_costs
+from ..parallel.pipeline_memory import LedgerSummary
 from ..parallel.pipeline_schedule import (
     bubble_fraction,
     bubble_time_fraction,
@@ -79,7 +80,7 @@ class ScheduleTiming:
     peak_saved_bytes: list[int]  # per stage
 
 
-def _bench_data(batch: int, spec: DP.MLPSpec | None):
+def _bench_data(batch: int, spec: DP.MLPSpec | None) -> tuple[Callable[[], nn.Sequential], torch.Tensor, torch.Tensor]:
     """(build, x, y): the half-width AlexNet on 115×115 images, or an MLP from ``spec``."""
     if spec is not None:
         return spec.build, *DP.synthetic_data(spec, batch)
@@ -87,7 +88,8 @@ def _bench_data(batch: int, spec: DP.MLPSpec | None):
     return pipeline_model, torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
 
 
-def _profiled_costs(build, x, micro: int, cache: dict) -> list[float]:
+def _profiled_costs(build: Callable[[], nn.Sequential], x: torch.Tensor, micro: int,
+                    cache: dict[int, list[float]]) -> list[float]:
     """Layer costs profiled at micro-batch size ``micro`` (balance each partition at the size it runs)."""
     if micro not in cache:
         sample = torch.randn(micro, *x.shape[1:], generator=torch.Generator().manual_seed(1))
@@ -110,14 +112,15 @@ def pipeline_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] 
     if batch < max(4, *micro_batches):
         raise ValueError(f"batch {batch} is too small for {max(4, *micro_batches)} micro-batches")
     build, x, y = _bench_data(batch, None)
-    profiled: dict = {}
+    profiled: dict[int, list[float]] = {}
 
-    def costs_at(micro):
+    def costs_at(micro: int) -> list[float]:
         return _profiled_costs(build, x, micro, profiled)
 
-    def run(world, sizes, kind, m):
+    def run(world: int, sizes: list[int], kind: str, m: int) -> tuple[float, float]:
         per_rank = launch(pipeline_steps, world, pipeline_model, sizes, x, y, steps, kind, m, timeout=600)
-        steps_events = [sum((r[s] for r in per_rank), []) for s in range(1, steps)]  # step 0 is the warm-up
+        # step 0 is the warm-up
+        steps_events: list[list[TimelineEvent]] = [sum((r[s] for r in per_rank), []) for s in range(1, steps)]
         return (statistics.median(step_span(e) for e in steps_events),
                 statistics.median(measured_bubble(e, world) for e in steps_events))
 
@@ -195,7 +198,7 @@ def interleaved_bench(world: int = 2, micro_batches: Sequence[int] = (2, 4, 8), 
     plans = [(kind, m, v, balance(costs(batch // m), world * v))
              for m in micro_batches for kind, v in (("1f1b", 1), ("interleaved", chunks))]
     per_rank = launch(_interleaved_worker, world, build, plans, x, y, steps, timeout=900)
-    rows = []
+    rows: list[InterleavedBubble] = []
     for n, (kind, m, v, sizes) in enumerate(plans):
         steps_events: list[list[TimelineEvent]] = [sum((r[n][0][s] for r in per_rank), []) for s in range(1, steps)]
         rows.append(InterleavedBubble(world, kind, m, v, tuple(sizes),
@@ -206,14 +209,24 @@ def interleaved_bench(world: int = 2, micro_batches: Sequence[int] = (2, 4, 8), 
     return rows
 
 
-def _schedule_worker(rank, world, build, sizes_by_m, x, y, steps, kinds):
-    out = {}
+@dataclass(frozen=True)
+class _Runs:
+    """One schedule's steps on a rank: every step's events, and what the stage held (the first step's)."""
+
+    events: list[list[TimelineEvent]]
+    memory: LedgerSummary
+
+
+def _schedule_worker(rank: int, world: int, build: Callable[[], nn.Sequential], sizes_by_m: dict[int, list[int]],
+                     x: torch.Tensor, y: torch.Tensor, steps: int,
+                     kinds: Sequence[str]) -> dict[tuple[str, int], _Runs]:
+    out: dict[tuple[str, int], _Runs] = {}
     for m, sizes in sizes_by_m.items():
         for _ in range(steps):  # the schedules alternate step by step: drifting load hits both alike
             for kind in kinds:
                 result = pipeline_step(rank, world, build, sizes, x, y, kind, m)
-                entry = out.setdefault((kind, m), dict(events=[], memory=result.memory))
-                entry["events"].append(result.events)
+                entry = out.setdefault((kind, m), _Runs(events=[], memory=result.memory))
+                entry.events.append(result.events)
     return out
 
 
@@ -232,19 +245,20 @@ def schedule_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] 
     if batch < max(micro_batches):
         raise ValueError(f"batch {batch} is too small for {max(micro_batches)} micro-batches")
     build, x, y = _bench_data(batch, spec)
-    profiled: dict = {}
+    profiled: dict[int, list[float]] = {}
     rows: list[ScheduleTiming] = []
     for world in worlds:
         sizes_by_m = {m: balance(_profiled_costs(build, x, batch // m, profiled), world) for m in micro_batches}
         per_rank = launch(_schedule_worker, world, build, sizes_by_m, x, y, steps, tuple(kinds), timeout=900)
         for m in micro_batches:
             for kind in kinds:
-                steps_events = [sum((r[kind, m]["events"][s] for r in per_rank), []) for s in range(1, steps)]
-                memory = [r[kind, m]["memory"] for r in per_rank]
+                steps_events: list[list[TimelineEvent]] = [sum((r[kind, m].events[s] for r in per_rank), [])
+                                                           for s in range(1, steps)]
+                memory = [r[kind, m].memory for r in per_rank]
                 rows.append(ScheduleTiming(world=world, kind=kind, micro_batches=m, sizes=sizes_by_m[m],
                                            step_s=statistics.median(step_span(e) for e in steps_events),
                                            bubble=statistics.median(measured_bubble(e, world) for e in steps_events),
                                            theory=bubble_fraction(world, m),
-                                           peak_in_flight=[mem["peak_in_flight"] for mem in memory],
-                                           peak_saved_bytes=[mem["peak_saved_bytes"] for mem in memory]))
+                                           peak_in_flight=[mem.peak_in_flight for mem in memory],
+                                           peak_saved_bytes=[mem.peak_saved_bytes for mem in memory]))
     return rows

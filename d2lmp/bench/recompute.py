@@ -14,13 +14,18 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 
 from ..models import alexnet_small, mlp
-from ..recompute import checkpointed, measure_saved_with_recompute, predict_saved_with_recompute, split_segments
+from ..recompute import (
+    SavedWithRecompute,
+    checkpointed,
+    measure_saved_with_recompute,
+    predict_saved_with_recompute,
+    split_segments,
+)
 from ..timing import benchmark
 
 __all__ = ["RecomputeCase", "RecomputeTiming", "RecomputeResult", "recompute_bench", "recompute_cases",
@@ -60,8 +65,8 @@ class RecomputeResult:
 
     name: str
     sizes: list[int]  # layers per segment
-    predicted_bytes: dict[str, Any]  # recompute.predict_saved_with_recompute
-    measured_bytes: dict[str, Any]  # recompute.measure_saved_with_recompute
+    predicted_bytes: SavedWithRecompute  # recompute.predict_saved_with_recompute
+    measured_bytes: SavedWithRecompute  # recompute.measure_saved_with_recompute
     timing: RecomputeTiming
 
 
@@ -113,11 +118,11 @@ def time_recompute(model: nn.Sequential, x: torch.Tensor, y: torch.Tensor, segme
 
 def recompute_bench(batch: int = 64, rounds: int = 5, min_time: float = 0.2) -> list[RecomputeResult]:
     """Saved bytes (predicted and measured) and step-time ratio (measured and predicted) of each case."""
-    rows = []
+    rows: list[RecomputeResult] = []
     for case in recompute_cases(batch):
         predicted = predict_saved_with_recompute(case.model, tuple(case.x.shape), case.segments)
         measured = measure_saved_with_recompute(case.model, case.x, case.segments)
         times = time_recompute(case.model, case.x, case.y, case.segments, rounds=rounds, min_time=min_time)
-        rows.append(RecomputeResult(name=case.name, sizes=predicted["sizes"], predicted_bytes=predicted,
+        rows.append(RecomputeResult(name=case.name, sizes=predicted.sizes, predicted_bytes=predicted,
                                     measured_bytes=measured, timing=times))
     return rows

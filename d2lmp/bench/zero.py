@@ -12,7 +12,6 @@ import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -65,12 +64,13 @@ def _check(world: int, sizes: tuple[int, ...], batch: int, steps: int, rounds: i
 
 
 def _worker(rank: int, world: int, sizes: tuple[int, ...], batch: int, steps: int, rounds: int,
-            progress: bool) -> dict[str, dict[str, Any]]:
+            progress: bool) -> dict[str, ZeroTiming]:
+    """This rank's median step (of the slowest rank) and the bytes it keeps, per configuration."""
     g = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=g)
     y = torch.randint(0, sizes[-1], (batch,), generator=g)
     times: dict[str, list[float]] = {c: [] for c in CONFIGS}
-    held = {}
+    held: dict[str, dict[str, int]] = {}
     for r in range(rounds):
         for config in CONFIGS:
             if progress and rank == 0:
@@ -79,11 +79,11 @@ def _worker(rank: int, world: int, sizes: tuple[int, ...], batch: int, steps: in
                 out = fsdp2_train(rank, world, sizes, x, y, steps=steps)
             else:
                 out = zero_train(rank, world, sizes, x, y, stage=int(config[-1]), steps=steps)
-            slowest = torch.tensor(out["step_seconds"], dtype=torch.float64)
+            slowest = torch.tensor(out.step_seconds, dtype=torch.float64)
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
             times[config] += slowest[1:].tolist()  # the first step warms up (FSDP2 initialises lazily)
-            held[config] = out["held"]
-    return {c: dict(step_s=statistics.median(times[c]), held=held[c]) for c in CONFIGS}
+            held[config] = out.held
+    return {c: ZeroTiming(c, statistics.median(times[c]), HeldBytes(**held[c])) for c in CONFIGS}
 
 
 def zero_bench(world: int = 2, sizes: Sequence[int] = DEFAULT_SIZES, batch: int = 64, steps: int = 5, rounds: int = 3,
@@ -94,7 +94,7 @@ def zero_bench(world: int = 2, sizes: Sequence[int] = DEFAULT_SIZES, batch: int 
     per_rank = launch(_worker, world, widths, batch, steps, rounds, progress, timeout=1800)
     rows = []
     for config in CONFIGS:
-        held = HeldBytes(**{k: max(r[config]["held"][k] for r in per_rank)
+        held = HeldBytes(**{k: max(getattr(r[config].held, k) for r in per_rank)
                             for k in STATE_PARTS})
-        rows.append(ZeroTiming(config=config, step_s=per_rank[0][config]["step_s"], held=held))
+        rows.append(ZeroTiming(config=config, step_s=per_rank[0][config].step_s, held=held))
     return rows

@@ -17,7 +17,7 @@ from .result import CheckResult, skip_without_gpu
 __all__ = ["CHECKS"]
 
 
-def check_environment(device, quick):
+def check_environment(device: str | None, quick: bool) -> CheckResult:
     from ..hardware import accelerator_sentence, cpu_info, nvml_gpus
 
     gpus, sentence = nvml_gpus()
@@ -34,7 +34,7 @@ def check_environment(device, quick):
     ))
 
 
-def check_nvml_matches_torch(device, quick):
+def check_nvml_matches_torch(device: str | None, quick: bool) -> CheckResult:
     from ..hardware import gpu_count, nvml_gpus
 
     if (skip := skip_without_gpu(device)):
@@ -45,7 +45,7 @@ def check_nvml_matches_torch(device, quick):
                        dict(nvml_names=[g.name for g in gpus]))
 
 
-def check_matmul_correctness(device, quick):
+def check_matmul_correctness(device: str | None, quick: bool) -> CheckResult:
     """CUDA matmul in each dtype against a float64 CPU reference, with a per-dtype tolerance."""
     if (skip := skip_without_gpu(device)):
         return skip
@@ -65,7 +65,7 @@ def check_matmul_correctness(device, quick):
                        dict(relative_errors=errors, tolerances=tolerance))
 
 
-def check_timer_synchronises(device, quick):
+def check_timer_synchronises(device: str | None, quick: bool) -> CheckResult:
     """An unsynchronised clock sees only the launch; ``Timer`` must see the work."""
     from ..timing import Timer, matmul_flops
 
@@ -91,7 +91,7 @@ def check_timer_synchronises(device, quick):
                        dict(launch_s=launch, timer_s=t.seconds))
 
 
-def check_matmul_sweep(device, quick):
+def check_matmul_sweep(device: str | None, quick: bool) -> CheckResult:
     """GPU matmul GFLOP/s in three dtypes with the ratio to the vendor peak; above-peak figures fail."""
     from ..timing import matmul_sweep
 
@@ -108,7 +108,7 @@ def check_matmul_sweep(device, quick):
                        dict(rows=rows))
 
 
-def check_harness_agreement(device, quick):
+def check_harness_agreement(device: str | None, quick: bool) -> CheckResult:
     """Our benchmark against torch.utils.benchmark on the GPU (goal: within 5 %)."""
     from ..timing import harness_agreement
 
@@ -120,7 +120,7 @@ def check_harness_agreement(device, quick):
                        f"ours / torch.utils.benchmark = {result['ratio']:.3f} at n=4096 float32", result)
 
 
-def check_bandwidth(device, quick):
+def check_bandwidth(device: str | None, quick: bool) -> CheckResult:
     """Device-memory copy bandwidth against the vendor figure (above spec would mean a broken timer)."""
     from ..bandwidth import measure_bandwidth
     from ..gpu_specs import find_gpu_spec
@@ -137,7 +137,7 @@ def check_bandwidth(device, quick):
                        dict(bandwidth_gbs=gbs, ratio_to_spec=ratio))
 
 
-def check_roofline_points(device, quick):
+def check_roofline_points(device: str | None, quick: bool) -> CheckResult:
     """The operation ladder of notebook 03, measured on the GPU."""
     from ..roofline import measure_operations
 
@@ -149,7 +149,7 @@ def check_roofline_points(device, quick):
                                     for p in points]))
 
 
-def check_graphics(device, quick):
+def check_graphics(device: str | None, quick: bool) -> CheckResult:
     """The vertex transform of notebook 01 gives the same result on the GPU as on the CPU."""
     from ..graphics import rotation_y, transform_batched
 

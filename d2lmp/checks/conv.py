@@ -12,7 +12,7 @@ from .result import CheckResult, skip_without_gpu
 __all__ = ["CHECKS"]
 
 
-def check_conv_cuda(device, quick):
+def check_conv_cuda(device: str | None, quick: bool) -> CheckResult:
     """im2col and c01b convolution on the GPU against F.conv2d on AlexNet's layers (forward and gradients)."""
     import torch.nn.functional as F
 
@@ -39,7 +39,7 @@ def check_conv_cuda(device, quick):
                        dict(errors=errors))
 
 
-def check_conv_speed(device, quick):
+def check_conv_speed(device: str | None, quick: bool) -> CheckResult:
     """im2col and c01b against F.conv2d (cuDNN) on AlexNet's conv layers on the GPU, batch 128 and 16."""
     from ..bench.conv import benchmark_conv
     from ..conv import ALEXNET_2012_CONV

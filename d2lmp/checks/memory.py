@@ -17,7 +17,7 @@ MEMORY_ACCOUNTING = ("peaks include the parameters, the input batch and (trainin
                      "measured on a step after an unmeasured warm-up step")
 
 
-def check_bandwidth_sweep(device, quick):
+def check_bandwidth_sweep(device: str | None, quick: bool) -> CheckResult:
     """Device-memory copy bandwidth from small to large buffers, against the vendor figure.
 
     Copies whose read + write fit in the L2 cache can be served from it and beat the memory's
@@ -49,7 +49,7 @@ def check_bandwidth_sweep(device, quick):
                        dict(rows=rows))
 
 
-def check_pinned_copies(device, quick):
+def check_pinned_copies(device: str | None, quick: bool) -> CheckResult:
     """Host-to-device and back, pageable vs pinned host memory; pinned should be faster, and below the PCIe link."""
     from ..bandwidth import transfer_sweep
     from ..hardware import nvml_gpus
@@ -75,7 +75,7 @@ def check_pinned_copies(device, quick):
                        dict(rows=rows, pcie_link_gbs=link))
 
 
-def check_memory_cuda(device, quick):
+def check_memory_cuda(device: str | None, quick: bool) -> CheckResult:
     """Saved activations measured on the GPU vs the formula (dropout keeps a 1-byte mask on CUDA), and the
     allocator's peak for an inference pass (vs its prediction, within 5 %) and a training step (at least
     parameters + optimizer state + saved activations; see ``memory.judge_cuda_peaks``)."""

@@ -13,7 +13,7 @@ from .result import CheckResult, skip_without_gpu
 __all__ = ["CHECKS"]
 
 
-def check_nccl_collectives(device, quick):
+def check_nccl_collectives(device: str | None, quick: bool) -> CheckResult:
     """Our send/recv collectives against NCCL's, one rank per GPU."""
     from ..hardware import gpu_count
     from ..parallel.launch import launch
@@ -29,7 +29,7 @@ def check_nccl_collectives(device, quick):
                        dict(per_rank=results))
 
 
-def check_nccl_data_parallel(device, quick):
+def check_nccl_data_parallel(device: str | None, quick: bool) -> CheckResult:
     """Every data-parallel version on NCCL ranks gives the single-process gradients."""
     from ..hardware import gpu_count
     from ..parallel.data_parallel import VERSIONS
@@ -47,7 +47,7 @@ def check_nccl_data_parallel(device, quick):
                        dict(per_rank=results))
 
 
-def check_nccl_bandwidth(device, quick):
+def check_nccl_bandwidth(device: str | None, quick: bool) -> CheckResult:
     """All-reduce bus bandwidth on NCCL, like nccl-tests (needs two or more GPUs)."""
     from ..hardware import gpu_count
     from ..parallel.launch import launch
@@ -63,7 +63,7 @@ def check_nccl_bandwidth(device, quick):
                        dict(rows=[asdict(t) for t in timings]))
 
 
-def check_nccl_pipeline_and_tensor_parallel(device, quick):
+def check_nccl_pipeline_and_tensor_parallel(device: str | None, quick: bool) -> CheckResult:
     """Pipeline schedules and split linear layers on NCCL ranks against the unsplit model."""
     from ..hardware import gpu_count
     from ..parallel.launch import launch

@@ -10,7 +10,7 @@ from .result import CheckResult, skip_without_gpu
 __all__ = ["CHECKS"]
 
 
-def check_fp16_grad_scaler(device, quick):
+def check_fp16_grad_scaler(device: str | None, quick: bool) -> CheckResult:
     """Train the same MLP in FP32, BF16 autocast and FP16 autocast with GradScaler on the GPU; accuracies must agree."""
     from ..config import set_seed
     from ..data import load_digits
@@ -36,7 +36,7 @@ def check_fp16_grad_scaler(device, quick):
                        dict(results=results))
 
 
-def check_int8_inference(device, quick):
+def check_int8_inference(device: str | None, quick: bool) -> CheckResult:
     """Hand-written int8 inference (torch._int_mm) on the GPU against FP32 and BF16: accuracy and latency."""
     from ..config import set_seed
     from ..data import load_digits

@@ -7,6 +7,10 @@ entry point ``d2lmp.commands.demo``; the NCCL self-checks run them on GPUs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
 import torch
 import torch.distributed as dist
 
@@ -17,17 +21,17 @@ from ..parallel.pipeline import Reference, StepResult, pipeline_step, sequential
 from ..parallel.pipeline_balance import equal_split
 
 __all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_interleaved_pipeline",
-           "check_tensor_parallel", "check_zero", "check_hybrid", "dtensor_mlp_check", "torch_pipelining_check",
-           "check_context_parallel"]
+           "check_tensor_parallel", "check_zero", "check_hybrid", "DTensorCheck", "dtensor_mlp_check",
+           "torch_pipelining_check", "check_context_parallel"]
 
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
 
 
-def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "auto") -> dict[str, bool]:
+def check_collectives(rank: int, world: int, sizes: Sequence[int] = SIZES, device: str = "auto") -> dict[str, bool]:
     """Our collectives against torch.distributed's on integer-valued tensors (sums are exact)."""
     ok: dict[str, bool] = {}
 
-    def record(name, value):
+    def record(name: str, value: object) -> None:
         ok[name] = ok.get(name, True) and bool(value)
 
     for n in sizes:
@@ -50,20 +54,30 @@ def check_collectives(rank: int, world: int, sizes=SIZES, device: str = "auto") 
     return ok
 
 
-def check_data_parallel(rank: int, world: int, versions=DP.VERSIONS, batch: int = 23,
+def check_data_parallel(rank: int, world: int, versions: Sequence[str] = DP.VERSIONS, batch: int = 23,
                         device: str = "auto") -> dict[str, float]:
     """Max |difference| between each version's gradients and the single-process full-batch gradients."""
     spec = DP.MLPSpec((16, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, batch)
     reference = DP.single_process_gradients(spec, x, y)
-    errors = {}
+    errors: dict[str, float] = {}
     for version in versions:
         grads = DP.dp_gradients(rank, world, spec, x, y, version, bucket_bytes=512, device=device)
         errors[version] = max(float((g - r).abs().max()) for g, r in zip(grads, reference))
     return errors
 
 
-def dtensor_mlp_check(rank: int, world: int) -> dict:
+@dataclass(frozen=True)
+class DTensorCheck:
+    """What ``dtensor_mlp_check`` found on a rank: outputs equal, the local shape of the first weight, and
+    whether its gradient equals this rank's rows of the unsplit gradient."""
+
+    output_equal: bool
+    local_weight_shape: tuple[int, ...]
+    grad_equal: bool
+
+
+def dtensor_mlp_check(rank: int, world: int) -> DTensorCheck:
     """PyTorch's own tensor parallelism (DTensor ColwiseParallel/RowwiseParallel) on an MLP vs the unsplit MLP."""
     from torch import nn
     from torch.distributed.device_mesh import init_device_mesh
@@ -78,14 +92,17 @@ def dtensor_mlp_check(rank: int, world: int) -> dict:
     x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
     full(x).sum().backward()
     split(x.to(rank_device("auto"))).sum().backward()
-    local = split[0].weight.grad.to_local().cpu()
+    first: Any = split[0]  # its weight and gradient are DTensors now
+    reference = cast(torch.Tensor, cast(nn.Linear, full[0]).weight.grad)
+    local = first.weight.grad.to_local().cpu()
     rows = 16 // world
-    return dict(output_equal=torch.allclose(split(x.to(rank_device("auto"))).cpu(), full(x), atol=1e-6),
-                local_weight_shape=tuple(split[0].weight.to_local().shape),
-                grad_equal=torch.allclose(local, full[0].weight.grad[rank * rows:(rank + 1) * rows], atol=1e-6))
+    return DTensorCheck(output_equal=torch.allclose(split(x.to(rank_device("auto"))).cpu(), full(x), atol=1e-6),
+                        local_weight_shape=tuple(first.weight.to_local().shape),
+                        grad_equal=torch.allclose(local, reference[rank * rows:(rank + 1) * rows], atol=1e-6))
 
 
-def check_pipeline(rank: int, world: int, kinds=("naive", "gpipe", "1f1b"), micro_batches: int = 3) -> dict[str, float]:
+def check_pipeline(rank: int, world: int, kinds: Sequence[str] = ("naive", "gpipe", "1f1b"),
+                   micro_batches: int = 3) -> dict[str, float]:
     """Max |difference| of each schedule's gradients and outputs from the unsplit MLP (computed on the CPU)."""
     spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, 12)
@@ -103,7 +120,7 @@ def check_interleaved_pipeline(rank: int, world: int, chunks: int = 2,
     x, y = DP.synthetic_data(spec, 4 * world + 3)  # micro-batches of unequal size
     reference = sequential_reference(spec.build, x, y)
     sizes = equal_split(len(spec.build()), world * chunks)
-    errors = {}
+    errors: dict[str, float] = {}
     for g in groups:
         result = pipeline_step(rank, world, spec.build, sizes, x, y, "interleaved", g * world, chunks=chunks)
         errors[f"interleaved 1F1B v={chunks} m={g * world}"] = _pipeline_error(result, reference)
@@ -133,7 +150,7 @@ def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
             "row": (row(x_row) - row_full(x_row)).abs().max().item()}
 
 
-def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dict:
+def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dict[str, float]:
     """PyTorch's production pipeline API (``torch.distributed.pipelining``, GPipe) vs the unsplit MLP."""
     from torch import nn
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
@@ -147,7 +164,8 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
     dev = rank_device("auto")
     stage = PipelineStage(stage_module.to(dev), rank, world, dev)
 
-    def loss_fn(out, target):  # per micro-batch mean; the schedule averages over micro-batches
+    # per micro-batch mean; the schedule averages over micro-batches
+    def loss_fn(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(out, target)
 
     schedule = ScheduleGPipe(stage, micro_batches, loss_fn=loss_fn)
@@ -157,7 +175,7 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
         schedule.step(target=y.to(dev))
     else:
         schedule.step()
-    grads = {k: p.grad.cpu() for k, p in stage_module.named_parameters()}
+    grads = {k: p.grad.cpu() for k, p in stage_module.named_parameters()}  # type: ignore[union-attr]
     return {"max_grad_error": max((g - reference.grads[k]).abs().max().item() for k, g in grads.items())}
 
 
@@ -174,9 +192,9 @@ def check_zero(rank: int, world: int, steps: int = 3, lr: float = 1e-2) -> dict[
         DP.local_loss(model, x, y, len(x)).backward()
         optimizer.step()
     reference = [p.detach() for p in model.parameters()]
-    errors = {}
+    errors: dict[str, float] = {}
     for stage in STAGES:
-        got = zero_train(rank, world, sizes, x, y, stage, steps, lr)["parameters"]
+        got = zero_train(rank, world, sizes, x, y, stage, steps, lr).parameters
         errors[f"ZeRO stage {stage}"] = max(float((g - r).abs().max()) for g, r in zip(got, reference))
     return errors
 
@@ -198,9 +216,9 @@ def check_hybrid(rank: int, world: int, steps: int = 3, lr: float = 0.1) -> dict
         DP.local_loss(model, x, y, len(x)).backward()
         optimizer.step()
     result = hybrid_train(rank, world, spec, x, y, world // tensor, tensor, steps, lr)
-    expected = one_device_shards([p.detach() for p in model.parameters()], result["tensor_rank"], tensor)
+    expected = one_device_shards([p.detach() for p in model.parameters()], result.tensor_rank, tensor)
     name = f"hybrid {world // tensor} x {tensor} (data x tensor)"
-    return {name: max(float((g - r).abs().max()) for g, r in zip(result["parameters"], expected))}
+    return {name: max(float((g - r).abs().max()) for g, r in zip(result.parameters, expected))}
 
 
 def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, device: str = "auto") -> dict[str, float]:
@@ -220,14 +238,14 @@ def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, devi
     errors = {}
     for causal in (True, False):
         whole = [t.clone().requires_grad_(True) for t in (q, k, v)]
-        reference = F.scaled_dot_product_attention(*whole, is_causal=causal)
+        reference = F.scaled_dot_product_attention(whole[0], whole[1], whole[2], is_causal=causal)
         reference.backward(probe)
-        expected = [reference.detach()] + [t.grad for t in whole]
+        expected = [reference.detach()] + [cast(torch.Tensor, t.grad) for t in whole]
         for layout, kernel in ((layout, kernel) for layout in LAYOUTS for kernel in kernels):
             mine = [split_sequence(t, world, layout)[rank].to(dev).requires_grad_(True) for t in (q, k, v)]
-            out = ring_attention(*mine, causal=causal, layout=layout, kernel=kernel)
+            out = ring_attention(mine[0], mine[1], mine[2], causal=causal, layout=layout, kernel=kernel)
             out.backward(split_sequence(probe, world, layout)[rank].to(dev))
-            got = [out.detach()] + [t.grad for t in mine]
+            got = [out.detach()] + [cast(torch.Tensor, t.grad) for t in mine]
             for what, ours, want in zip(("output", "dq", "dk", "dv"), got, expected):
                 name = f"ring attention, {layout}, {'causal' if causal else 'no mask'}, {kernel}: {what}"
                 errors[name] = float((ours.cpu() - split_sequence(want, world, layout)[rank]).abs().max())

@@ -10,7 +10,7 @@ from .result import CheckResult, skip_without_gpu
 __all__ = ["CHECKS"]
 
 
-def check_train_cuda(device, quick):
+def check_train_cuda(device: str | None, quick: bool) -> CheckResult:
     """A few training steps of the small AlexNet on the GPU: loss falls, GPU forward equals CPU forward."""
     from ..config import set_seed
     from ..data import load_digits

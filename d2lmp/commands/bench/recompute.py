@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
     kib = 2**10
     print(f"Activation recomputation, batch {args.batch} (MLP {4 * args.batch}): saved activations, KiB "
           "(predicted = measured?)")
-    print(table([[r.name, r.sizes, f"{r.measured_bytes['plain'] / kib:,.0f}",
-                  f"{r.measured_bytes['after_forward'] / kib:,.0f}", f"{r.measured_bytes['peak'] / kib:,.0f}",
+    print(table([[r.name, r.sizes, f"{r.measured_bytes.plain / kib:,.0f}",
+                  f"{r.measured_bytes.after_forward / kib:,.0f}", f"{r.measured_bytes.peak / kib:,.0f}",
                   "yes" if r.measured_bytes == r.predicted_bytes else "NO"] for r in rows],
                 ["model", "layers per segment", "plain", "after forward", "peak in backward", "exact"]))
     print("\nStep time (forward + backward), median of rounds: checkpointed / plain vs 1 + F_r / (F + B)")
