@@ -8,13 +8,16 @@ moved once for a copy between host and device: the link carries each byte once, 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
 import torch
 
 from .gpu_specs import NOTABLE_GPUS, find_gpu_spec
 from .timing import benchmark, resolve_device
 
-__all__ = ["bus_bandwidth_gbs", "gpu_memory_table", "measure_bandwidth", "device_copy_sweep", "host_device_copy",
-           "transfer_sweep"]
+__all__ = ["bus_bandwidth_gbs", "GPUMemoryRow", "gpu_memory_table", "measure_bandwidth", "DeviceCopyRow",
+           "device_copy_sweep", "host_device_copy", "CopyRow", "transfer_sweep"]
 
 
 def bus_bandwidth_gbs(bus_bits: int, gbps_per_pin: float) -> float:
@@ -24,16 +27,31 @@ def bus_bandwidth_gbs(bus_bits: int, gbps_per_pin: float) -> float:
     return bus_bits * gbps_per_pin / 8
 
 
-def gpu_memory_table() -> list[dict]:
+@dataclass(frozen=True)
+class GPUMemoryRow:
+    """One GPU of ``gpu_memory_table``: the memory figures of its sourced row and two derived from them."""
+
+    name: str
+    year: int
+    memory_type: str
+    bus_bits: int
+    bandwidth_gbs: float
+    gbps_per_pin: float  # bandwidth × 8 / bus bits (derived here, not a vendor figure)
+    memory_gb: float
+    fp32_tflops: float
+    bytes_per_flop: float  # bytes of memory traffic available per FP32 FLOP
+
+
+def gpu_memory_table() -> list[GPUMemoryRow]:
     """The sourced GPUs of ``gpu_specs.NOTABLE_GPUS`` with the per-pin data rate their figures imply.
 
     ``gbps_per_pin`` = bandwidth × 8 / bus bits (derived here, not a vendor figure), and
-    ``gb_per_tflop``: bytes of memory traffic available per FP32 FLOP × 1000.
+    ``bytes_per_flop``: bytes of memory traffic available per FP32 FLOP.
     """
-    return [dict(name=s.name, year=s.year, memory_type=s.memory_type, bus_bits=s.bus_bits,
-                 bandwidth_gbs=s.bandwidth_gbs, gbps_per_pin=s.bandwidth_gbs * 8 / s.bus_bits,
-                 memory_gb=s.memory_gb, fp32_tflops=s.fp32_tflops,
-                 bytes_per_flop=s.bandwidth_gbs / (s.fp32_tflops * 1e3))
+    return [GPUMemoryRow(name=s.name, year=s.year, memory_type=s.memory_type, bus_bits=s.bus_bits,
+                         bandwidth_gbs=s.bandwidth_gbs, gbps_per_pin=s.bandwidth_gbs * 8 / s.bus_bits,
+                         memory_gb=s.memory_gb, fp32_tflops=s.fp32_tflops,
+                         bytes_per_flop=s.bandwidth_gbs / (s.fp32_tflops * 1e3))
             for s in NOTABLE_GPUS]
 
 
@@ -52,13 +70,27 @@ def measure_bandwidth(device: str = "cpu", megabytes: int = 256, min_time: float
     return 2 * src.nbytes / m.median / 1e9
 
 
-def device_copy_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_time: float = 0.1) -> list[dict]:
+@dataclass(frozen=True)
+class DeviceCopyRow:
+    """One buffer size of ``device_copy_sweep``: the device, one buffer's MiB, the bytes a copy touches (source
+    + destination) and GB/s; on a GPU its L2 cache's bytes and whether the copy fits in it (then it need not
+    reach device memory and can beat the memory's spec), and on a known GPU the spec and the fraction of it."""
+
+    device: str
+    megabytes: int
+    bytes_touched: int
+    gbs: float
+    l2_bytes: int | None = None
+    fits_in_l2: bool | None = None
+    spec_gbs: float | None = None
+    fraction_of_spec: float | None = None
+
+
+def device_copy_sweep(device: str = "cpu", megabytes: Iterable[int] = (1, 4, 16, 64, 256),
+                      min_time: float = 0.1) -> list[DeviceCopyRow]:
     """Copy bandwidth within one device's memory for each buffer size (read + write counted).
 
-    Small buffers show the caches, large ones main memory. One dict per size: device,
-    megabytes (one buffer), bytes_touched (source + destination), gbs, on a GPU ``fits_in_l2``
-    (read + write fit in the L2 cache, so the copy need not reach device memory and can beat
-    the memory's spec) and, on a known GPU, spec_gbs and fraction_of_spec.
+    Small buffers show the caches, large ones main memory. One ``DeviceCopyRow`` per size.
     """
     sizes = list(megabytes)
     if not sizes:
@@ -70,12 +102,11 @@ def device_copy_sweep(device: str = "cpu", megabytes=(1, 4, 16, 64, 256), min_ti
     rows = []
     for mb in sizes:
         gbs = measure_bandwidth(device, mb, min_time)
-        row = dict(device=device, megabytes=mb, bytes_touched=2 * mb * 2**20, gbs=gbs)
-        if l2 is not None:
-            row.update(l2_bytes=l2, fits_in_l2=row["bytes_touched"] <= l2)
-        if spec is not None:
-            row.update(spec_gbs=spec.bandwidth_gbs, fraction_of_spec=gbs / spec.bandwidth_gbs)
-        rows.append(row)
+        touched = 2 * mb * 2**20
+        rows.append(DeviceCopyRow(device=device, megabytes=mb, bytes_touched=touched, gbs=gbs, l2_bytes=l2,
+                                  fits_in_l2=None if l2 is None else touched <= l2,
+                                  spec_gbs=None if spec is None else spec.bandwidth_gbs,
+                                  fraction_of_spec=None if spec is None else gbs / spec.bandwidth_gbs))
     return rows
 
 
@@ -97,6 +128,7 @@ def host_device_copy(device: str, megabytes: int, pinned: bool, direction: str =
     n = megabytes * 2**20 // 4
     host = torch.ones(n, pin_memory=pinned)
     dev = torch.empty(n, device=device)
+    fn: Callable[[], object]
     if direction == "h2d":
         fn = lambda: dev.copy_(host, non_blocking=pinned)  # noqa: E731
     else:
@@ -105,7 +137,17 @@ def host_device_copy(device: str, megabytes: int, pinned: bool, direction: str =
     return host.nbytes / m.median / 1e9
 
 
-def transfer_sweep(device: str, megabytes=(1, 16, 256), min_time: float = 0.1) -> list[dict]:
+@dataclass(frozen=True)
+class CopyRow:
+    """One host-device copy: size, pinned or pageable host memory, direction ("h2d" or "d2h"), GB/s."""
+
+    megabytes: int
+    pinned: bool
+    direction: str
+    gbs: float
+
+
+def transfer_sweep(device: str, megabytes: Iterable[int] = (1, 16, 256), min_time: float = 0.1) -> list[CopyRow]:
     """``host_device_copy`` for every size × pinned/pageable × direction."""
-    return [dict(megabytes=mb, pinned=p, direction=d, gbs=host_device_copy(device, mb, p, d, min_time))
+    return [CopyRow(megabytes=mb, pinned=p, direction=d, gbs=host_device_copy(device, mb, p, d, min_time))
             for d in ("h2d", "d2h") for p in (False, True) for mb in megabytes]

@@ -7,15 +7,18 @@ are a single matrix-matrix product, the operation deep learning also runs on.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import torch
 
 __all__ = ["cube_vertices", "cube_edges", "rotation_y", "rotation_x", "translation", "transform_loop",
-           "transform_batched", "project", "measure_transforms"]
+           "transform_batched", "project", "TransformRate", "measure_transforms"]
 
 
-def cube_vertices(dtype=torch.float32) -> torch.Tensor:
+def cube_vertices(dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The 8 corners of the cube [-1, 1]³ as homogeneous row vectors, shape (8, 4)."""
     corners = [(x, y, z, 1.0) for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)]
     return torch.tensor(corners, dtype=dtype)
@@ -69,27 +72,41 @@ def project(vertices: torch.Tensor, focal: float = 3.0) -> torch.Tensor:
     return vertices[:, :2] * (focal / depth).unsqueeze(1)
 
 
-def measure_transforms(counts, devices=("cpu",), loop_limit: int = 2000, min_time: float = 0.1) -> list[dict]:
+@dataclass(frozen=True)
+class TransformRate:
+    """One method ("loop" or "batched"), device and vertex count of ``measure_transforms``: seconds, rate."""
+
+    method: str
+    device: str
+    vertices: int
+    seconds: float
+    vertices_per_s: float
+
+
+def measure_transforms(counts: Iterable[int], devices: Iterable[str] = ("cpu",), loop_limit: int = 2000,
+                       min_time: float = 0.1) -> list[TransformRate]:
     """Vertices per second of the per-vertex loop and the batched product, for each vertex count.
 
     The loop runs on the CPU only and only up to ``loop_limit`` vertices (it is slow on
-    purpose). Returns dicts: method, device, vertices, seconds, vertices_per_s.
+    purpose). Returns one ``TransformRate`` per method, device and count.
     """
     from .timing import benchmark, resolve_device
 
     counts = list(counts)
     if not counts or any(not isinstance(n, int) or n <= 0 for n in counts):
         raise ValueError(f"vertex counts must be positive integers, got {counts}")
-    devices = [resolve_device(d) for d in devices]
+    names = [resolve_device(d) for d in devices]
     m = rotation_x(0.3) @ rotation_y(0.5)
-    rows = []
+    rows: list[TransformRate] = []
     for n in counts:
         v = torch.randn(n, 4)
-        jobs = [("loop", "cpu", lambda v=v: transform_loop(v, m))] if n <= loop_limit else []
-        for d in devices:
+        jobs: list[tuple[str, str, Callable[[], object]]] = []
+        if n <= loop_limit:
+            jobs.append(("loop", "cpu", functools.partial(transform_loop, v, m)))
+        for d in names:
             vd, md = v.to(d), m.to(d)
-            jobs.append(("batched", d, lambda vd=vd, md=md: transform_batched(vd, md)))
+            jobs.append(("batched", d, functools.partial(transform_batched, vd, md)))
         for method, device, fn in jobs:
             t = benchmark(fn, device, min_time=min_time).median
-            rows.append(dict(method=method, device=device, vertices=n, seconds=t, vertices_per_s=n / t))
+            rows.append(TransformRate(method=method, device=device, vertices=n, seconds=t, vertices_per_s=n / t))
     return rows

@@ -12,28 +12,48 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-__all__ = ["PRECISION_MODES", "format_table", "representable", "underflow_fractions", "gradients_of", "scale_sweep",
-           "exponent_histogram", "train_mixed", "lost_update_threshold", "bits_needed"]
+__all__ = ["PRECISION_MODES", "FormatRow", "format_table", "representable", "Underflow", "underflow_fractions",
+           "Gradients", "gradients_of", "scale_sweep", "exponent_histogram", "MixedRun", "train_mixed",
+           "lost_update_threshold", "bits_needed"]
 
 PRECISION_MODES = ("fp32", "bf16", "fp16")
 
 
-def _format_row(name: str, dtype, exponent_bits: int, mantissa_bits: int, note: str = "") -> dict:
+@dataclass(frozen=True)
+class FormatRow:
+    """One number format of ``format_table``: bits, exponent and mantissa bits, largest value, smallest normal
+    and subnormal, epsilon, and a note."""
+
+    name: str
+    bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    max: float
+    smallest_normal: float
+    smallest_subnormal: float
+    eps: float
+    note: str
+
+
+def _format_row(name: str, dtype: torch.dtype | None, exponent_bits: int, mantissa_bits: int,
+                note: str = "") -> FormatRow:
     if dtype is not None:
         fi = torch.finfo(dtype)
         big, tiny, eps, bits = float(fi.max), float(fi.tiny), float(fi.eps), fi.bits
     else:  # TF32: FP32's 8-bit exponent with a 10-bit mantissa
         big = (2 - 2.0**-mantissa_bits) * 2.0**127
         tiny, eps, bits = 2.0**-126, 2.0**-mantissa_bits, 19
-    return dict(name=name, bits=bits, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits, max=big,
-                smallest_normal=tiny, smallest_subnormal=tiny * eps, eps=eps, note=note)
+    return FormatRow(name=name, bits=bits, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits, max=big,
+                     smallest_normal=tiny, smallest_subnormal=tiny * eps, eps=eps, note=note)
 
 
-def format_table() -> list[dict]:
+def format_table() -> list[FormatRow]:
     """One row per number format: bits, exponent/mantissa bits, max, smallest normal and subnormal, eps.
 
     Smallest subnormal = smallest normal × eps (2^(emin − mantissa bits)). FP8 rows appear only
@@ -58,7 +78,19 @@ def representable(value: float, dtype: torch.dtype) -> float:
 # Underflow and loss scaling
 
 
-def underflow_fractions(values: torch.Tensor, scale: float = 1.0, dtype: torch.dtype = torch.float16) -> dict:
+@dataclass(frozen=True)
+class Underflow:
+    """``underflow_fractions`` at one loss scale: how many non-zero values, and the fractions that flush to zero,
+    land in the subnormal range and overflow."""
+
+    scale: float
+    count: int
+    zero: float
+    subnormal: float
+    overflow: float
+
+
+def underflow_fractions(values: torch.Tensor, scale: float = 1.0, dtype: torch.dtype = torch.float16) -> Underflow:
     """Of the non-zero ``values`` (FP32), the fractions that flush to zero, land in the subnormal
     range (few significant bits left) or overflow to infinity when ``values × scale`` is cast to ``dtype``.
     """
@@ -74,20 +106,35 @@ def underflow_fractions(values: torch.Tensor, scale: float = 1.0, dtype: torch.d
     zero = cast == 0
     inf = torch.isinf(cast)
     sub = (~zero) & (cast.abs().double() < tiny)
-    return dict(scale=scale, count=v.numel(), zero=float(zero.float().mean()), subnormal=float(sub.float().mean()),
-                overflow=float(inf.float().mean()))
+    return Underflow(scale=scale, count=v.numel(), zero=float(zero.float().mean()), subnormal=float(sub.float().mean()),
+                     overflow=float(inf.float().mean()))
 
 
-def gradients_of(model: nn.Module, x: torch.Tensor, y: torch.Tensor, activations: bool = True) -> dict:
-    """Real FP32 gradients of one cross-entropy step: {"weights": all parameter gradients,
-    "activations": gradients of every leaf layer's output} (flattened, concatenated)."""
-    outputs = []
+@dataclass(frozen=True)
+class Gradients:
+    """``gradients_of``: all parameter gradients, the gradients of every leaf layer's output (each flattened
+    and concatenated), and the step's loss."""
+
+    weights: torch.Tensor
+    activations: torch.Tensor
+    loss: float
+
+
+def gradients_of(model: nn.Module, x: torch.Tensor, y: torch.Tensor, activations: bool = True) -> Gradients:
+    """Real FP32 gradients of one cross-entropy step: all parameter gradients and the gradients of every leaf
+    layer's output (flattened, concatenated)."""
+    outputs: list[torch.Tensor] = []
     hooks = []
+
+    def keep(mod: nn.Module, args: object, out: torch.Tensor) -> None:
+        if out.requires_grad:
+            out.retain_grad()
+            outputs.append(out)
+
     if activations:
         for m in model.modules():
             if not list(m.children()):
-                hooks.append(m.register_forward_hook(lambda mod, a, out: out.retain_grad() or outputs.append(out)
-                                                     if out.requires_grad else None))
+                hooks.append(m.register_forward_hook(keep))
     model.zero_grad(set_to_none=True)
     try:
         loss = nn.functional.cross_entropy(model(x), y)
@@ -97,15 +144,16 @@ def gradients_of(model: nn.Module, x: torch.Tensor, y: torch.Tensor, activations
             h.remove()
     weights = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     acts = [o.grad.flatten() for o in outputs if o.grad is not None]
-    return dict(weights=weights, activations=torch.cat(acts) if acts else torch.empty(0), loss=float(loss.detach()))
+    return Gradients(weights=weights, activations=torch.cat(acts) if acts else torch.empty(0),
+                     loss=float(loss.detach()))
 
 
-def scale_sweep(values: torch.Tensor, scales=(1, 8, 2**10, 2**16, 2**24)) -> list[dict]:
+def scale_sweep(values: torch.Tensor, scales: Iterable[float] = (1, 8, 2**10, 2**16, 2**24)) -> list[Underflow]:
     """``underflow_fractions`` for each loss scale (FP16)."""
     return [underflow_fractions(values, s) for s in scales]
 
 
-def exponent_histogram(values: torch.Tensor, low: int = -60, high: int = 20):
+def exponent_histogram(values: torch.Tensor, low: int = -60, high: int = 20) -> tuple[list[int], list[int]]:
     """(bin edges as powers of two, counts) of log2 |values| for the non-zero values."""
     v = values.detach().float().abs()
     v = v[v > 0]
@@ -118,19 +166,34 @@ def exponent_histogram(values: torch.Tensor, low: int = -60, high: int = 20):
 # Mixed-precision training
 
 
-def _autocast(mode: str, device_type: str):
+def _autocast(mode: str, device_type: str) -> torch.autocast:
     if mode == "fp32":
         return torch.autocast(device_type, enabled=False)
     return torch.autocast(device_type, dtype=torch.bfloat16 if mode == "bf16" else torch.float16)
 
 
-def train_mixed(model: nn.Module, train_loader, test_loader, mode: str = "fp32", epochs: int = 1,
-                lr: float = 1e-3, device: str = "cpu", loss_scale: str | float = "dynamic") -> dict:
+@dataclass(frozen=True)
+class MixedRun:
+    """``train_mixed``: the mode, the loss of every step, the test accuracy, the steps GradScaler skipped and its
+    final scale (None without one)."""
+
+    mode: str
+    losses: list[float]
+    test_acc: float
+    skipped_steps: int
+    final_scale: float | None
+
+
+Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]  # a DataLoader, or any (inputs, labels) pairs
+
+
+def train_mixed(model: nn.Module, train_loader: Batches, test_loader: Batches, mode: str = "fp32", epochs: int = 1,
+                lr: float = 1e-3, device: str = "cpu", loss_scale: str | float = "dynamic") -> MixedRun:
     """Train with Adam in ``mode``: "fp32", "bf16" (autocast, no scaling needed: BF16 has FP32's range)
     or "fp16" (autocast plus ``GradScaler``; CUDA only). The weights stay FP32 (the master copy).
 
     ``loss_scale`` for "fp16": "dynamic" (GradScaler's default schedule) or a number (a constant
-    scale; 1 means no scaling). Returns {"mode", "losses" (per step), "test_acc", "skipped_steps"}.
+    scale; 1 means no scaling). Returns a ``MixedRun``.
     """
     if mode not in PRECISION_MODES:
         raise ValueError(f"mode must be one of {', '.join(PRECISION_MODES)}, got {mode!r}")
@@ -145,7 +208,8 @@ def train_mixed(model: nn.Module, train_loader, test_loader, mode: str = "fp32",
             scaler = torch.amp.GradScaler("cuda")
         else:
             scaler = torch.amp.GradScaler("cuda", init_scale=float(loss_scale), growth_interval=10**9)
-    losses, skipped = [], 0
+    losses: list[float] = []
+    skipped = 0
     for _ in range(epochs):
         for x, y in train_loader:
             x, y = x.to(device), y.to(device)
@@ -168,8 +232,8 @@ def train_mixed(model: nn.Module, train_loader, test_loader, mode: str = "fp32",
         for x, y in test_loader:
             correct += int((model(x.to(device)).argmax(1) == y.to(device)).sum())
             total += len(y)
-    return dict(mode=mode, losses=losses, test_acc=correct / max(total, 1), skipped_steps=skipped,
-                final_scale=scaler.get_scale() if scaler is not None else None)
+    return MixedRun(mode=mode, losses=losses, test_acc=correct / max(total, 1), skipped_steps=skipped,
+                    final_scale=scaler.get_scale() if scaler is not None else None)
 
 
 def lost_update_threshold(dtype: torch.dtype = torch.float16) -> float:

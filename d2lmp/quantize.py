@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
 __all__ = ["QMAX", "quantize_symmetric", "dequantize", "has_int_mm", "int8_matmul", "Int8Linear",
-           "quantize_linear_layers", "dispatched_operations", "weight_bytes", "compare_inference", "linear_intensity"]
+           "quantize_linear_layers", "dispatched_operations", "weight_bytes", "InferenceRow", "compare_inference",
+           "linear_intensity"]
 
 QMAX = 127
 
@@ -99,7 +103,11 @@ class Int8Linear(nn.Module):
     ``torch._int_mm`` accepts; the padding adds zeros to the sums and is sliced off the result.
     """
 
-    def __init__(self, linear: nn.Linear, method: str = "auto"):
+    qweight_t: torch.Tensor  # buffers, registered in __init__
+    wscale: torch.Tensor
+    bias: torch.Tensor | None
+
+    def __init__(self, linear: nn.Linear, method: str = "auto") -> None:
         super().__init__()
         q, scale = quantize_symmetric(linear.weight, dim=1)
         out_f, in_f = q.shape
@@ -132,7 +140,7 @@ def quantize_linear_layers(model: nn.Module, method: str = "auto") -> nn.Module:
     """A copy of ``model`` with every ``nn.Linear`` replaced by an ``Int8Linear`` (other layers unchanged)."""
     model = copy.deepcopy(model).eval()
 
-    def swap(parent):
+    def swap(parent: nn.Module) -> None:
         for name, child in parent.named_children():
             if isinstance(child, nn.Linear):
                 setattr(parent, name, Int8Linear(child, method))
@@ -143,7 +151,7 @@ def quantize_linear_layers(model: nn.Module, method: str = "auto") -> nn.Module:
     return model
 
 
-def dispatched_operations(fn) -> list[str]:
+def dispatched_operations(fn: Callable[[], object]) -> list[str]:
     """Names of the tensor operations one call of ``fn()`` runs, views left out, in order.
 
     Recorded with a ``__torch_dispatch__`` mode, the level where PyTorch picks a kernel: in eager
@@ -155,12 +163,13 @@ def dispatched_operations(fn) -> list[str]:
     names: list[str] = []
 
     class _Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(self, func: Any, types: object, args: tuple[Any, ...] = (),
+                               kwargs: dict[str, Any] | None = None) -> Any:
             if not getattr(func, "is_view", False):
                 names.append(func.overloadpacket.__name__)
             return func(*args, **(kwargs or {}))
 
-    with torch.no_grad(), _Record():
+    with torch.no_grad(), _Record():  # type: ignore[no-untyped-call]  # TorchDispatchMode.__init__ is untyped
         fn()
     return names
 
@@ -171,8 +180,26 @@ def weight_bytes(model: nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+@dataclass(frozen=True)
+class InferenceRow:
+    """One number format of ``compare_inference``: accuracy, agreement with FP32, weight bytes, median latency."""
+
+    method: str
+    device: str
+    accuracy: float
+    agrees_with_fp32: float
+    weight_bytes: int
+    median_s: float
+    spread: float
+
+
+def _as_float(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    out: torch.Tensor = net(x).float()
+    return out
+
+
 def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_time: float = 0.2,
-                      methods=("fp32", "bf16", "int8"), device: str = "cpu") -> list[dict]:
+                      methods: Iterable[str] = ("fp32", "bf16", "int8"), device: str = "cpu") -> list[InferenceRow]:
     """Accuracy, agreement with FP32, weight bytes and median latency for each precision on ``device``.
 
     "bf16" casts the model and input to bfloat16; "int8" uses ``quantize_linear_layers``
@@ -182,28 +209,28 @@ def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_ti
 
     model = copy.deepcopy(model).eval().to(device)
     x, y = x.to(device), y.to(device)
-    variants = {}
+    variants: dict[str, tuple[nn.Module, Callable[[], torch.Tensor]]] = {}
     for m in methods:
         if m == "fp32":
-            variants[m] = (model, lambda net=model: net(x))
+            variants[m] = (model, functools.partial(model, x))
         elif m == "bf16":
             net = copy.deepcopy(model).to(torch.bfloat16)
             xb = x.to(torch.bfloat16)
-            variants[m] = (net, lambda net=net, xb=xb: net(xb).float())
+            variants[m] = (net, functools.partial(_as_float, net, xb))
         elif m in ("int8", "int8-int32"):
             net = quantize_linear_layers(model, "auto" if m == "int8" else "int32")
-            variants[m] = (net, lambda net=net: net(x))
+            variants[m] = (net, functools.partial(net, x))
         else:
             raise ValueError(f"unknown method {m!r}; use fp32, bf16, int8 or int8-int32")
-    rows = []
+    rows: list[InferenceRow] = []
     with torch.no_grad():
         reference = model(x).argmax(1)
         for name, (net, fn) in variants.items():
             pred = fn().argmax(1)
             t = benchmark(fn, device, min_time=min_time, label=name)
-            rows.append(dict(method=name, device=str(device), accuracy=float((pred == y).float().mean()),
-                             agrees_with_fp32=float((pred == reference).float().mean()),
-                             weight_bytes=weight_bytes(net), median_s=t.median, spread=t.spread))
+            rows.append(InferenceRow(method=name, device=str(device), accuracy=float((pred == y).float().mean()),
+                                     agrees_with_fp32=float((pred == reference).float().mean()),
+                                     weight_bytes=weight_bytes(net), median_s=t.median, spread=t.spread))
     return rows
 
 

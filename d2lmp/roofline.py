@@ -10,19 +10,30 @@ and places it under a roof, without running it.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from .conv import conv2d_flops, conv2d_min_bytes
 from .timing import benchmark, resolve_device, resolve_dtype
 
 __all__ = ["attainable_gflops", "ridge_point", "OpPoint", "ELEMENT_BYTES", "OPERATIONS", "operation_cost", "Placement",
-           "place_operation", "points_from_records", "best_matmul", "summarise", "speedups", "measure_operations"]
+           "place_operation", "points_from_records", "best_matmul", "PointSummary", "summarise", "speedups",
+           "measure_operations"]
 
 
-def attainable_gflops(intensity, peak_gflops: float, bandwidth_gbs: float):
+@overload
+def attainable_gflops(intensity: float, peak_gflops: float, bandwidth_gbs: float) -> float: ...
+@overload
+def attainable_gflops(intensity: Sequence[float] | npt.NDArray[Any], peak_gflops: float,
+                      bandwidth_gbs: float) -> npt.NDArray[np.float64]: ...
+def attainable_gflops(intensity: float | Sequence[float] | npt.NDArray[Any], peak_gflops: float,
+                      bandwidth_gbs: float) -> float | npt.NDArray[np.float64]:
     """The roofline: min(peak, intensity × bandwidth), for a number or an array of intensities."""
     if peak_gflops <= 0 or bandwidth_gbs <= 0:
         raise ValueError(f"peak and bandwidth must be positive, got {peak_gflops} and {bandwidth_gbs}")
@@ -130,9 +141,9 @@ def place_operation(op: str, n: int, dtype: str, peak_gflops: float, bandwidth_g
                      attainable_gflops(intensity, peak_gflops, bandwidth_gbs), bound)
 
 
-def points_from_records(records) -> list[OpPoint]:
+def points_from_records(records: Iterable[Mapping[str, Any]]) -> list[OpPoint]:
     """``OpPoint``s from dicts with name, intensity and gflops (as ``d2lmp selfcheck`` records them)."""
-    points = []
+    points: list[OpPoint] = []
     for r in records:
         missing = {"name", "intensity", "gflops"} - set(r)
         if missing:
@@ -141,7 +152,7 @@ def points_from_records(records) -> list[OpPoint]:
     return points
 
 
-def best_matmul(points) -> OpPoint:
+def best_matmul(points: Iterable[OpPoint]) -> OpPoint:
     """The matmul point (name starting "matmul") with the highest GFLOP/s: a measured peak."""
     matmuls = [p for p in points if p.name.startswith("matmul")]
     if not matmuls:
@@ -149,19 +160,33 @@ def best_matmul(points) -> OpPoint:
     return max(matmuls, key=lambda p: p.gflops)
 
 
-def summarise(points, peak_gflops: float, bandwidth_gbs: float) -> list[dict]:
-    """One dict per point: its rates, which roof bounds it, that roof's height and the fraction reached."""
+@dataclass(frozen=True)
+class PointSummary:
+    """One point of ``summarise``: its rates, which roof bounds it ("memory" or "compute"), that roof's height
+    and the fraction of it reached."""
+
+    name: str
+    intensity: float
+    gflops: float
+    gbs: float
+    bound: str
+    roof_gflops: float
+    fraction_of_roof: float
+
+
+def summarise(points: Iterable[OpPoint], peak_gflops: float, bandwidth_gbs: float) -> list[PointSummary]:
+    """One ``PointSummary`` per point: its rates, which roof bounds it, that roof's height and the fraction reached."""
     ridge = ridge_point(peak_gflops, bandwidth_gbs)
     rows = []
     for p in points:
         roof = attainable_gflops(p.intensity, peak_gflops, bandwidth_gbs)
-        rows.append(dict(name=p.name, intensity=p.intensity, gflops=p.gflops, gbs=p.gbs,
-                         bound="memory" if p.intensity < ridge else "compute",
-                         roof_gflops=roof, fraction_of_roof=p.gflops / roof))
+        rows.append(PointSummary(name=p.name, intensity=p.intensity, gflops=p.gflops, gbs=p.gbs,
+                                 bound="memory" if p.intensity < ridge else "compute",
+                                 roof_gflops=roof, fraction_of_roof=p.gflops / roof))
     return rows
 
 
-def speedups(base, faster) -> list[tuple[str, float]]:
+def speedups(base: Iterable[OpPoint], faster: Iterable[OpPoint]) -> list[tuple[str, float]]:
     """(name, GFLOP/s of ``faster`` / GFLOP/s of ``base``) for every operation both lists measured.
 
     Names are matched exactly, in ``base``'s order; operations in only one list are left out.
@@ -173,7 +198,7 @@ def speedups(base, faster) -> list[tuple[str, float]]:
 def measure_operations(
     device: str = "cpu",
     vector_megabytes: int = 64,
-    matmul_sizes=(128, 512, 2048),
+    matmul_sizes: Sequence[int] = (128, 512, 2048),
     dtype: str = "float32",
     min_time: float = 0.2,
 ) -> list[OpPoint]:
@@ -188,7 +213,7 @@ def measure_operations(
     x = torch.rand(n, device=device, dtype=torch_dtype)
     y = torch.rand(n, device=device, dtype=torch_dtype)
     out = torch.empty_like(x)
-    cases = [
+    cases: list[tuple[str, Callable[[], object], int, int]] = [
         ("add: z = x + y", lambda: torch.add(x, y, out=out), n, 3 * n * size),
         ("axpy: z = 2x + y", lambda: torch.add(y, x, alpha=2.0, out=out), 2 * n, 3 * n * size),
         ("sum(x)", lambda: x.sum(), n, n * size),
@@ -198,8 +223,8 @@ def measure_operations(
         a = torch.rand(k, k, device=device, dtype=torch_dtype)
         b = torch.rand(k, k, device=device, dtype=torch_dtype)
         c = torch.empty(k, k, device=device, dtype=torch_dtype)
-        cases.append((f"matmul n={k}", lambda a=a, b=b, c=c: torch.mm(a, b, out=c), 2 * k**3, 3 * k * k * size))
-    points = []
+        cases.append((f"matmul n={k}", functools.partial(torch.mm, a, b, out=c), 2 * k**3, 3 * k * k * size))
+    points: list[OpPoint] = []
     for name, fn, flops, nbytes in cases:
         m = benchmark(fn, device, min_time=min_time, label=name)
         points.append(OpPoint(name, float(flops), float(nbytes), m.median))

@@ -10,16 +10,19 @@ median and the spread.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import torch
 
 __all__ = ["DTYPES", "synchronize", "Timer", "Measurement", "benchmark", "torch_benchmark_median", "matmul_flops",
-           "resolve_dtype", "resolve_device", "time_matmul", "matmul_sweep", "harness_agreement", "linear_sweep"]
+           "resolve_dtype", "resolve_device", "time_matmul", "MatmulRow", "matmul_sweep", "HarnessAgreement",
+           "harness_agreement", "LinearRow", "linear_sweep"]
 
 DTYPES = {
     "float64": torch.float64,
@@ -46,7 +49,7 @@ class Timer:
     >>> t.seconds  # doctest: +SKIP
     """
 
-    def __init__(self, device: str | torch.device = "cpu"):
+    def __init__(self, device: str | torch.device = "cpu") -> None:
         self.device = torch.device(device)
         self.seconds: float | None = None
 
@@ -55,7 +58,7 @@ class Timer:
         self._start = time.perf_counter()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         synchronize(self.device)
         self.seconds = time.perf_counter() - self._start
 
@@ -68,7 +71,7 @@ class Measurement:
     calls_per_block: int
     device: str
     label: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # figures a caller adds (time_matmul: n, dtype, gflops)
 
     @property
     def median(self) -> float:
@@ -120,15 +123,16 @@ def benchmark(
         fn()
     with Timer(device) as first:
         fn()
-    calls = max(1, math.ceil(block_time / max(first.seconds, 1e-9)))
+    calls = max(1, math.ceil(block_time / max(cast(float, first.seconds), 1e-9)))  # set when the block ends
     times: list[float] = []
     total = 0.0
     while (total < min_time or len(times) < min_blocks) and len(times) < max_blocks:
         with Timer(device) as t:
             for _ in range(calls):
                 fn()
-        times.append(t.seconds / calls)
-        total += t.seconds
+        elapsed = cast(float, t.seconds)
+        times.append(elapsed / calls)
+        total += elapsed
     return Measurement(times, calls, str(device), label)
 
 
@@ -173,7 +177,7 @@ def resolve_device(device: str | torch.device) -> str:
     return name
 
 
-def _check_sizes(sizes) -> list[int]:
+def _check_sizes(sizes: Iterable[int]) -> list[int]:
     sizes = list(sizes)
     if not sizes:
         raise ValueError("sizes is empty; give at least one matrix size, e.g. [256, 512]")
@@ -195,12 +199,26 @@ def time_matmul(n: int, dtype: str = "float32", device: str = "cpu", min_time: f
     return m
 
 
-def matmul_sweep(sizes, dtypes=("float32",), devices=("cpu",), min_time: float = 0.2,
-                 progress: bool = False) -> list[dict]:
-    """GFLOP/s of square matmuls for every size × dtype × device.
+@dataclass(frozen=True)
+class MatmulRow:
+    """One size, dtype and device of ``matmul_sweep``: median seconds, spread, GFLOP/s, the peak estimate
+    (None where none exists) and the fraction of it reached."""
 
-    Returns one dict per measurement: size, dtype, device, median_s, spread, gflops,
-    peak_gflops (None where no estimate exists) and fraction_of_peak.
+    size: int
+    dtype: str
+    device: str
+    median_s: float
+    spread: float
+    gflops: float
+    peak_gflops: float | None
+    fraction_of_peak: float | None
+
+
+def matmul_sweep(sizes: Iterable[int], dtypes: Iterable[str | torch.dtype] = ("float32",),
+                 devices: Iterable[str | torch.device] = ("cpu",), min_time: float = 0.2,
+                 progress: bool = False) -> list[MatmulRow]:
+    """GFLOP/s of square matmuls for every size × dtype × device: one ``MatmulRow`` per measurement.
+
     All inputs are checked before anything is timed.
     """
     from .hardware import cpu_info, peak_gflops
@@ -214,19 +232,32 @@ def matmul_sweep(sizes, dtypes=("float32",), devices=("cpu",), min_time: float =
         from tqdm.auto import tqdm
 
         jobs = tqdm(jobs, desc="matmul sweep")
-    rows = []
+    rows: list[MatmulRow] = []
     for dev, dt, n in jobs:
         m = time_matmul(n, dt, dev, min_time=min_time)
         peak, _ = peak_gflops(dev, dt, cpu)
         gflops = m.extra["gflops"]
         rows.append(
-            dict(size=n, dtype=dt, device=dev, median_s=m.median, spread=m.spread, gflops=gflops,
-                 peak_gflops=peak, fraction_of_peak=gflops / peak if peak else None)
+            MatmulRow(size=n, dtype=dt, device=dev, median_s=m.median, spread=m.spread, gflops=gflops,
+                      peak_gflops=peak, fraction_of_peak=gflops / peak if peak else None)
         )
     return rows
 
 
-def harness_agreement(n: int = 1024, dtype: str = "float32", device: str = "cpu", min_time: float = 0.5) -> dict:
+@dataclass(frozen=True)
+class HarnessAgreement:
+    """``harness_agreement``: the product timed, both harnesses' medians, and ours / torch's."""
+
+    n: int
+    dtype: str
+    device: str
+    ours_s: float
+    torch_s: float
+    ratio: float
+
+
+def harness_agreement(n: int = 1024, dtype: str = "float32", device: str = "cpu",
+                      min_time: float = 0.5) -> HarnessAgreement:
     """Median time of ``a @ b`` from our ``benchmark`` and from ``torch.utils.benchmark``, same run.
 
     Returns both medians and ``ratio`` = ours / torch's (1.0 means perfect agreement).
@@ -241,20 +272,31 @@ def harness_agreement(n: int = 1024, dtype: str = "float32", device: str = "cpu"
     a = torch.randn(n, n, device=device, dtype=torch_dtype)
     b = torch.randn(n, n, device=device, dtype=torch_dtype)
 
-    def fn():
+    def fn() -> torch.Tensor:
         return a @ b
 
     # Alternate the two harnesses so drifting machine load affects both alike.
-    ours, theirs = [], []
+    ours: list[float] = []
+    theirs: list[float] = []
     for _ in range(3):
         ours.append(benchmark(fn, device, min_time=min_time / 3).median)
         theirs.append(torch_benchmark_median(fn, min_run_time=min_time / 3))
     o, t = statistics.median(ours), statistics.median(theirs)
-    return dict(n=n, dtype=dtype_name, device=device, ours_s=o, torch_s=t, ratio=o / t)
+    return HarnessAgreement(n=n, dtype=dtype_name, device=device, ours_s=o, torch_s=t, ratio=o / t)
 
 
-def linear_sweep(batch_sizes, in_features: int = 1024, out_features: int = 1024, devices=("cpu",),
-                 min_time: float = 0.1) -> list[dict]:
+@dataclass(frozen=True)
+class LinearRow:
+    """One batch size and device of ``linear_sweep``: median seconds of the forward pass and its GFLOP/s."""
+
+    batch: int
+    device: str
+    seconds: float
+    gflops: float
+
+
+def linear_sweep(batch_sizes: Iterable[int], in_features: int = 1024, out_features: int = 1024,
+                 devices: Iterable[str | torch.device] = ("cpu",), min_time: float = 0.1) -> list[LinearRow]:
     """GFLOP/s of a fully connected layer's forward pass (x @ Wᵀ + b) for each batch size and device.
 
     FLOPs are 2 × batch × in × out (the bias add is not counted).
@@ -262,13 +304,13 @@ def linear_sweep(batch_sizes, in_features: int = 1024, out_features: int = 1024,
     batch_sizes = _check_sizes(batch_sizes)
     if in_features <= 0 or out_features <= 0:
         raise ValueError(f"feature counts must be positive, got {in_features} and {out_features}")
-    rows = []
+    rows: list[LinearRow] = []
     for device in [resolve_device(d) for d in devices]:
         layer = torch.nn.Linear(in_features, out_features).to(device)
         for b in batch_sizes:
             x = torch.randn(b, in_features, device=device)
             with torch.no_grad():
-                m = benchmark(lambda layer=layer, x=x: layer(x), device, min_time=min_time)
+                m = benchmark(functools.partial(layer, x), device, min_time=min_time)
             flops = 2 * b * in_features * out_features
-            rows.append(dict(batch=b, device=device, seconds=m.median, gflops=flops / m.median / 1e9))
+            rows.append(LinearRow(batch=b, device=device, seconds=m.median, gflops=flops / m.median / 1e9))
     return rows

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["PCIE", "PCIE_LANES", "PCIE_SOURCES", "NVLINK", "NVLINK_SOURCES", "pcie_bandwidth_gbs", "pcie_table",
-           "nvlink_bandwidth_gbs", "nvlink_table", "Topology", "pcie_tree", "hybrid_cube_mesh", "nvswitch",
-           "hop_counts", "nvml_topology", "power_budget"]
+__all__ = ["PCIE", "PCIE_LANES", "PCIE_SOURCES", "NVLINK", "NVLINK_SOURCES", "pcie_bandwidth_gbs", "PCIeRow",
+           "pcie_table", "nvlink_bandwidth_gbs", "NVLinkRow", "nvlink_table", "Topology", "pcie_tree",
+           "hybrid_cube_mesh", "nvswitch", "hop_counts", "nvml_topology", "PowerBudget", "power_budget"]
 
 # PCIe generation → (transfer rate per lane in GT/s, encoding efficiency), from the PCI Express Base
 # Specifications; the GB/s below are arithmetic on these two numbers.
@@ -60,12 +61,26 @@ def pcie_bandwidth_gbs(generation: int, lanes: int = 16, both_directions: bool =
     return 2 * one_way if both_directions else one_way
 
 
-def pcie_table(lanes: int = 16) -> list[dict]:
+@dataclass(frozen=True)
+class PCIeRow:
+    """One PCIe generation of ``pcie_table``: GT/s, encoding, GB/s per lane, for the table's lanes (per
+    direction) and both directions added, and the bibliography keys of its source."""
+
+    generation: int
+    gt_s: float
+    encoding: str
+    per_lane_gbs: float
+    gbs: float
+    both_directions_gbs: float
+    source: tuple[str, ...]
+
+
+def pcie_table(lanes: int = 16) -> list[PCIeRow]:
     """One row per PCIe generation: GT/s, encoding, GB/s per lane and for ``lanes`` lanes (per direction),
     and the bibliography keys of its source."""
-    return [dict(generation=g, gt_s=rate, encoding="8b/10b" if eff == 0.8 else "128b/130b",
-                 per_lane_gbs=pcie_bandwidth_gbs(g, 1), gbs=pcie_bandwidth_gbs(g, lanes),
-                 both_directions_gbs=pcie_bandwidth_gbs(g, lanes, True), source=PCIE_SOURCES[g])
+    return [PCIeRow(generation=g, gt_s=rate, encoding="8b/10b" if eff == 0.8 else "128b/130b",
+                    per_lane_gbs=pcie_bandwidth_gbs(g, 1), gbs=pcie_bandwidth_gbs(g, lanes),
+                    both_directions_gbs=pcie_bandwidth_gbs(g, lanes, True), source=PCIE_SOURCES[g])
             for g, (rate, eff) in PCIE.items()]
 
 
@@ -83,13 +98,28 @@ def nvlink_bandwidth_gbs(generation: int, links: int | None = None) -> float:
     return links * per_dir * 2
 
 
-def nvlink_table() -> list[dict]:
+@dataclass(frozen=True)
+class NVLinkRow:
+    """One NVLink generation of ``nvlink_table``: its GPU and year, GB/s per link per direction, links per GPU,
+    the total per GPU (both directions), the ratio to PCIe 5.0 ×16 and the bibliography keys of its sources."""
+
+    generation: int
+    gpu: str
+    year: int
+    per_link_per_direction_gbs: float
+    links: int
+    total_gbs: float
+    vs_pcie5_x16: float
+    source: tuple[str, ...]
+
+
+def nvlink_table() -> list[NVLinkRow]:
     """One row per NVLink generation with the total per GPU, the ratio to PCIe 5.0 ×16 (both directions)
     and the bibliography keys of its sources."""
     pcie5 = pcie_bandwidth_gbs(5, 16, True)
-    return [dict(generation=g, gpu=gpu, year=year, per_link_per_direction_gbs=per, links=links,
-                 total_gbs=nvlink_bandwidth_gbs(g), vs_pcie5_x16=nvlink_bandwidth_gbs(g) / pcie5,
-                 source=NVLINK_SOURCES[g])
+    return [NVLinkRow(generation=g, gpu=gpu, year=year, per_link_per_direction_gbs=per, links=links,
+                      total_gbs=nvlink_bandwidth_gbs(g), vs_pcie5_x16=nvlink_bandwidth_gbs(g) / pcie5,
+                      source=NVLINK_SOURCES[g])
             for g, (gpu, year, per, links) in NVLINK.items()]
 
 
@@ -102,8 +132,8 @@ class Topology:
     """A drawing-ready graph: node name → (x, y), edges (a, b, kind), and a caption naming the source."""
 
     name: str
-    nodes: dict
-    edges: list
+    nodes: dict[str, tuple[float, float]]
+    edges: list[tuple[str, str, str]]
     caption: str
 
     def degree(self, node: str, kind: str | None = None) -> int:
@@ -120,7 +150,7 @@ def pcie_tree(gpus: int = 4, switches: int = 2) -> Topology:
     if gpus < 1 or switches < 1 or gpus % switches:
         raise ValueError(f"need gpus ≥ 1 divisible by switches ≥ 1, got {gpus} GPUs and {switches} switches")
     nodes = {"CPU": (0.0, 2.0)}
-    edges = []
+    edges: list[tuple[str, str, str]] = []
     per = gpus // switches
     for s in range(switches):
         sx = (s - (switches - 1) / 2) * 2.0 * per
@@ -141,8 +171,8 @@ def hybrid_cube_mesh() -> Topology:
     pairs directly linked)."""
     front = {"GPU0": (0, 1), "GPU1": (1, 1), "GPU2": (0, 0), "GPU3": (1, 0)}
     back = {f"GPU{int(k[3]) + 4}": (x + 1.6, y + 0.5) for k, (x, y) in front.items()}
-    nodes = {**front, **back}
-    edges = []
+    nodes: dict[str, tuple[float, float]] = {**front, **back}
+    edges: list[tuple[str, str, str]] = []
     for quad in (list(front), list(back)):
         for a, b in itertools.combinations(quad, 2):  # four edges + two diagonals per face
             edges.append((a, b, "nvlink"))
@@ -170,18 +200,18 @@ def nvswitch(gpus: int = 8, switches: int = 4) -> Topology:
                     "per-GPU NVLink bandwidth (DGX H100: 900 GB/s per GPU, four NVSwitch chips)")
 
 
-def hop_counts(topology: Topology, kind: str = "nvlink") -> dict:
+def hop_counts(topology: Topology, kind: str = "nvlink") -> dict[tuple[str, str], int | None]:
     """Shortest number of ``kind`` links between every GPU pair (None if unreachable by that kind alone).
 
     Switches count as pass-through (a GPU→switch→GPU route is one hop).
     """
     gpus = sorted(n for n in topology.nodes if n.startswith("GPU"))
-    adj = {n: set() for n in topology.nodes}
+    adj: dict[str, set[str]] = {n: set() for n in topology.nodes}
     for a, b, k in topology.edges:
         if k == kind:
             adj[a].add(b)
             adj[b].add(a)
-    result = {}
+    result: dict[tuple[str, str], int | None] = {}
     for src in gpus:
         dist = {src: 0}
         frontier = [src]
@@ -257,7 +287,7 @@ def nvml_topology() -> tuple[list[list[str]] | None, str]:
         pynvml.nvmlShutdown()
 
 
-def _bus_id(pci) -> str:
+def _bus_id(pci: Any) -> str:
     bus = pci.busId
     bus = bus.decode() if isinstance(bus, bytes) else bus
     return bus.lower()[-12:]
@@ -267,8 +297,25 @@ def _bus_id(pci) -> str:
 # Power budget
 
 
+@dataclass(frozen=True)
+class PowerBudget:
+    """``power_budget``: the GPUs, their watts together, the CPU's and the rest's, the load, the supply and the
+    part of it that may be used, the margin, whether the load fits, and the supply the load would need."""
+
+    gpus: int
+    gpu_total: float
+    cpu: float
+    other: float
+    load: float
+    psu: float
+    usable: float
+    margin: float
+    fits: bool
+    psu_needed: float
+
+
 def power_budget(gpus: int, gpu_watts: float, cpu_watts: float = 150.0, other_watts: float = 100.0,
-                 psu_watts: float = 1000.0, headroom: float = 0.2) -> dict:
+                 psu_watts: float = 1000.0, headroom: float = 0.2) -> PowerBudget:
     """Does a power supply carry the machine? Load = GPUs × board power + CPU + the rest.
 
     ``headroom``: fraction of the supply kept free (0.2: run it at most at 80 %). Two sourced reasons:
@@ -291,6 +338,6 @@ def power_budget(gpus: int, gpu_watts: float, cpu_watts: float = 150.0, other_wa
         raise ValueError(f"headroom is a fraction in [0, 1), got {headroom}")
     load = gpus * gpu_watts + cpu_watts + other_watts
     usable = psu_watts * (1 - headroom)
-    return dict(gpus=gpus, gpu_total=gpus * gpu_watts, cpu=cpu_watts, other=other_watts, load=load,
-                psu=psu_watts, usable=usable, margin=usable - load, fits=load <= usable,
-                psu_needed=load / (1 - headroom))
+    return PowerBudget(gpus=gpus, gpu_total=gpus * gpu_watts, cpu=cpu_watts, other=other_watts, load=load,
+                       psu=psu_watts, usable=usable, margin=usable - load, fits=load <= usable,
+                       psu_needed=load / (1 - headroom))
