@@ -12,6 +12,7 @@ key in a ``source`` field; ``sources_text`` prints them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = ["Source", "SOURCES", "cite", "cite_text", "sources_text", "year_text", "references_markdown", "cited_keys"]
@@ -338,7 +339,7 @@ def cite_text(key: str) -> str:
     return f"{_name_part(SOURCES[key])}, {year_text(key)}"
 
 
-def sources_text(keys) -> str:
+def sources_text(keys: Iterable[str]) -> str:
     """The citation texts of several keys, for printing a data table's ``source``: 'NVIDIA, 2022a; NVIDIA, 2022b'."""
     return "; ".join(cite_text(k) for k in keys)
 
@@ -361,7 +362,7 @@ def _entry(key: str) -> str:
     return f'- <a id="ref-{key}"></a>{_author_list(s)} ({year_text(key)}). *{s.title}*. {s.venue}.{note} <{s.url}>'
 
 
-def references_markdown(keys) -> str:
+def references_markdown(keys: Iterable[str]) -> str:
     """The markdown of a References cell for ``keys``: one anchored bullet per source, sorted by citation."""
     unique = sorted(set(keys), key=lambda k: (cite_text(k).lower(), k))
     return "\n".join(["## References", ""] + [_entry(k) for k in unique])

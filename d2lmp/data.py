@@ -14,17 +14,24 @@ import os
 import struct
 import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
+
+if TYPE_CHECKING:
+    from torch.utils.data import DataLoader
 
 __all__ = ["OFFLINE_DEFAULT", "Dataset", "load_digits", "read_idx", "write_idx", "FASHION_MNIST_MIRRORS",
            "FASHION_MNIST_FILES", "FASHION_MNIST_CLASSES", "DataUnavailable", "cache_dir", "md5sum", "fetch",
            "fashion_mnist_present", "load_fashion_mnist"]
 
 OFFLINE_DEFAULT = "load_digits()"
+PathLike = str | os.PathLike[str]
 
 
 @dataclass
@@ -38,7 +45,8 @@ class Dataset:
     y_test: torch.Tensor
     classes: tuple[str, ...]
 
-    def loaders(self, batch_size: int = 64, shuffle: bool = True, seed: int = 0):
+    def loaders(self, batch_size: int = 64, shuffle: bool = True,
+                seed: int = 0) -> tuple[DataLoader[tuple[torch.Tensor, ...]], DataLoader[tuple[torch.Tensor, ...]]]:
         """(train, test) ``DataLoader``s over the tensors (the train loader shuffles with ``seed``)."""
         from torch.utils.data import DataLoader, TensorDataset
 
@@ -65,7 +73,7 @@ def _resize(x: torch.Tensor, size: int | None) -> torch.Tensor:
     return F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
 
 
-def _standardise(train: torch.Tensor, test: torch.Tensor):
+def _standardise(train: torch.Tensor, test: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     mean, std = train.mean(), train.std()
     return (train - mean) / std, (test - mean) / std
 
@@ -98,7 +106,7 @@ def load_digits(resize: int | None = 32, test_fraction: float = 0.2, seed: int =
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def read_idx(path) -> np.ndarray:
+def read_idx(path: PathLike) -> npt.NDArray[Any]:
     """Parse an IDX file (MNIST's format; gzip-compressed if the name ends in .gz).
 
     Layout: two zero bytes, a type byte (0x08 unsigned byte … 0x0E double), the number of
@@ -125,7 +133,7 @@ def read_idx(path) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
-def write_idx(path, array: np.ndarray) -> Path:
+def write_idx(path: PathLike, array: npt.ArrayLike) -> Path:
     """Write ``array`` as an IDX file (gzip-compressed if the name ends in .gz); used by the tests."""
     array = np.asarray(array)
     codes = {np.dtype(v).newbyteorder("="): k for k, v in _IDX_TYPES.items()}
@@ -159,13 +167,15 @@ FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
 class DataUnavailable(RuntimeError):
     """A download failed (typically: no internet); the message names the offline default."""
 
+    attempts: list[str]  # set by ``fetch``: one line per mirror tried
+
 
 def cache_dir() -> Path:
     """Where downloads go: ``$D2LMP_DATA`` if set, else ~/.cache/d2lmp."""
     return Path(os.environ.get("D2LMP_DATA") or Path.home() / ".cache" / "d2lmp")
 
 
-def md5sum(path) -> str:
+def md5sum(path: PathLike) -> str:
     """The MD5 hex digest of a file."""
     digest = hashlib.md5()
     with open(path, "rb") as f:
@@ -174,7 +184,8 @@ def md5sum(path) -> str:
     return digest.hexdigest()
 
 
-def fetch(name: str, md5: str, folder, mirrors=FASHION_MNIST_MIRRORS, timeout: float = 30.0) -> Path:
+def fetch(name: str, md5: str, folder: PathLike, mirrors: Sequence[str] = FASHION_MNIST_MIRRORS,
+          timeout: float = 30.0) -> Path:
     """Return ``folder/name``, downloading it from the first mirror that answers if it is missing.
 
     A cached file is used only if its MD5 matches; a download whose MD5 does not match is
@@ -187,7 +198,7 @@ def fetch(name: str, md5: str, folder, mirrors=FASHION_MNIST_MIRRORS, timeout: f
             return target
         target.unlink()  # a partial or corrupted earlier download
     folder.mkdir(parents=True, exist_ok=True)
-    errors = []
+    errors: list[str] = []
     for base in mirrors:
         tmp = target.with_suffix(target.suffix + ".part")
         try:
@@ -210,15 +221,16 @@ def fetch(name: str, md5: str, folder, mirrors=FASHION_MNIST_MIRRORS, timeout: f
     raise error
 
 
-def fashion_mnist_present(folder=None) -> bool:
+def fashion_mnist_present(folder: PathLike | None = None) -> bool:
     """True when all four Fashion-MNIST files are already in ``folder`` (default: the cache), so that
     ``load_fashion_mnist`` needs no download. Only their presence is checked here; loading checks the MD5s."""
     folder = Path(folder) if folder is not None else cache_dir() / "fashion-mnist"
     return all((folder / name).is_file() for name in FASHION_MNIST_FILES)
 
 
-def load_fashion_mnist(resize: int | None = None, folder=None, mirrors=FASHION_MNIST_MIRRORS,
-                       files=None, timeout: float = 30.0) -> Dataset:
+def load_fashion_mnist(resize: int | None = None, folder: PathLike | None = None,
+                       mirrors: Sequence[str] = FASHION_MNIST_MIRRORS, files: Mapping[str, str] | None = None,
+                       timeout: float = 30.0) -> Dataset:
     """Fashion-MNIST (60,000 train, 10,000 test, 28×28), downloaded once to ``folder``.
 
     ``folder`` defaults to ``cache_dir() / "fashion-mnist"``; ``files`` maps the four file
@@ -229,7 +241,7 @@ def load_fashion_mnist(resize: int | None = None, folder=None, mirrors=FASHION_M
     files = dict(FASHION_MNIST_FILES if files is None else files)
     paths = {name: fetch(name, md5, folder, mirrors, timeout) for name, md5 in files.items()}
 
-    def part(prefix):
+    def part(prefix: str) -> tuple[torch.Tensor, torch.Tensor]:
         images = read_idx(paths[f"{prefix}-images-idx3-ubyte.gz"])
         labels = read_idx(paths[f"{prefix}-labels-idx1-ubyte.gz"])
         if len(images) != len(labels):

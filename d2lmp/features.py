@@ -10,7 +10,9 @@ last layer.
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import numpy.typing as npt
 import torch
 
 __all__ = ["edge_histograms", "learned_features", "linear_accuracy"]
@@ -38,7 +40,7 @@ def edge_histograms(images: torch.Tensor, cells: int = 4, bins: int = 8) -> torc
     votes = torch.nn.functional.one_hot(which_bin, bins) * strength.unsqueeze(-1)  # (N, H, W, bins)
     n, h, w = x.shape
     ch, cw = h // cells, w // cells  # pixels per cell; a remainder at the edge is left out
-    hist = votes[:, :ch * cells, :cw * cells].reshape(n, cells, ch, cells, cw, bins).sum(dim=(2, 4))
+    hist: torch.Tensor = votes[:, :ch * cells, :cw * cells].reshape(n, cells, ch, cells, cw, bins).sum(dim=(2, 4))
     hist = hist / (hist.norm(dim=-1, keepdim=True) + 1e-6)
     return hist.flatten(1)
 
@@ -64,7 +66,13 @@ def learned_features(model: torch.nn.Module, images: torch.Tensor, layer: torch.
     return torch.cat(captured)
 
 
-def linear_accuracy(x_train, y_train, x_test, y_test, max_iter: int = 1000) -> float:
+def _as_numpy(t: torch.Tensor | npt.NDArray[Any]) -> npt.NDArray[Any]:
+    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t
+
+
+def linear_accuracy(x_train: torch.Tensor | npt.NDArray[Any], y_train: torch.Tensor | npt.NDArray[Any],
+                    x_test: torch.Tensor | npt.NDArray[Any], y_test: torch.Tensor | npt.NDArray[Any],
+                    max_iter: int = 1000) -> float:
     """Test accuracy of multinomial logistic regression (scikit-learn) trained on (x_train, y_train).
 
     Features are standardised with the training set's mean and spread first, so that every kind of
@@ -76,9 +84,8 @@ def linear_accuracy(x_train, y_train, x_test, y_test, max_iter: int = 1000) -> f
     from sklearn.preprocessing import StandardScaler
     from threadpoolctl import threadpool_limits
 
-    as_np = lambda t: t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t  # noqa: E731
-    x_train, x_test = as_np(x_train).reshape(len(x_train), -1), as_np(x_test).reshape(len(x_test), -1)
+    x_train, x_test = _as_numpy(x_train).reshape(len(x_train), -1), _as_numpy(x_test).reshape(len(x_test), -1)
     classifier = make_pipeline(StandardScaler(), LogisticRegression(max_iter=max_iter))
     with threadpool_limits(1):
-        classifier.fit(x_train, as_np(y_train))
-        return float(classifier.score(x_test, as_np(y_test)))
+        classifier.fit(x_train, _as_numpy(y_train))
+        return float(classifier.score(x_test, _as_numpy(y_test)))

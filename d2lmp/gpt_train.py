@@ -82,7 +82,7 @@ def train_gpt(model: nn.Module, data: CharData, steps: int, seq: int, batch_size
     Evaluates before the first step, every ``eval_every`` steps (default: 10 points in all) and after the
     last; ``on_eval`` is called with the history so far (a live plot).
     """
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+    from tqdm.auto import tqdm
 
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")

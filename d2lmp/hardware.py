@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import gpu_specs
 from .bibliography import sources_text
@@ -225,7 +227,7 @@ class GPUInfo:
     notes: list[str] = field(default_factory=list)
 
 
-def _nvml_call(info: GPUInfo, what: str, fn, *args):
+def _nvml_call(info: GPUInfo, what: str, fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
     except Exception as exc:  # NVMLError_NotSupported and friends
@@ -265,7 +267,7 @@ def nvml_gpus() -> tuple[list[GPUInfo], str]:
     return gpus, f"NVML (driver {driver}) reports {len(gpus)} NVIDIA GPU(s)."
 
 
-def _query_gpu(pynvml, index: int) -> GPUInfo:
+def _query_gpu(pynvml: Any, index: int) -> GPUInfo:
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     name = pynvml.nvmlDeviceGetName(handle)
     info = GPUInfo(index, name.decode() if isinstance(name, bytes) else name)
@@ -289,7 +291,7 @@ def _query_gpu(pynvml, index: int) -> GPUInfo:
     return info
 
 
-def _count_nvlinks(pynvml, handle) -> int | None:
+def _count_nvlinks(pynvml: Any, handle: Any) -> int | None:
     """Active NVLink links, or None when the GPU has no NVLink (or NVML cannot tell)."""
     active, supported = 0, False
     for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
@@ -357,7 +359,7 @@ def peak_gflops(device: str, dtype: str, cpu: CPUInfo | None = None) -> tuple[fl
         name = torch.cuda.get_device_name(torch.device(device))
         peak = gpu_specs.gpu_peak_gflops(name, dtype)
         spec = gpu_specs.find_gpu_spec(name)
-        if peak is None:
+        if peak is None or spec is None:
             return None, f"no sourced {dtype} peak for {name} in NOTABLE_GPUS"
         return peak, f"{spec.name} vendor figure ({sources_text(spec.source)})"
     return None, f"no peak figure for device {device}"

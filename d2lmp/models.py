@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -81,11 +81,11 @@ class TowerLRN(nn.Module):
     "adjacent maps" of the normalisation never cross the boundary between the two towers.
     """
 
-    def __init__(self, towers: int = 2):
+    def __init__(self, towers: int = 2) -> None:
         super().__init__()
         self.towers = towers
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([tower_lrn(part) for part in x.chunk(self.towers, dim=1)], dim=1)
 
 
@@ -140,14 +140,15 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
             for name, m in model.named_modules():
                 if isinstance(m, (nn.Conv2d, nn.Linear)):
                     m.weight.normal_(0.0, 0.01)
-                    m.bias.fill_(1.0 if name.split(".")[-1] in ("conv2", "conv4", "conv5", "fc6", "fc7") else 0.0)
+                    bias = 1.0 if name.split(".")[-1] in ("conv2", "conv4", "conv5", "fc6", "fc7") else 0.0
+                    m.bias.fill_(bias)  # type: ignore[union-attr]  # every layer here has one
     return model
 
 
 class TorchvisionAlexNet(nn.Module):
     """torchvision's ``AlexNet`` rewritten here (same module names, so the same state-dict keys)."""
 
-    def __init__(self, num_classes: int = 1000, dropout: float = 0.5):
+    def __init__(self, num_classes: int = 1000, dropout: float = 0.5) -> None:
         super().__init__()
         self.features = nn.Sequential(
             nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
@@ -163,8 +164,9 @@ class TorchvisionAlexNet(nn.Module):
             nn.Linear(4096, num_classes),
         )
 
-    def forward(self, x):
-        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+        return out
 
 
 def alexnet_torchvision(num_classes: int = 1000) -> TorchvisionAlexNet:
@@ -258,7 +260,7 @@ class LayerTotals:
     params: int
     macs: int
     flops: int
-    activation_bytes: int
+    activation_bytes: float
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,8 @@ class AlexNetSummary:
     fc_param_share: float
 
 
-def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None) -> list[LayerRow]:
+def layer_table(model: nn.Module, input_shape: Sequence[int], dtype_bytes: int = 4,
+                device: str | torch.device | None = None) -> list[LayerRow]:
     """One ``LayerRow`` per leaf layer (in execution order) for an input of ``input_shape`` (batch first).
 
     The forward pass runs where the parameters are; build the model on the ``meta`` device
@@ -296,8 +299,8 @@ def layer_table(model: nn.Module, input_shape, dtype_bytes: int = 4, device=None
     rows: list[LayerRow] = []
     hooks = []
 
-    def hook(name):
-        def record(module, inputs, output):
+    def hook(name: str) -> Callable[[nn.Module, object, torch.Tensor], None]:
+        def record(module: nn.Module, inputs: object, output: torch.Tensor) -> None:
             params = sum(p.numel() for p in module.parameters(recurse=False))
             if isinstance(module, nn.Conv2d):
                 macs = (output.numel() * (module.in_channels // module.groups)
@@ -333,7 +336,7 @@ def totals(rows: list[LayerRow]) -> LayerTotals:
                        flops=sum(r.flops for r in rows), activation_bytes=sum(r.activation_bytes for r in rows))
 
 
-def format_layer_table(rows: list[LayerRow], skip_kinds=("ReLU", "Dropout", "Flatten")) -> str:
+def format_layer_table(rows: list[LayerRow], skip_kinds: Sequence[str] = ("ReLU", "Dropout", "Flatten")) -> str:
     """A plain-text table (shapes without the batch, parameters, MFLOPs, activation KiB) plus a total row.
 
     Layers of ``skip_kinds`` are left out; the activation total sums the rows shown.

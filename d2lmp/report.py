@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = ["table", "info_text"]
 
 
-def table(rows: list[list], header: list[str]) -> str:
+def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
     """Format rows as an aligned text table."""
     cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
@@ -14,7 +16,7 @@ def table(rows: list[list], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _fmt(value, unit="", fmt="{}"):
+def _fmt(value: object, unit: str = "", fmt: str = "{}") -> str:
     return "not reported" if value is None else fmt.format(value) + unit
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import nn
 
-__all__ = ["choose_device", "History", "accuracy", "train", "train_small_alexnet"]
+if TYPE_CHECKING:
+    from .data import Dataset
+
+__all__ = ["choose_device", "Loader", "History", "accuracy", "train", "train_small_alexnet"]
 
 
 def choose_device(device: str | None = None) -> tuple[str, str]:
@@ -21,6 +25,14 @@ def choose_device(device: str | None = None) -> tuple[str, str]:
     if torch.cuda.is_available():
         return "cuda:0", f"using cuda:0 ({torch.cuda.get_device_name(0)})"
     return "cpu", f"no CUDA GPU visible to torch, so training runs on the CPU ({torch.get_num_threads()} threads)"
+
+
+class Loader(Protocol):
+    """What the loop reads: batches of (inputs, labels), and how many there are (a ``DataLoader``, a list)."""
+
+    def __iter__(self) -> Iterator[Sequence[torch.Tensor]]: ...
+
+    def __len__(self) -> int: ...
 
 
 @dataclass
@@ -42,12 +54,13 @@ class History:
     def total_seconds(self) -> float:
         return self.seconds[-1] if self.seconds else 0.0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, list[int] | list[float] | str]:
+        """The fields by name (for a JSON report)."""
         return dict(epoch=self.epoch, train_loss=self.train_loss, train_acc=self.train_acc,
                     test_acc=self.test_acc, seconds=self.seconds, device=self.device)
 
 
-def accuracy(model: nn.Module, loader, device: str = "cpu") -> float:
+def accuracy(model: nn.Module, loader: Loader, device: str = "cpu") -> float:
     """Fraction of correctly classified examples in ``loader`` (model in eval mode, no autograd)."""
     was_training = model.training
     model.eval()
@@ -61,9 +74,9 @@ def accuracy(model: nn.Module, loader, device: str = "cpu") -> float:
     return correct / max(total, 1)
 
 
-def train(model: nn.Module, train_loader, test_loader, epochs: int = 5, lr: float = 1e-3, optimizer: str = "adam",
-          device: str | None = None, progress: bool = True, on_epoch: Callable[[History], None] | None = None,
-          weight_decay: float = 0.0) -> History:
+def train(model: nn.Module, train_loader: Loader, test_loader: Loader, epochs: int = 5, lr: float = 1e-3,
+          optimizer: str = "adam", device: str | None = None, progress: bool = True,
+          on_epoch: Callable[[History], None] | None = None, weight_decay: float = 0.0) -> History:
     """Train ``model`` with cross-entropy; evaluate on ``test_loader`` after each epoch.
 
     ``optimizer``: "adam" or "sgd" (momentum 0.9, as in the AlexNet paper). ``progress`` shows a
@@ -87,7 +100,8 @@ def train(model: nn.Module, train_loader, test_loader, epochs: int = 5, lr: floa
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         model.train()
-        loss_sum = correct = seen = 0
+        loss_sum = 0.0
+        correct = seen = 0
         for x, y in train_loader:
             x, y = x.to(device), y.to(device)
             out = model(x)
@@ -115,7 +129,7 @@ def train(model: nn.Module, train_loader, test_loader, epochs: int = 5, lr: floa
 
 def train_small_alexnet(epochs: int = 10, batch_size: int = 64, lr: float = 2e-3, width: int = 16, seed: int = 0,
                         device: str | None = None, progress: bool = True,
-                        on_epoch: Callable[[History], None] | None = None):
+                        on_epoch: Callable[[History], None] | None = None) -> tuple[nn.Sequential, History, Dataset]:
     """The quick benchmark: ``models.alexnet_small`` on the offline digits (resized to 32×32).
 
     Returns (model, history, dataset).

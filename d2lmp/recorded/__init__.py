@@ -9,11 +9,19 @@ not a notebook.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..bandwidth import CopyRow
 from ..hardware import GPUInfo
+from ..quantize import InferenceRow
 from ..roofline import OpPoint
+from ..timing import MatmulRow
+
+if TYPE_CHECKING:
+    from torch import nn
 
 __all__ = [
     "H200_LABEL", "H200_SELFCHECK", "ConvSpeedRow", "CopyBandwidth", "CopyRow", "GPUEnvironment", "InferenceRow",
@@ -25,6 +33,7 @@ __all__ = [
 
 H200_SELFCHECK = "selfcheck_h200_2026-11-30.json"
 H200_LABEL = "recorded on 1× NVIDIA H200, 2026-11-30 (d2lmp selfcheck)"
+T = TypeVar("T")
 
 
 class RecordedFieldError(KeyError):
@@ -34,44 +43,46 @@ class RecordedFieldError(KeyError):
         return str(self.args[0])
 
 
-def load_json(name: str = H200_SELFCHECK) -> dict:
-    """The parsed JSON file ``name`` from this folder."""
-    return json.loads(resources.files(__package__).joinpath(name).read_text())
+def load_json(name: str = H200_SELFCHECK) -> dict[str, Any]:
+    """The parsed JSON file ``name`` from this folder (a JSON document: its keys and values are the file's)."""
+    document: dict[str, Any] = json.loads(resources.files(__package__).joinpath(name).read_text())
+    return document
 
 
-def selfcheck_section(check: str, name: str = H200_SELFCHECK) -> dict:
+def selfcheck_section(check: str, name: str = H200_SELFCHECK) -> dict[str, Any]:
     """One check's raw entry (e.g. "matmul_sweep") from a recorded selfcheck report; prefer the accessors."""
+    entry: dict[str, Any]
     for entry in load_json(name)["checks"]:
         if entry["name"] == check:
             return entry
     raise RecordedFieldError(f"no check {check!r} in {name}")
 
 
-def _field(record: dict, key: str, where: str):
+def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in record:
         raise RecordedFieldError(f"{where} has no field {key!r}")
     return record[key]
 
 
-def _build(cls, record: dict, where: str):
+def _build(cls: type[T], record: Mapping[str, Any], where: str) -> T:
     """``cls`` from the keys of ``record`` named like its fields (each one required)."""
-    return cls(**{f.name: _field(record, f.name, where) for f in fields(cls)})
+    return cls(**{f.name: _field(record, f.name, where) for f in fields(cls)})  # type: ignore[arg-type]
 
 
-def _rows(cls, check: str, name: str) -> list:
+def _rows(cls: type[T], check: str, name: str) -> list[T]:
     """The "rows" of a recorded check, each as ``cls``."""
     where = f"{name}, check {check!r}"
     rows = _field(selfcheck_section(check, name), "rows", where)
     return [_build(cls, r, f"{where}, rows[{i}]") for i, r in enumerate(rows)]
 
 
-def _with_rows(cls, row_cls, check: str, name: str):
+def _with_rows(cls: type[T], row_cls: type[Any], check: str, name: str) -> T:
     """``cls`` built from a recorded check's entry, its "rows" each as ``row_cls``."""
     rows = tuple(_rows(row_cls, check, name))
     return _build(cls, dict(selfcheck_section(check, name), rows=rows), f"{name}, check {check!r}")
 
 
-def _only(rows: list, attribute: str, value, check: str) -> list:
+def _only(rows: list[T], attribute: str, value: object, check: str) -> list[T]:
     """The rows whose ``attribute`` equals ``value`` (all for None); none is an error naming what there is."""
     if value is None:
         return rows
@@ -82,9 +93,10 @@ def _only(rows: list, attribute: str, value, check: str) -> list:
     return kept
 
 
+@dataclass(frozen=True)
 class _Record:
-    def as_dict(self) -> dict:
-        """The fields as a dict, as the live measurement returns it (for functions that take such rows)."""
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a dict, as the report stores them (to compare with the raw JSON)."""
         return asdict(self)
 
 
@@ -111,20 +123,6 @@ def gpu_environment(name: str = H200_SELFCHECK) -> GPUEnvironment:
     return _build(GPUEnvironment, dict(entry, gpus=gpus), where)
 
 
-@dataclass(frozen=True)
-class MatmulRow(_Record):
-    """One size and dtype of the matmul sweep (as ``timing.matmul_sweep`` returns it)."""
-
-    size: int
-    dtype: str
-    device: str
-    median_s: float
-    spread: float
-    gflops: float
-    peak_gflops: float | None
-    fraction_of_peak: float | None
-
-
 def matmul_rows(dtype: str | None = None, name: str = H200_SELFCHECK) -> list[MatmulRow]:
     """The recorded matmul sweep, only ``dtype`` ("float32", "float16", "bfloat16") unless None."""
     return _only(_rows(MatmulRow, "matmul_sweep", name), "dtype", dtype, "matmul_sweep")
@@ -146,21 +144,11 @@ def copy_bandwidth(name: str = H200_SELFCHECK) -> CopyBandwidth:
 def roofline_points(name: str = H200_SELFCHECK) -> list[OpPoint]:
     """The operation ladder of notebook 03 as recorded, as roofline points."""
     where = f"{name}, check 'roofline_points'"
-    points = []
+    points: list[OpPoint] = []
     for i, r in enumerate(_field(selfcheck_section("roofline_points", name), "points", where)):
         at = f"{where}, points[{i}]"
         points.append(OpPoint.from_rates(_field(r, "name", at), _field(r, "intensity", at), _field(r, "gflops", at)))
     return points
-
-
-@dataclass(frozen=True)
-class CopyRow(_Record):
-    """One host-device copy: size, pinned or pageable host memory, direction ("h2d" or "d2h"), GB/s."""
-
-    megabytes: int
-    pinned: bool
-    direction: str
-    gbs: float
 
 
 @dataclass(frozen=True)
@@ -175,19 +163,6 @@ class PinnedCopies(_Record):
 def pinned_copies(name: str = H200_SELFCHECK) -> PinnedCopies:
     """The recorded host-device copies; ``detail`` is the check's one-sentence summary."""
     return _with_rows(PinnedCopies, CopyRow, "pinned_copies", name)
-
-
-@dataclass(frozen=True)
-class InferenceRow(_Record):
-    """One number format of the int8 comparison (as ``quantize.compare_inference`` returns it)."""
-
-    method: str
-    device: str
-    accuracy: float
-    agrees_with_fp32: float
-    weight_bytes: int
-    median_s: float
-    spread: float
 
 
 @dataclass(frozen=True)
@@ -250,7 +225,7 @@ def conv_speed(batch: int | None = None, name: str = H200_SELFCHECK) -> list[Con
     return _only(_rows(ConvSpeedRow, "conv_speed", name), "batch", batch, "conv_speed")
 
 
-def memory_cuda_models() -> list[tuple]:
+def memory_cuda_models() -> list[tuple[str, nn.Module, tuple[int, ...]]]:
     """(name, model, input shape) of the two models the ``memory_cuda`` self-check measures, freshly built."""
     from ..models import alexnet_small, mlp
 
@@ -271,7 +246,7 @@ class MemoryPeakRow(_Record):
     train_peak: int
     inference_peak: int
     inference_predicted: int
-    train_formula: int
+    train_formula: float
 
 
 def memory_cuda_rows(name: str = H200_SELFCHECK) -> list[MemoryPeakRow]:
@@ -293,6 +268,6 @@ def memory_cuda_rows(name: str = H200_SELFCHECK) -> list[MemoryPeakRow]:
         rows.append(MemoryPeakRow(
             model=model_name, batch=shape[0], train_peak=_field(r, "train_peak", at),
             inference_peak=_field(r, "inference_peak", at),
-            inference_predicted=sum(predict_inference_memory(model, shape).values()),
-            train_formula=sum(predict_step_memory(model, shape, "adam", device_type="cuda").values())))
+            inference_predicted=predict_inference_memory(model, shape).total,
+            train_formula=predict_step_memory(model, shape, "adam", device_type="cuda").total))
     return rows
