@@ -68,7 +68,6 @@ def test_conv_speed_reports_timings_as_the_json_rows_recorded_reads(monkeypatch)
                            10**6) for impl, ratio in (("F.conv2d", 1.0), ("im2col", 2.0), ("c01b", 3.0),
                                                       ("copy only", 0.5), ("GEMM only", 1.5))]
 
-    monkeypatch.setattr(conv_checks, "skip_without_gpu", lambda device: None)
     monkeypatch.setattr(bench_conv, "benchmark_conv", fake_benchmark)
     result = conv_checks.check_conv_speed("cuda:0", True)
     assert result.status == "info" and "b16 im2col 2.0–2.0×" in result.detail and "b128 c01b 3.0–3.0×" in result.detail

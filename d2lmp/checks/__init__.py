@@ -13,20 +13,22 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from ..config import quick_mode_set
 from . import compute, conv, memory, nccl, precision, training
-from .result import CheckResult
+from .result import Check, CheckResult
 
 __all__ = ["CHECKS", "TOPICS", "CheckResult", "run_selfcheck"]
 
 TOPICS = (compute, conv, training, memory, precision, nccl)
-CHECKS = [check for topic in TOPICS for check in topic.CHECKS]
+CHECKS: list[Check] = [check for topic in TOPICS for check in topic.CHECKS]
 
 
-def _run_one(check, device, quick: bool) -> CheckResult:
+def _run_one(check: Check, device: str | None, quick: bool) -> CheckResult:
     """``check``'s result; an exception, or anything but a ``CheckResult``, is a failure with its message."""
     try:
         with quick_mode_set(quick):  # the checks size their work with config.pick
@@ -38,14 +40,15 @@ def _run_one(check, device, quick: bool) -> CheckResult:
         return CheckResult("fail", f"{type(exc).__name__}: {exc}", dict(traceback=traceback.format_exc()))
 
 
-def run_selfcheck(output: str | None = "selfcheck.json", quick: bool = False, checks=None, echo=print) -> dict:
+def run_selfcheck(output: str | None = "selfcheck.json", quick: bool = False, checks: Sequence[Check] | None = None,
+                  echo: Callable[[str], object] = print) -> dict[str, Any]:
     """Run ``checks`` (default: all) on the first CUDA GPU, print one line each, write JSON to ``output``.
 
     Returns the report as written: device, one entry per check (name, status, detail, its figures,
     seconds), total seconds and a count per status.
     """
     device = "cuda:0" if torch.cuda.is_available() else None
-    report = {"device": device, "checks": []}
+    report: dict[str, Any] = {"device": device, "checks": []}  # the JSON document
     start = time.perf_counter()
     for check in checks or CHECKS:
         t0 = time.perf_counter()

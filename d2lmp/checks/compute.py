@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import platform
 import time
+from dataclasses import asdict
+from typing import cast
 
 import torch
 
 from ..config import pick
-from .result import CheckResult, skip_without_gpu
+from .result import NO_GPU, CheckResult
 
 __all__ = ["CHECKS"]
 
@@ -37,8 +39,8 @@ def check_environment(device: str | None, quick: bool) -> CheckResult:
 def check_nvml_matches_torch(device: str | None, quick: bool) -> CheckResult:
     from ..hardware import gpu_count, nvml_gpus
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     gpus, sentence = nvml_gpus()
     ok = len(gpus) >= gpu_count() and len(gpus) > 0
     return CheckResult("pass" if ok else "fail", f"torch sees {gpu_count()} GPU(s); {sentence}",
@@ -47,8 +49,8 @@ def check_nvml_matches_torch(device: str | None, quick: bool) -> CheckResult:
 
 def check_matmul_correctness(device: str | None, quick: bool) -> CheckResult:
     """CUDA matmul in each dtype against a float64 CPU reference, with a per-dtype tolerance."""
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     n = 512
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(n, n, generator=g, dtype=torch.float64), torch.randn(n, n, generator=g, dtype=torch.float64)
@@ -69,8 +71,8 @@ def check_timer_synchronises(device: str | None, quick: bool) -> CheckResult:
     """An unsynchronised clock sees only the launch; ``Timer`` must see the work."""
     from ..timing import Timer, matmul_flops
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     n = 8192
     a = torch.randn(n, n, device=device)
     b = torch.randn(n, n, device=device)
@@ -82,42 +84,43 @@ def check_timer_synchronises(device: str | None, quick: bool) -> CheckResult:
     torch.cuda.synchronize(device)
     with Timer(device) as t:
         a @ b
+    timed = cast(float, t.seconds)  # set when the block ends
     naive_tflops = matmul_flops(n) / launch / 1e12
-    timed_tflops = matmul_flops(n) / t.seconds / 1e12
-    ok = t.seconds > 5 * launch
+    timed_tflops = matmul_flops(n) / timed / 1e12
+    ok = timed > 5 * launch
     return CheckResult("pass" if ok else "fail",
                        f"unsynchronised clock: {launch * 1e3:.3f} ms (would claim {naive_tflops:,.0f} TFLOP/s); "
-                       f"Timer: {t.seconds * 1e3:.3f} ms ({timed_tflops:,.1f} TFLOP/s)",
-                       dict(launch_s=launch, timer_s=t.seconds))
+                       f"Timer: {timed * 1e3:.3f} ms ({timed_tflops:,.1f} TFLOP/s)",
+                       dict(launch_s=launch, timer_s=timed))
 
 
 def check_matmul_sweep(device: str | None, quick: bool) -> CheckResult:
     """GPU matmul GFLOP/s in three dtypes with the ratio to the vendor peak; above-peak figures fail."""
     from ..timing import matmul_sweep
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     sizes = pick([1024, 2048, 4096, 8192], [1024, 4096])
     rows = matmul_sweep(sizes, ["float32", "float16", "bfloat16"], [device], min_time=0.2)
-    ratios = [r["fraction_of_peak"] for r in rows if r["fraction_of_peak"] is not None]
+    ratios = [r.fraction_of_peak for r in rows if r.fraction_of_peak is not None]
     ok = all(r <= 1.05 for r in ratios)
-    best = max(rows, key=lambda r: r["gflops"])
+    best = max(rows, key=lambda r: r.gflops)
     return CheckResult("pass" if ok else "fail",
-                       f"best {best['gflops'] / 1e3:,.1f} TFLOP/s ({best['dtype']}, n={best['size']})"
+                       f"best {best.gflops / 1e3:,.1f} TFLOP/s ({best.dtype}, n={best.size})"
                        + ("" if ratios else "; no vendor peak known for this GPU"),
-                       dict(rows=rows))
+                       dict(rows=[asdict(r) for r in rows]))
 
 
 def check_harness_agreement(device: str | None, quick: bool) -> CheckResult:
     """Our benchmark against torch.utils.benchmark on the GPU (goal: within 5 %)."""
     from ..timing import harness_agreement
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     result = harness_agreement(4096, "float32", device, min_time=1.0)
-    ok = abs(result["ratio"] - 1) <= 0.05
+    ok = abs(result.ratio - 1) <= 0.05
     return CheckResult("pass" if ok else "fail",
-                       f"ours / torch.utils.benchmark = {result['ratio']:.3f} at n=4096 float32", result)
+                       f"ours / torch.utils.benchmark = {result.ratio:.3f} at n=4096 float32", asdict(result))
 
 
 def check_bandwidth(device: str | None, quick: bool) -> CheckResult:
@@ -125,8 +128,8 @@ def check_bandwidth(device: str | None, quick: bool) -> CheckResult:
     from ..bandwidth import measure_bandwidth
     from ..gpu_specs import find_gpu_spec
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     gbs = measure_bandwidth(device, megabytes=pick(2048, 512))
     spec = find_gpu_spec(torch.cuda.get_device_name(device))
     ratio = gbs / spec.bandwidth_gbs if spec else None
@@ -141,8 +144,8 @@ def check_roofline_points(device: str | None, quick: bool) -> CheckResult:
     """The operation ladder of notebook 03, measured on the GPU."""
     from ..roofline import measure_operations
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     points = measure_operations(device, vector_megabytes=256, matmul_sizes=(256, 1024, 4096, 8192))
     return CheckResult("pass", "; ".join(f"{p.name}: {p.gflops:,.0f} GFLOP/s" for p in points),
                        dict(points=[dict(name=p.name, intensity=p.intensity, gflops=p.gflops, gbs=p.gbs)
@@ -153,8 +156,8 @@ def check_graphics(device: str | None, quick: bool) -> CheckResult:
     """The vertex transform of notebook 01 gives the same result on the GPU as on the CPU."""
     from ..graphics import rotation_y, transform_batched
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     v = torch.randn(100_000, 4)
     m = rotation_y(0.7)
     ok = torch.allclose(transform_batched(v.to(device), m.to(device)).cpu(), transform_batched(v, m), atol=1e-5)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
+from typing import cast
 
 import torch
 
 from ..config import pick
-from .result import CheckResult, skip_without_gpu
+from .result import NO_GPU, CheckResult
 
 __all__ = ["CHECKS"]
 
@@ -18,35 +20,37 @@ def check_conv_cuda(device: str | None, quick: bool) -> CheckResult:
 
     from ..conv import ALEXNET_2012_CONV, check_layer, conv2d_im2col
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # compare FP32 with FP32
         errors = [check_layer(layer, batch=4, device=device) for layer in ALEXNET_2012_CONV]
-    worst = max(max(e["im2col"], e["c01b"]) / e["max_abs_ref"] for e in errors)
+    worst = max(max(e.im2col, e.c01b) / e.max_abs_ref for e in errors)
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 8, 11, 11, generator=g).to(device).requires_grad_()
     w = torch.randn(6, 4, 3, 3, generator=g).to(device).requires_grad_()
     grads = []
-    for fn in (lambda: F.conv2d(x, w, None, 2, 1, 1, 2), lambda: conv2d_im2col(x, w, None, 2, 1, 2)):
+    fns: tuple[Callable[[], torch.Tensor], ...] = (lambda: F.conv2d(x, w, None, 2, 1, 1, 2),
+                                                   lambda: conv2d_im2col(x, w, None, 2, 1, 2))
+    for fn in fns:
         x.grad = w.grad = None
         fn().square().sum().backward()
-        grads.append((x.grad.clone(), w.grad.clone()))
+        grads.append((cast(torch.Tensor, x.grad).clone(), cast(torch.Tensor, w.grad).clone()))  # set by backward
     grad_ok = all(torch.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in zip(grads[0], grads[1]))
     ok = worst < 1e-3 and grad_ok
     return CheckResult("pass" if ok else "fail",
                        f"largest error relative to max |output| {worst:.1e} over AlexNet's conv layers; "
                        f"im2col gradients {'match' if grad_ok else 'DIFFER from'} F.conv2d's",
-                       dict(errors=errors))
+                       dict(errors=[asdict(e) for e in errors]))
 
 
 def check_conv_speed(device: str | None, quick: bool) -> CheckResult:
     """im2col and c01b against F.conv2d (cuDNN) on AlexNet's conv layers on the GPU, batch 128 and 16."""
-    from ..bench.conv import benchmark_conv
+    from ..bench.conv import ConvTiming, benchmark_conv
     from ..conv import ALEXNET_2012_CONV
 
-    if (skip := skip_without_gpu(device)):
-        return skip
-    rows = []
+    if device is None:
+        return NO_GPU
+    rows: list[ConvTiming] = []
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # FP32 against FP32, not TF32
         for batch in pick([16, 128], [16, 128]):
             rows += benchmark_conv(ALEXNET_2012_CONV, batch=batch, device=device, min_time=pick(0.3, 0.15))

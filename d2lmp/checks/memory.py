@@ -6,10 +6,13 @@ the peaks a recorded report holds for them.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 import torch
 
 from ..config import pick
-from .result import CheckResult, skip_without_gpu
+from .result import NO_GPU, CheckResult
 
 __all__ = ["CHECKS", "MEMORY_ACCOUNTING"]
 
@@ -26,27 +29,29 @@ def check_bandwidth_sweep(device: str | None, quick: bool) -> CheckResult:
     """
     from ..bandwidth import device_copy_sweep
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     rows = device_copy_sweep(device, megabytes=pick([1, 4, 16, 64, 256, 1024, 4096], [1, 16, 256, 2048]), min_time=0.1)
-    from_memory = [r for r in rows if not r.get("fits_in_l2")]
+    # the report keeps a row's fields that were measured (a CPU row has no L2 or spec figures)
+    json_rows = [{k: v for k, v in asdict(r).items() if v is not None} for r in rows]
+    from_memory = [r for r in rows if not r.fits_in_l2]
     if not from_memory:
         return CheckResult("fail", "every buffer fit in the L2 cache: no device-memory bandwidth measured",
-                           dict(rows=rows))
-    best = max(from_memory, key=lambda r: r["gbs"])
-    ratios = [r["fraction_of_spec"] for r in from_memory if "fraction_of_spec" in r]
+                           dict(rows=json_rows))
+    best = max(from_memory, key=lambda r: r.gbs)
+    ratios = [r.fraction_of_spec for r in from_memory if r.fraction_of_spec is not None]
     ok = all(r <= 1.0 for r in ratios)
-    cached = [r for r in rows if r.get("fits_in_l2")]
+    cached = [r for r in rows if r.fits_in_l2]
     cache_note = ""
     if cached:
-        top = max(cached, key=lambda r: r["gbs"])
-        cache_note = (f"; from the {top['l2_bytes'] / 2**20:.0f} MiB L2 cache: up to {top['gbs']:,.0f} GB/s "
-                      f"at {top['megabytes']} MiB")
+        top = max(cached, key=lambda r: r.gbs)
+        cache_note = (f"; from the {(top.l2_bytes or 0) / 2**20:.0f} MiB L2 cache: up to {top.gbs:,.0f} GB/s "
+                      f"at {top.megabytes} MiB")
     return CheckResult("pass" if ok else "fail",
-                       f"device memory: best {best['gbs']:,.0f} GB/s at {best['megabytes']} MiB"
-                       + (f" = {best['fraction_of_spec']:.0%} of spec" if ratios else "; GPU not in NOTABLE_GPUS")
+                       f"device memory: best {best.gbs:,.0f} GB/s at {best.megabytes} MiB"
+                       + (f" = {best.fraction_of_spec:.0%} of spec" if ratios else "; GPU not in NOTABLE_GPUS")
                        + cache_note,
-                       dict(rows=rows))
+                       dict(rows=json_rows))
 
 
 def check_pinned_copies(device: str | None, quick: bool) -> CheckResult:
@@ -55,11 +60,11 @@ def check_pinned_copies(device: str | None, quick: bool) -> CheckResult:
     from ..hardware import nvml_gpus
     from ..topology import PCIE, pcie_bandwidth_gbs
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     rows = transfer_sweep(device, megabytes=pick([1, 16, 256, 1024], [16, 256]), min_time=0.1)
-    big = max(r["megabytes"] for r in rows)
-    get = {(r["direction"], r["pinned"]): r["gbs"] for r in rows if r["megabytes"] == big}
+    big = max(r.megabytes for r in rows)
+    get = {(r.direction, r.pinned): r.gbs for r in rows if r.megabytes == big}
     gpus, _ = nvml_gpus()
     link = None
     if gpus and gpus[0].pcie_gen in PCIE and gpus[0].pcie_width in (1, 2, 4, 8, 16):
@@ -72,7 +77,7 @@ def check_pinned_copies(device: str | None, quick: bool) -> CheckResult:
                        + (f"; PCIe link (NVML gen {gpus[0].pcie_gen} x{gpus[0].pcie_width}) "
                           f"{link:,.1f} GB/s per direction"
                           if link else "; PCIe link not reported"),
-                       dict(rows=rows, pcie_link_gbs=link))
+                       dict(rows=[asdict(r) for r in rows], pcie_link_gbs=link))
 
 
 def check_memory_cuda(device: str | None, quick: bool) -> CheckResult:
@@ -89,10 +94,10 @@ def check_memory_cuda(device: str | None, quick: bool) -> CheckResult:
     )
     from ..recorded import memory_cuda_models
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     set_seed(0)
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for name, model, shape in memory_cuda_models():
         model = model.to(device)
         x = torch.randn(shape, device=device)
@@ -102,13 +107,13 @@ def check_memory_cuda(device: str | None, quick: bool) -> CheckResult:
         pred_infer = predict_inference_memory(model, shape)
         infer = cuda_peak_memory(model, x, y, train=False)
         train = cuda_peak_memory(model, x, y, train=True)
-        verdict = judge_cuda_peaks(pred, pred_infer, train["peak_bytes"], infer["peak_bytes"])
-        results[name] = dict(saved_ratio=cmp["ratio"], measured=cmp["measured_bytes"], predicted=cmp["predicted_bytes"],
-                             train_peak=train["peak_bytes"], inference_peak=infer["peak_bytes"],
-                             parameter_bytes=train["parameter_bytes"], input_bytes=train["input_bytes"],
-                             optimizer_state_bytes=train["optimizer_state_bytes"],
-                             train_step_bytes=train["step_bytes"], inference_step_bytes=infer["step_bytes"],
-                             predicted_step_total=sum(pred.values()), predicted_parts=pred, **verdict)
+        verdict = judge_cuda_peaks(pred, pred_infer, train.peak_bytes, infer.peak_bytes)
+        results[name] = dict(saved_ratio=cmp.ratio, measured=cmp.measured_bytes, predicted=cmp.predicted_bytes,
+                             train_peak=train.peak_bytes, inference_peak=infer.peak_bytes,
+                             parameter_bytes=train.parameter_bytes, input_bytes=train.input_bytes,
+                             optimizer_state_bytes=train.optimizer_state_bytes,
+                             train_step_bytes=train.step_bytes, inference_step_bytes=infer.step_bytes,
+                             predicted_step_total=pred.total, predicted_parts=asdict(pred), **asdict(verdict))
     ok = all(abs(r["saved_ratio"] - 1) <= 0.05 and r["inference_ok"] and r["train_ok"] for r in results.values())
     return CheckResult("pass" if ok else "fail",
                        "; ".join(f"{k}: saved measured/predicted {r['saved_ratio']:.3f}; inference peak "

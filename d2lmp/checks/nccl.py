@@ -7,8 +7,12 @@ parallel version with one device.
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-from .result import CheckResult, skip_without_gpu
+from .result import NO_GPU, CheckResult
+
+if TYPE_CHECKING:
+    from ..parallel.collectives import CollectiveTiming
 
 __all__ = ["CHECKS"]
 
@@ -19,8 +23,8 @@ def check_nccl_collectives(device: str | None, quick: bool) -> CheckResult:
     from ..parallel.launch import launch
     from .ranks import check_collectives
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     world = gpu_count()
     results = launch(check_collectives, world, (1, 3, 1001, 2**20 + 3), "cuda", backend="nccl", timeout=300)
     ok = all(all(r.values()) for r in results)
@@ -36,8 +40,8 @@ def check_nccl_data_parallel(device: str | None, quick: bool) -> CheckResult:
     from ..parallel.launch import launch
     from .ranks import check_data_parallel
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     world = gpu_count()
     results = launch(check_data_parallel, world, VERSIONS, 23, "cuda", backend="nccl", timeout=300)
     worst = max(max(r.values()) for r in results)
@@ -52,8 +56,8 @@ def check_nccl_bandwidth(device: str | None, quick: bool) -> CheckResult:
     from ..hardware import gpu_count
     from ..parallel.launch import launch
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     world = gpu_count()
     if world < 2:
         return CheckResult("skip", "one GPU: an all-reduce needs two or more to move data")
@@ -69,8 +73,8 @@ def check_nccl_pipeline_and_tensor_parallel(device: str | None, quick: bool) -> 
     from ..parallel.launch import launch
     from .ranks import check_pipeline, check_tensor_parallel
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     world = gpu_count()
     pipe = launch(check_pipeline, world, backend="nccl", timeout=300)
     tp = launch(check_tensor_parallel, world, backend="nccl", timeout=300)
@@ -81,7 +85,7 @@ def check_nccl_pipeline_and_tensor_parallel(device: str | None, quick: bool) -> 
                        dict(pipeline=pipe, tensor_parallel=tp))
 
 
-def _nccl_bandwidth_worker(rank, world):
+def _nccl_bandwidth_worker(rank: int, world: int) -> list[CollectiveTiming]:
     from ..parallel.collectives import measure_collective
 
     return measure_collective("all_reduce", "torch", [2**20, 2**24, 2**28], device="cuda")

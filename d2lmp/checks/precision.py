@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 import torch
 
 from ..config import pick
-from .result import CheckResult, skip_without_gpu
+from .result import NO_GPU, CheckResult
 
 __all__ = ["CHECKS"]
 
@@ -17,16 +20,16 @@ def check_fp16_grad_scaler(device: str | None, quick: bool) -> CheckResult:
     from ..models import mlp
     from ..precision import train_mixed
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     data = load_digits(resize=None)
     train_loader, test_loader = data.loaders(batch_size=64)
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for mode in ("fp32", "bf16", "fp16"):
         set_seed(0)
         r = train_mixed(mlp(64, (256, 256), 10), train_loader, test_loader, mode, epochs=pick(5, 3), device=device)
-        results[mode] = dict(test_acc=r["test_acc"], final_loss=r["losses"][-1], skipped_steps=r["skipped_steps"],
-                             final_scale=r["final_scale"])
+        results[mode] = dict(test_acc=r.test_acc, final_loss=r.losses[-1], skipped_steps=r.skipped_steps,
+                             final_scale=r.final_scale)
     finite = all(torch.isfinite(torch.tensor(r["final_loss"])) for r in results.values())
     close = all(abs(results[m]["test_acc"] - results["fp32"]["test_acc"]) <= 0.03 for m in ("bf16", "fp16"))
     return CheckResult("pass" if finite and close else "fail",
@@ -44,8 +47,8 @@ def check_int8_inference(device: str | None, quick: bool) -> CheckResult:
     from ..precision import train_mixed
     from ..quantize import compare_inference, has_int_mm
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     set_seed(0)
     data = load_digits(resize=None)
     train_loader, test_loader = data.loaders(batch_size=64)
@@ -53,12 +56,12 @@ def check_int8_inference(device: str | None, quick: bool) -> CheckResult:
     train_mixed(model, train_loader, test_loader, "fp32", epochs=3, device=device)
     x, y = data.x_test.repeat(8, 1, 1, 1), data.y_test.repeat(8)
     rows = compare_inference(model, x, y, min_time=0.2, device=device)
-    acc = {r["method"]: r["accuracy"] for r in rows}
+    acc = {r.method: r.accuracy for r in rows}
     ok = acc["int8"] >= acc["fp32"] - 0.02
     return CheckResult("pass" if ok else "fail",
                        f"_int_mm on GPU: {has_int_mm(device)}; " + ", ".join(
-                           f"{r['method']} {r['accuracy']:.1%} in {r['median_s'] * 1e3:.3f} ms" for r in rows),
-                       dict(rows=rows))
+                           f"{r.method} {r.accuracy:.1%} in {r.median_s * 1e3:.3f} ms" for r in rows),
+                       dict(rows=[asdict(r) for r in rows]))
 
 
 CHECKS = [check_fp16_grad_scaler, check_int8_inference]
