@@ -129,3 +129,7 @@ class MemoryBar:
     optimizer_state: float
     saved_activations: float
     live_activations: float
+
+    @property
+    def total(self) -> float:
+        return self.parameters + self.gradients + self.optimizer_state + self.saved_activations + self.live_activations

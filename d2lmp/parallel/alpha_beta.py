@@ -14,7 +14,7 @@ so the ring moves the least data per rank for large S, the tree has the fewest s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +122,7 @@ class AllReduceModel:
 
 
 def all_reduce_model(world: int, size_bytes: float, alpha: float, beta: float,
-                     sizes: Sequence[float] = ()) -> AllReduceModel:
+                     sizes: Iterable[float] = ()) -> AllReduceModel:
     """``predicted_all_reduce_time`` of every algorithm in ``ALGORITHMS`` at ``size_bytes`` and over ``sizes``."""
     grid = tuple(float(s) for s in sizes)
     return AllReduceModel(

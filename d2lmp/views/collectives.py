@@ -5,17 +5,23 @@ widget. The library computes; these functions draw."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..parallel.allreduce_steps import AllReduceSteps
 from ..parallel.alpha_beta import ALGORITHMS, AllReduceModel, all_reduce_model
 from .figure import show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.figure import Figure
+
 __all__ = ["plot_ring_all_reduce", "plot_tree_all_reduce", "collective_examples", "plot_collectives",
            "plot_allreduce_model", "allreduce_model_widget"]
 
 
-def plot_ring_all_reduce(steps: AllReduceSteps, step: int | None = None):
+def plot_ring_all_reduce(steps: AllReduceSteps, step: int | None = None) -> Figure:
     """Draw who holds what during a ring all-reduce (``allreduce_steps.ring_steps``): ranks × chunks per step.
 
     Each cell shows how many ranks' contributions that rank's copy of the chunk already sums; a chunk is
@@ -24,7 +30,7 @@ def plot_ring_all_reduce(steps: AllReduceSteps, step: int | None = None):
     return _draw_steps(steps, step, "Ring all-reduce", arrows=False)
 
 
-def plot_tree_all_reduce(steps: AllReduceSteps, step: int | None = None):
+def plot_tree_all_reduce(steps: AllReduceSteps, step: int | None = None) -> Figure:
     """Draw the binary-tree all-reduce (``allreduce_steps.tree_steps``) as the ring is drawn, one panel per round.
 
     Arrows show the messages that led to each panel. Every message carries the whole buffer, so a rank's
@@ -33,7 +39,7 @@ def plot_tree_all_reduce(steps: AllReduceSteps, step: int | None = None):
     return _draw_steps(steps, step, "Tree all-reduce", arrows=True)
 
 
-def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool):
+def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool) -> Figure:
     """One panel per step: each cell is how many ranks' contributions that copy of the chunk sums."""
     import matplotlib.pyplot as plt
 
@@ -79,7 +85,7 @@ def collective_examples(world: int = 4) -> dict[str, tuple[list[list[str]], list
     }
 
 
-def plot_collectives(world: int = 4):
+def plot_collectives(world: int = 4) -> Figure:
     """A before → after panel for each collective: rows are ranks, columns are chunks."""
     import matplotlib.pyplot as plt
 
@@ -100,7 +106,7 @@ def plot_collectives(world: int = 4):
     return fig
 
 
-def plot_allreduce_model(model: AllReduceModel):
+def plot_allreduce_model(model: AllReduceModel) -> Figure:
     """The α-β model's naive, tree and ring all-reduce times (``alpha_beta.all_reduce_model``): bars at its
     size, curves over its sizes. Returns the Figure."""
     import matplotlib.pyplot as plt
@@ -120,7 +126,7 @@ def plot_allreduce_model(model: AllReduceModel):
     return fig
 
 
-def allreduce_model_widget(alpha: float, bandwidth_gbs: float):
+def allreduce_model_widget(alpha: float, bandwidth_gbs: float) -> ipywidgets.interactive:
     """Ranks, message size, latency α and link bandwidth → predicted naive, tree and ring all-reduce times.
 
     ``alpha`` (seconds) and ``bandwidth_gbs`` (GB/s per direction) are the controls' starting values: a GPU's
@@ -130,7 +136,8 @@ def allreduce_model_widget(alpha: float, bandwidth_gbs: float):
 
     sizes = np.logspace(1, 10, 91)  # 10 B to 10 GB, the slider's range
 
-    def draw(world=8, log2_bytes=20, alpha_us=alpha * 1e6, bandwidth=bandwidth_gbs):
+    def draw(world: int = 8, log2_bytes: int = 20, alpha_us: float = alpha * 1e6,
+             bandwidth: float = bandwidth_gbs) -> None:
         model = all_reduce_model(world, 2**log2_bytes, alpha_us * 1e-6, 1 / (bandwidth * 1e9), sizes)
         print(f"{world} ranks, {2**log2_bytes:,} bytes: "
               + ", ".join(f"{a} {model.times[a] * 1e3:.3f} ms" for a in ALGORITHMS) + f" -> {model.fastest} is fastest")

@@ -3,14 +3,26 @@ widget)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .figure import fig_ax, show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..bench.conv import ConvTiming
+    from ..recorded import ConvSpeedRow
+
 __all__ = ["plot_conv_speed", "plot_im2col_memory", "im2col_widget"]
 
 
-def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's layers"):
+def plot_conv_speed(rows: Sequence[ConvTiming | ConvSpeedRow], ax: Axes | None = None,
+                    title: str = "Convolution speed on AlexNet's layers") -> Figure:
     """Grouped bars of GFLOP/s per layer and implementation (``bench.conv.ConvTiming`` rows, or the recorded
     ``recorded.ConvSpeedRow``s, which have the same fields)."""
     fig, ax = fig_ax(ax, figsize=(8, 3.8))
@@ -21,7 +33,7 @@ def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's 
     x = np.arange(len(layers))
     for k, impl in enumerate(impls):
         got = {r.layer: r for r in rows if r.impl == impl}
-        ys = [got[layer].gflops if layer in got else 0 for layer in layers]
+        ys = [got[layer].gflops or 0 if layer in got else 0 for layer in layers]
         bars = ax.bar(x + (k - (len(impls) - 1) / 2) * width, ys, width, label=impl)
         if impl != "F.conv2d":
             for b, layer in zip(bars, layers):
@@ -38,8 +50,9 @@ def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's 
     return fig
 
 
-def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16, kernels=(1, 3, 5, 7, 9, 11),
-                       strides=(1, 2, 4), marked: tuple[int, int] | None = None, ax=None):
+def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16,
+                       kernels: Sequence[int] = (1, 3, 5, 7, 9, 11), strides: Sequence[int] = (1, 2, 4),
+                       marked: tuple[int, int] | None = None, ax: Axes | None = None) -> Figure:
     """How many times larger im2col's matrix is than its input, against kernel size, per stride ("same" padding)."""
     from ..conv import im2col_size
 
@@ -60,13 +73,13 @@ def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16, kern
     return fig
 
 
-def im2col_widget():
+def im2col_widget() -> ipywidgets.interactive:
     """Kernel, stride, channels, input size and batch → the im2col matrix's size and its blow-up over the input."""
     import ipywidgets as w
 
     from ..conv import im2col_size
 
-    def draw(kernel=3, stride=1, channels=64, size=27, batch=16):
+    def draw(kernel: int = 3, stride: int = 1, channels: int = 64, size: int = 27, batch: int = 16) -> None:
         m = im2col_size((batch, channels, size, size), kernel, stride, kernel // 2)
         print(f"input {batch}×{channels}×{size}×{size} = {m.input_elements * 4 / 2**20:,.2f} MiB; im2col matrix "
               f"{m.rows:,} × {m.cols:,} = {m.bytes / 2**20:,.2f} MiB ({m.blowup:.1f}× the input)")

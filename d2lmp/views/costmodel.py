@@ -7,13 +7,19 @@ The numbers are the library's (``parallel.model_size.predictions``, ``widen``, `
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .figure import fig_ax, show
 from .memory import MEMORY_PART_COLOURS, part_label
 
 if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from ..models import LayerRow
+    from ..parallel.costmodel import Hardware, Prediction
 
 __all__ = ["costmodel_widget", "plot_memory", "plot_memory_by_size", "plot_step_time"]
 
@@ -21,8 +27,9 @@ STEP_PARTS = (("compute_s", "compute", "#4c72b0"), ("comm_s", "communication", "
               ("bubble_s", "bubble", "#bbbbbb"))
 
 
-def plot_step_time(preds: dict, ax=None, title: str = "", highlight: str | None = None,
-                   fitting: dict[str, bool] | None = None, legend: bool = True):
+def plot_step_time(preds: Mapping[str, Prediction], ax: Axes | None = None, title: str = "",
+                   highlight: str | None = None, fitting: Mapping[str, bool] | None = None,
+                   legend: bool = True) -> Figure:
     """Stacked bars of compute, communication and bubble (ms) per strategy; a strategy that does not fit
     is hatched and marked. The axis leaves room above the tallest bar. Returns the Figure."""
     fig, ax = fig_ax(ax, figsize=(5, 3.2))
@@ -39,16 +46,16 @@ def plot_step_time(preds: dict, ax=None, title: str = "", highlight: str | None 
             ax.text(i, bottom[i] + 0.02 * top, "does not\nfit", ha="center", va="bottom", fontsize=7)
     ax.set_ylim(0, 1.2 * top)
     ax.set(ylabel="ms per step", title=title)
-    for label in ax.get_xticklabels():
-        label.set_fontweight("bold" if label.get_text() == highlight else "normal")
+    for tick in ax.get_xticklabels():
+        tick.set_fontweight("bold" if tick.get_text() == highlight else "normal")
     if legend:
         ax.legend(fontsize=7, loc="upper left", ncol=3)
         ax.set_ylim(0, 1.45 * top)
     return fig
 
 
-def plot_memory(preds: dict, memory_bytes: float, ax=None, title: str = "memory per device",
-                highlight: str | None = None):
+def plot_memory(preds: Mapping[str, Prediction], memory_bytes: float, ax: Axes | None = None,
+                title: str = "memory per device", highlight: str | None = None) -> Figure:
     """Stacked bars of parameters, gradients, optimizer state and activations (GiB) per strategy, against
     the device's memory (dashed). Returns the Figure."""
     fig, ax = fig_ax(ax, figsize=(5, 3.2))
@@ -70,7 +77,8 @@ def plot_memory(preds: dict, memory_bytes: float, ax=None, title: str = "memory 
     return fig
 
 
-def plot_memory_by_size(sizes, curves: dict[str, list[float]], memory_bytes: float, ax=None, title: str = ""):
+def plot_memory_by_size(sizes: Sequence[float], curves: Mapping[str, Sequence[float]], memory_bytes: float,
+                        ax: Axes | None = None, title: str = "") -> Figure:
     """Memory per device (GiB, log) against the model's parameters (log) for each strategy, with the device's
     memory dashed: where a curve crosses the line, that strategy stops fitting. Returns the Figure."""
     fig, ax = fig_ax(ax, figsize=(6.5, 3.8))
@@ -87,7 +95,8 @@ def _size_label(n: float) -> str:
     return f"{n / 1e9:.3g} B" if n >= 1e9 else f"{n / 1e6:.3g} M"
 
 
-def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 1):
+def costmodel_widget(rows: list[LayerRow], presets: Mapping[str, Hardware],
+                     batch_of_table: int = 1) -> ipywidgets.interactive:
     """Strategy, hardware, devices, batch, model size and optimizer → predicted time and memory per device."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
@@ -101,7 +110,8 @@ def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 
     sizes = [(f"{_size_label(own)} (as built)", own)] + [(_size_label(n), n) for n in
                                                         (2.5e8, 1e9, 4e9, 16e9, 64e9) if n > own]
 
-    def draw(strategy="hybrid", preset=first_preset, devices=8, batch=1024, params=own, optimizer="momentum"):
+    def draw(strategy: str = "hybrid", preset: str = first_preset, devices: int = 8, batch: int = 1024,
+             params: float = own, optimizer: str = "momentum") -> None:
         hw = presets[preset].with_devices(devices)
         preds = predictions(widen(rows, params), hw, batch, optimizer, batch_of_table=batch_of_table)
         ok = fits(preds, hw.memory_bytes)

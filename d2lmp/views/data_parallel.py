@@ -6,8 +6,16 @@ The predictions are ``parallel.dp_model``'s (``scaling_curves``, ``predict_step`
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..parallel.dp_model import DDP_BUCKET_BYTES
 from .figure import fig_ax, show
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["WORLDS", "plot_data_parallel", "plot_dp_scaling", "dp_scaling_widget"]
 
@@ -18,7 +26,7 @@ def _sub(n: int) -> str:
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-def plot_data_parallel(world: int = 3, batch: int = 10, ax=None):
+def plot_data_parallel(world: int = 3, batch: int = 10, ax: Axes | None = None) -> Figure:
     """Replicas, shards and the all-reduce: the minibatch cut as ``data_parallel.shard`` cuts it, one full
     model per rank, each rank's local gradient, and their sum on every rank after the all-reduce."""
     import matplotlib.pyplot as plt
@@ -36,10 +44,10 @@ def plot_data_parallel(world: int = 3, batch: int = 10, ax=None):
     width = 2.3 * world
     col = width / world
 
-    def box(x, y, w, h, colour, **kw):
+    def box(x: float, y: float, w: float, h: float, colour: Any, **kw: Any) -> None:
         ax.add_patch(Rectangle((x, y), w, h, facecolor=colour, edgecolor="black", linewidth=0.6, **kw))
 
-    def arrow(x0, y0, x1, y1):
+    def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
         ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10, color="0.35"))
 
     # The minibatch, one square per example, coloured by the rank that gets it.
@@ -81,9 +89,9 @@ def plot_data_parallel(world: int = 3, batch: int = 10, ax=None):
     return fig
 
 
-def plot_dp_scaling(worlds, curves: dict[tuple[str, bool], list[float]], alpha: float,
-                    bucket_bytes: float = DDP_BUCKET_BYTES, mark_world: int | None = None, ax=None,
-                    title: str | None = None):
+def plot_dp_scaling(worlds: Sequence[int], curves: Mapping[tuple[str, bool], Sequence[float]], alpha: float,
+                    bucket_bytes: float = DDP_BUCKET_BYTES, mark_world: int | None = None, ax: Axes | None = None,
+                    title: str | None = None) -> Figure:
     """Predicted efficiency against devices, one curve per (link, overlap) of ``dp_model.scaling_curves`` (solid
     with overlap, dashed without), computed at latency ``alpha`` seconds per message and ``bucket_bytes`` buckets;
     ``mark_world`` draws a dotted line at that size. Returns the Figure."""
@@ -97,21 +105,22 @@ def plot_dp_scaling(worlds, curves: dict[tuple[str, bool], list[float]], alpha: 
     ax.set(xscale="log", xlabel="devices", ylabel="predicted scaling efficiency", ylim=(0, 1.05),
            title=title or f"α = {alpha * 1e6:.3g} µs per message, {bucket_bytes / 2**20:g} MiB buckets")
     ax.set_xticks(list(worlds))
-    ax.set_xticklabels(list(worlds))
+    ax.set_xticklabels([str(w) for w in worlds])
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return fig
 
 
-def dp_scaling_widget(single_device_s: float, grad_bytes: float, alpha: float, default_gbs: float):
+def dp_scaling_widget(single_device_s: float, grad_bytes: float, alpha: float,
+                      default_gbs: float) -> ipywidgets.interactive:
     """Devices, bucket size, link bandwidth and latency α → predicted data-parallel step and efficiency, with
     and without overlap. ``alpha`` (seconds) and ``default_gbs`` (GB/s per direction) are the sliders' start."""
     import ipywidgets as w
 
     from ..parallel.dp_model import buckets_needed, predict_step, scaling_curves
 
-    def draw(world=8, bucket_mb=DDP_BUCKET_BYTES / 2**20, bandwidth_gbs=default_gbs, alpha_us=alpha * 1e6,
-             overlap=True):
+    def draw(world: int = 8, bucket_mb: float = DDP_BUCKET_BYTES / 2**20, bandwidth_gbs: float = default_gbs,
+             alpha_us: float = alpha * 1e6, overlap: bool = True) -> None:
         a, beta, bucket = alpha_us * 1e-6, 1 / (bandwidth_gbs * 1e9), bucket_mb * 2**20
         p = predict_step(single_device_s, grad_bytes, world, a, beta, bucket, overlap)
         print(f"{buckets_needed(grad_bytes, bucket)} bucket(s); compute {p.compute_s * 1e3:.1f} ms, "

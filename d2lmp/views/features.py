@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_feature_accuracies"]
 
 
-def _bars(ax, accuracies: dict, title: str):
+def _bars(ax: Axes, accuracies: Mapping[str, float], title: str) -> None:
     names, values = list(accuracies), [100 * a for a in accuracies.values()]
     colours = ["#8c8c8c" if "pixel" in n.lower() else "#1f77b4" if "learned" in n.lower() else "#ff7f0e"
                for n in names]
@@ -22,8 +29,8 @@ def _bars(ax, accuracies: dict, title: str):
     ax.grid(True, axis="y", alpha=0.3)
 
 
-def plot_feature_accuracies(measured: dict, measured_title: str, reported: dict | None = None,
-                            reported_title: str = ""):
+def plot_feature_accuracies(measured: Mapping[str, float], measured_title: str,
+                            reported: Mapping[str, float] | None = None, reported_title: str = "") -> Figure:
     """Bars of test accuracy (fractions, 0 to 1) per kind of feature: measured here, and beside it
     ``reported`` figures from a source (e.g. the AlexNet paper's ImageNet results), in a second panel.
 

@@ -7,21 +7,25 @@ widget's output and closes it, so that the notebook does not draw it a second ti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["fig_ax", "show"]
 
 
-def fig_ax(ax: Any = None, figsize: tuple[float, float] = (6.5, 4)) -> tuple[Any, Any]:
+def fig_ax(ax: Axes | None = None, figsize: tuple[float, float] = (6.5, 4)) -> tuple[Figure, Axes]:
     """(figure, axes) to draw on: ``ax`` and its figure, or a new figure of ``figsize`` inches."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize)
-    return ax.figure, ax
+    return cast("Figure", ax.figure), ax  # a top-level figure: these functions never draw on a subfigure
 
 
-def show(fig) -> None:
+def show(fig: Figure) -> None:
     """Display ``fig`` (inside a widget's callback: in the widget's output) and close it."""
     import matplotlib.pyplot as plt
     from IPython.display import display

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .figure import fig_ax, show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    import numpy.typing as npt
+    import torch
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["plot_wireframe", "format_matrix", "cube_matrix", "plot_cube_view", "cube_widget"]
 
 
-def plot_wireframe(points_2d, edges, ax=None, title: str = ""):
+def plot_wireframe(points_2d: torch.Tensor | npt.ArrayLike, edges: Iterable[tuple[int, int]], ax: Axes | None = None,
+                   title: str = "") -> Figure:
     """Draw a projected wireframe (e.g. the rotating cube of notebook 01)."""
     fig, ax = fig_ax(ax, figsize=(4, 4))
     pts = np.asarray(points_2d)
@@ -21,14 +32,14 @@ def plot_wireframe(points_2d, edges, ax=None, title: str = ""):
     return fig
 
 
-def format_matrix(matrix, decimals: int = 3) -> str:
+def format_matrix(matrix: torch.Tensor | npt.ArrayLike, decimals: int = 3) -> str:
     """A matrix as aligned rows of numbers between brackets, e.g. for a 4×4 transform."""
     rows = np.asarray(matrix, dtype=float).round(decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
     width = max(len(f"{v:.{decimals}f}") for v in rows.flat)
     return "\n".join("[ " + "  ".join(f"{v:>{width}.{decimals}f}" for v in row) + " ]" for row in rows)
 
 
-def cube_matrix(yaw: float, pitch: float):
+def cube_matrix(yaw: float, pitch: float) -> torch.Tensor:
     """The 4×4 matrix that turns the cube: rotate by ``yaw`` degrees about y, then ``pitch`` about x."""
     import math
 
@@ -37,7 +48,7 @@ def cube_matrix(yaw: float, pitch: float):
     return rotation_x(math.radians(pitch)) @ rotation_y(math.radians(yaw))
 
 
-def plot_cube_view(yaw: float = 30, pitch: float = 20):
+def plot_cube_view(yaw: float = 30, pitch: float = 20) -> Figure:
     """The cube turned by ``cube_matrix(yaw, pitch)``, with that matrix printed beside the picture."""
     import matplotlib.pyplot as plt
 
@@ -54,11 +65,11 @@ def plot_cube_view(yaw: float = 30, pitch: float = 20):
     return fig
 
 
-def cube_widget():
+def cube_widget() -> ipywidgets.interactive:
     """Rotate a cube with two sliders: every frame is one (8, 4) @ (4, 4) product, with its matrix shown."""
     import ipywidgets as w
 
-    def draw(yaw=30, pitch=20):
+    def draw(yaw: int = 30, pitch: int = 20) -> None:
         show(plot_cube_view(yaw, pitch))
 
     return w.interactive(draw, yaw=w.IntSlider(30, 0, 360, 5, description="yaw (°)"),

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .figure import fig_ax
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..timing import MatmulRow
 
 __all__ = ["plot_matmul_sweep", "matmul_widget"]
 
 
-def plot_matmul_sweep(rows: list[dict], ax=None, title: str = "Matrix multiplication throughput",
-                      recorded_rows=(), recorded_label: str | None = None):
+def plot_matmul_sweep(rows: Sequence[MatmulRow], ax: Axes | None = None,
+                      title: str = "Matrix multiplication throughput", recorded_rows: Sequence[MatmulRow] = (),
+                      recorded_label: str | None = None) -> Figure:
     """GFLOP/s against matrix size, one line per (device, dtype), with dashed peak lines.
 
     ``recorded_rows`` (e.g. an H200 sweep from ``d2lmp.recorded``) are drawn apart from the
@@ -21,22 +32,22 @@ def plot_matmul_sweep(rows: list[dict], ax=None, title: str = "Matrix multiplica
     fig, ax = fig_ax(ax)
     series = [(rows, None), (recorded_rows, recorded_label)]
     for data, source in series:
-        groups: dict[tuple[str, str], list[dict]] = {}
+        groups: dict[tuple[str, str], list[MatmulRow]] = {}
         for r in data:
-            groups.setdefault((r["device"], r["dtype"]), []).append(r)
+            groups.setdefault((r.device, r.dtype), []).append(r)
         for (device, dtype), rs in groups.items():
-            rs = sorted(rs, key=lambda r: r["size"])
-            xs, ys = [r["size"] for r in rs], [r["gflops"] for r in rs]
+            rs = sorted(rs, key=lambda r: r.size)
+            xs, ys = [r.size for r in rs], [r.gflops for r in rs]
             if source is None:
                 line, = ax.plot(xs, ys, "o-", label=f"{device} {dtype} (measured here)")
                 peak_label = f"{device} {dtype} peak {{:,.0f}}"
             else:
                 line, = ax.plot(xs, ys, "o:", mfc="none", label=f"{dtype}, {source}")
                 peak_label = f"{dtype} peak {{:,.0f}} (recorded GPU)"
-            peak = rs[0]["peak_gflops"]
+            peak = rs[0].peak_gflops
             if peak:
                 ax.axhline(peak, ls="--", color=line.get_color(), alpha=0.7, label=peak_label.format(peak))
-    sizes = sorted({r["size"] for r in list(rows) + list(recorded_rows)})
+    sizes = sorted({r.size for r in list(rows) + list(recorded_rows)})
     ax.set(xscale="log", yscale="log", xlabel="matrix size n (n×n @ n×n)", ylabel="GFLOP/s", title=title)
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(s) for s in sizes])
@@ -45,7 +56,7 @@ def plot_matmul_sweep(rows: list[dict], ax=None, title: str = "Matrix multiplica
     return fig
 
 
-def matmul_widget(sizes=(128, 256, 512, 1024, 2048), min_time: float = 0.1):
+def matmul_widget(sizes: Sequence[int] = (128, 256, 512, 1024, 2048), min_time: float = 0.1) -> ipywidgets.VBox:
     """Pick size, dtype and a device that is present; press the button to measure one matmul."""
     import ipywidgets as w
 
@@ -58,7 +69,7 @@ def matmul_widget(sizes=(128, 256, 512, 1024, 2048), min_time: float = 0.1):
     button = w.Button(description="Measure")
     out = w.Output()
 
-    def measure(_=None):
+    def measure(_: object = None) -> None:
         out.clear_output()
         with out:
             m = time_matmul(size.value, dtype.value, device.value, min_time=min_time)

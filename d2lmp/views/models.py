@@ -10,12 +10,18 @@ import numpy as np
 from .figure import fig_ax, show
 
 if TYPE_CHECKING:
+    import ipywidgets
+    import torch
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from ..models import LayerShare
 
 __all__ = ["plot_params_vs_flops", "alexnet_widget", "plot_filters", "plot_two_gpu_split"]
 
 
-def plot_params_vs_flops(shares: list[LayerShare], ax=None, title: str = "Where AlexNet's parameters and compute live"):
+def plot_params_vs_flops(shares: list[LayerShare], ax: Axes | None = None,
+                         title: str = "Where AlexNet's parameters and compute live") -> Figure:
     """Side-by-side bars: each layer's share of parameters and of FLOPs (from ``models.params_vs_flops``)."""
     fig, ax = fig_ax(ax, figsize=(8, 3.8))
     names = [s.name.split(".")[-1] for s in shares]
@@ -30,13 +36,13 @@ def plot_params_vs_flops(shares: list[LayerShare], ax=None, title: str = "Where 
     return fig
 
 
-def alexnet_widget():
+def alexnet_widget() -> ipywidgets.interactive:
     """Input size and width → AlexNet's (2012) layer shapes, parameters and FLOPs, and where they live."""
     import ipywidgets as w
 
     from ..models import alexnet_summary, format_layer_table, params_vs_flops
 
-    def draw(input_size=224, width=1.0):
+    def draw(input_size: int = 224, width: float = 1.0) -> None:
         s = alexnet_summary(input_size=input_size, width=width)
         t = s.totals
         print(f"input {input_size}×{input_size}, width ×{width}: {t.params:,} parameters, "
@@ -50,7 +56,8 @@ def alexnet_widget():
                                                  description="width ×"))
 
 
-def plot_filters(weight, ax=None, title: str = "First-layer filters", columns: int = 8):
+def plot_filters(weight: torch.Tensor, ax: Axes | None = None, title: str = "First-layer filters",
+                 columns: int = 8) -> Figure:
     """Show conv filters (out, in, kh, kw) as a grid of images (first input channel, or RGB if 3)."""
     import matplotlib.pyplot as plt
 
@@ -74,7 +81,7 @@ def plot_filters(weight, ax=None, title: str = "First-layer filters", columns: i
     return fig
 
 
-def plot_two_gpu_split(ax=None):
+def plot_two_gpu_split(ax: Axes | None = None) -> Figure:
     """AlexNet's two-GPU split (paper §3.2, Fig. 2): each layer's half per GPU and where they talk."""
     from matplotlib.patches import FancyBboxPatch
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..parallel.pipeline_memory import peak_in_flight
 from ..parallel.pipeline_schedule import (
@@ -23,18 +23,19 @@ from .figure import fig_ax, show
 from .timeline import KIND_COLOURS, plot_timeline
 
 if TYPE_CHECKING:
+    import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["pipeline_widget", "plot_schedule_comparison"]
 
 
-def pipeline_widget():
+def pipeline_widget() -> ipywidgets.interactive:
     """Schedule, stages, micro-batches and message time → the simulated pipeline's timeline and its bubble."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    def draw(kind="gpipe", stages=4, micro_batches=4, message=0.0):
+    def draw(kind: str = "gpipe", stages: int = 4, micro_batches: int = 4, message: float = 0.0) -> None:
         events = simulate(kind, stages, micro_batches, message=message)
         bubble = measured_bubble(events, stages)
         m = micro_batch_count(kind, micro_batches)
@@ -75,7 +76,7 @@ def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: in
         _draw_compute(ax, events, p)
         ax.set_title(f"{name}: bubble / busy time {bubble:.3f}, formula {written} = {formula:.3f}", fontsize=9)
     axes[-1].set_xlabel("time (units)")
-    fig = axes[0].figure
+    fig = cast("Figure", axes[0].figure)
     fig.suptitle(f"{p} stages, {m} micro-batches (simulated)")
     fig.tight_layout()
     return fig

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .figure import fig_ax, show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["plot_power_model", "power_widget"]
 
 
-def plot_power_model(exponent: int, parallel_fraction: float = 1.0, marked: float | None = None, ax=None):
+def plot_power_model(exponent: int, parallel_fraction: float = 1.0, marked: float | None = None,
+                     ax: Axes | None = None) -> Figure:
     """Throughput of one power budget spent on cores at each relative clock."""
     from ..power import EXPONENTS, many_slow_cores
 
@@ -35,13 +43,13 @@ def plot_power_model(exponent: int, parallel_fraction: float = 1.0, marked: floa
     return fig
 
 
-def power_widget():
+def power_widget() -> ipywidgets.interactive:
     """Clock fraction, power exponent and parallel fraction → cores and throughput for one budget."""
     import ipywidgets as w
 
     from ..power import EXPONENTS, many_slow_cores
 
-    def draw(clock=0.25, exponent=3, parallel=1.0):
+    def draw(clock: float = 0.25, exponent: int = 3, parallel: float = 1.0) -> None:
         r = many_slow_cores(clock, exponent, parallel_fraction=parallel)
         print(f"{EXPONENTS[exponent]}: each core at {clock:.0%} clock draws {r.power_per_core:.3f} of the budget, "
               f"so {r.cores:.1f} cores fit; throughput {r.throughput:.2f}×, speedup with "

@@ -3,14 +3,27 @@ widget), and quantized inference compared with FP32."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .figure import fig_ax, show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    import torch
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..precision import Underflow
+    from ..quantize import InferenceRow
+
 __all__ = ["plot_exponent_histogram", "loss_scale_widget", "plot_underflow_vs_scale", "plot_inference_compare"]
 
 
-def plot_exponent_histogram(values, scale: float = 1.0, ax=None, title: str = "Gradient magnitudes and FP16's range"):
+def plot_exponent_histogram(values: torch.Tensor, scale: float = 1.0, ax: Axes | None = None,
+                            title: str = "Gradient magnitudes and FP16's range") -> Figure:
     """Histogram of log2 |value × scale| with FP16's smallest subnormal, smallest normal and max marked."""
     import torch
 
@@ -35,28 +48,29 @@ def plot_exponent_histogram(values, scale: float = 1.0, ax=None, title: str = "G
     return fig
 
 
-def loss_scale_widget(gradients):
+def loss_scale_widget(gradients: torch.Tensor) -> ipywidgets.interactive:
     """Slide the loss scale (a power of two) and watch gradients move into FP16's range or out past its max."""
     import ipywidgets as w
 
     from ..precision import underflow_fractions
 
-    def draw(log2_scale=0):
+    def draw(log2_scale: int = 0) -> None:
         f = underflow_fractions(gradients, 2.0**log2_scale)
-        print(f"scale 2^{log2_scale}: {f['zero']:.2%} flushed to zero, {f['subnormal']:.2%} subnormal, "
-              f"{f['overflow']:.2%} overflow (of {f['count']:,} non-zero gradients)")
+        print(f"scale 2^{log2_scale}: {f.zero:.2%} flushed to zero, {f.subnormal:.2%} subnormal, "
+              f"{f.overflow:.2%} overflow (of {f.count:,} non-zero gradients)")
         show(plot_exponent_histogram(gradients, 2.0**log2_scale))
 
     return w.interactive(draw, log2_scale=w.IntSlider(0, 0, 30, 1, description="log2 scale"))
 
 
-def plot_underflow_vs_scale(sweeps: dict, ax=None, title: str = "Gradients lost in FP16 against the loss scale"):
+def plot_underflow_vs_scale(sweeps: Mapping[str, Sequence[Underflow]], ax: Axes | None = None,
+                            title: str = "Gradients lost in FP16 against the loss scale") -> Figure:
     """Fraction of non-zero gradients that become 0 (solid) or inf (dashed) in FP16, per loss scale."""
     fig, ax = fig_ax(ax, figsize=(7, 3.6))
     for i, (label, rows) in enumerate(sweeps.items()):
-        s = [r["scale"] for r in rows]
-        ax.plot(s, [max(r["zero"], 1e-7) for r in rows], "o-", color=f"C{i}", label=f"{label}: flushed to zero")
-        ax.plot(s, [max(r["overflow"], 1e-7) for r in rows], "x--", color=f"C{i}", label=f"{label}: overflow to inf")
+        s = [r.scale for r in rows]
+        ax.plot(s, [max(r.zero, 1e-7) for r in rows], "o-", color=f"C{i}", label=f"{label}: flushed to zero")
+        ax.plot(s, [max(r.overflow, 1e-7) for r in rows], "x--", color=f"C{i}", label=f"{label}: overflow to inf")
     ax.set(xscale="log", yscale="log", xlabel="loss scale", ylabel="fraction of gradients (floor 1e-7)", title=title)
     ax.set_xscale("log", base=2)
     ax.grid(True, which="both", alpha=0.3)
@@ -64,18 +78,19 @@ def plot_underflow_vs_scale(sweeps: dict, ax=None, title: str = "Gradients lost 
     return fig
 
 
-def plot_inference_compare(rows, ax=None, title: str = "Inference on this CPU"):
+def plot_inference_compare(rows: Sequence[InferenceRow], ax: Axes | None = None,
+                           title: str = "Inference on this CPU") -> Figure:
     """Latency bars per precision (rows from ``quantize.compare_inference``), labelled with accuracy and size."""
     fig, ax = fig_ax(ax, figsize=(7, 3.4))
     x = np.arange(len(rows))
-    base = rows[0]["median_s"]
-    bars = ax.bar(x, [r["median_s"] * 1e3 for r in rows], color=[f"C{i}" for i in range(len(rows))])
+    base = rows[0].median_s
+    bars = ax.bar(x, [r.median_s * 1e3 for r in rows], color=[f"C{i}" for i in range(len(rows))])
     for b, r in zip(bars, rows):
-        ax.annotate(f"acc {r['accuracy']:.1%}\n{r['weight_bytes'] / 2**10:,.0f} KiB\n{base / r['median_s']:.2f}× speed",
+        ax.annotate(f"acc {r.accuracy:.1%}\n{r.weight_bytes / 2**10:,.0f} KiB\n{base / r.median_s:.2f}× speed",
                     (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x)
-    ax.set_xticklabels([r["method"] for r in rows])
+    ax.set_xticklabels([r.method for r in rows])
     ax.set(ylabel="ms per batch (median)", title=title)
-    ax.set_ylim(0, max(r["median_s"] for r in rows) * 1e3 * 1.45)
+    ax.set_ylim(0, max(r.median_s for r in rows) * 1e3 * 1.45)
     ax.grid(True, axis="y", alpha=0.3)
     return fig

@@ -3,16 +3,28 @@ that places a chosen operation (matmul, add, reduction, conv layer; size and dty
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .figure import fig_ax, show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..roofline import OpPoint
+
 __all__ = ["plot_roofline", "roofline_widget", "plot_speedups"]
 
 
-def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points=(), ax=None, label: str = "this machine",
-                  peak_estimate: float | None = None, bandwidth_estimate: float | None = None,
-                  estimate_label: str = "estimate", title: str = "Roofline"):
+def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points: Sequence[OpPoint] = (), ax: Axes | None = None,
+                  label: str = "this machine", peak_estimate: float | None = None,
+                  bandwidth_estimate: float | None = None, estimate_label: str = "estimate",
+                  title: str = "Roofline") -> Figure:
     """A log-log roofline with measured operations (``OpPoint``s) placed on it.
 
     The solid roof is drawn from ``peak_gflops`` and ``bandwidth_gbs`` (measured). Give
@@ -51,8 +63,8 @@ def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points=(), ax=None, 
     return fig
 
 
-def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), dtype_peaks: dict | None = None,
-                    **plot_kwargs):
+def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points: Sequence[OpPoint] = (),
+                    dtype_peaks: Mapping[str, float] | None = None, **plot_kwargs: Any) -> ipywidgets.interactive:
     """Choose an operation, its size and its number type, and see where it lands on this roofline.
 
     The operation's FLOPs and bytes are counted (``roofline.place_operation``), not measured, and it is
@@ -67,7 +79,7 @@ def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), dtype_p
     peaks = dict(dtype_peaks or {"float32": peak_gflops})
     measured_dtype = next(iter(peaks))
 
-    def draw(operation="matmul", n=1024, dtype=measured_dtype):
+    def draw(operation: str = "matmul", n: int = 1024, dtype: str = measured_dtype) -> None:
         peak = peaks[dtype]
         p = place_operation(operation, n, dtype, peak, bandwidth_gbs)
         print(f"{OPERATIONS[operation].format(n=n)} ({dtype}): {p.flops:.3g} FLOPs, {p.bytes:.3g} bytes → "
@@ -86,8 +98,9 @@ def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points=(), dtype_p
                          dtype=w.Dropdown(options=list(peaks), value=measured_dtype, description="dtype"))
 
 
-def plot_speedups(names, ratios, kinds=None, references: dict[str, float] | None = None, ax=None,
-                  title: str = "Speed-up per operation", ylabel: str = "speed-up (×)"):
+def plot_speedups(names: Iterable[str], ratios: Iterable[float], kinds: Iterable[str] | None = None,
+                  references: Mapping[str, float] | None = None, ax: Axes | None = None,
+                  title: str = "Speed-up per operation", ylabel: str = "speed-up (×)") -> Figure:
     """Bars of one speed-up per operation (log scale), coloured by ``kinds``, with dashed reference lines."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
@@ -107,7 +120,7 @@ def plot_speedups(names, ratios, kinds=None, references: dict[str, float] | None
     for xi, r in zip(x, ratios):
         ax.annotate(f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×", (xi, r), ha="center", va="bottom", fontsize=8,
                     textcoords="offset points", xytext=(0, 2))
-    handles = [Patch(color=c, label=k) for k, c in colours.items() if k]
+    handles: list[Artist] = [Patch(color=c, label=k) for k, c in colours.items() if k]
     styles = ["--", ":", "-."]
     for i, (text, value) in enumerate((references or {}).items()):
         handles.append(ax.axhline(value, color="k", ls=styles[i % len(styles)], lw=1, label=f"{text}: {value:,.0f}×"))

@@ -9,12 +9,21 @@ process groups of a data × tensor hybrid (``parallel.hybrid.grid_groups``) from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
 __all__ = ["plot_three_splits", "plot_grid"]
 
 _BOX_W, _BOX_H, _ROW = 0.8, 1.0, 1.3  # layer box width and height, distance between rows (data units)
 
 
-def _check(layers, examples, stages, columns) -> int:
+def _check(layers: Sequence[str], examples: Sequence[tuple[int, int]], stages: Sequence[int],
+           columns: Sequence[Sequence[tuple[int, int]] | None]) -> int:
     n, n_layers = len(examples), len(layers)
     if n < 1 or n_layers < 1:
         raise ValueError("need at least one layer and one device")
@@ -34,7 +43,8 @@ def _check(layers, examples, stages, columns) -> int:
     return n
 
 
-def _box(ax, x, y, colour, label, gid, height=_BOX_H, width=_BOX_W, fontsize=8):
+def _box(ax: Axes, x: float, y: float, colour: Any, label: str, gid: str, height: float = _BOX_H,
+         width: float = _BOX_W, fontsize: float = 8) -> Rectangle:
     from matplotlib.patches import Rectangle
 
     patch = Rectangle((x - width / 2, y), width, height, facecolor=colour, edgecolor="black", lw=0.8,
@@ -45,7 +55,7 @@ def _box(ax, x, y, colour, label, gid, height=_BOX_H, width=_BOX_W, fontsize=8):
 
 
 def plot_three_splits(layers: list[str], examples: list[tuple[int, int]], stages: list[int],
-                      columns: list[list[tuple[int, int]] | None], colours: tuple[str, ...] | None = None):
+                      columns: list[list[tuple[int, int]] | None], colours: tuple[str, ...] | None = None) -> Figure:
     """One panel per strategy: data, network (pipeline) and layerwise (tensor) partitioning of ``layers``.
 
     * ``examples``: for each device, the (start, stop) examples of the minibatch it holds;
@@ -60,7 +70,7 @@ def plot_three_splits(layers: list[str], examples: list[tuple[int, int]], stages
     from matplotlib.patches import Patch
 
     n = _check(layers, examples, stages, columns)
-    colours = colours or tuple(plt.get_cmap("tab10").colors)
+    colours = colours or tuple(plt.get_cmap("tab10").colors)  # type: ignore[attr-defined]  # a ListedColormap
     colour = [colours[d % len(colours)] for d in range(n)]
     batch = examples[-1][1]
     n_layers = len(layers)
@@ -123,7 +133,7 @@ def plot_three_splits(layers: list[str], examples: list[tuple[int, int]], stages
     return fig
 
 
-def plot_grid(tensor_groups: list[list[int]], data_groups: list[list[int]], ax=None):
+def plot_grid(tensor_groups: list[list[int]], data_groups: list[list[int]], ax: Axes | None = None) -> Figure:
     """The ranks of a data × tensor grid, each tensor group (a model replica, split layer by layer) boxed in
     one row and each data group (the ranks holding the same shard) linked down one column.
 

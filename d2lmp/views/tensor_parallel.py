@@ -3,15 +3,23 @@ and a widget comparing how many bytes each way of splitting a Linear layer commu
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
 from ..parallel.tensor_parallel import shard_range
 from .figure import show
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_weight_slices", "plot_split_scaling", "comm_volume_widget"]
 
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-def plot_weight_slices(n_in: int, n_out: int, world: int, axes=None):
+def plot_weight_slices(n_in: int, n_out: int, world: int, axes: Sequence[Axes] | None = None) -> Figure:
     """W of a Linear(n_in, n_out), stored (n_out × n_in) as PyTorch does, coloured by the rank holding each entry.
 
     Left: the column split (``ColumnParallelLinear``), rank r holds a block of rows of W, its output features.
@@ -23,7 +31,8 @@ def plot_weight_slices(n_in: int, n_out: int, world: int, axes=None):
 
     if min(n_in, n_out, world) < 1:
         raise ValueError(f"n_in, n_out and world must be positive, got {n_in}, {n_out}, {world}")
-    blocks = {"column": [], "row": []}  # (x, y, width, height, label) per rank, y counted down from row 0
+    # (x, y, width, height, label) per rank, y counted down from row 0
+    blocks: dict[str, list[tuple[int, int, int, int, str]]] = {"column": [], "row": []}
     for r in range(world):
         start, size = shard_range(n_out, world, r, "out_features")
         blocks["column"].append((0, start, n_in, size, f"W[{start}:{start + size}, :]\n{size} × {n_in}"))
@@ -48,13 +57,14 @@ def plot_weight_slices(n_in: int, n_out: int, world: int, axes=None):
         ax.set(xlim=(0, n_in), ylim=(n_out, 0), aspect="equal", title=titles[split],
                xlabel=f"input features (columns of W), {n_in}", ylabel=f"output features (rows of W), {n_out}")
         ax.title.set_fontsize(9)
-    fig = axes[0].figure
+    fig = cast("Figure", axes[0].figure)
     fig.suptitle(f"Linear({n_in}, {n_out}) over {world} ranks: the slice of W (out × in) each rank holds", y=1.0)
     fig.tight_layout()
     return fig
 
 
-def plot_split_scaling(rows, axes=None, title: str = "One layer split over ranks: what each rank holds and waits"):
+def plot_split_scaling(rows: Sequence[Mapping[str, Any]], axes: Sequence[Axes] | None = None,
+                       title: str = "One layer split over ranks: what each rank holds and waits") -> Figure:
     """Bars per number of ranks: parameter bytes, saved-activation bytes (per rank) and step time.
 
     ``rows``: dicts with ``ranks``, ``parameter_bytes``, ``activation_bytes`` and ``step_s`` (the first row
@@ -84,20 +94,20 @@ def plot_split_scaling(rows, axes=None, title: str = "One layer split over ranks
         ax.set(ylabel=ylabel, title=name)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].legend(fontsize=7, loc="upper right")
-    fig = axes[0].figure
+    fig = cast("Figure", axes[0].figure)
     fig.suptitle(title, y=1.02)
     fig.tight_layout()
     return fig
 
 
-def comm_volume_widget():
+def comm_volume_widget() -> ipywidgets.interactive:
     """Batch, layer width and ranks → bytes per rank that each way of splitting a Linear layer communicates."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
     from ..parallel.tensor_parallel import comm_volume
 
-    def draw(batch=128, width=4096, world=2):
+    def draw(batch: int = 128, width: int = 4096, world: int = 2) -> None:
         volume = comm_volume(batch, width, width, world)
         for name, v in volume.items():
             print(f"{name:<28} forward {v['forward'] / 2**20:8.2f} MiB, backward {v['backward'] / 2**20:8.2f} MiB")

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ..parallel.timeline import TimelineEvent, align
 from .figure import fig_ax
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["KIND_COLOURS", "plot_timeline"]
 
@@ -12,8 +19,8 @@ KIND_COLOURS = {"forward": "#4c72b0", "backward": "#55a868", "weight": "#8c9e3a"
                 "wait": "#bbbbbb", "step": "#8172b2", "send": "#dd8452", "recv": "#937860"}
 
 
-def plot_timeline(events: list[TimelineEvent], ax=None, title: str = "Per-rank timeline", lanes=("compute", "comm"),
-                  label_min: float = 0.012):
+def plot_timeline(events: list[TimelineEvent], ax: Axes | None = None, title: str = "Per-rank timeline",
+                  lanes: Sequence[str] = ("compute", "comm"), label_min: float = 0.012) -> Figure:
     """A Gantt chart: one row per rank for compute and one for communication, in milliseconds.
 
     Communication bars that sit under a backward bar are overlap: the network works while

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..train import History
+
 __all__ = ["plot_history", "LivePlot"]
 
 
-def plot_history(history, axes=None, epochs: int | None = None):
+def plot_history(history: History, axes: Sequence[Axes] | None = None, epochs: int | None = None) -> Figure:
     """Training loss (left) and train/test accuracy (right) per epoch from a ``train.History``."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -25,8 +34,9 @@ def plot_history(history, axes=None, epochs: int | None = None):
         ax.legend(fontsize=8)
     ax_loss.set(ylabel="cross-entropy", title="loss")
     ax_acc.set(ylabel="accuracy", ylim=(0, 1.02), title=f"accuracy on {history.device}")
-    ax_loss.figure.tight_layout()
-    return ax_loss.figure
+    fig = cast("Figure", ax_loss.figure)
+    fig.tight_layout()
+    return fig
 
 
 class LivePlot:
@@ -36,7 +46,7 @@ class LivePlot:
     ``History`` after every epoch.
     """
 
-    def __init__(self, epochs: int):
+    def __init__(self, epochs: int) -> None:
         import matplotlib.pyplot as plt
         from IPython.display import display
 
@@ -45,7 +55,7 @@ class LivePlot:
         self.handle = display(self.fig, display_id=True)
         plt.close(self.fig)
 
-    def __call__(self, history) -> None:
+    def __call__(self, history: History) -> None:
         self.ax_loss.clear()
         self.ax_acc.clear()
         plot_history(history, axes=(self.ax_loss, self.ax_acc), epochs=self.epochs)

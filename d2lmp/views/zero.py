@@ -8,10 +8,18 @@ front end over them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 from ..parallel.costmodel import ZERO_SHARDED, ZERO_STAGES
 from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
 from .figure import fig_ax, show
 from .memory import MEMORY_PART_COLOURS, part_label
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["held_segments", "plot_zero_stages", "plot_measured_vs_formula", "plot_memory_per_stage", "zero_widget"]
 
@@ -40,7 +48,7 @@ def held_segments(world: int, stage: int, rank: int, optimizer: str | OptimizerB
     return out
 
 
-def plot_zero_stages(world: int = 4, optimizer: str | OptimizerBytes = "adam_mixed", ax=None):
+def plot_zero_stages(world: int = 4, optimizer: str | OptimizerBytes = "adam_mixed", ax: Axes | None = None) -> Figure:
     """One row per ZeRO stage, one bar per rank: coloured what the rank keeps, grey what other ranks keep.
 
     Each bar is parameters | gradients | optimizer state, as long as their bytes per parameter under
@@ -76,7 +84,8 @@ def plot_zero_stages(world: int = 4, optimizer: str | OptimizerBytes = "adam_mix
     return fig
 
 
-def plot_measured_vs_formula(labels, measured, formula, ax=None, ylabel: str = "bytes per rank", title: str = ""):
+def plot_measured_vs_formula(labels: Sequence[str], measured: Sequence[float], formula: Sequence[float],
+                             ax: Axes | None = None, ylabel: str = "bytes per rank", title: str = "") -> Figure:
     """Side-by-side bars of measured and predicted values for each label (a stage, say). Returns the Figure."""
     if not len(labels) == len(measured) == len(formula):
         raise ValueError("labels, measured and formula need the same length")
@@ -92,7 +101,8 @@ def plot_measured_vs_formula(labels, measured, formula, ax=None, ylabel: str = "
     return fig
 
 
-def plot_memory_per_stage(per_stage: dict, memory_bytes: float | None = None, ax=None, title: str = ""):
+def plot_memory_per_stage(per_stage: Mapping[int, Mapping[str, float]], memory_bytes: float | None = None,
+                          ax: Axes | None = None, title: str = "") -> Figure:
     """Stacked bars (GB, 1e9 bytes) of each stage's training state per device; the device's memory dashed.
 
     A stage whose bar rises above the line does not fit (activations come on top). Returns the Figure.
@@ -120,7 +130,7 @@ def _size_label(n: float) -> str:
     return f"{n / 1e9:.3g} B" if n >= 1e9 else f"{n / 1e6:.3g} M"
 
 
-def zero_widget(devices_memory: dict[str, float] | None = None):
+def zero_widget(devices_memory: dict[str, float] | None = None) -> ipywidgets.interactive:
     """Model size, devices, optimizer and device → the training state per device under each ZeRO stage.
 
     ``devices_memory`` maps a device name to its memory in bytes; the default takes the GPUs of the
@@ -139,7 +149,8 @@ def zero_widget(devices_memory: dict[str, float] | None = None):
     sizes = [(_size_label(n), n) for n in (1.25e8, 1.3e9, 7.5e9, 13e9, 70e9, 175e9, 1e12)]
     first_device = next((name for name, nbytes in devices_memory.items() if nbytes >= 80e9), next(iter(devices_memory)))
 
-    def draw(num_params=7.5e9, devices=64, optimizer="adam_mixed", device=first_device):
+    def draw(num_params: float = 7.5e9, devices: int = 64, optimizer: str = "adam_mixed",
+             device: str = first_device) -> None:
         per_stage = zero_memory_by_stage(int(num_params), devices, optimizer)
         memory = devices_memory[device]
         fitting = [s for s, parts in per_stage.items() if sum(parts.values()) <= memory]

@@ -42,9 +42,9 @@ def run(args: argparse.Namespace) -> int:
     devices = args.devices or [d for d in hardware.torch_devices() if d in ("cpu", "cuda:0")]
     rows = timing.matmul_sweep(args.sizes, args.dtypes, devices, min_time=args.min_time, progress=True)
     print(f"Matrix multiplication, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
-    print(table([[r["device"], r["dtype"], r["size"], f"{r['median_s'] * 1e3:.3f}", f"{r['spread']:.1%}",
-                  f"{r['gflops']:,.1f}", "n/a" if r["peak_gflops"] is None else f"{r['peak_gflops']:,.0f}",
-                  "n/a" if r["fraction_of_peak"] is None else f"{r['fraction_of_peak']:.2f}"] for r in rows],
+    print(table([[r.device, r.dtype, r.size, f"{r.median_s * 1e3:.3f}", f"{r.spread:.1%}",
+                  f"{r.gflops:,.1f}", "n/a" if r.peak_gflops is None else f"{r.peak_gflops:,.0f}",
+                  "n/a" if r.fraction_of_peak is None else f"{r.fraction_of_peak:.2f}"] for r in rows],
                 ["device", "dtype", "n", "median ms", "IQR", "GFLOP/s", "peak GFLOP/s", "ratio to peak"]))
     print()
     for dev in devices:
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     print()
     for dev in devices:
         a = timing.harness_agreement(args.agree_size, "float32", dev, min_time=args.agree_time)
-        print(f"harness check on {dev}, n={a['n']} float32: ours {a['ours_s'] * 1e3:.3f} ms, "
-              f"torch.utils.benchmark {a['torch_s'] * 1e3:.3f} ms")
+        print(f"harness check on {dev}, n={a.n} float32: ours {a.ours_s * 1e3:.3f} ms, "
+              f"torch.utils.benchmark {a.torch_s * 1e3:.3f} ms")
         goal = Goal(f"our harness / torch.utils.benchmark on {dev}", "within", HARNESS_GOAL)
-        print(goal.line(a["ratio"], shown=f"{a['ratio']:.3f}"))
+        print(goal.line(a.ratio, shown=f"{a.ratio:.3f}"))
     return 0
