@@ -84,11 +84,11 @@ def close(a: Any, b: Any, rel_tol: float = 1e-6) -> bool:
     try:
         return math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=1e-12)
     except (TypeError, ValueError):
-        return a == b
+        return bool(a == b)
 
 
-def formula_checker(reference: Callable, cases: Sequence[tuple[str, tuple]],
-                    slips: Sequence[tuple[Callable, str]] = (),
+def formula_checker(reference: Callable[..., Any], cases: Sequence[tuple[str, tuple[Any, ...]]],
+                    slips: Sequence[tuple[Callable[..., Any], str]] = (),
                     compare: Callable[[Any, Any], bool] = close, success: str = "") -> Callable[[Any], Verdict]:
     """A checker for a function the student writes, run on ``cases`` (name, arguments) beside ``reference``.
 
@@ -99,7 +99,7 @@ def formula_checker(reference: Callable, cases: Sequence[tuple[str, tuple]],
     """
     arguments = dict(cases)
 
-    def run(fn: Callable) -> list[tuple[str, Any, Any]]:
+    def run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
         return [(name, fn(*copy.deepcopy(args)), reference(*copy.deepcopy(args))) for name, args in cases]
 
     def diagnose(name: str, got: Any, expected: Any) -> str:

@@ -26,7 +26,7 @@ class RanksFailed(Exception):
     """The student's code failed on a rank; the message says how, in words a student can act on."""
 
 
-def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_S) -> list:
+def on_ranks(worker: Callable[..., Any], world: int, *args: Any, timeout: float = RANK_TIMEOUT_S) -> list[Any]:
     """``launch(worker, world, *args)`` on gloo CPU ranks started by fork; the results in rank order.
 
     Raises NotImplementedError when a rank's traceback shows the student's stub, and RanksFailed
@@ -50,7 +50,7 @@ def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_
         raise RanksFailed(f"your function failed with {world} ranks: {summary}") from err
 
 
-def code_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
+def code_checker(run: Callable[[Callable[..., Any]], list[tuple[str, Any, Any]]],
                  judge: Callable[[str, Any, Any], str | None], success: str) -> Callable[[Any], Verdict]:
     """A checker for a function: ``run(fn)`` gives (case, got, expected) triples; ``judge`` explains a wrong one.
 

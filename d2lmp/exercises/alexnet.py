@@ -7,6 +7,7 @@ The checks compare with the layer tables that ``d2lmp.models`` computes for the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -60,9 +61,9 @@ def _check_conv2(answer: Any) -> Verdict:
 # fc6's input features as a function of the input size
 
 
-def my_fc6_inputs(input_size):
+def my_fc6_inputs(input_size: int) -> int:
     """fc6's input features in the paper's AlexNet for a square input of ``input_size`` pixels."""
-    def out(n, kernel, stride=1, padding=0):
+    def out(n: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
         return (n + 2 * padding - kernel) // stride + 1
 
     n = out(input_size, 11, stride=4, padding=2)  # conv1
@@ -72,7 +73,7 @@ def my_fc6_inputs(input_size):
     return 256 * n * n
 
 
-def _variant(size, pad1=2, pool_ceil=False, pools=3, channels=256):
+def _variant(size: int, pad1: int = 2, pool_ceil: bool = False, pools: int = 3, channels: int = 256) -> int:
     n = (size + 2 * pad1 - 11) // 4 + 1
     for _ in range(pools):
         n = math.ceil((n - 3) / 2) + 1 if pool_ceil else (n - 3) // 2 + 1
@@ -80,7 +81,7 @@ def _variant(size, pad1=2, pool_ceil=False, pools=3, channels=256):
 
 
 FC6_SIZES = (224, 67, 100, 163, 320, 99, 131)
-_FC6_MISTAKES = (
+_FC6_MISTAKES: tuple[tuple[Callable[[int], int], str], ...] = (
     (lambda s: 9216, "you always return 9216 (the 224×224 value): fc6's input follows the input size"),
     (lambda s: _variant(s, pad1=0), "conv1 pads by 2 pixels on each side (without it 224 would not give 55×55)"),
     (lambda s: _variant(s, pool_ceil=True), "the output-size formula rounds down (floor), also for the max-pools"),
@@ -89,7 +90,7 @@ _FC6_MISTAKES = (
 )
 
 
-def _fc6_run(fn):
+def _fc6_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     import torch
 
     from d2lmp import models
@@ -97,12 +98,13 @@ def _fc6_run(fn):
     results = []
     for size in FC6_SIZES:
         with torch.device("meta"):
-            expected = models.alexnet2012(input_size=size, init="torch").classifier.fc6.in_features
+            net: Any = models.alexnet2012(input_size=size, init="torch")  # its layers, by name
+            expected = net.classifier.fc6.in_features
         results.append((f"input {size}×{size}", fn(size), (size, expected)))
     return results
 
 
-def _fc6_judge(case, got, size_and_expected):
+def _fc6_judge(case: str, got: Any, size_and_expected: tuple[int, int]) -> str | None:
     size, expected = size_and_expected
     try:
         if int(got) == expected and float(got) == expected:
@@ -115,11 +117,11 @@ def _fc6_judge(case, got, size_and_expected):
     return f"you got {got}, the network has {expected}: follow the size through conv1, pool1, pool2 and pool5."
 
 
-def _fc6_wrong_no_padding(input_size):
+def _fc6_wrong_no_padding(input_size: int) -> int:
     return _variant(input_size, pad1=0)
 
 
-def _fc6_wrong_ceil(input_size):
+def _fc6_wrong_ceil(input_size: int) -> int:
     return _variant(input_size, pool_ceil=True)
 
 

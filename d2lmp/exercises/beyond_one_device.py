@@ -9,6 +9,9 @@ sum, the mean, another rank's shard) are recognised by computing each of them he
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.distributed as dist
 
@@ -64,7 +67,7 @@ _check_stage3_traffic = number_checker(
 LENGTH = 24  # divides 2 and 4: the padding is done
 
 
-def my_grad_shard(rank, world, flat_grad):
+def my_grad_shard(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     """This rank's shard of the gradient summed over the ranks: a reduce-scatter."""
     from d2lmp.parallel.collectives import ring_reduce_scatter
 
@@ -75,13 +78,13 @@ def _local(rank: int) -> torch.Tensor:
     return torch.arange(LENGTH, dtype=torch.float32) * (rank + 1) + 0.5 * rank
 
 
-def _shard_worker(rank, world, fn):
+def _shard_worker(rank: int, world: int, fn: Callable[..., Any]) -> Any:
     flat = _local(rank)
     out = fn(rank, world, flat.clone())
     return out.detach().clone() if isinstance(out, torch.Tensor) else out
 
 
-def _shard_run(fn):
+def _shard_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world in (2, 4):
         total = sum(_local(r) for r in range(world))
@@ -90,7 +93,7 @@ def _shard_run(fn):
     return results
 
 
-def _shard_judge(case, got, context):
+def _shard_judge(case: str, got: Any, context: Any) -> str | None:
     rank, world, total = context
     shards = total.chunk(world)
     if isinstance(got, torch.Tensor) and got.shape == shards[rank].shape and torch.allclose(got, shards[rank]):
@@ -112,16 +115,16 @@ def _shard_judge(case, got, context):
     return "not this rank's shard of the summed gradient"
 
 
-def _only_local(rank, world, flat_grad):
+def _only_local(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     return flat_grad.chunk(world)[rank]
 
 
-def _whole_sum(rank, world, flat_grad):
+def _whole_sum(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     dist.all_reduce(flat_grad)
     return flat_grad
 
 
-def _mean_shard(rank, world, flat_grad):
+def _mean_shard(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     dist.all_reduce(flat_grad)
     return flat_grad.chunk(world)[rank] / world
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +92,7 @@ class Exercise:
             print(show_source(self.reference))
 
 
-def show_source(fn: Callable) -> str:
+def show_source(fn: Callable[..., Any]) -> str:
     """The source text of ``fn``, as it runs."""
     return inspect.getsource(fn)
 
@@ -138,7 +138,7 @@ def choice_checker(correct: str, explanations: dict[str, str]) -> Callable[[Any]
     return check
 
 
-def function_checker(cases: Callable[[Callable], list[tuple[str, Any, Any]]],
+def function_checker(cases: Callable[[Callable[..., Any]], list[tuple[str, Any, Any]]],
                      compare: Callable[[Any, Any], bool],
                      diagnose: Callable[[str, Any, Any], str | None] | None = None,
                      success: str = "") -> Callable[[Any], Verdict]:
@@ -158,7 +158,7 @@ def function_checker(cases: Callable[[Callable], list[tuple[str, Any, Any]]],
     return run_checker(cases, wrong, success)
 
 
-def run_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
+def run_checker(run: Callable[[Callable[..., Any]], list[tuple[str, Any, Any]]],
                 wrong: Callable[[str, Any, Any], str | None], success: str = "",
                 explained: tuple[type[Exception], ...] = ()) -> Callable[[Any], Verdict]:
     """The checker behind every code exercise: run the student's function, then judge case by case.
@@ -191,7 +191,7 @@ def run_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
     return check
 
 
-def _causes(err: BaseException):
+def _causes(err: BaseException | None) -> Iterator[BaseException]:
     while err is not None:
         yield err
         err = err.__cause__ or err.__context__

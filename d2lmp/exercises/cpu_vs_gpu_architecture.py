@@ -7,9 +7,11 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
+from typing import Any
 
 from ._answers import MeasuredHere, measured_checker, parts_checker
-from .core import Exercise, number_checker
+from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "per_core_peak", "float64_ratio", "lanes_fill", "power_exponent", "fast_plus_slow",
            "lanes_not_cores"]
@@ -165,7 +167,7 @@ def _all_slow(p: float) -> float:
     return 1 / ((1 - p) / 0.25 + p / 16)
 
 
-def _speedup_checker(p: float):
+def _speedup_checker(p: float) -> Callable[[Any], Verdict]:
     return number_checker(_mixed_speedup(p), "×", rel_tol=0.01, near_misses=[
         (_mixed_speedup(p, big_clock=1.0), "you ran the big core at full clock; with half the power under the cubic "
                                            "law it runs at 0.5^(1/3) ≈ 0.79."),

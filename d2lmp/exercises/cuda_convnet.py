@@ -7,6 +7,7 @@ its rows and columns. Measurements that depend on the machine are open questions
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -25,7 +26,7 @@ CONV1_BLOWUP = 121 * 55 * 55 / (224 * 224)  # 3·11·11 rows × 55·55 columns p
 # im2col, written by the student
 
 
-def my_im2col(x, kernel_size, stride=1, padding=0):
+def my_im2col(x: torch.Tensor, kernel_size: int, stride: int = 1, padding: int = 0) -> torch.Tensor:
     """Every receptive field of NCHW ``x`` as a column: shape (N, C·k·k, Ho·Wo), rows ordered like F.unfold."""
     n, c, h, w = x.shape
     k = kernel_size
@@ -48,7 +49,7 @@ IM2COL_CASES = (  # (input shape, kernel, stride, padding): odd sizes, strides t
 )
 
 
-def _im2col_run(fn):
+def _im2col_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     from d2lmp import conv
 
     g = torch.Generator().manual_seed(0)
@@ -61,13 +62,13 @@ def _im2col_run(fn):
     return results
 
 
-def _im2col_judge(case, got, context):
+def _im2col_judge(case: str, got: Any, context: Any) -> str | None:
     expected, (n, c, h, w), k, s, p = context
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
     if got.shape != expected.shape:
         want = tuple(expected.shape)
-        out = lambda size, pad, stride: (size + 2 * pad - k) // stride + 1  # noqa: E731
+        out: Callable[[int, int, int], int] = lambda size, pad, stride: (size + 2 * pad - k) // stride + 1  # noqa: E731
         if got.dim() == 2:
             return f"your result has shape {tuple(got.shape)}; keep the batch axis: {want}"
         if got.dim() == 3 and got.shape[1] != c * k * k:
@@ -96,11 +97,11 @@ def _im2col_judge(case, got, context):
     return f"values differ from F.unfold's by up to {max_error(got, expected):.3g} (compare one column by hand)"
 
 
-def _im2col_no_padding(x, kernel_size, stride=1, padding=0):
+def _im2col_no_padding(x: torch.Tensor, kernel_size: int, stride: int = 1, padding: int = 0) -> torch.Tensor:
     return my_im2col(x, kernel_size, stride, 0)
 
 
-def _im2col_kernel_major(x, kernel_size, stride=1, padding=0):
+def _im2col_kernel_major(x: torch.Tensor, kernel_size: int, stride: int = 1, padding: int = 0) -> torch.Tensor:
     cols = my_im2col(x, kernel_size, stride, padding)
     n, c = x.shape[:2]
     return cols.reshape(n, c, kernel_size, kernel_size, -1).permute(0, 2, 3, 1, 4).reshape(cols.shape)

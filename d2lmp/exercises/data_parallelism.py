@@ -10,7 +10,8 @@ uses the notebook's latency-bandwidth model of a data-parallel step, written out
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.distributed as dist
@@ -20,6 +21,9 @@ from ..parallel.alpha_beta import GPU_ALPHA_S as ALPHA
 from ..parallel.dp_model import DDP_BUCKET_BYTES as BUCKET
 from ._code import code_checker, max_error, on_ranks
 from .core import Exercise, Verdict
+
+if TYPE_CHECKING:
+    from ..parallel.data_parallel import MLPSpec
 
 __all__ = ["EXERCISES", "bucket_count", "uneven_batch", "bench_dp", "bandwidth_for_80", "bf16_gradients"]
 
@@ -39,7 +43,7 @@ def _bucket_sizes(param_bytes: list[int], cap: int) -> list[int]:
     return sizes + ([current] if current else [])
 
 
-def _timeline_params(widths=(1024, 2048, 2048, 2048, 10)) -> list[int]:
+def _timeline_params(widths: Sequence[int] = (1024, 2048, 2048, 2048, 10)) -> list[int]:
     sizes = []
     for a, b in zip(widths[:-1], widths[1:]):
         sizes += [a * b * 4, b * 4]  # weight, bias (model.parameters() order)
@@ -77,7 +81,8 @@ SPEC_SIZES = (6, 8, 3)
 CASES = ((2, 23), (3, 7))  # (ranks, global batch): 12 + 11 examples, and 3 + 2 + 2
 
 
-def my_dp_gradients(rank, world, model, x, y, global_batch):
+def my_dp_gradients(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                    global_batch: int) -> list[torch.Tensor | None]:
     """Full-batch mean-loss gradients on every rank, from this rank's slice (x, y) of an uneven batch."""
     loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
     loss.backward()
@@ -88,26 +93,26 @@ def my_dp_gradients(rank, world, model, x, y, global_batch):
     return grads
 
 
-def _spec():
+def _spec() -> MLPSpec:
     from d2lmp.parallel.data_parallel import MLPSpec
 
     return MLPSpec(SPEC_SIZES, seed=0)
 
 
-def _dp_worker(rank, world, fn, x, y):
+def _dp_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, y: torch.Tensor) -> list[Any] | None:
     model = _spec().build()
     xs, ys = torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
     grads = fn(rank, world, model, xs.clone(), ys.clone(), len(x))
     return [g.detach().clone() if isinstance(g, torch.Tensor) else g for g in grads] if grads is not None else None
 
 
-def _sum_grads(x, y) -> list[torch.Tensor]:
+def _sum_grads(x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     model = _spec().build()
     nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
-    return [p.grad.clone() for p in model.parameters()]
+    return [p.grad.clone() for p in model.parameters()]  # type: ignore[union-attr]
 
 
-def _dp_run(fn):
+def _dp_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     from d2lmp.parallel.data_parallel import synthetic_data
 
     results = []
@@ -131,13 +136,13 @@ def _dp_run(fn):
     return results
 
 
-def _same(a, b) -> bool:
+def _same(a: Any, b: Sequence[torch.Tensor]) -> bool:
     return (isinstance(a, (list, tuple)) and len(a) == len(b)
             and all(isinstance(t, torch.Tensor) and t.shape == u.shape and torch.allclose(t, u, atol=1e-6, rtol=1e-5)
                     for t, u in zip(a, b)))
 
 
-def _dp_judge(case, got, context):
+def _dp_judge(case: str, got: Any, context: Any) -> str | None:
     expected, mistakes, counts, batch = context
     if _same(got, expected):
         return None
@@ -167,21 +172,24 @@ def _dp_judge(case, got, context):
     return f"your gradients differ from one process's full-batch gradient by up to {worst:.3g}"
 
 
-def _dp_local_only(rank, world, model, x, y, global_batch):
+def _dp_local_only(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                   global_batch: int) -> list[torch.Tensor | None]:
     (nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch).backward()
     return [p.grad for p in model.parameters()]
 
 
-def _dp_mean_of_means(rank, world, model, x, y, global_batch):
+def _dp_mean_of_means(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                      global_batch: int) -> list[torch.Tensor | None]:
     nn.functional.cross_entropy(model(x), y).backward()  # the mean over this rank's examples
-    grads = []
+    grads: list[torch.Tensor | None] = []
     for p in model.parameters():
         dist.all_reduce(p.grad)
-        grads.append(p.grad / world)
+        grads.append(p.grad / world)  # type: ignore[operator, arg-type]  # backward has set p.grad
     return grads
 
 
-def _dp_no_divide(rank, world, model, x, y, global_batch):
+def _dp_no_divide(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                  global_batch: int) -> list[torch.Tensor | None]:
     nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
     for p in model.parameters():
         dist.all_reduce(p.grad)
@@ -235,7 +243,7 @@ def _bandwidth_for(batch: int, target: float = 0.8) -> float | None:
     return hi
 
 
-BANDWIDTH_1024 = _bandwidth_for(1024)  # ≈ 45 GB/s at α = 3.4 µs; batch 32 never reaches 80 %
+BANDWIDTH_1024 = cast(float, _bandwidth_for(1024))  # ≈ 45 GB/s at α = 3.4 µs; batch 32 never reaches 80 %
 _BUCKETS = math.ceil(GRAD_BYTES / BUCKET)
 _SMALL_COMPUTE = one_gpu_seconds(SMALL_BATCH) / 8  # each of 8 GPUs' share
 _SMALL_LATENCY = _BUCKETS * 14 * ALPHA  # every bucket's 2(n - 1) = 14 messages on an infinitely fast link

@@ -65,19 +65,19 @@ def batched_matvec_intensity(n: int, b: int, itemsize: int = 4) -> float:
     return 2 * n * n * b / (itemsize * (n * n + 2 * n * b))
 
 
-def _no_output(n, b, itemsize=4):
+def _no_output(n: int, b: int, itemsize: int = 4) -> float:
     return 2 * n * n * b / (itemsize * (n * n + n * b))
 
 
-def _one_flop_per_multiply_add(n, b, itemsize=4):
+def _one_flop_per_multiply_add(n: int, b: int, itemsize: int = 4) -> float:
     return n * n * b / (itemsize * (n * n + 2 * n * b))
 
 
-def _fp32_always(n, b, itemsize=4):
+def _fp32_always(n: int, b: int, itemsize: int = 4) -> float:
     return 2 * n * n * b / (4 * (n * n + 2 * n * b))
 
 
-def _matrix_only(n, b, itemsize=4):
+def _matrix_only(n: int, b: int, itemsize: int = 4) -> float:
     return 2 * n * n * b / (itemsize * n * n)
 
 

@@ -58,19 +58,19 @@ def add_gbs(n: int, seconds: float, itemsize: int = 4) -> float:
     return 3 * n * itemsize / seconds / 1e9
 
 
-def _reads_only(n, seconds, itemsize=4):
+def _reads_only(n: int, seconds: float, itemsize: int = 4) -> float:
     return 2 * n * itemsize / seconds / 1e9
 
 
-def _gib(n, seconds, itemsize=4):
+def _gib(n: int, seconds: float, itemsize: int = 4) -> float:
     return 3 * n * itemsize / seconds / 2**30
 
 
-def _numbers_not_bytes(n, seconds, itemsize=4):
+def _numbers_not_bytes(n: int, seconds: float, itemsize: int = 4) -> float:
     return 3 * n / seconds / 1e9
 
 
-def _always_fp32(n, seconds, itemsize=4):
+def _always_fp32(n: int, seconds: float, itemsize: int = 4) -> float:
     return 3 * n * 4 / seconds / 1e9
 
 

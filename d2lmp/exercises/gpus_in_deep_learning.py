@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ..graphics import rotation_x, translation
+from ..timing import LinearRow
 from ._answers import formula_checker, parts_checker
 from .core import Exercise, Verdict, number_checker
 
@@ -146,29 +147,29 @@ vertex_intensity = Exercise(
 # 4. The smallest batch at half of the best GFLOP/s
 
 
-def half_peak_batch_reference(rows: list[dict]) -> int:
+def half_peak_batch_reference(rows: list[LinearRow]) -> int:
     """The smallest batch whose GFLOP/s is at least half of the best in ``rows`` (any order)."""
-    best = max(r["gflops"] for r in rows)
-    return min(r["batch"] for r in rows if r["gflops"] >= best / 2)
+    best = max(r.gflops for r in rows)
+    return min(r.batch for r in rows if r.gflops >= best / 2)
 
 
-def _first_in_list_order(rows):
-    best = max(r["gflops"] for r in rows)
-    return next(r["batch"] for r in rows if r["gflops"] >= best / 2)
+def _first_in_list_order(rows: list[LinearRow]) -> int:
+    best = max(r.gflops for r in rows)
+    return next(r.batch for r in rows if r.gflops >= best / 2)
 
 
-def _strictly_above(rows):
-    best = max(r["gflops"] for r in rows)
-    return min((r["batch"] for r in rows if r["gflops"] > best / 2), default=None)
+def _strictly_above(rows: list[LinearRow]) -> int | None:
+    best = max(r.gflops for r in rows)
+    return min((r.batch for r in rows if r.gflops > best / 2), default=None)
 
 
-def _half_of_largest_batch(rows):
-    last = max(rows, key=lambda r: r["batch"])["gflops"]
-    return min(r["batch"] for r in rows if r["gflops"] >= last / 2)
+def _half_of_largest_batch(rows: list[LinearRow]) -> int:
+    last = max(rows, key=lambda r: r.batch).gflops
+    return min(r.batch for r in rows if r.gflops >= last / 2)
 
 
-def _rows(*pairs):
-    return [dict(batch=b, device="cpu", seconds=1.0, gflops=g) for b, g in pairs]
+def _rows(*pairs: tuple[int, float]) -> list[LinearRow]:
+    return [LinearRow(batch=b, device="cpu", seconds=1.0, gflops=g) for b, g in pairs]
 
 
 _SWEEP = [(1, 10.0), (4, 40.0), (16, 120.0), (64, 200.0), (256, 210.0)]
@@ -184,8 +185,8 @@ _HALF_PEAK_CASES = [
 half_peak_batch = Exercise(
     key="half_peak_batch", number=4,
     question="**Half of the best.** In the linear-layer sweep, find the smallest batch that reaches half of the best "
-             "measured GFLOP/s on your machine. Write `half_peak_batch(rows)`: it takes rows like `layer_rows` (dicts "
-             "with \"batch\" and \"gflops\", one device, in any order) and returns that batch. Apply it to this "
+             "measured GFLOP/s on your machine. Write `half_peak_batch(rows)`: it takes rows like `layer_rows` "
+             "(records with `.batch` and `.gflops`, one device, in any order) and returns that batch. Apply it to this "
              "notebook's sweep, then repeat with a 4096 → 4096 layer (`timing.linear_sweep(batches, 4096, 4096, "
              "devices)`). What changes?",
     hint_text="Find the best GFLOP/s over all rows first; then, among the rows that reach half of it (exactly half "

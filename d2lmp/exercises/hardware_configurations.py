@@ -61,7 +61,8 @@ def _check_ring(answer: Any) -> Verdict:
         return Verdict(False, f"a ring visits each of the 8 GPUs exactly once ({detail or 'GPUs are 0-7'}).")
     hops = hop_counts(hybrid_cube_mesh(), "nvlink")
     for a, b in zip(ring, ring[1:] + ring[:1]):
-        pair = tuple(sorted((f"GPU{a}", f"GPU{b}")))
+        first, second = sorted((f"GPU{a}", f"GPU{b}"))
+        pair = (first, second)
         if hops[pair] != 1:
             closing = " (the ring closes from the last GPU back to the first)" if (a, b) == (ring[-1], ring[0]) else ""
             return Verdict(False, f"GPU{a} and GPU{b} are not directly linked{closing}: that pair needs "

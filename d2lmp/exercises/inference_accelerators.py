@@ -5,6 +5,7 @@ weight-only INT8, the steps of Int8Linear, when the T4 becomes compute-bound, an
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,28 +28,28 @@ def quantize_per_tensor(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q, scale
 
 
-def _largest_value_not_magnitude(w):
+def _largest_value_not_magnitude(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scale = w.float().max() / 127
     return torch.round(w.float() / scale).clamp(-127, 127).to(torch.int8), scale
 
 
-def _truncates(w):
+def _truncates(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scale = w.float().abs().max() / 127
     return (w.float() / scale).clamp(-127, 127).to(torch.int8), scale
 
 
-def _no_zero_guard(w):
+def _no_zero_guard(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scale = w.float().abs().max() / 127
     return torch.round(w.float() / scale).clamp(-127, 127).to(torch.int8), scale
 
 
-def _per_row(w):
+def _per_row(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     amax = w.float().abs().amax(dim=-1, keepdim=True)
     scale = torch.where(amax > 0, amax / 127, torch.ones_like(amax))
     return torch.round(w.float() / scale).clamp(-127, 127).to(torch.int8), scale
 
 
-def _scale_128(w):
+def _scale_128(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     amax = w.float().abs().max()
     scale = amax / 128 if amax > 0 else torch.tensor(1.0)
     return torch.round(w.float() / scale).clamp(-127, 127).to(torch.int8), scale
@@ -66,7 +67,7 @@ _QUANT_SLIPS = [
 ]
 
 
-def _quant_cases(fn) -> list[tuple[str, Any, Any]]:
+def _quant_cases(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     g = torch.Generator().manual_seed(0)
     big_row = torch.randn(4, 256, generator=g)
     big_row[0] *= 100
@@ -93,10 +94,10 @@ def _quant_problem(w: torch.Tensor, out: Any, unchanged: bool) -> str | None:
         return f"q must be an int8 tensor, got {kind}: round, clamp, then .to(torch.int8)."
     if q.shape != w.shape:
         return f"q has shape {tuple(q.shape)}; it must have the shape of w, {tuple(w.shape)}."
-    s = torch.as_tensor(scale, dtype=torch.float64)
-    if s.numel() != 1:
-        return f"got {s.numel()} scales; one scale for the whole tensor is the point of this exercise."
-    s = float(s)
+    scales = torch.as_tensor(scale, dtype=torch.float64)
+    if scales.numel() != 1:
+        return f"got {scales.numel()} scales; one scale for the whole tensor is the point of this exercise."
+    s = float(scales)
     if not s > 0 or s == float("inf"):
         return f"the scale is {s}: it must be a positive, finite number (for an all-zero tensor choose 1)."
     if int(q.abs().max()) > 127:
@@ -110,7 +111,7 @@ def _quant_problem(w: torch.Tensor, out: Any, unchanged: bool) -> str | None:
     return None
 
 
-def _same_quantisation(a: Any, b: tuple) -> bool:
+def _same_quantisation(a: Any, b: tuple[torch.Tensor, torch.Tensor]) -> bool:
     try:
         q, scale = a
         return (torch.equal(torch.as_tensor(q), b[0])
@@ -255,7 +256,7 @@ t4_compute_bound = Exercise(
 
 
 @functools.cache
-def _t4_bytes_per_model() -> dict:
+def _t4_bytes_per_model() -> dict[str, float]:
     """Bytes of one served (INT8 weights, batch 8) and one trained (FP32, Adam, batch 128) D2L AlexNet."""
     from ..memory import inference_activation_peak, predict_step_memory
     from ..models import alexnet_d2l
@@ -265,11 +266,11 @@ def _t4_bytes_per_model() -> dict:
     weights = sum(p.numel() for p in net.parameters())
     peak8 = inference_activation_peak(net, (8, 1, 224, 224))
     step = predict_step_memory(net, (128, 1, 224, 224), "adam", device_type="cuda")
-    return dict(serve=weights + peak8, serve_fp32=4 * weights + peak8, train=sum(step.values()),
-                train_sgd=sum(step.values()) - step["optimizer_state"])
+    return dict(serve=weights + peak8, serve_fp32=4 * weights + peak8, train=step.total,
+                train_sgd=step.total - step.optimizer_state)
 
 
-def _count_checker(kind: str, slips: list[tuple[str, float, str]]):
+def _count_checker(kind: str, slips: list[tuple[str, float, str]]) -> Callable[[Any], Verdict]:
     def check(answer: Any) -> Verdict:
         sizes = _t4_bytes_per_model()
         misses = [(capacity // sizes[k], text) for k, capacity, text in slips]

@@ -8,6 +8,9 @@ is compared with ``TP.ColumnParallelLinear``'s gradients computed on the same ra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -22,7 +25,7 @@ __all__ = ["EXERCISES", "column_forward", "column_backward", "megatron_order", "
 CASES = ((2, 3, 5, 6), (3, 5, 4, 9))  # (ranks, batch, in features, out features)
 
 
-def _layer(batch: int, n_in: int, n_out: int):
+def _layer(batch: int, n_in: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(n_out)
     return (torch.randn(batch, n_in, generator=g), torch.randn(n_out, n_in, generator=g),
             torch.randn(n_out, generator=g), torch.randn(batch, n_out, generator=g))
@@ -32,7 +35,7 @@ def _layer(batch: int, n_in: int, n_out: int):
 # Forward
 
 
-def my_column_linear(rank, world, x, weight, bias):
+def my_column_linear(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """This rank computes its slice of the output features, then all ranks all-gather the full output."""
     k = weight.shape[0] // world
     mine = F.linear(x, weight[rank * k:(rank + 1) * k], bias[rank * k:(rank + 1) * k])
@@ -49,11 +52,12 @@ def _shard_only(t: torch.Tensor, rank: int, world: int) -> torch.Tensor:
     return out
 
 
-def _forward_worker(rank, world, fn, x, weight, bias):
+def _forward_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, weight: torch.Tensor,
+                    bias: torch.Tensor) -> Any:
     return detached(fn(rank, world, x.clone(), _shard_only(weight, rank, world), _shard_only(bias, rank, world)))
 
 
-def _forward_run(fn):
+def _forward_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, n_in, n_out in CASES:
         x, w, b, _ = _layer(batch, n_in, n_out)
@@ -63,7 +67,7 @@ def _forward_run(fn):
     return results
 
 
-def _forward_judge(case, got, context):
+def _forward_judge(case: str, got: Any, context: Any) -> str | None:
     expected, rank, world = context
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
@@ -84,12 +88,14 @@ def _forward_judge(case, got, context):
     return f"your output differs from nn.Linear's by up to {max_error(got, expected):.3g}"
 
 
-def _forward_no_gather(rank, world, x, weight, bias):
+def _forward_no_gather(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       bias: torch.Tensor) -> torch.Tensor:
     k = weight.shape[0] // world
     return F.linear(x, weight[rank * k:(rank + 1) * k], bias[rank * k:(rank + 1) * k])
 
 
-def _forward_whole_weight(rank, world, x, weight, bias):
+def _forward_whole_weight(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                          bias: torch.Tensor) -> torch.Tensor:
     return F.linear(x, weight, bias)
 
 
@@ -97,7 +103,8 @@ def _forward_whole_weight(rank, world, x, weight, bias):
 # Backward
 
 
-def my_column_backward(rank, world, x, weight, grad_output):
+def my_column_backward(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(grad of x, grad of this rank's weight shard, grad of its bias shard) for Y_r = x W_rᵀ + b_r."""
     grad_weight = grad_output.t() @ x  # local: these weights only affect this rank's outputs
     grad_bias = grad_output.sum(0)
@@ -106,7 +113,8 @@ def my_column_backward(rank, world, x, weight, grad_output):
     return grad_x, grad_weight, grad_bias
 
 
-def _backward_worker(rank, world, fn, x, w, b, grad_out):
+def _backward_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
+                     grad_out: torch.Tensor) -> tuple[Any, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     from d2lmp.parallel import tensor_parallel as TP
 
     full = nn.Linear(w.shape[1], w.shape[0])
@@ -120,12 +128,12 @@ def _backward_worker(rank, world, fn, x, w, b, grad_out):
     # The reference: autograd through the library's column-split layer. (A probe and .sum() rather than
     # .backward(mine): backward with an explicit gradient lazily imports sympy, seconds in every fresh rank.)
     (layer(xs) * mine).sum().backward()
-    reference = (xs.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone())
+    reference = (xs.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone())  # type: ignore[union-attr]
     got = fn(rank, world, x.clone(), w[rank * k:(rank + 1) * k].clone(), mine.clone())
     return detached(got), reference
 
 
-def _backward_run(fn):
+def _backward_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, n_in, n_out in CASES:
         x, w, b, grad_out = _layer(batch, n_in, n_out)
@@ -138,7 +146,7 @@ def _backward_run(fn):
     return results
 
 
-def _backward_judge(case, got, context):
+def _backward_judge(case: str, got: Any, context: Any) -> str | None:
     (gx, gw, gb), partial, summed_weight, world = context
     if not (isinstance(got, (tuple, list)) and len(got) == 3 and all(isinstance(t, torch.Tensor) for t in got)):
         return "return a tuple of three tensors: (grad_x, grad_weight, grad_bias)"
@@ -167,11 +175,13 @@ def _backward_judge(case, got, context):
     return "; ".join(problems) or None
 
 
-def _backward_no_all_reduce(rank, world, x, weight, grad_output):
+def _backward_no_all_reduce(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                            grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return grad_output @ weight, grad_output.t() @ x, grad_output.sum(0)
 
 
-def _backward_averaged(rank, world, x, weight, grad_output):
+def _backward_averaged(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_x, grad_weight, grad_bias = my_column_backward(rank, world, x, weight, grad_output)
     return grad_x / world, grad_weight, grad_bias
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -30,10 +32,11 @@ CROSSOVER_BYTES = (2 * (N - 1) - 2 * math.ceil(math.log2(N))) * ALPHA / (
 _DECADE = 10 ** math.floor(math.log10(CROSSOVER_BYTES))  # the table's sizes are powers of ten
 
 
-def _rank_tensor(rank: int, shape) -> torch.Tensor:
+def _rank_tensor(rank: int, shape: tuple[int, ...]) -> torch.Tensor:
     """(i + 1)·10^rank: every subset of ranks gives a different sum."""
     n = math.prod(shape)
-    return (torch.arange(1, n + 1, dtype=torch.float32) * 10**rank).reshape(shape)
+    values: torch.Tensor = torch.arange(1, n + 1, dtype=torch.float32) * 10**rank
+    return values.reshape(shape)
 
 
 SHAPES = {2: ((2, 3), (9,)), 3: ((7,), (2, 5))}  # odd sizes: chunks of unequal length
@@ -43,7 +46,7 @@ SHAPES = {2: ((2, 3), (9,)), 3: ((7,), (2, 5))}  # odd sizes: chunks of unequal 
 # All-gather from send and receive
 
 
-def my_all_gather(tensor):
+def my_all_gather(tensor: torch.Tensor) -> torch.Tensor:
     """Every rank's ``tensor`` stacked in rank order, shape (world, *tensor.shape), from isend/irecv."""
     rank, world = dist.get_rank(), dist.get_world_size()
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype)
@@ -51,11 +54,11 @@ def my_all_gather(tensor):
     requests = [dist.isend(tensor.contiguous(), peer) for peer in range(world) if peer != rank]
     requests += [dist.irecv(out[peer], peer) for peer in range(world) if peer != rank]
     for request in requests:
-        request.wait()
+        request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
     return out
 
 
-def _gather_worker(rank, world, fn):
+def _gather_worker(rank: int, world: int, fn: Callable[..., Any]) -> list[tuple[tuple[int, ...], Any, torch.Tensor]]:
     results = []
     for shape in SHAPES[world]:
         mine = _rank_tensor(rank, shape)
@@ -66,7 +69,7 @@ def _gather_worker(rank, world, fn):
     return results
 
 
-def _run(worker, fn):
+def _run(worker: Callable[..., Any], fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     """``worker`` on 2 and 3 ranks: (case, got, (expected, shape, rank, world)) for every rank and shape."""
     results = []
     for world in (2, 3):
@@ -77,11 +80,11 @@ def _run(worker, fn):
     return results
 
 
-def _gather_run(fn):
+def _gather_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     return _run(_gather_worker, fn)
 
 
-def _gather_judge(case, got, context):
+def _gather_judge(case: str, got: Any, context: Any) -> str | None:
     expected, _, rank, world = context
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
@@ -101,11 +104,11 @@ def _gather_judge(case, got, context):
     return f"row(s) {wrong} do not hold those ranks' tensors"
 
 
-def _gather_own_only(tensor):
+def _gather_own_only(tensor: torch.Tensor) -> torch.Tensor:
     return torch.stack([tensor] * dist.get_world_size())
 
 
-def _gather_concatenated(tensor):
+def _gather_concatenated(tensor: torch.Tensor) -> torch.Tensor:
     return my_all_gather(tensor).reshape(-1)
 
 
@@ -113,7 +116,7 @@ def _gather_concatenated(tensor):
 # Ring reduce-scatter from send and receive
 
 
-def my_reduce_scatter(tensor):
+def my_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
     """This rank's chunk of the sum over ranks, ``torch.tensor_split(sum.flatten(), world)[rank]``, by a ring."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
@@ -123,12 +126,12 @@ def my_reduce_scatter(tensor):
         incoming = torch.empty_like(chunks[recv_i])
         requests = [dist.isend(chunks[send_i], right), dist.irecv(incoming, left)]
         for request in requests:
-            request.wait()
+            request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
         chunks[recv_i] += incoming  # after the last step chunk `rank` holds every rank's contribution
     return chunks[rank]
 
 
-def _scatter_worker(rank, world, fn):
+def _scatter_worker(rank: int, world: int, fn: Callable[..., Any]) -> list[tuple[tuple[int, ...], Any, torch.Tensor]]:
     results = []
     for shape in SHAPES[world]:
         mine = _rank_tensor(rank, shape)
@@ -140,18 +143,18 @@ def _scatter_worker(rank, world, fn):
     return results
 
 
-def _scatter_run(fn):
+def _scatter_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     return _run(_scatter_worker, fn)
 
 
-def _scatter_judge(case, got, context):
+def _scatter_judge(case: str, got: Any, context: Any) -> str | None:
     expected, shape, rank, world = context
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
     got = got.detach()
     if got.shape == expected.shape and torch.equal(got, expected):
         return None
-    total = sum(_rank_tensor(r, shape) for r in range(world)).flatten()
+    total = cast(torch.Tensor, sum(_rank_tensor(r, shape) for r in range(world))).flatten()
     if got.numel() == total.numel() and torch.equal(got.flatten(), total):
         return "you returned the whole sum: a reduce-scatter leaves each rank only its own chunk, number `rank`"
     chunks = torch.tensor_split(total, world)
@@ -161,7 +164,8 @@ def _scatter_judge(case, got, context):
                     "completes a different chunk; shift your chunk indices so that rank r ends with chunk r")
     for size in range(1, world):
         for subset in itertools.combinations(range(world), size):
-            partial = torch.tensor_split(sum(_rank_tensor(r, shape) for r in subset).flatten(), world)[rank]
+            subtotal = cast(torch.Tensor, sum(_rank_tensor(r, shape) for r in subset))
+            partial = torch.tensor_split(subtotal.flatten(), world)[rank]
             if got.shape == partial.shape and torch.equal(got, partial):
                 missing = [r for r in range(world) if r not in subset]
                 if subset == (rank,):
@@ -175,13 +179,13 @@ def _scatter_judge(case, got, context):
     return "your chunk's values are not the sum of that chunk over the ranks"
 
 
-def _scatter_whole_sum(tensor):
+def _scatter_whole_sum(tensor: torch.Tensor) -> torch.Tensor:
     total = tensor.flatten().clone()
     dist.all_reduce(total)
     return total
 
 
-def _scatter_one_step(tensor):
+def _scatter_one_step(tensor: torch.Tensor) -> torch.Tensor:
     """Stops after one ring step: on 3 ranks one contribution is missing."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
@@ -189,7 +193,7 @@ def _scatter_one_step(tensor):
     incoming = torch.empty_like(chunks[recv_i])
     requests = [dist.isend(chunks[send_i], (rank + 1) % world), dist.irecv(incoming, (rank - 1) % world)]
     for request in requests:
-        request.wait()
+        request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
     chunks[recv_i] += incoming
     return chunks[rank]
 

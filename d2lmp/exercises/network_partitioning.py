@@ -9,6 +9,7 @@ and compares the last stage's output with the unsplit network's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -90,11 +91,11 @@ def _check_peak_alive(answer: Any) -> Verdict:
 # Balancing, written by the student
 
 
-def my_balance(costs, stages):
+def my_balance(costs: Sequence[float], stages: int) -> list[int]:
     """Layers per stage of a contiguous split that minimises the slowest stage (exact): a binary search on the
     slowest stage's cost, each candidate tested by filling stages greedily."""
 
-    def fill(limit):
+    def fill(limit: float) -> list[int] | None:
         """Layers per stage when each stage takes layers while it stays within ``limit``; None if too many."""
         sizes, total = [], math.inf
         for c in costs:
@@ -117,6 +118,7 @@ def my_balance(costs, stages):
         else:
             high = mid
     sizes = fill(candidates[low])
+    assert sizes is not None  # the last candidate, the cost of all layers together, always fits
     while len(sizes) < stages:  # fewer stages sufficed: split off a layer; no stage gets slower
         i = sizes.index(max(sizes))
         sizes[i:i + 1] = [sizes[i] - 1, 1]
@@ -135,12 +137,12 @@ BALANCE_CASES = (  # awkward costs: one huge layer at either end, ties, a greedy
 )
 
 
-def _balance_run(fn):
+def _balance_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     return [(f"costs {costs} in {p} stages", fn(list(costs), p), (costs, p, pipeline_balance.balance(costs, p)))
             for costs, p in BALANCE_CASES]
 
 
-def _stage_costs(costs, sizes):
+def _stage_costs(costs: Sequence[float], sizes: Sequence[int]) -> list[float]:
     out, start = [], 0
     for size in sizes:
         out.append(sum(costs[start:start + size]))
@@ -148,8 +150,9 @@ def _stage_costs(costs, sizes):
     return out
 
 
-def _greedy(costs, stages):
-    target, sizes, current, total = sum(costs) / stages, [], 0, 0.0
+def _greedy(costs: Sequence[float], stages: int) -> list[int]:
+    sizes: list[int] = []
+    target, current, total = sum(costs) / stages, 0, 0.0
     for c in costs:
         if total + c > target and current and len(sizes) < stages - 1:
             sizes.append(current)
@@ -158,7 +161,7 @@ def _greedy(costs, stages):
     return sizes + [current]
 
 
-def _balance_judge(case, got, context):
+def _balance_judge(case: str, got: Any, context: Any) -> str | None:
     costs, p, best = context
     try:
         sizes = [int(s) for s in got]
@@ -182,7 +185,7 @@ def _balance_judge(case, got, context):
             f"has {optimum:g}")
 
 
-def _balance_equal(costs, stages):
+def _balance_equal(costs: Sequence[float], stages: int) -> list[int]:
     return [len(costs) // stages + (i < len(costs) % stages) for i in range(stages)]
 
 
@@ -192,7 +195,8 @@ def _balance_equal(costs, stages):
 WIDTH, LAYERS = 4, 6
 
 
-def my_pipeline_forward(rank, world, stage, x, micro_batches):
+def my_pipeline_forward(rank: int, world: int, stage: nn.Module, x: torch.Tensor,
+                        micro_batches: int) -> torch.Tensor | None:
     """Forward ``x`` through the pipeline in micro-batches; the last rank returns all outputs, the others None."""
     outputs = []
     for xb in torch.tensor_split(x, micro_batches):
@@ -217,7 +221,7 @@ def _pipeline_model() -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def _pipeline_worker(rank, world, fn, x, micro_batches):
+def _pipeline_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, micro_batches: int) -> Any:
     sizes = [LAYERS // world + (i < LAYERS % world) for i in range(world)]
     start = sum(sizes[:rank])
     stage = _pipeline_model()[start:start + sizes[rank]]
@@ -228,7 +232,7 @@ def _pipeline_worker(rank, world, fn, x, micro_batches):
 PIPELINE_CASES = ((2, 7, 3), (3, 5, 4))  # (ranks, batch, micro-batches): micro-batches of unequal sizes
 
 
-def _pipeline_run(fn):
+def _pipeline_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, m in PIPELINE_CASES:
         x = torch.randn(batch, WIDTH, generator=torch.Generator().manual_seed(batch))
@@ -239,7 +243,7 @@ def _pipeline_run(fn):
     return results
 
 
-def _pipeline_judge(case, got, context):
+def _pipeline_judge(case: str, got: Any, context: Any) -> str | None:
     expected, x, m = context
     if not isinstance(got, torch.Tensor):
         return f"the last rank returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
@@ -257,7 +261,8 @@ def _pipeline_judge(case, got, context):
             "apply its own stage to what it receives, and pass the result on?")
 
 
-def _pipeline_last_only(rank, world, stage, x, micro_batches):
+def _pipeline_last_only(rank: int, world: int, stage: nn.Module, x: torch.Tensor,
+                        micro_batches: int) -> torch.Tensor | None:
     out = my_pipeline_forward(rank, world, stage, x, micro_batches)
     return None if out is None else torch.tensor_split(out, micro_batches)[-1]
 

@@ -8,7 +8,8 @@ student's fully connected layer on real gloo ranks and compares it with one ``F.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -17,19 +18,23 @@ import torch.nn.functional as F
 from ._code import code_checker, detached, max_error, on_ranks
 from .core import Exercise, Verdict, number_checker
 
+if TYPE_CHECKING:
+    from ..models import LayerRow
+    from ..parallel.costmodel import Hardware
+
 __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "bench_noise", "adam_fit",
            "hybrid_fc"]
 
 MICRO_BATCHES = 8  # as in the notebook's figure and widget
 
 
-def _alexnet_rows(fc_width: int = 4096) -> list:
+def _alexnet_rows(fc_width: int = 4096) -> list[LayerRow]:
     from torch import nn
 
     from d2lmp import models
 
     with torch.device("meta"):
-        net = models.alexnet2012(init="torch")
+        net: Any = models.alexnet2012(init="torch")  # its layers, by name
         if fc_width != 4096:
             net.classifier.fc6 = nn.Linear(net.classifier.fc6.in_features, fc_width)
             net.classifier.fc7 = nn.Linear(fc_width, fc_width)
@@ -37,7 +42,7 @@ def _alexnet_rows(fc_width: int = 4096) -> list:
     return models.layer_table(net, (1, 3, 224, 224))
 
 
-def _preset(name: str):
+def _preset(name: str) -> Hardware:
     from d2lmp.parallel import costmodel
 
     if name in costmodel.PRESETS:
@@ -111,7 +116,8 @@ ADAM_BILLIONS = 80e9 / (4 * (1 + 1 + 2)) / 1e9  # weights, gradients, two Adam m
 # The hybrid's fully connected layer, on ranks
 
 
-def my_hybrid_fc(rank, world, features, weight, bias):
+def my_hybrid_fc(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
+                 bias: torch.Tensor) -> torch.Tensor:
     """This rank's output neurons for every example of the global batch (examples in rank order)."""
     parts = [torch.empty_like(features) for _ in range(world)]
     dist.all_gather(parts, features)  # every rank now has every example's features
@@ -121,7 +127,7 @@ def my_hybrid_fc(rank, world, features, weight, bias):
 LOCAL_BATCH, IN_FEATURES, OUT_FEATURES = 3, 5, 7  # 7 neurons: slices 4 + 3 on two ranks, 3 + 2 + 2 on three
 
 
-def _hybrid_inputs(world: int):
+def _hybrid_inputs(world: int) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
     g = torch.Generator().manual_seed(world)
     x = torch.randn(world * LOCAL_BATCH, IN_FEATURES, generator=g)
     w = torch.randn(OUT_FEATURES, IN_FEATURES, generator=g)
@@ -129,12 +135,13 @@ def _hybrid_inputs(world: int):
     return x, list(torch.tensor_split(w, world)), list(torch.tensor_split(b, world))
 
 
-def _hybrid_worker(rank, world, fn, x, weights, biases):
+def _hybrid_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, weights: list[torch.Tensor],
+                   biases: list[torch.Tensor]) -> Any:
     features = x[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH].clone()
     return detached(fn(rank, world, features, weights[rank].clone(), biases[rank].clone()))
 
 
-def _hybrid_run(fn):
+def _hybrid_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world in (2, 3):
         x, weights, biases = _hybrid_inputs(world)
@@ -145,7 +152,7 @@ def _hybrid_run(fn):
     return results
 
 
-def _hybrid_judge(case, got, context):
+def _hybrid_judge(case: str, got: Any, context: Any) -> str | None:
     expected, x, world, rank = context
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
@@ -165,11 +172,13 @@ def _hybrid_judge(case, got, context):
     return f"your output differs from F.linear on all examples by up to {max_error(got, expected):.3g}"
 
 
-def _hybrid_local_only(rank, world, features, weight, bias):
+def _hybrid_local_only(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
+                       bias: torch.Tensor) -> torch.Tensor:
     return F.linear(features, weight, bias)
 
 
-def _hybrid_reversed(rank, world, features, weight, bias):
+def _hybrid_reversed(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
+                     bias: torch.Tensor) -> torch.Tensor:
     parts = [torch.empty_like(features) for _ in range(world)]
     dist.all_gather(parts, features)
     return F.linear(torch.cat(parts[::-1]), weight, bias)

@@ -5,6 +5,7 @@ gradients before training, the largest batch on a GTX 580, and a round trip thro
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -26,7 +27,7 @@ def _width_factor() -> float:
     from ..models import alexnet_small
 
     def saved(width: int) -> int:
-        return predict_saved_activations(alexnet_small(width=width), (64, 1, 32, 32))["total_bytes"]
+        return predict_saved_activations(alexnet_small(width=width), (64, 1, 32, 32)).total_bytes
 
     return saved(32) / saved(16)
 
@@ -127,19 +128,20 @@ untrained_gradients = Exercise(
 
 
 @functools.cache
-def _step_bytes() -> tuple[dict, int]:
+def _step_bytes() -> tuple[dict[tuple[str, str], float], dict[str, float]]:
     """(one training step's batch-independent bytes per optimizer and mask rule, saved bytes per image)."""
     from ..memory import predict_step_memory
     from ..models import alexnet_d2l
 
     with torch.device("meta"):
         net = alexnet_d2l()
-    fixed, per_image = {}, {}
+    fixed: dict[tuple[str, str], float] = {}
+    per_image: dict[str, float] = {}
     for opt in ("adam", "momentum", "sgd"):
         for device in ("cuda", "cpu"):
             one, two = (predict_step_memory(net, (b, 1, 224, 224), opt, device_type=device) for b in (1, 2))
-            per_image[device] = two["saved_activations"] - one["saved_activations"]
-            fixed[opt, device] = sum(one.values()) - per_image[device]
+            per_image[device] = two.saved_activations - one.saved_activations
+            fixed[opt, device] = one.total - per_image[device]
     return fixed, per_image
 
 
@@ -190,23 +192,23 @@ def fp16_round_trip(grads: torch.Tensor, scale: float) -> torch.Tensor:
     return (grads.float() * scale).half().float() / scale
 
 
-def _bf16(grads, scale):
+def _bf16(grads: torch.Tensor, scale: float) -> torch.Tensor:
     return (grads * scale).bfloat16().float() / scale
 
 
-def _no_divide(grads, scale):
+def _no_divide(grads: torch.Tensor, scale: float) -> torch.Tensor:
     return (grads * scale).half().float()
 
 
-def _divide_in_fp16(grads, scale):
+def _divide_in_fp16(grads: torch.Tensor, scale: float) -> torch.Tensor:
     return ((grads * scale).half() / scale).float()
 
 
-def _no_cast(grads, scale):
+def _no_cast(grads: torch.Tensor, scale: float) -> torch.Tensor:
     return grads * scale / scale
 
 
-def _in_place(grads, scale):
+def _in_place(grads: torch.Tensor, scale: float) -> torch.Tensor:
     grads.mul_(scale)
     return grads.half().float() / scale
 
@@ -233,7 +235,7 @@ _ROUND_TRIP_CASES = [
 _ARGS = dict(_ROUND_TRIP_CASES)
 
 
-def _round_trip_cases(fn) -> list[tuple[str, Any, Any]]:
+def _round_trip_cases(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for name, (g, scale) in _ROUND_TRIP_CASES:
         given = g.clone()
