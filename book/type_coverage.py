@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             if marks:
                 print(f"{f.module}:{f.line} {f.qualname}:{marks}")
     print(f"functions: {cov.total}")
-    print(f"fully annotated: {cov.fully_annotated} ({100 * cov.fully_annotated / max(cov.total, 1):.0f} %)")
+    print(f"fully annotated: {cov.fully_annotated} ({100 * cov.fully_annotated / max(cov.total, 1):.1f} %)")
     print(f"returning a dict: {cov.returns_dict}")
     print(f"  of which records (bare dict, dict[str, Any], or unannotated): {cov.record_dict}")
     return 0

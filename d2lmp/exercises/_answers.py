@@ -47,7 +47,7 @@ class MeasuredHere:
     solution is "what this machine measures", not a number copied from another computer.
     """
 
-    def __init__(self, measure: Callable[[], float], what: str):
+    def __init__(self, measure: Callable[[], float], what: str) -> None:
         self.measure = measure
         self.what = what
 
