@@ -23,8 +23,8 @@ def test_two_towers_equal_the_single_device_network():
                 torch.testing.assert_close(grads[f"{layer}.{kind}"], full_grad[rank * half:(rank + 1) * half],
                                            rtol=1e-4, atol=1e-6, msg=f"rank {rank} {layer}.{kind}")
         # Communication exactly where the paper's network crosses GPUs, with the predicted sizes.
-        forward = [(c["label"], c["bytes"]) for c in calls if c["op"] == "all_gather"]
+        forward = [(c.label, c.bytes) for c in calls if c.op == "all_gather"]
         assert dict(forward) == crossing_bytes(3, full, W.SIZE)
-        backward = [c["label"] for c in calls if c["op"] == "reduce_scatter"]
+        backward = [c.label for c in calls if c.op == "reduce_scatter"]
         assert backward == ["fc7 → fc8 (backward)", "fc6 → fc7 (backward)", "pool5 → fc6 (backward)",
                             "conv2 → conv3 (all maps) (backward)"]

@@ -296,10 +296,10 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
     from d2lmp.checks import memory as memory_checks
 
     def rows(gbs_cached, gbs_memory):
-        return [dict(megabytes=16, gbs=gbs_cached, fits_in_l2=True, l2_bytes=60 * 2**20,
-                     fraction_of_spec=gbs_cached / 4800),
-                dict(megabytes=1024, gbs=gbs_memory, fits_in_l2=False, l2_bytes=60 * 2**20,
-                     fraction_of_spec=gbs_memory / 4800)]
+        return [bandwidth.DeviceCopyRow("cuda:0", megabytes=16, bytes_touched=32 * 2**20, gbs=gbs_cached,
+                                        fits_in_l2=True, l2_bytes=60 * 2**20, fraction_of_spec=gbs_cached / 4800),
+                bandwidth.DeviceCopyRow("cuda:0", megabytes=1024, bytes_touched=2048 * 2**20, gbs=gbs_memory,
+                                        fits_in_l2=False, l2_bytes=60 * 2**20, fraction_of_spec=gbs_memory / 4800)]
 
     monkeypatch.setattr(bandwidth, "device_copy_sweep", lambda *a, **k: rows(4900, 4200))
     result = memory_checks.check_bandwidth_sweep("cuda:0", True)

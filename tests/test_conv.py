@@ -160,7 +160,7 @@ def test_alexnet_layers_total_the_paper_parameter_count():
 def test_check_layer_and_benchmark_rows():
     layer = ConvLayer("tiny", 4, 9, 8, 3, padding=1, groups=2)
     errs = check_layer(layer, batch=2)
-    assert errs["im2col"] < 1e-5 and errs["c01b"] < 1e-5
+    assert errs.im2col < 1e-5 and errs.c01b < 1e-5
     rows = benchmark_conv([layer], batch=2, min_time=0.01, rounds=1)
     assert [r.impl for r in rows] == ["F.conv2d", "im2col", "c01b", "copy only", "GEMM only"]
     assert rows[0].ratio == 1.0 and all(r.seconds > 0 for r in rows)
@@ -174,7 +174,7 @@ def test_check_layer_and_benchmark_rows():
 def test_cuda_implementations_match():
     for layer in ALEXNET_2012_CONV:
         errs = check_layer(layer, batch=2, device="cuda")
-        assert max(errs["im2col"], errs["c01b"]) < 1e-2 * errs["max_abs_ref"], errs
+        assert max(errs.im2col, errs.c01b) < 1e-2 * errs.max_abs_ref, errs
 
 
 def test_bench_conv_command_prints_ratios(capsys):
@@ -204,10 +204,10 @@ def test_im2col_over_lower_bound_is_time_over_its_two_parts():
 
 def test_cuda_convnet_constraints_on_alexnet():
     fits = [cuda_convnet_fit(layer, 128) for layer in ALEXNET_2012_CONV]
-    assert all(f["filters_multiple_of_16"] and f["channels_supported"] and f["stride_at_most_kernel"] for f in fits)
-    assert all(f["batch_multiple_of_128"] and f["images_per_thread"] == 4 for f in fits)
+    assert all(f.filters_multiple_of_16 and f.channels_supported and f.stride_at_most_kernel for f in fits)
+    assert all(f.batch_multiple_of_128 and f.images_per_thread == 4 for f in fits)
     odd = cuda_convnet_fit(ConvLayer("odd", 5, 8, 24, 3), 64)
-    assert not odd["filters_multiple_of_16"] and not odd["channels_supported"] and odd["images_per_thread"] == 2
+    assert not odd.filters_multiple_of_16 and not odd.channels_supported and odd.images_per_thread == 2
 
 
 def test_onednn_matmul_equals_torch_matmul_where_exposed():

@@ -53,7 +53,7 @@ def test_every_version_follows_the_single_process_loss_curve(runs, world):
             def msg(m, rank=rank, version=version):
                 return f"{world} ranks, rank {rank}, {version}: {m}"
 
-            torch.testing.assert_close(torch.tensor(result["losses"]), torch.tensor(reference), rtol=1e-4, atol=1e-5,
+            torch.testing.assert_close(torch.tensor(result.losses), torch.tensor(reference), rtol=1e-4, atol=1e-5,
                                        msg=msg)
 
 
@@ -66,10 +66,10 @@ def _comm_and_backward(step_events):
 def test_bucketed_starts_all_reduces_inside_backward_and_no_overlap_after_it(runs, world):
     for rank, per_version in enumerate(runs[1][world]):
         overlap, no_overlap = per_version["bucketed"], per_version["bucketed-no-overlap"]
-        buckets = len(overlap["bucket_sizes"])
-        assert buckets >= 3 and no_overlap["bucket_sizes"] == overlap["bucket_sizes"]
-        for steps_events, inside in ((split_steps(overlap["events"]), True),
-                                     (split_steps(no_overlap["events"]), False)):
+        buckets = len(overlap.bucket_sizes)
+        assert buckets >= 3 and no_overlap.bucket_sizes == overlap.bucket_sizes
+        for steps_events, inside in ((split_steps(overlap.events), True),
+                                     (split_steps(no_overlap.events), False)):
             assert len(steps_events) == STEPS
             for i, step_events in enumerate(steps_events):
                 backward, comms = _comm_and_backward(step_events)
@@ -78,15 +78,15 @@ def test_bucketed_starts_all_reduces_inside_backward_and_no_overlap_after_it(run
                 # With overlap every bucket's all-reduce is started by a hook while backward still runs;
                 # without it, none starts before backward has returned.
                 assert all(started_inside) if inside else not any(started_inside), (rank, i, inside)
-        assert overlap_ms(overlap["events"], rank) > 0
-        assert overlap_ms(no_overlap["events"], rank) == 0
+        assert overlap_ms(overlap.events, rank) > 0
+        assert overlap_ms(no_overlap.events, rank) == 0
 
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_ddp_hook_records_every_gradient_byte_in_buckets_under_the_cap(runs, world):
     total = sum(PARAM_BYTES)
     for rank, per_version in enumerate(runs[1][world]):
-        steps_events = split_steps(per_version["ddp"]["events"])
+        steps_events = split_steps(per_version["ddp"].events)
         assert len(steps_events) == STEPS
         layouts = []
         for i, step_events in enumerate(steps_events):
@@ -131,9 +131,9 @@ def test_timeline_events_are_frozen_records():
 
 def test_dp_train_events_are_timeline_events():
     (result,) = launch(DP.dp_train, 1, SPEC, *DP.synthetic_data(SPEC, 8), "bucketed", 1, LR, BUCKET)
-    assert result["events"] and all(type(e) is TimelineEvent for e in result["events"])
-    assert {e.kind for e in result["events"]} >= {"forward", "backward", "allreduce", "wait", "step"}
-    assert all(e.nbytes > 0 for e in result["events"] if e.kind == "allreduce")
+    assert result.events and all(type(e) is TimelineEvent for e in result.events)
+    assert {e.kind for e in result.events} >= {"forward", "backward", "allreduce", "wait", "step"}
+    assert all(e.nbytes > 0 for e in result.events if e.kind == "allreduce")
 
 
 def test_bad_inputs():
@@ -165,12 +165,12 @@ def test_accumulation_equals_the_large_batch_with_one_synchronisation(world):
             for k in ACC_KS:
                 once, every = results[version, k, True], results[version, k, False]
                 for result in (once, every):
-                    for g, r in zip(result["grads"], reference, strict=True):
+                    for g, r in zip(result.grads, reference, strict=True):
                         torch.testing.assert_close(g, r, msg=lambda m, v=version, k=k: f"{world} ranks {v} k={k}: {m}")
-                assert once["syncs"] == 1 and every["syncs"] == k, (rank, version, k)
-                assert once["allreduce_bytes"] == param_bytes and every["allreduce_bytes"] == k * param_bytes
+                assert once.syncs == 1 and every.syncs == k, (rank, version, k)
+                assert once.allreduce_bytes == param_bytes and every.allreduce_bytes == k * param_bytes
                 if version != "ddp":  # DDP rebuilds its buckets after its first synchronisation
-                    assert every["allreduce_calls"] == k * once["allreduce_calls"], (rank, version, k)
+                    assert every.allreduce_calls == k * once.allreduce_calls, (rank, version, k)
 
 
 def test_bucketed_no_sync_starts_nothing_and_finish_waits_for_nothing():

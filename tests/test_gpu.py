@@ -12,9 +12,9 @@ from d2lmp.timing import Timer, matmul_flops, matmul_sweep
 def test_gpu_matmul_sweep_stays_below_vendor_peak():
     rows = matmul_sweep([2048, 4096], ["float32", "bfloat16"], ["cuda:0"], min_time=0.1)
     for r in rows:
-        assert r["gflops"] > 0
-        if r["fraction_of_peak"] is not None:
-            assert r["fraction_of_peak"] < 1.05, r
+        assert r.gflops > 0
+        if r.fraction_of_peak is not None:
+            assert r.fraction_of_peak < 1.05, r
 
 
 @requires_cuda
@@ -63,9 +63,9 @@ def test_fp16_with_grad_scaler_matches_fp32():
     for mode in ("fp32", "fp16"):
         torch.manual_seed(0)
         runs[mode] = train_mixed(mlp(64, (64,), 10), train, test, mode, epochs=3, lr=3e-3, device="cuda:0")
-    assert all(torch.isfinite(torch.tensor(runs["fp16"]["losses"])))
-    assert runs["fp16"]["final_scale"] > 0
-    assert runs["fp32"]["test_acc"] > 0.85 and abs(runs["fp16"]["test_acc"] - runs["fp32"]["test_acc"]) <= 0.03
+    assert all(torch.isfinite(torch.tensor(runs["fp16"].losses)))
+    assert runs["fp16"].final_scale > 0
+    assert runs["fp32"].test_acc > 0.85 and abs(runs["fp16"].test_acc - runs["fp32"].test_acc) <= 0.03
 
 
 @requires_cuda
@@ -75,7 +75,7 @@ def test_saved_activations_on_cuda_use_one_byte_dropout_masks():
 
     torch.manual_seed(0)
     result = compare_saved_activations(mlp(64, (256, 256), 10, dropout=0.5).cuda(), torch.randn(32, 64, device="cuda"))
-    assert abs(result["ratio"] - 1) <= 0.05, result
+    assert abs(result.ratio - 1) <= 0.05, result
 
 
 @requires_cuda
@@ -89,12 +89,12 @@ def test_cuda_peak_memory_against_the_predictions():
     x, y = torch.randn(shape, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
     infer = cuda_peak_memory(model, x, y, train=False)
     train = cuda_peak_memory(model, x, y, train=True)
-    assert infer["parameter_bytes"] == train["parameter_bytes"] and train["optimizer_state_bytes"] > 0
+    assert infer.parameter_bytes == train.parameter_bytes and train.optimizer_state_bytes > 0
     verdict = judge_cuda_peaks(predict_step_memory(model, shape, "adam", device_type="cuda"),
-                               predict_inference_memory(model, shape), train["peak_bytes"], infer["peak_bytes"])
-    assert verdict["inference_ok"], verdict
-    assert verdict["train_ok"], verdict
-    assert train["peak_bytes"] > infer["peak_bytes"]
+                               predict_inference_memory(model, shape), train.peak_bytes, infer.peak_bytes)
+    assert verdict.inference_ok, verdict
+    assert verdict.train_ok, verdict
+    assert train.peak_bytes > infer.peak_bytes
 
 
 @requires_cuda
@@ -114,8 +114,8 @@ def test_int8_on_the_gpu():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     x, y = torch.randn(256, 64), torch.randint(0, 10, (256,))
-    rows = {r["method"]: r for r in quantize.compare_inference(model, x, y, min_time=0.01, device="cuda:0")}
-    assert rows["int8"]["agrees_with_fp32"] >= 0.9 and rows["int8"]["device"].startswith("cuda")
+    rows = {r.method: r for r in quantize.compare_inference(model, x, y, min_time=0.01, device="cuda:0")}
+    assert rows["int8"].agrees_with_fp32 >= 0.9 and rows["int8"].device.startswith("cuda")
     lin = nn.Linear(64, 32).cuda()
     xs = torch.randn(20, 64, device="cuda")
     ref = lin(xs)

@@ -47,8 +47,8 @@ def test_measure_transforms_rows_and_loop_limit():
     from d2lmp.graphics import measure_transforms
 
     rows = measure_transforms([10, 100], loop_limit=50, min_time=0.01)
-    assert [(r["method"], r["vertices"]) for r in rows] == [("loop", 10), ("batched", 10), ("batched", 100)]
+    assert [(r.method, r.vertices) for r in rows] == [("loop", 10), ("batched", 10), ("batched", 100)]
     for r in rows:
-        assert r["vertices_per_s"] == pytest.approx(r["vertices"] / r["seconds"])
+        assert r.vertices_per_s == pytest.approx(r.vertices / r.seconds)
     with pytest.raises(ValueError, match="positive"):
         measure_transforms([0])

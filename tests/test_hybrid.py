@@ -35,10 +35,10 @@ def test_hybrid_trains_equal_to_one_device():
         losses.append(loss.item())
     reference = [p.detach() for p in model.parameters()]
     per_rank = launch(H.hybrid_train, 4, SPEC, x, y, 2, 2, steps, lr)
-    assert [(r["data_rank"], r["tensor_rank"]) for r in per_rank] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [(r.data_rank, r.tensor_rank) for r in per_rank] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     for r in per_rank:
-        torch.testing.assert_close(r["parameters"], H.one_device_shards(reference, r["tensor_rank"], 2))
-        torch.testing.assert_close(r["losses"], losses)
+        torch.testing.assert_close(r.parameters, H.one_device_shards(reference, r.tensor_rank, 2))
+        torch.testing.assert_close(r.losses, losses)
     assert losses[-1] < losses[0]
 
 

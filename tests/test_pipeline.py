@@ -231,16 +231,16 @@ def test_gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r(world, sizes):
         start, end = sum(sizes[:rank]), sum(sizes[:rank + 1])
         for m in ms:
             gpipe, one_f_one_b = memory["gpipe", m], memory["1f1b", m]
-            assert gpipe["peak_in_flight"] == m, (rank, m)
-            assert one_f_one_b["peak_in_flight"] == min(world - rank, m), (rank, m)
-            assert gpipe["micro_batch_bytes"] == one_f_one_b["micro_batch_bytes"]
-            per_micro_batch = gpipe["micro_batch_bytes"][0]
-            assert gpipe["micro_batch_bytes"] == [per_micro_batch] * m
+            assert gpipe.peak_in_flight == m, (rank, m)
+            assert one_f_one_b.peak_in_flight == min(world - rank, m), (rank, m)
+            assert gpipe.micro_batch_bytes == one_f_one_b.micro_batch_bytes
+            per_micro_batch = gpipe.micro_batch_bytes[0]
+            assert gpipe.micro_batch_bytes == [per_micro_batch] * m
             for mem in (gpipe, one_f_one_b):
-                assert mem["peak_saved_bytes"] == mem["peak_in_flight"] * per_micro_batch
+                assert mem.peak_saved_bytes == mem.peak_in_flight * per_micro_batch
             if rank < world - 1:  # the last stage also holds the loss's saved tensors, which no rule predicts
                 shape = (48 // m, 16 if rank == 0 else 32)
-                assert per_micro_batch == predict_saved_activations(full[start:end], shape)["total_bytes"]
+                assert per_micro_batch == predict_saved_activations(full[start:end], shape).total_bytes
 
 
 def test_schedule_bench_times_gpipe_and_1f1b_alike():

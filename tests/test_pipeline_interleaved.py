@@ -64,7 +64,7 @@ def test_interleaved_1f1b_equals_one_device_and_sends_more_messages(world):
             assert sum(msg.nbytes for msg in out) == WIDTH * 4 * len(x) * crossings
             # the micro-batches this rank held at once are what its plan allows
             plan = S.rank_plan(kind, world, rank, m, chunks)
-            assert result.memory["peak_in_flight"] == _peak_in_flight(plan)
+            assert result.memory.peak_in_flight == _peak_in_flight(plan)
         sent[kind, m, chunks] = sum(len(r[kind, m, chunks][1]) for r in per_rank)
         assert sent[kind, m, chunks] == sum(len(r[kind, m, chunks][2]) for r in per_rank)
     # every boundary between consecutive virtual stages crosses ranks: 2m(pv - 1) messages against 1F1B's 2m(p - 1)

@@ -9,33 +9,33 @@ from d2lmp.data import load_digits
 
 
 def test_format_table_matches_facts():
-    rows = {r["name"]: r for r in precision.format_table()}
-    assert rows["FP16"]["max"] == 65504.0
-    assert rows["FP16"]["smallest_normal"] == 2.0**-14
-    assert rows["FP16"]["smallest_subnormal"] == 2.0**-24
-    assert rows["BF16"]["smallest_normal"] == rows["FP32"]["smallest_normal"]
-    assert rows["BF16"]["eps"] == 2.0**-7
-    assert rows["TF32"]["eps"] == rows["FP16"]["eps"]
+    rows = {r.name: r for r in precision.format_table()}
+    assert rows["FP16"].max == 65504.0
+    assert rows["FP16"].smallest_normal == 2.0**-14
+    assert rows["FP16"].smallest_subnormal == 2.0**-24
+    assert rows["BF16"].smallest_normal == rows["FP32"].smallest_normal
+    assert rows["BF16"].eps == 2.0**-7
+    assert rows["TF32"].eps == rows["FP16"].eps
     if "FP8 E4M3" in rows:
-        assert rows["FP8 E4M3"]["max"] == 448 and rows["FP8 E5M2"]["max"] == 57344
+        assert rows["FP8 E4M3"].max == 448 and rows["FP8 E5M2"].max == 57344
 
 
 def test_subnormals_really_are_the_smallest():
     for r in precision.format_table():
-        if r["name"] in ("FP16", "BF16"):
-            dtype = torch.float16 if r["name"] == "FP16" else torch.bfloat16
-            assert precision.representable(r["smallest_subnormal"], dtype) == r["smallest_subnormal"]
-            assert precision.representable(r["smallest_subnormal"] * 0.49, dtype) == 0.0
+        if r.name in ("FP16", "BF16"):
+            dtype = torch.float16 if r.name == "FP16" else torch.bfloat16
+            assert precision.representable(r.smallest_subnormal, dtype) == r.smallest_subnormal
+            assert precision.representable(r.smallest_subnormal * 0.49, dtype) == 0.0
 
 
 def test_underflow_fractions_and_scaling():
     v = torch.tensor([1e-9, 1e-6, 1e-3, 1.0, 0.0])
     f = precision.underflow_fractions(v)
-    assert f["count"] == 4 and f["zero"] == 0.25  # 1e-9 < 2^-24 ≈ 6e-8
-    assert f["subnormal"] == 0.25  # 1e-6 lies between 2^-24 and 2^-14
+    assert f.count == 4 and f.zero == 0.25  # 1e-9 < 2^-24 ≈ 6e-8
+    assert f.subnormal == 0.25  # 1e-6 lies between 2^-24 and 2^-14
     scaled = precision.underflow_fractions(v, 2.0**10)
-    assert scaled["zero"] == 0 and scaled["overflow"] == 0
-    assert precision.underflow_fractions(v, 2.0**17)["overflow"] == 0.25
+    assert scaled.zero == 0 and scaled.overflow == 0
+    assert precision.underflow_fractions(v, 2.0**17).overflow == 0.25
     with pytest.raises(ValueError):
         precision.underflow_fractions(v, 0)
 
@@ -49,12 +49,12 @@ def test_real_gradients_lose_less_with_scaling():
     model = models.mlp(64, (128, 128), 10)
     precision.train_mixed(model, train, test, "fp32", epochs=5, lr=3e-3)
     g = precision.gradients_of(model, data.x_train[:256], data.y_train[:256])
-    assert g["weights"].numel() == sum(p.numel() for p in model.parameters())
-    assert g["activations"].numel() > 0
-    unscaled, scaled = precision.scale_sweep(g["activations"], (1, 2**12))
-    assert unscaled["zero"] > 0.02, unscaled  # measured 16 % on a 2-core AMD EPYC
-    assert scaled["zero"] < unscaled["zero"] / 10, (unscaled, scaled)  # measured 0.14 %
-    assert scaled["overflow"] == 0
+    assert g.weights.numel() == sum(p.numel() for p in model.parameters())
+    assert g.activations.numel() > 0
+    unscaled, scaled = precision.scale_sweep(g.activations, (1, 2**12))
+    assert unscaled.zero > 0.02, unscaled  # measured 16 % on a 2-core AMD EPYC
+    assert scaled.zero < unscaled.zero / 10, (unscaled, scaled)  # measured 0.14 %
+    assert scaled.overflow == 0
 
 
 def test_lost_update_threshold():
@@ -71,7 +71,7 @@ def test_bf16_autocast_training_matches_fp32_on_cpu():
     for mode in ("fp32", "bf16"):
         torch.manual_seed(0)
         acc[mode] = precision.train_mixed(models.mlp(64, (64,), 10), train, test, mode, epochs=2,
-                                          lr=3e-3)["test_acc"]
+                                          lr=3e-3).test_acc
     assert acc["fp32"] > 0.85 and abs(acc["bf16"] - acc["fp32"]) <= 0.03
 
 

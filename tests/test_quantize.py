@@ -46,9 +46,9 @@ def test_quantized_model_predictions_and_size():
     assert isinstance(model[0], nn.Linear) and isinstance(qmodel[0], quantize.Int8Linear)
     assert quantize.weight_bytes(qmodel) < quantize.weight_bytes(model) / 3
     rows = quantize.compare_inference(model, x, y, min_time=0.01, methods=("fp32", "bf16", "int8", "int8-int32"))
-    by = {r["method"]: r for r in rows}
-    assert by["int8"]["agrees_with_fp32"] >= 0.9
-    assert by["int8-int32"]["agrees_with_fp32"] == by["int8"]["agrees_with_fp32"]
+    by = {r.method: r for r in rows}
+    assert by["int8"].agrees_with_fp32 >= 0.9
+    assert by["int8-int32"].agrees_with_fp32 == by["int8"].agrees_with_fp32
     with pytest.raises(ValueError):
         quantize.compare_inference(model, x, y, methods=("int4",))
 

@@ -31,9 +31,9 @@ def test_saved_bytes_equal_the_prediction_exactly(name):
         predicted = R.predict_saved_with_recompute(model, tuple(x.shape), segments)
         measured = R.measure_saved_with_recompute(model, x, segments)
         assert measured == predicted, f"{name}, segments {segments}"
-        assert predicted["after_forward"] == sum(predicted["boundaries"]) + predicted["last_segment"]
+        assert predicted.after_forward == sum(predicted.boundaries) + predicted.last_segment
         if segments != ONE_LAYER_EACH:
-            assert predicted["peak"] < predicted["plain"]
+            assert predicted.peak < predicted.plain
 
 
 def test_one_layer_per_segment_keeps_more_than_the_plain_model():
@@ -41,14 +41,14 @@ def test_one_layer_per_segment_keeps_more_than_the_plain_model():
     model never keeps (ReLU saves its output): too fine a cut costs memory."""
     model, x, _ = _alexnet()
     result = R.predict_saved_with_recompute(model, tuple(x.shape), ONE_LAYER_EACH)
-    assert result["after_forward"] > result["plain"]
+    assert result.after_forward > result.plain
 
 
 def test_one_segment_is_the_plain_model():
     model, x, _ = _alexnet()
     result = R.predict_saved_with_recompute(model, tuple(x.shape), 1)
-    assert result["boundaries"] == [] and result["held_in_backward"] == []
-    assert result["after_forward"] == result["plain"] == result["peak"]
+    assert result.boundaries == [] and result.held_in_backward == []
+    assert result.after_forward == result.plain == result.peak
     assert not any(isinstance(m, R.CheckpointedSegment) for m in R.checkpointed(model, 1).modules())
 
 
@@ -56,7 +56,7 @@ def test_boundaries_are_the_segment_inputs():
     """MLP of 784 -> 256 (x4) -> 10 after Flatten, 16 examples: cuts after Linear 1, Linear 2 and Linear 3."""
     model, x, _ = _mlp()  # layers: Flatten, (Linear, ReLU, Dropout) x 4, Linear
     result = R.predict_saved_with_recompute(model, tuple(x.shape), [2, 3, 3, 6])
-    assert result["boundaries"] == [16 * 784 * 4, 16 * 256 * 4, 16 * 256 * 4]
+    assert result.boundaries == [16 * 784 * 4, 16 * 256 * 4, 16 * 256 * 4]
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -37,7 +37,7 @@ def test_matmul_rows():
         assert 0 < r.gflops < r.peak_gflops * 1.05 and r.fraction_of_peak == pytest.approx(r.gflops / r.peak_gflops)
     assert 45_000 < max(r.gflops for r in fp32) < 67_000
     raw = recorded.selfcheck_section("matmul_sweep")["rows"]
-    assert [r.as_dict() for r in rows] == raw  # the dataclass holds every recorded field, nothing more
+    assert [dataclasses.asdict(r) for r in rows] == raw  # the dataclass holds every recorded field, nothing more
     with pytest.raises(ValueError, match="float64.*bfloat16"):
         recorded.matmul_rows("float64")
 

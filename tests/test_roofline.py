@@ -78,9 +78,9 @@ def test_best_matmul_summarise_and_speedups():
     with pytest.raises(ValueError):
         best_matmul(slow[:1])
     rows = summarise(slow, peak_gflops=100.0, bandwidth_gbs=10.0)  # ridge at 10 FLOP/byte
-    assert [r["bound"] for r in rows] == ["memory", "compute", "compute"]
-    assert rows[0]["roof_gflops"] == pytest.approx(10 / 12)
-    assert rows[0]["fraction_of_roof"] == pytest.approx(1.0 / (10 / 12))
+    assert [r.bound for r in rows] == ["memory", "compute", "compute"]
+    assert rows[0].roof_gflops == pytest.approx(10 / 12)
+    assert rows[0].fraction_of_roof == pytest.approx(1.0 / (10 / 12))
     assert speedups(slow, fast) == [("add", pytest.approx(10.0)), ("matmul n=4", pytest.approx(100.0))]
 
 

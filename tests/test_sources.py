@@ -58,8 +58,8 @@ def test_package_tests_book_and_readme_point_only_inside_the_repository():
 def _table_rows():
     """(table, row name, source) for every row of every sourced data table."""
     yield from (("gpu_specs.NOTABLE_GPUS", g.name, g.source) for g in gpu_specs.NOTABLE_GPUS)
-    yield from (("topology.pcie_table", f"PCIe {r['generation']}", r["source"]) for r in topology.pcie_table())
-    yield from (("topology.nvlink_table", f"NVLink {r['generation']}", r["source"]) for r in topology.nvlink_table())
+    yield from (("topology.pcie_table", f"PCIe {r.generation}", r.source) for r in topology.pcie_table())
+    yield from (("topology.nvlink_table", f"NVLink {r.generation}", r.source) for r in topology.nvlink_table())
     yield from (("costmodel.PRESETS", name, hw.source) for name, hw in costmodel.PRESETS.items())
 
 

@@ -47,7 +47,7 @@ def test_comm_volume_formula_matches_the_logged_collectives(world):
 
 
 def test_pytorch_dtensor_tensor_parallel_equals_the_unsplit_mlp():
-    from d2lmp.checks.ranks import dtensor_mlp_check
+    from d2lmp.checks.ranks import DTensorCheck, dtensor_mlp_check
 
     for result in launch(dtensor_mlp_check, 2):
-        assert result == {"output_equal": True, "local_weight_shape": (8, 8), "grad_equal": True}
+        assert result == DTensorCheck(output_equal=True, local_weight_shape=(8, 8), grad_equal=True)

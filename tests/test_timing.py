@@ -98,18 +98,18 @@ def test_matmul_sweep_bad_input_names_what_is_available(kwargs, message):
 
 def test_matmul_sweep_rows():
     rows = matmul_sweep([32, 64], ["float32", "float64"], ["cpu"], min_time=0.01)
-    assert [(r["size"], r["dtype"]) for r in rows] == [(32, "float32"), (64, "float32"),
+    assert [(r.size, r.dtype) for r in rows] == [(32, "float32"), (64, "float32"),
                                                        (32, "float64"), (64, "float64")]
     for r in rows:
-        assert r["gflops"] == pytest.approx(matmul_flops(r["size"]) / r["median_s"] / 1e9)
-        if r["peak_gflops"]:
-            assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / r["peak_gflops"])
+        assert r.gflops == pytest.approx(matmul_flops(r.size) / r.median_s / 1e9)
+        if r.peak_gflops:
+            assert r.fraction_of_peak == pytest.approx(r.gflops / r.peak_gflops)
 
 
 def test_harness_agreement_reports_both_medians():
     a = timing.harness_agreement(64, min_time=0.03)
-    assert a["ours_s"] > 0 and a["torch_s"] > 0
-    assert a["ratio"] == pytest.approx(a["ours_s"] / a["torch_s"])
+    assert a.ours_s > 0 and a.torch_s > 0
+    assert a.ratio == pytest.approx(a.ours_s / a.torch_s)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -128,8 +128,8 @@ def test_harness_agreement_rejects_bad_input_before_timing(monkeypatch, kwargs, 
 
 def test_linear_sweep_counts_flops_per_batch():
     rows = timing.linear_sweep([1, 8], in_features=16, out_features=32, min_time=0.01)
-    assert [r["batch"] for r in rows] == [1, 8]
+    assert [r.batch for r in rows] == [1, 8]
     for r in rows:
-        assert r["gflops"] == pytest.approx(2 * r["batch"] * 16 * 32 / r["seconds"] / 1e9)
+        assert r.gflops == pytest.approx(2 * r.batch * 16 * 32 / r.seconds / 1e9)
     with pytest.raises(ValueError):
         timing.linear_sweep([4], in_features=0)

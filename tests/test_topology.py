@@ -22,9 +22,9 @@ def test_pcie_matches_the_specifications():
 
 
 def test_nvlink_matches_nvidia():
-    totals = {r["generation"]: r["total_gbs"] for r in topology.nvlink_table()}
+    totals = {r.generation: r.total_gbs for r in topology.nvlink_table()}
     assert totals == {1: 160, 2: 300, 3: 600, 4: 900, 5: 1800}
-    assert topology.nvlink_table()[3]["vs_pcie5_x16"] > 7  # "over 7X the bandwidth of PCIe Gen5"
+    assert topology.nvlink_table()[3].vs_pcie5_x16 > 7  # "over 7X the bandwidth of PCIe Gen5"
     with pytest.raises(ValueError):
         topology.nvlink_bandwidth_gbs(2, links=7)
 
@@ -51,25 +51,25 @@ def test_nvml_topology_never_raises():
 
 def test_power_budget():
     b = topology.power_budget(4, 250, 150, 100, 1500, 0.2)
-    assert b["load"] == 1250 and b["usable"] == 1200 and not b["fits"]
-    assert b["psu_needed"] == pytest.approx(1562.5)
-    assert topology.power_budget(1, 70, psu_watts=500)["fits"]
+    assert b.load == 1250 and b.usable == 1200 and not b.fits
+    assert b.psu_needed == pytest.approx(1562.5)
+    assert topology.power_budget(1, 70, psu_watts=500).fits
     with pytest.raises(ValueError):
         topology.power_budget(1, 250, headroom=1.0)
 
 
 def test_bus_bandwidth_and_table():
     assert bandwidth.bus_bandwidth_gbs(352, 14) == 616  # RTX 2080 Ti (Turing whitepaper, Table 1)
-    rows = {r["name"]: r for r in bandwidth.gpu_memory_table()}
-    assert rows["H200 SXM"]["gbps_per_pin"] == pytest.approx(6.25)
-    assert rows["T4"]["gbps_per_pin"] == pytest.approx(10)
+    rows = {r.name: r for r in bandwidth.gpu_memory_table()}
+    assert rows["H200 SXM"].gbps_per_pin == pytest.approx(6.25)
+    assert rows["T4"].gbps_per_pin == pytest.approx(10)
     with pytest.raises(ValueError):
         bandwidth.bus_bandwidth_gbs(0, 1)
 
 
 def test_device_copy_sweep_on_cpu_and_gpu_only_transfer():
     rows = bandwidth.device_copy_sweep("cpu", megabytes=(1, 2), min_time=0.01)
-    assert [r["megabytes"] for r in rows] == [1, 2] and all(r["gbs"] > 0 for r in rows)
+    assert [r.megabytes for r in rows] == [1, 2] and all(r.gbs > 0 for r in rows)
     with pytest.raises(ValueError, match="CUDA"):
         bandwidth.host_device_copy("cpu", 1, pinned=False)
     with pytest.raises(ValueError, match="direction"):
@@ -84,9 +84,9 @@ def test_measure_bandwidth_is_positive_and_bad_size_rejected():
 
 def test_device_copy_sweep_rows():
     rows = bandwidth.device_copy_sweep("cpu", megabytes=(1, 2), min_time=0.01)
-    assert [r["megabytes"] for r in rows] == [1, 2]
-    assert rows[1]["bytes_touched"] == 4 * 2**20
-    assert all(r["gbs"] > 0 for r in rows)
+    assert [r.megabytes for r in rows] == [1, 2]
+    assert rows[1].bytes_touched == 4 * 2**20
+    assert all(r.gbs > 0 for r in rows)
     with pytest.raises(ValueError):
         bandwidth.device_copy_sweep("cpu", megabytes=())
 

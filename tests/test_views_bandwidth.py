@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from d2lmp import bandwidth  # noqa: E402
+from d2lmp.bandwidth import DeviceCopyRow  # noqa: E402
 from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
 from d2lmp.views.bandwidth import plot_bandwidth_sweep  # noqa: E402
 
@@ -20,14 +21,15 @@ def test_figures_build():
     figs = [
         bandwidth_views.plot_bus_bandwidth(bandwidth.gpu_memory_table(), marked=(384, 14)),
         bandwidth_views.plot_bandwidth_curves(
-            {"cpu": [dict(bytes_touched=2**21, gbs=10.0), dict(bytes_touched=2**24, gbs=5.0)]}, {"spec": 20}),
+            {"cpu": [DeviceCopyRow("cpu", 1, bytes_touched=2**21, gbs=10.0),
+                     DeviceCopyRow("cpu", 8, bytes_touched=2**24, gbs=5.0)]}, {"spec": 20}),
     ]
     assert all(f.axes for f in figs)
     plt.close("all")
 
 
 def test_bandwidth_sweep_figure_marks_the_cache():
-    rows = [dict(megabytes=m, bytes_touched=2 * m * 2**20, gbs=100.0 / m) for m in (1, 4, 16)]
+    rows = [DeviceCopyRow("cpu", megabytes=m, bytes_touched=2 * m * 2**20, gbs=100.0 / m) for m in (1, 4, 16)]
     fig = plot_bandwidth_sweep(rows, cache_bytes=32 * 2**20, cache_label="L3")
     assert _labels(fig) == ["measured copy bandwidth", "L3: 32 MiB"]
     plt.close(fig)

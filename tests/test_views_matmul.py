@@ -8,11 +8,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from d2lmp import recorded  # noqa: E402
+from d2lmp.timing import MatmulRow  # noqa: E402
 from d2lmp.views.matmul import plot_matmul_sweep  # noqa: E402
 
 
 def _rows(device="cpu", peak=100.0):
-    return [dict(size=n, dtype="float32", device=device, gflops=n / 10, peak_gflops=peak) for n in (64, 128)]
+    return [MatmulRow(size=n, dtype="float32", device=device, median_s=1.0, spread=0.0, gflops=n / 10,
+                      peak_gflops=peak, fraction_of_peak=n / 10 / peak) for n in (64, 128)]
 
 
 def _labels(fig):
@@ -29,7 +31,7 @@ def test_live_rows_and_dashed_peak():
 
 
 def test_recorded_rows_are_a_separate_labelled_series():
-    rec = [r.as_dict() for r in recorded.matmul_rows("float32")]
+    rec = recorded.matmul_rows("float32")
     fig = plot_matmul_sweep(_rows(), recorded_rows=rec, recorded_label=recorded.H200_LABEL)
     labels = _labels(fig)
     assert labels[:2] == ["cpu float32 (measured here)", "cpu float32 peak 100"]
@@ -42,7 +44,8 @@ def test_recorded_rows_are_a_separate_labelled_series():
 
 
 def test_recorded_rows_without_rows_or_peak():
-    rec = [dict(size=256, dtype="float32", device="cuda:0", gflops=1.0, peak_gflops=None)]
+    rec = [MatmulRow(size=256, dtype="float32", device="cuda:0", median_s=1.0, spread=0.0, gflops=1.0, peak_gflops=None,
+                     fraction_of_peak=None)]
     fig = plot_matmul_sweep([], recorded_rows=rec, recorded_label="recorded elsewhere")
     assert _labels(fig) == ["float32, recorded elsewhere"]
     plt.close(fig)

@@ -53,7 +53,7 @@ def runs():
 
 def _global_losses(per_rank, key):
     """Each rank's loss is its part of the global mean: their sum is the loss of the whole batch."""
-    return torch.tensor([sum(r[key]["losses"][i] for r in per_rank) for i in range(STEPS)])
+    return torch.tensor([sum(r[key].losses[i] for r in per_rank) for i in range(STEPS)])
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -63,7 +63,7 @@ def test_every_stage_trains_to_the_one_device_parameters(runs, world):
     assert ref_losses[-1] < ref_losses[0] - 0.05, "the reference must actually learn"
     for stage in Z.STAGES:
         for rank, result in enumerate(results[world]):
-            for i, (ours, ref) in enumerate(zip(result[stage]["parameters"], ref_params)):
+            for i, (ours, ref) in enumerate(zip(result[stage].parameters, ref_params)):
                 torch.testing.assert_close(ours, ref, msg=lambda m, s=stage, r=rank, i=i: f"stage {s}, rank {r}, "
                                                                                            f"parameter {i}: {m}")
         torch.testing.assert_close(_global_losses(results[world], stage), torch.tensor(ref_losses))
@@ -73,27 +73,27 @@ def test_every_stage_trains_to_the_one_device_parameters(runs, world):
 def test_bytes_kept_per_rank_equal_the_formula(runs, world):
     for stage in Z.STAGES:
         for rank, result in enumerate(runs[1][world]):
-            held, padded = result[stage]["held"], sum(result[stage]["padded"])
+            held, padded = result[stage].held, sum(result[stage].padded)
             # Exactly the formula for the padded count (every shard is equal) ...
             assert held == zero_memory(padded, world, stage, "adam"), (stage, rank)
             # ... and above the formula for the real count by the padding alone: < world elements per unit.
             formula = zero_memory(NUM_PARAMS, world, stage, "adam")
-            pad_bytes = zero_memory(len(result[stage]["padded"]) * world, 1, 0, "adam")  # world per unit
+            pad_bytes = zero_memory(len(result[stage].padded) * world, 1, 0, "adam")  # world per unit
             for kind, nbytes in held.items():
                 assert 0 <= nbytes - formula[kind] < pad_bytes[kind], (stage, rank, kind)
     # stage 3 shards per layer: 300 + 527 + 90 padded to 300 + 528 + 90 on 2 ranks, 300 + 528 + 92 on 4
-    assert runs[1][world][0][3]["padded"] == ([300, 528, 90] if world == 2 else [300, 528, 92])
+    assert runs[1][world][0][3].padded == ([300, 528, 90] if world == 2 else [300, 528, 92])
 
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_bytes_sent_per_step_equal_the_formula(runs, world):
     for stage in Z.STAGES:
         for rank, result in enumerate(runs[1][world]):
-            padded = sum(result[stage]["padded"])
-            assert result[stage]["sent"] == [zero_traffic(padded, world, stage, "adam")] * STEPS, (stage, rank)
-            assert result[stage]["sent"][0] == pytest.approx(zero_traffic(NUM_PARAMS, world, stage, "adam"), rel=0.01)
-    dp = runs[1][world][0][0]["sent"][0]
-    assert [runs[1][world][0][s]["sent"][0] / dp for s in Z.STAGES] == [1, 1, 1, 1.5]
+            padded = sum(result[stage].padded)
+            assert result[stage].sent == [zero_traffic(padded, world, stage, "adam")] * STEPS, (stage, rank)
+            assert result[stage].sent[0] == pytest.approx(zero_traffic(NUM_PARAMS, world, stage, "adam"), rel=0.01)
+    dp = runs[1][world][0][0].sent[0]
+    assert [runs[1][world][0][s].sent[0] / dp for s in Z.STAGES] == [1, 1, 1, 1.5]
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -106,7 +106,7 @@ def test_fsdp2_follows_the_loss_curve_of_stage_3(runs, world):
     # ~1e-2 from the second step.
     results = runs[1][world]
     torch.testing.assert_close(_global_losses(results, "FSDP2"), _global_losses(results, 3), rtol=1e-5, atol=0)
-    fsdp = results[0]["FSDP2"]["held"]
+    fsdp = results[0]["FSDP2"].held
     assert fsdp["parameters"] < NUM_PARAMS * 4 * 0.6  # FSDP2 keeps only its shard, like stage 3
 
 

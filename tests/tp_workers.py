@@ -18,7 +18,7 @@ def _compare(full, split, x, slices):
     errors = {"output": float((out - full(x)).abs().max()), "input_grad": float((xs.grad - xf.grad).abs().max())}
     for name, (param, reference) in slices(full, split).items():
         errors[name] = float((param.grad - reference).abs().max())
-    return errors, [(c["op"], c["bytes"], c["label"]) for c in log.calls]
+    return errors, [(c.op, c.bytes, c.label) for c in log.calls]
 
 
 def linear_layers(rank, world):
