@@ -35,11 +35,12 @@ browser-deps:
 LINT_PATHS := d2lmp tests book notebooks
 
 lint: install
-	$(PY) -m ruff check $(LINT_PATHS)
+	$(PY) -m ruff check $(LINT_PATHS) && $(PY) -m mypy
 
 # ruff, then the unit tests, the browser tests and every notebook under nbval-lax, all in quick mode.
 test: install browser-deps
 	$(PY) -m ruff check $(LINT_PATHS)
+	$(PY) -m mypy
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=15
 
 unit: install

@@ -1,0 +1,117 @@
+"""The package stays typed: every function annotated, records as frozen dataclasses, mypy strict and clean.
+
+The counts come from the project's own ``type_coverage.py`` (read with ``ast``, nothing imported); the type
+check itself is mypy with the configuration in ``pyproject.toml`` (``make lint`` and ``make test`` run it too;
+here it reuses their warm cache and takes a few seconds).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "d2lmp"
+
+# function -> why it may lack annotations. Keep it short: annotate instead.
+UNANNOTATED_ALLOWED = {
+    "d2lmp.parallel.data_parallel.recording_hook": "DDP's register_comm_hook compares a hook's annotations with "
+                                                   "its own types, and annotations here are strings",
+}
+# function -> why it may return a dict whose values are untyped. Only JSON documents: the selfcheck report and
+# its entries, as written to and read from the recorded files.
+RECORD_DICT_ALLOWED = {
+    "d2lmp.checks.run_selfcheck": "the selfcheck report, a JSON document",
+    "d2lmp.checks.result.CheckResult.entry": "one entry of the JSON report",
+    "d2lmp.recorded.load_json": "a recorded JSON document",
+    "d2lmp.recorded.selfcheck_section": "one entry of a recorded JSON document",
+    "d2lmp.recorded._Record.as_dict": "a recorded record as its JSON entry, to compare with the file",
+}
+
+
+def _coverage_module():
+    """``type_coverage.py`` from the folder of project scripts (``tools/``, formerly ``book/``)."""
+    path = next(p for p in (ROOT / "tools" / "type_coverage.py", ROOT / "book" / "type_coverage.py") if p.exists())
+    spec = importlib.util.spec_from_file_location("type_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def functions():
+    return _coverage_module().coverage(PACKAGE).functions
+
+
+def _name(f) -> str:
+    return f"{f.module}.{f.qualname}"
+
+
+def test_every_function_is_fully_annotated(functions):
+    missing = sorted(_name(f) for f in functions if not f.fully_annotated and _name(f) not in UNANNOTATED_ALLOWED)
+    assert not missing, "annotate every argument and the return of:\n" + "\n".join(missing)
+    stale = set(UNANNOTATED_ALLOWED) - {_name(f) for f in functions if not f.fully_annotated}
+    assert not stale, f"no longer unannotated, drop from UNANNOTATED_ALLOWED: {sorted(stale)}"
+
+
+def test_no_function_returns_a_record_as_a_dict(functions):
+    """A dict whose values are untyped (bare ``dict``, ``dict[str, Any]``, a literal without an annotation) is a
+    record in disguise: return a frozen dataclass. A mapping of names to values of one type stays a dict."""
+    records = sorted(_name(f) for f in functions if f.record_dict and _name(f) not in RECORD_DICT_ALLOWED)
+    assert not records, "return a frozen dataclass (or a precisely typed mapping) from:\n" + "\n".join(records)
+    stale = set(RECORD_DICT_ALLOWED) - {_name(f) for f in functions if f.record_dict}
+    assert not stale, f"no longer returning a JSON dict, drop from RECORD_DICT_ALLOWED: {sorted(stale)}"
+
+
+def test_the_counter_sees_what_it_counts(tmp_path):
+    """The counter on a small package of known functions: annotated or not, dict records or typed mappings."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "m.py").write_text(
+        "from typing import Any\n"
+        "def typed(x: int) -> int: ...\n"
+        "def untyped(x): ...\n"
+        "def no_return(x: int): ...\n"
+        "def record() -> dict: ...\n"
+        "def vague() -> dict[str, Any] | None: ...\n"
+        "def rows() -> list[dict]: ...\n"
+        "def mapping() -> dict[str, float]: ...\n"
+        "def literal():\n    return {'a': 1}\n"
+        "def nested() -> int:\n    def inner(y):\n        return dict(y=y)\n    return 0\n"
+        "class C:\n    def method(self, a: int) -> None: ...\n    @staticmethod\n    def static(a) -> None: ...\n")
+    found = {f.qualname: f for f in _coverage_module().coverage(package).functions}
+    annotated = {q for q, f in found.items() if f.fully_annotated}
+    assert annotated == {"typed", "record", "vague", "rows", "mapping", "nested", "C.method"}
+    assert {q for q, f in found.items() if f.record_dict} == {"record", "vague", "rows", "literal", "nested.inner"}
+    assert {q for q, f in found.items() if f.returns_dict} == {"record", "vague", "rows", "mapping", "literal",
+                                                               "nested.inner"}
+
+
+def test_mypy_is_strict_on_the_whole_package():
+    """The configuration checks all of d2lmp strictly, and no override turns a check off for some module."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["files"] == ["d2lmp"] and config["strict"] is True
+    allowed = {"module", "ignore_missing_imports", "implicit_reexport"}  # third-party modules only
+    for override in config.get("overrides", []):
+        modules = override["module"] if isinstance(override["module"], list) else [override["module"]]
+        assert not any(m == "d2lmp" or m.startswith("d2lmp.") for m in modules), override
+        assert set(override) <= allowed, f"an override may only describe third-party modules: {override}"
+
+
+@pytest.mark.skipif(shutil.which("mypy") is None and importlib.util.find_spec("mypy") is None,
+                    reason="mypy is not installed (pip install -e '.[test]')")
+def test_mypy_passes():
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
