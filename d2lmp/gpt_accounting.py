@@ -294,7 +294,6 @@ def activation_comparisons(config: GPTConfig, batch: int = 2, dtype: torch.dtype
     the total's formula is ``activation_bytes_per_layer`` (the selective one for ``flash``).
     """
     value_bytes = torch.empty((), dtype=dtype).element_size()
-    mask_bytes = dropout_mask_bytes("cpu", value_bytes)
     block = cast(Block, GPT(config, seed).to(dtype).train().blocks[0])
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, config.seq, config.hidden, generator=g).to(dtype).requires_grad_()

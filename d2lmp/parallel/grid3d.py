@@ -10,7 +10,8 @@ machine whose GPUs share the fastest links. Each rank belongs to three groups:
 
 ``train_3d`` builds the tensor-parallel GPT's stages on every rank, runs ``pipeline_step`` over the pipeline
 group on this replica's slice of the batch, sums the sequence-parallel gradients over the tensor group,
-then each gradient over the data group (each replica's weighted by its share of the batch), and steps SGD.
+then each gradient over the data group (each replica's weighted by its share of the batch), and takes an
+SGD step.
 Tied embeddings would need one more sum, between the first and the last stage: build ``tied=False``.
 """
 
@@ -21,6 +22,7 @@ from typing import cast
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from ..gpt import GPTConfig
 from .gpt_tp import VocabParallelHead, sequence_parallel_gradients, tp_gpt_sequential
@@ -28,7 +30,7 @@ from .pipeline import pipeline_step
 from .pipeline_balance import equal_split
 from .transformer_tp import Cut, shard_cuts, tp_group
 
-__all__ = ["Grid3D", "grid3d_groups", "ThreeDResult", "train_3d"]
+__all__ = ["Grid3D", "grid3d_groups", "ThreeDResult", "sgd_step", "train_3d"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,15 @@ def grid3d_groups(data: int, pipe: int, tensor: int) -> Grid3D:
     return Grid3D(data, pipe, tensor, d, p, t, data_groups[p, t], pipe_groups[d, t], tensor_groups[d, p])
 
 
+def sgd_step(model: nn.Module, lr: float) -> None:
+    """p ← p − lr·∂L/∂p for every parameter with a gradient (``torch.optim.SGD`` without momentum, written out:
+    its first step imports parts of torch that take seconds on a busy machine, in every rank at once)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.add_(p.grad, alpha=-lr)
+
+
 @dataclass(frozen=True)
 class ThreeDResult:
     """What one rank found: the global mean loss of each step, its parameters' gradients in the first step
@@ -102,10 +113,9 @@ def train_3d(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: torch
 
     xs, ys = x.tensor_split(data)[grid.data_rank], y.tensor_split(data)[grid.data_rank]
     share = len(xs) / len(x)  # this replica's part of the global mean
-    optimizer = torch.optim.SGD(stage.parameters(), lr=lr)
     losses, first = [], {}
     for step in range(steps):
-        optimizer.zero_grad(set_to_none=True)
+        stage.zero_grad(set_to_none=True)
         result = pipeline_step(grid.pipe_rank, pipe, lambda: model, sizes, xs, ys, kind, micro_batches, loss_fn,
                                group=grid.pipe_group)
         sequence_parallel_gradients(stage, tp)
@@ -113,12 +123,12 @@ def train_3d(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: torch
             if p.grad is not None:
                 p.grad.mul_(share)
                 dist.all_reduce(p.grad, group=grid.data_group)
-        loss = torch.tensor(share * result.loss if result.loss is not None else 0.0)
+        loss = torch.tensor(share * result.loss if result.loss is not None else 0.0, device=head.ln.weight.device)
         dist.all_reduce(loss, group=grid.pipe_group)  # from the last stage to every stage
         dist.all_reduce(loss, group=grid.data_group)  # the replicas' parts of the global mean
         losses.append(loss.item())
         if step == 0:
-            first = {k: p.grad.clone() for k, p in stage.named_parameters() if p.grad is not None}
-        optimizer.step()
-    return ThreeDResult(losses, first, {k: p.detach().clone() for k, p in stage.named_parameters()},
+            first = {k: p.grad.cpu().clone() for k, p in stage.named_parameters() if p.grad is not None}
+        sgd_step(stage, lr)
+    return ThreeDResult(losses, first, {k: p.detach().cpu().clone() for k, p in stage.named_parameters()},
                         shard_cuts(stage), grid.data_rank, grid.pipe_rank, grid.tensor_rank)
