@@ -19,7 +19,8 @@ Three counts, each compared under the same assumptions as the formula (dtype, dr
   sequence it keeps views of the fused QKV output instead, again 3·s·b·h values.)
 
 Each comparison is a :class:`Comparison` (name, formula, measured, difference, explanation);
-:func:`comparison_table` prints a list of them.
+:func:`comparison_table` prints a list of them. :func:`block_comparisons` compares saved bytes measured on
+one rank of a tensor-parallel block (``parallel.tp_accounting``) with the same formula per rank.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ model at cluster scale are counted by the same functions. The conventions are th
   lists the small tensors that count leaves out.
 - :func:`layer_flop_parts` and :func:`block_anatomy` split one block by part (``BLOCK_PARTS``): where its
   parameters, FLOPs and saved bytes are.
+- :func:`layer_communication` counts one block's tensor-parallel collectives and the bytes a rank sends
+  for them, with and without sequence parallelism (Korthikanti et al. 2022, §4).
 
 Symbols: ``s`` sequence length, ``b`` micro-batch size, ``h`` hidden size, ``a`` attention heads, ``l``
 layers, ``V`` vocabulary, ``f`` MLP width, ``t`` tensor-parallel size, ``p`` pipeline-parallel size, ``v``
@@ -328,7 +330,7 @@ class LayerCommunication:
 
 def layer_communication(m: Transformer, micro_batch: int = 1, tp: int = 2, sequence_parallel: bool = False,
                         regather: bool = True, value_bytes: int = 2) -> LayerCommunication:
-    """One block's tensor-parallel collectives per step (Korthikanti et al. 2022, §4.2.2).
+    """One block's tensor-parallel collectives per step (Korthikanti et al. 2022, §4).
 
     Tensor parallelism: four all-reduces (after the attention and the MLP forward, before them backward).
     Sequence parallelism: four all-gathers and four reduce-scatters instead, the same bytes on the wire,

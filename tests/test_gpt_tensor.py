@@ -93,7 +93,8 @@ def test_saved_bytes_against_korthikantis_closed_forms(run):
     s, b, h, a, t = c.seq, 2, c.hidden, c.heads, world
     sbh = s * b * h
     expected = {(1, False, "none"): sbh * (34 + 5 * a * s / h), (1, False, "selective"): sbh * 34,
-                (t, False, "none"): sbh * (10 + 24 / t + 5 * a * s / (h * t)), (t, False, "selective"): sbh * (10 + 24 / t),
+                (t, False, "none"): sbh * (10 + 24 / t + 5 * a * s / (h * t)),
+                (t, False, "selective"): sbh * (10 + 24 / t),
                 (t, True, "none"): sbh * (34 / t + 5 * a * s / (h * t)), (t, True, "selective"): sbh * 34 / t,
                 (t, True, "full"): 2 * sbh / t}
     for result in per_rank:

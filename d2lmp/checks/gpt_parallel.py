@@ -75,11 +75,11 @@ def check_tp_gpt(config: GPTConfig, tp: TPGroup, batch: int = 3, seed: int = 0) 
     full = GPT(config, seed).to(dev)
     logits = full(idx)
     loss = lm_loss(logits, targets)
-    loss.backward()
+    torch.autograd.backward(loss)
     model = TensorParallelGPT(GPT(config, seed), tp.group, tp.sequence_parallel, tp.regather).to(dev)
     mine = model(idx)
     mine_loss = model.head.cross_entropy(mine, targets).mean()
-    mine_loss.backward()
+    torch.autograd.backward(mine_loss)
     sequence_parallel_gradients(model, tp)
     vocab = logits.detach().tensor_split(tp.size, -1)[tp.rank]
     return {"loss": abs(loss.item() - mine_loss.item()), "logits": float((mine.detach() - vocab).abs().max()),
@@ -116,11 +116,12 @@ def check_3d(rank: int, world: int, steps: int | None = None, lr: float = 0.1) -
     x, y = (torch.randint(config.vocab, (4 * data, config.seq), generator=g) for _ in range(2))
     reference = GPT(config, 0)
     stages = reference.sequential()
-    losses, first = [], {}
+    losses: list[float] = []
+    first: dict[str, torch.Tensor] = {}
     for step in range(steps):
         reference.zero_grad()
         loss = lm_loss(reference(x), y)
-        loss.backward()
+        torch.autograd.backward(loss)
         losses.append(loss.item())
         first = _grads(stages) if step == 0 else first
         sgd_step(reference, lr)
