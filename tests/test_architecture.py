@@ -45,6 +45,8 @@ LAYERS = {
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
         "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",
         "d2lmp.parallel.model_size", "d2lmp.parallel.allreduce_steps",
+        "d2lmp.parallel.transformer_tp", "d2lmp.parallel.gpt_tp", "d2lmp.parallel.tp_accounting",
+        "d2lmp.parallel.grid3d",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..checks.gpt_parallel import TOLERANCE as GPT_TOLERANCE
+from ..checks.gpt_parallel import check_3d, check_gpt_tensor
 from ..checks.ranks import (
     check_collectives,
     check_context_parallel,
@@ -50,6 +52,7 @@ class Strategy:
     min_world: int = 1
     max_world: int | None = None
     even_world: bool = False
+    multiple_of: int = 1
 
     @property
     def worlds(self) -> str:
@@ -57,12 +60,13 @@ class Strategy:
         bounds = ([f"at least {self.min_world}"] if self.min_world > 1 else []) + \
             ([f"at most {self.max_world}"] if self.max_world is not None else [])
         text = f"{' and '.join(bounds)} ranks" if bounds else "any number of ranks"
-        return text + (", an even number" if self.even_world else "")
+        return (text + (", an even number" if self.even_world else "")
+                + (f", a multiple of {self.multiple_of}" if self.multiple_of > 1 else ""))
 
     def world_problem(self, world: int) -> str | None:
         """Why this strategy cannot run on ``world`` ranks, or None if it can."""
         too_many = self.max_world is not None and world > self.max_world
-        if world < self.min_world or too_many or (self.even_world and world % 2):
+        if world < self.min_world or too_many or (self.even_world and world % 2) or world % self.multiple_of:
             return f"needs {self.worlds}"
         return None
 
@@ -82,6 +86,11 @@ STRATEGIES: dict[str, Strategy] = {
     "tensor": Strategy(check_tensor_parallel, 1e-5,
                        "column- and row-split linear layers give the full layer's outputs"),
     "zero": Strategy(check_zero, 1e-5, "ZeRO stages 0-3 train to one device's Adam parameters"),
+    "gpt-tensor": Strategy(check_gpt_tensor, GPT_TOLERANCE, "Megatron's tensor-parallel GPT block, with and without "
+                           "sequence parallelism, and the whole GPT give one device's outputs and gradients",
+                           min_world=2, max_world=4),
+    "3d": Strategy(check_3d, GPT_TOLERANCE, "data x pipeline x tensor (a world/4 x 2 x 2 grid) trains the small GPT "
+                   "to one device's loss, gradients and parameters", min_world=4, multiple_of=4),
     "hybrid": Strategy(check_hybrid, 1e-5, "a data x tensor grid of process groups trains to one device's parameters",
                        min_world=4, even_world=True),  # 2-rank tensor groups, at least 2 of them
 }
