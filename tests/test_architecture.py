@@ -60,7 +60,7 @@ ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.paral
             "d2lmp.transformer_accounting", "d2lmp.scale", "d2lmp.scale.hardware", "d2lmp.scale.layout",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
             "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
-            "d2lmp.scale.report")
+            "d2lmp.scale.report", "d2lmp.scale.comm_roofline")
 RUNTIME = ("d2lmp.parallel.launch", "d2lmp.parallel.collectives", "torch.distributed.*")
 
 MAX_LINES = 400
