@@ -170,7 +170,11 @@ class CommPoint:
 
     @property
     def needed(self) -> str:
-        return f"{self.knob} needed: {self.crossing:,.0f} (here {self.value:,.0f})"
+        return f"{self.knob} needed: {_number(self.crossing)} (here {_number(self.value)})"
+
+
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
 def crossing(point: CommPoint) -> float:
