@@ -167,6 +167,36 @@ _ENTRIES = (
        "Optimization of Collective Communication Operations in MPICH",
        "International Journal of High Performance Computing Applications 19(1)", 2005,
        "https://doi.org/10.1177/1094342005051521"),
+    # Beyond this series: serving, low precision, experts, offloading, production systems
+    _S("kwon2023vllm", "Kwon, W.; Li, Z.; Zhuang, S.; Sheng, Y.; Zheng, L.; Yu, C. H.; Gonzalez, J. E.; Zhang, H.; "
+       "Stoica, I.", "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+       "Proceedings of the 29th Symposium on Operating Systems Principles (SOSP 2023); arXiv:2309.06180", 2023,
+       "https://arxiv.org/abs/2309.06180", "vLLM: the key/value cache in pages, continuous batching."),
+    _S("micikevicius2022fp8", "Micikevicius, P.; Stosic, D.; Burgess, N.; Cornea, M.; Dubey, P.; Grisenthwaite, R.; "
+       "Ha, S.; Heinecke, A.; Judd, P.; Kamalu, J.; Mellempudi, N.; Oberman, S.; Shoeybi, M.; Siu, M.; Wu, H.",
+       "FP8 Formats for Deep Learning", "arXiv:2209.05433", 2022, "https://arxiv.org/abs/2209.05433",
+       "The E4M3 and E5M2 formats and training with them."),
+    _S("deepseek2024v3", "DeepSeek-AI", "DeepSeek-V3 Technical Report", "arXiv:2412.19437", 2024,
+       "https://arxiv.org/abs/2412.19437",
+       "A mixture-of-experts model pre-trained with FP8 mixed precision; expert parallelism and its all-to-all."),
+    _S("lepikhin2021gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
+       "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
+       "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2021,
+       "https://arxiv.org/abs/2006.16668"),
+    _S("fedus2022switch", "Fedus, W.; Zoph, B.; Shazeer, N.",
+       "Switch Transformers: Scaling to Trillion Parameter Models with Simple and Efficient Sparsity",
+       "Journal of Machine Learning Research 23(120); arXiv:2101.03961", 2022, "https://arxiv.org/abs/2101.03961"),
+    _S("rajbhandari2021zeroinfinity", "Rajbhandari, S.; Ruwase, O.; Rasley, J.; Smith, S.; He, Y.",
+       "ZeRO-Infinity: Breaking the GPU Memory Wall for Extreme Scale Deep Learning",
+       "International Conference for High Performance Computing, Networking, Storage and Analysis (SC21); "
+       "arXiv:2104.07857", 2021, "https://arxiv.org/abs/2104.07857"),
+    _S("liang2024torchtitan", "Liang, W.; Liu, T.; Wright, L.; Constable, W.; Gu, A.; Huang, C.-C.; Zhang, I.; "
+       "Feng, W.; Huang, H.; Wang, J.; Purandare, S.; Nadathur, G.; Idreos, S.",
+       "TorchTitan: One-stop PyTorch native solution for production ready LLM pre-training", "arXiv:2410.06511",
+       2024, "https://arxiv.org/abs/2410.06511"),
+    _S("tazi2025ultrascale", "Tazi, N.; Mom, F.; Zhao, H.; Nguyen, P.; Mekkouri, M.; Werra, L.; Wolf, T.",
+       "The Ultra-Scale Playbook: Training LLMs on GPU Clusters", "Hugging Face", 2025,
+       "https://huggingface.co/spaces/nanotron/ultrascale-playbook"),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,
@@ -184,6 +214,11 @@ _ENTRIES = (
        "pylearn2.sandbox.cuda_convnet: Theano wrappers of cuda-convnet's kernels", "pylearn2, GitHub repository",
        2013, "https://github.com/lisa-lab/pylearn2/tree/master/pylearn2/sandbox/cuda_convnet",
        "Docstrings of `__init__.py` and `filter_acts.py`."),
+    _S("megatron_lm_repo", "Megatron-LM Contributors",
+       "Megatron-LM: GPU optimized techniques for training transformer models at-scale",
+       "GitHub repository NVIDIA/Megatron-LM", "n.d.", "https://github.com/NVIDIA/Megatron-LM",
+       "README, GPT-3 Example: 175B on 1,024 A100s with tensor 8 × pipeline 16, global batch 1,536, about 32 s an "
+       "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications"),
