@@ -201,3 +201,12 @@ def test_every_strategy_and_link_has_a_point():
             assert point.strategy == strategy and point.roof.link == link and point.bound in ("compute",
                                                                                               "communication")
             assert point.needed.startswith(point.knob)
+
+
+def test_the_exercises_formula_is_the_librarys():
+    from d2lmp.exercises.training_at_scale import tp_intensity
+    from d2lmp.scale.published import gpt
+
+    for h, s, t in ((12288, 2048, 8), (4096, 4096, 2), (25600, 2048, 16)):
+        point = tensor_parallel_point(gpt(2, h, h // 128, seq=s), NETWORK, t)
+        assert tp_intensity(h, s, t) == pytest.approx(point.intensity, rel=1e-12)
