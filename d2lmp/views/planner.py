@@ -75,7 +75,7 @@ def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Any = None,
         ax.annotate(f"{m.total / 1e9:,.0f} GB" + ("" if m.fits else " (does not fit)"), (m.total / 1e9, i),
                     xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
     ax.set(xlabel="GB per GPU; black tick: the GPU's memory", title=title)
-    ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.25)
+    ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.45)
     ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     return fig
