@@ -259,7 +259,9 @@ def pipeline_point(model: Transformer, roof: LinkRoof, stages: int, micro_batch:
     layers = model.layers / stages
     message = activation_message_bytes(model, micro_batch) / (tp if scatter_gather else 1)
     sent = 2 * interleave * message
-    return CommPoint("pp", f"PP, {stages} stages of {layers:g} layers", layers * block / tp, sent, roof,
+    label = f"PP, {stages} stages of {layers:g} layer{'' if layers == 1 else 's'}" + (
+        f", {interleave} virtual stages each" if interleave > 1 else "")
+    return CommPoint("pp", label, layers * block / tp, sent, roof,
                      "one micro-batch through one stage, forward and backward", "layers per stage", layers,
                      block / tp / sent)
 
