@@ -33,7 +33,8 @@ LAYERS = {
         "d2lmp.config", "d2lmp.hardware", "d2lmp.gpu_specs", "d2lmp.timing", "d2lmp.roofline",
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
         "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
-        "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
+        "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.sources.*", "d2lmp.recorded.*",
+        "d2lmp.recompute",
         "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
         "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",
         "d2lmp.parallel",  # the subpackage's __init__ only
@@ -63,7 +64,7 @@ ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.paral
             "d2lmp.scale.hardware", "d2lmp.scale.layout",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
             "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
-            "d2lmp.scale.report")
+            "d2lmp.scale.report", "d2lmp.scale.comm_roofline")
 RUNTIME = ("d2lmp.parallel.launch", "d2lmp.parallel.collectives", "torch.distributed.*")
 
 MAX_LINES = 400

@@ -26,6 +26,8 @@ REQUIRED = {
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
+    "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
+                          "data_parallel_seconds"],
 }
 
 

@@ -21,6 +21,7 @@ from d2lmp import models, roofline  # noqa: E402
 from d2lmp.parallel import costmodel as CM  # noqa: E402
 from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
 from d2lmp.views import collectives as collectives_views  # noqa: E402
+from d2lmp.views import comm_roofline as comm_roofline_views  # noqa: E402
 from d2lmp.views import conv as conv_views  # noqa: E402
 from d2lmp.views import costmodel as costmodel_views  # noqa: E402
 from d2lmp.views import data_parallel as data_parallel_views  # noqa: E402
@@ -29,6 +30,7 @@ from d2lmp.views import matmul as matmul_views  # noqa: E402
 from d2lmp.views import memory as memory_views  # noqa: E402
 from d2lmp.views import models as models_views  # noqa: E402
 from d2lmp.views import pipeline as pipeline_views  # noqa: E402
+from d2lmp.views import planner as planner_views  # noqa: E402
 from d2lmp.views import power as power_views  # noqa: E402
 from d2lmp.views import precision as precision_views  # noqa: E402
 from d2lmp.views import roofline as roofline_views  # noqa: E402
@@ -59,6 +61,8 @@ FACTORIES = {
     "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
     "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),
     "zero": lambda: zero_views.zero_widget(),
+    "comm_roofline": lambda: comm_roofline_views.comm_roofline_widget(),
+    "planner": lambda: planner_views.planner_widget(),
 }
 
 
