@@ -33,13 +33,14 @@ LAYERS = {
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
         "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
         "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
-        "d2lmp.transformer_accounting",
+        "d2lmp.transformer_accounting", "d2lmp.moe",
         "d2lmp.parallel",  # the subpackage's __init__ only: the demos below are front ends
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
         "d2lmp.parallel.tensor_parallel",
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
+        "d2lmp.parallel.all_to_all", "d2lmp.parallel.expert_parallel",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
