@@ -114,7 +114,7 @@ _ENTRIES = (
     _S("shazeer2017outrageously", "Shazeer, N.; Mirhoseini, A.; Maziarz, K.; Davis, A.; Le, Q.; Hinton, G.; Dean, J.",
        "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts Layer",
        "International Conference on Learning Representations (ICLR 2017); arXiv:1701.06538", 2017,
-       "https://arxiv.org/abs/1701.06538", "The sparsely-gated mixture-of-experts layer: a trainable router, top-k gating."),
+       "https://arxiv.org/abs/1701.06538", "A trainable router choosing among experts, top-k gating."),
     _S("lepikhin2020gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
        "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
        "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2020,

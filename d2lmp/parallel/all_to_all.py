@@ -43,7 +43,8 @@ def _post(sends: Sequence[tuple[int, torch.Tensor]], recvs: Sequence[tuple[int, 
         ops = [dist.P2POp(dist.irecv, t, p, group) for p, t in recvs]
         ops += [dist.P2POp(dist.isend, t, p, group) for p, t in sends]
         return dist.batch_isend_irecv(ops) if ops else []
-    return [dist.irecv(t, p, group) for p, t in recvs] + [dist.isend(t, p, group) for p, t in sends]
+    requests = [dist.irecv(t, p, group) for p, t in recvs] + [dist.isend(t, p, group) for p, t in sends]
+    return [r for r in requests if r is not None]  # None only on a rank outside the group
 
 
 def _wait(requests: list[dist.Work]) -> None:
@@ -152,4 +153,4 @@ def torch_all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | 
     (gloo's ``dist.all_to_all`` refuses blocks of different sizes)."""
     _check_inputs(inputs, dist.get_world_size(group))
     received, sizes = torch_all_to_all_flat(torch.cat(list(inputs)), [len(t) for t in inputs], group)
-    return list(received.split(sizes))
+    return list(torch.split(received, sizes))

@@ -13,17 +13,20 @@ the two all-to-alls in reverse; the router's gradients are summed over ranks lik
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.nn import functional as F
 
 from ..moe import MoE, MoEOutput, MoESpec, Routing, kept_counts, load_balancing_loss, route
 from .collectives import all_to_all, ring_all_gather, ring_all_reduce
 
-__all__ = ["experts_per_rank", "expert_owner", "DispatchCounts", "dispatch_counts", "ExpertParallelMoE"]
+__all__ = ["experts_per_rank", "expert_owner", "DispatchCounts", "dispatch_counts", "counts_per_rank",
+           "ExpertParallelMoE"]
 
 
 def experts_per_rank(experts: int, world: int) -> int:
@@ -62,6 +65,18 @@ def dispatch_counts(counts: torch.Tensor, capacity: int, world: int) -> Dispatch
     return DispatchCounts(tuple(tuple(int(n) for n in row) for row in per_rank), tuple(int(n) for n in dropped))
 
 
+def counts_per_rank(routing: Routing, tokens_per_rank: Sequence[int]) -> torch.Tensor:
+    """Choice counts [n, k, E] of a one-device routing as if its tokens were cut into consecutive parts of these sizes.
+
+    ``dispatch_counts`` of them is what ``ExpertParallelMoE`` would send on n ranks given those parts.
+    """
+    if sum(tokens_per_rank) != len(routing.expert):
+        raise ValueError(f"parts of {list(tokens_per_rank)} tokens do not add up to the {len(routing.expert)} routed")
+    experts = routing.probs.shape[-1]
+    parts = torch.split(routing.expert, list(tokens_per_rank))
+    return torch.stack([F.one_hot(part, experts).sum(dim=0) for part in parts])
+
+
 class _AllToAll(torch.autograd.Function):
     """``all_to_all`` of blocks whose received sizes are known; backward sends the gradients back the same way."""
 
@@ -78,7 +93,7 @@ class _AllToAll(torch.autograd.Function):
 
 def _all_to_all(blocks: list[torch.Tensor], output_sizes: list[int],
                 group: dist.ProcessGroup | None) -> list[torch.Tensor]:
-    return list(_AllToAll.apply(group, output_sizes, *blocks))
+    return list(_AllToAll.apply(group, output_sizes, *blocks))  # type: ignore[no-untyped-call]
 
 
 class ExpertParallelMoE(nn.Module):
@@ -98,6 +113,7 @@ class ExpertParallelMoE(nn.Module):
         self.router = copy.deepcopy(full.router)
         self.experts = nn.ModuleList(copy.deepcopy(full.experts[self.first + i]) for i in range(self.local))
         self.last: MoEOutput | None = None
+        self.sent: tuple[int, ...] = ()  # rows the last run sent each rank in its dispatch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.run(x).output
@@ -111,14 +127,15 @@ class ExpertParallelMoE(nn.Module):
         tokens = x.reshape(-1, self.spec.hidden)
         routing = route(self.router(tokens), self.spec.top_k, self.spec.capacity_factor, self._gather_counts)
         token, slot, expert, send_sizes = self._kept_assignments(routing)
+        self.sent = tuple(send_sizes)
         recv_sizes, recv_experts = self._incoming(routing)
-        received = torch.cat(_all_to_all(list(tokens[token].split(send_sizes)), recv_sizes, self.group))
+        received = torch.cat(_all_to_all(list(torch.split(tokens[token], send_sizes)), recv_sizes, self.group))
         results = torch.zeros_like(received)
         for i, module in enumerate(self.experts):
             rows = torch.nonzero(recv_experts == self.first + i).view(-1)
             if len(rows):
                 results = results.index_copy(0, rows, module(received[rows]))
-        returned = torch.cat(_all_to_all(list(results.split(recv_sizes)), send_sizes, self.group))
+        returned = torch.cat(_all_to_all(list(torch.split(results, recv_sizes)), send_sizes, self.group))
         out = torch.zeros_like(tokens).index_add(0, token, returned * routing.gate[token, slot, None])
         self.last = MoEOutput(out.view_as(x), load_balancing_loss(routing), routing)
         return self.last
