@@ -6,7 +6,8 @@ equal blocks and receive into buffers made once: the transports alone, which ``A
 ours exchanges them and allocates its outputs, torch's is preceded by an all_to_all_single of the
 counts (``all_to_all.torch_all_to_all_flat``). S is every block a rank sends, its own included; busbw =
 algbw × (n-1)/n. Rounds alternate the order of the contenders so that drifting load hits all alike;
-figures are medians over rounds.
+figures are medians over rounds, and a ratio is the median over rounds of the ratio within each round
+(paired: a round the machine was busy slows both contenders of a pair).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ A2A_PAIRS = (("pairwise", "torch"), ("pairwise+sizes", "torch+sizes"))  # (ours,
 
 @dataclass(frozen=True)
 class AllToAllTiming:
-    """One implementation at one size on ``world`` ranks: the median over rounds, as nccl-tests reports it."""
+    """One implementation at one size on ``world`` ranks: the median over rounds, as nccl-tests reports it,
+    and each round's time (the slowest rank's median call)."""
 
     impl: str
     world: int
@@ -43,11 +45,13 @@ class AllToAllTiming:
     seconds: float
     algbw_gbs: float
     busbw_gbs: float
+    round_seconds: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
 class AllToAllRatio:
-    """Ours against the backend's at one size: bus bandwidths in GB/s and ours / theirs."""
+    """Ours against the backend's at one size: median bus bandwidths in GB/s, and ``ratio``, ours / theirs:
+    the median over rounds of each round's ratio (of the medians where rounds were not recorded)."""
 
     ours: str
     theirs: str
@@ -56,10 +60,7 @@ class AllToAllRatio:
     size_bytes: int
     ours_busbw_gbs: float
     theirs_busbw_gbs: float
-
-    @property
-    def ratio(self) -> float:
-        return self.ours_busbw_gbs / self.theirs_busbw_gbs
+    ratio: float
 
 
 def _worker(rank: int, world: int, sizes: tuple[int, ...], impls: tuple[str, ...], rounds: int,
@@ -75,7 +76,7 @@ def _worker(rank: int, world: int, sizes: tuple[int, ...], impls: tuple[str, ...
             seconds = statistics.median(t.seconds for t in timings)
             algbw = timings[0].size_bytes / seconds / 1e9
             rows.append(AllToAllTiming(impl, world, backend, timings[0].size_bytes, seconds, algbw,
-                                       bus_bandwidth(algbw, "all_to_all", world)))
+                                       bus_bandwidth(algbw, "all_to_all", world), tuple(t.seconds for t in timings)))
     return rows
 
 
@@ -106,7 +107,10 @@ def all_to_all_ratios(rows: Sequence[AllToAllTiming],
         for (impl, world, size), row in found.items():
             other = found.get((theirs, world, size))
             if impl == ours and other is not None:
-                ratios.append(AllToAllRatio(ours, theirs, world, row.backend, size, row.busbw_gbs, other.busbw_gbs))
+                paired = [t / o for o, t in zip(row.round_seconds, other.round_seconds)]
+                ratio = statistics.median(paired) if paired else row.busbw_gbs / other.busbw_gbs
+                ratios.append(AllToAllRatio(ours, theirs, world, row.backend, size, row.busbw_gbs, other.busbw_gbs,
+                                            ratio))
     return ratios
 
 
