@@ -282,7 +282,8 @@ def _collective_call(name: str, impl: str, tensor: torch.Tensor):
         if impl == "torch":  # all_to_all_single: the flat form, which takes uneven splits (gloo's all_to_all does not)
             return lambda: dist.all_to_all_single(received, flat)
         if impl == "pairwise":
-            return lambda: all_to_all(blocks, out=list(received.view(world, -1)))
+            outs = list(received.view(world, -1))
+            return lambda: all_to_all(blocks, out=outs)
         if impl == "torch+sizes":  # as if the sizes were unknown: exchange them, allocate, send
             return lambda: torch_all_to_all_flat(flat, [len(blocks[0])] * world)
         if impl == "pairwise+sizes":
