@@ -37,6 +37,7 @@ LAYERS = {
         "d2lmp.recompute",
         "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
         "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",
+        "d2lmp.moe",
         "d2lmp.parallel",  # the subpackage's __init__ only
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
@@ -48,6 +49,7 @@ LAYERS = {
         "d2lmp.parallel.model_size", "d2lmp.parallel.allreduce_steps",
         "d2lmp.parallel.transformer_tp", "d2lmp.parallel.gpt_tp", "d2lmp.parallel.tp_accounting",
         "d2lmp.parallel.grid3d",
+        "d2lmp.parallel.all_to_all", "d2lmp.parallel.expert_parallel",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),

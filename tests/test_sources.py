@@ -137,3 +137,13 @@ def test_source_is_frozen():
     with pytest.raises(AttributeError):
         SOURCES["huang2019gpipe"].year = 2020
     assert isinstance(SOURCES["huang2019gpipe"], Source)
+
+
+def test_every_source_has_one_key():
+    """Two keys for one paper split its citations: one URL and one title per source."""
+    from collections import Counter
+
+    for what, values in (("URL", [s.url for s in SOURCES.values()]),
+                         ("title", [s.title.lower() for s in SOURCES.values()])):
+        twice = [v for v, n in Counter(values).items() if n > 1]
+        assert not twice, f"sources with the same {what} under two keys: {twice}"

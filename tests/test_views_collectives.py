@@ -37,7 +37,8 @@ def test_collective_pictures_follow_the_definitions():
     assert ex["reduce-scatter"][1][1] == ["·", "Σb", "·"]
     assert ex["all-gather"][1] == [["a0", "b1", "c2"]] * 3
     assert ex["broadcast (from rank 0)"][1] == [["a0", "b0", "c0"]] * 3
-    assert len(plot_collectives(3).axes) == 10
+    assert ex["all-to-all"][1] == [["a0", "a1", "a2"], ["b0", "b1", "b2"], ["c0", "c1", "c2"]]  # the transpose
+    assert len(plot_collectives(3).axes) == 12
     with pytest.raises(ValueError):
         collective_examples(1)
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..checks.experts import check_all_to_all, check_expert_parallel
 from ..checks.gpt_parallel import TOLERANCE as GPT_TOLERANCE
 from ..checks.gpt_parallel import check_3d, check_gpt_tensor
 from ..checks.ranks import (
@@ -83,6 +84,10 @@ STRATEGIES: dict[str, Strategy] = {
                             "model's gradients and outputs", min_world=2, max_world=5),  # 11 layers in 2 x world chunks
     "context": Strategy(check_context_parallel, 1e-5, "ring attention (plain and balanced layouts) equals attention "
                         "on the whole sequence, forward and backward"),
+    "all-to-all": Strategy(check_all_to_all, 1e-5, "our all-to-all (send/recv) equals torch.distributed's and the "
+                           "exchange written out, even and uneven blocks"),
+    "experts": Strategy(check_expert_parallel, 1e-5, "the expert-parallel mixture of experts routes, drops and "
+                        "computes as the one-device layer, gradients included"),
     "tensor": Strategy(check_tensor_parallel, 1e-5,
                        "column- and row-split linear layers give the full layer's outputs"),
     "zero": Strategy(check_zero, 1e-5, "ZeRO stages 0-3 train to one device's Adam parameters"),

@@ -197,4 +197,8 @@ PAPERS: tuple[Source, ...] = (
        "https://d2l.ai/chapter_convolutional-modern/alexnet.html"),
     _S("zhang2023d2l_hardware", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.", "Dive into Deep Learning: Hardware",
        "Cambridge University Press", 2023, "https://d2l.ai/chapter_computational-performance/hardware.html"),
+    _S("shazeer2017outrageously", "Shazeer, N.; Mirhoseini, A.; Maziarz, K.; Davis, A.; Le, Q.; Hinton, G.; Dean, J.",
+       "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts Layer",
+       "International Conference on Learning Representations (ICLR 2017); arXiv:1701.06538", 2017,
+       "https://arxiv.org/abs/1701.06538", "A trainable router choosing among experts, top-k gating."),
 )
