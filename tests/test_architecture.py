@@ -42,6 +42,8 @@ LAYERS = {
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
         "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",
+        "d2lmp.parallel.lr_scaling", "d2lmp.parallel.sync_batchnorm", "d2lmp.parallel.dp_training",
+        "d2lmp.parallel.dp_batchnorm", "d2lmp.parallel.trace_events", "d2lmp.parallel.profiler_trace",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),

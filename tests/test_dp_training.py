@@ -68,10 +68,10 @@ def test_ddp_training_equals_one_device_without_batchnorm_or_with_synchronised_s
             assert len(fit.losses) == TRAIN // CONFIG.global_batch >= 6
             assert one.losses[-1] < one.losses[0], f"{what}: the reference must learn"
             torch.testing.assert_close(torch.tensor(fit.losses), torch.tensor(one.losses), rtol=1e-5, atol=1e-6,
-                                       msg=lambda m, what=what: f"{what}, rank {rank} of {world}: losses: {m}")
+                                       msg=lambda m, what=what, rank=rank: f"{what}, rank {rank} of {world}: {m}")
             for name, value in one.state.items():
                 torch.testing.assert_close(fit.state[name], value, rtol=1e-5, atol=1e-6,
-                                           msg=lambda m, what=what, name=name: f"{what}, rank {rank}, {name}: {m}")
+                                           msg=lambda m, w=what, n=name, r=rank: f"{w}, rank {r}, {n}: {m}")
             assert fit.test_acc == one.test_acc
 
 

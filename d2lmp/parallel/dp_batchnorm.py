@@ -6,8 +6,9 @@ PyTorch's ``nn.SyncBatchNorm`` does the same where it runs (GPUs). ``batchnorm_g
 BatchNorm layer of each kind through a forward and a backward on this rank's slice of a batch of real features
 (the CNN's first convolution on digits, ``bn_inputs``) and returns, per kind, the largest difference from one
 device's ``nn.BatchNorm2d`` on the whole batch: outputs, running mean and variance, input gradients, and the weight
-and bias gradients summed over the ranks (as DDP sums them), each relative to the largest value one device computed. ``batchnorm_accuracy_table`` trains the CNN on ranks
-with each kind for small per-rank batches and reports the test accuracy beside one device's.
+and bias gradients summed over the ranks (as DDP sums them), each relative to the largest value one device
+computed. ``batchnorm_accuracy_table`` trains the CNN on ranks with each kind for small per-rank batches and
+reports the test accuracy beside one device's.
 """
 
 from __future__ import annotations
@@ -62,23 +63,31 @@ class _Pass:
     bias_grad: torch.Tensor
 
 
-def bn_inputs(data: Dataset, batch: int = 32, spec: CNNSpec = CNNSpec()) -> torch.Tensor:
-    """What the CNN's first BatchNorm sees: its first convolution (seeded weights) on ``batch`` training images."""
+def bn_inputs(data: Dataset, batch: int = 32, spec: CNNSpec | None = None) -> torch.Tensor:
+    """What the CNN's first BatchNorm sees: its first convolution (seeded weights; default ``CNNSpec()``) on
+    ``batch`` training images."""
     with torch.no_grad():
-        return spec.build()[0](data.x_train[:batch])
+        out: torch.Tensor = (spec or CNNSpec()).build()[0](data.x_train[:batch])
+        return out
 
 
-def _layer(kind: str, channels: int) -> nn.BatchNorm2d:
-    layer = {"per-rank nn.BatchNorm2d": nn.BatchNorm2d, "SyncBatchNorm2d (ours)": SyncBatchNorm2d,
-             "nn.SyncBatchNorm (PyTorch)": nn.SyncBatchNorm}[kind](channels)
+_Layer = nn.BatchNorm2d | nn.SyncBatchNorm  # SyncBatchNorm2d is a BatchNorm2d
+
+
+def _layer(kind: str, channels: int) -> _Layer:
+    layer: _Layer
+    if kind == _KINDS[2]:
+        layer = nn.SyncBatchNorm(channels)
+    else:
+        layer = SyncBatchNorm2d(channels) if kind == _KINDS[1] else nn.BatchNorm2d(channels)
     g = torch.Generator().manual_seed(7)  # a non-trivial scale and shift, the same in every layer
     with torch.no_grad():
         layer.weight.copy_(1 + 0.5 * torch.randn(channels, generator=g))
         layer.bias.copy_(0.5 * torch.randn(channels, generator=g))
-    return layer  # type: ignore[return-value]
+    return layer
 
 
-def _pass(layer: nn.BatchNorm2d, x: torch.Tensor, upstream: torch.Tensor, sum_over_ranks: bool) -> _Pass:
+def _pass(layer: _Layer, x: torch.Tensor, upstream: torch.Tensor, sum_over_ranks: bool) -> _Pass:
     """Forward ``x``, backward the loss Σ output·upstream; the parameter gradients summed over the ranks (as DDP
     sums them) when ``sum_over_ranks``."""
     x = x.clone().requires_grad_(True)
@@ -102,6 +111,12 @@ def _largest(diffs: list[float]) -> list[float]:
     return out
 
 
+def _gap(kind: str, world: int, batch: int, values: Sequence[float], note: str = "") -> BatchNormGap:
+    output, running_mean, running_var, input_grad, weight_grad, bias_grad = values
+    return BatchNormGap(kind, world, batch, output, running_mean, running_var, input_grad, weight_grad, bias_grad,
+                        note)
+
+
 def batchnorm_gaps(rank: int, world: int, x: torch.Tensor, upstream: torch.Tensor) -> list[BatchNormGap]:
     """Worker: each kind of BatchNorm on this rank's slice of ``x`` (gradient of the output: ``upstream``'s
     slice), against one device's ``nn.BatchNorm2d`` on all of ``x``; the gaps are the largest over the ranks."""
@@ -113,13 +128,13 @@ def batchnorm_gaps(rank: int, world: int, x: torch.Tensor, upstream: torch.Tenso
     for kind in _KINDS:
         error = torch_sync_batchnorm_error(device) if kind == _KINDS[2] else None
         if error is not None:
-            rows.append(BatchNormGap(kind, world, len(x), *[float("nan")] * 6, note=error))
+            rows.append(_gap(kind, world, len(x), [float("nan")] * 6, note=error))
             continue
         got = _pass(_layer(kind, channels).to(device), xs.to(device), gs.to(device), sum_over_ranks=True)
         pairs = ((got.output, out), (got.running_mean, one.running_mean), (got.running_var, one.running_var),
                  (got.input_grad, dx), (got.weight_grad, one.weight_grad), (got.bias_grad, one.bias_grad))
         gaps = [((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item() for a, b in pairs]
-        rows.append(BatchNormGap(kind, world, len(x), *_largest(gaps)))
+        rows.append(_gap(kind, world, len(x), _largest(gaps)))
     return rows
 
 
@@ -153,10 +168,11 @@ class BatchNormAccuracy:
 
 
 def batchnorm_accuracy_table(data: Dataset, per_rank_batches: Sequence[int] = (2, 4, 8, 16), world: int = 2,
-                             config: FitConfig = FitConfig(), channels: int = 16) -> list[BatchNormAccuracy]:
+                             config: FitConfig | None = None, channels: int = 16) -> list[BatchNormAccuracy]:
     """Train the CNN on ``world`` ranks with ``nn.BatchNorm2d`` and with ``SyncBatchNorm2d`` for each per-rank
-    batch (all in one launch), and on one device; ``config`` sets everything but the global batch."""
-    configs = [replace(config, global_batch=world * b) for b in per_rank_batches]
+    batch (all in one launch), and on one device; ``config`` (default ``FitConfig()``) sets everything but the
+    global batch."""
+    configs = [replace(config or FitConfig(), global_batch=world * b) for b in per_rank_batches]
     runs = [(CNNSpec(channels, norm), c) for c in configs for norm in ("batch", "sync")]
     results = launch(dp_fit_many, world, runs, data)[0]
     rows = []

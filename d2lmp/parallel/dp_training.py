@@ -54,7 +54,9 @@ class CNNSpec:
         c = self.channels
 
         def norm(ch: int) -> nn.Module:
-            return {"batch": nn.BatchNorm2d, "sync": SyncBatchNorm2d, "none": lambda _: nn.Identity()}[self.norm](ch)
+            if self.norm == "none":
+                return nn.Identity()
+            return SyncBatchNorm2d(ch) if self.norm == "sync" else nn.BatchNorm2d(ch)
 
         torch.manual_seed(self.seed)
         return nn.Sequential(nn.Conv2d(1, c, 3, padding=1), norm(c), nn.ReLU(), nn.MaxPool2d(2),
@@ -113,7 +115,7 @@ def global_batches(train_size: int, config: FitConfig) -> Iterator[torch.Tensor]
     steps = config.steps_per_epoch(train_size)
     for epoch in range(config.epochs):
         order = torch.randperm(train_size, generator=torch.Generator().manual_seed(10_000 * config.seed + epoch))
-        yield from order[:steps * config.global_batch].split(config.global_batch)
+        yield from order[:steps * config.global_batch].view(steps, config.global_batch)
 
 
 def _backward(module: nn.Module, x: torch.Tensor, y: torch.Tensor, global_batch: int, micro_steps: int) -> float:
@@ -127,7 +129,7 @@ def _backward(module: nn.Module, x: torch.Tensor, y: torch.Tensor, global_batch:
         quiet = j < len(pieces) - 1 and isinstance(module, nn.parallel.DistributedDataParallel)
         with module.no_sync() if quiet else nullcontext():  # type: ignore[operator]
             loss = local_loss(module, xj, yj, global_batch)
-            loss.backward()
+            torch.autograd.backward(loss)
         total += float(loss.detach())
     return total
 

@@ -5,9 +5,9 @@ step averages k times more examples, and a run of fixed epochs takes k times few
 (bibliography: goyal2017accurate, §2.1) multiplies the learning rate by k to make up for it: η̂ = k·η, where η is
 the learning rate that works at the base batch. Early in training the weights change fast and k·η can be too
 much, so the rule comes with a gradual warm-up (§2.2): start at η and add the same amount every step until k·η
-is reached after the warm-up steps, then stay there (a batch below the base scales η down, with no warm-up). ``LRSchedule`` holds one such schedule; ``lr(step)`` is the
-learning rate of a step, and with ``scaled=False`` every step uses η, the rule switched off. Plain arithmetic:
-no torch, no process group.
+is reached after the warm-up steps, then stay there (a batch below the base scales η down, with no warm-up).
+``LRSchedule`` holds one such schedule; ``lr(step)`` is the learning rate of a step, and with ``scaled=False``
+every step uses η, the rule switched off. Plain arithmetic: no torch, no process group.
 """
 
 from __future__ import annotations

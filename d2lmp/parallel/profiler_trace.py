@@ -46,7 +46,7 @@ class TraceRecording:
 def profiler_activities(device: torch.device) -> list[ProfilerActivity]:
     """What to record: the CPU always, a GPU's kernels when ``device`` is one and this build can trace them."""
     activities = [ProfilerActivity.CPU]
-    if device.type == "cuda" and ProfilerActivity.CUDA in supported_activities():
+    if device.type == "cuda" and ProfilerActivity.CUDA in supported_activities():  # type: ignore[no-untyped-call]
         activities.append(ProfilerActivity.CUDA)
     return activities
 
@@ -58,7 +58,7 @@ def _step(ddp: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: 
     with record_function("forward"), timeline.span("forward"):
         loss = local_loss(ddp, x, y, batch)
     with record_function("backward"), timeline.span("backward"):
-        loss.backward()  # DDP's hooks start each bucket's all-reduce here and wait for all of them at the end
+        torch.autograd.backward(loss)  # DDP's hooks start each bucket's all-reduce; it waits for all at the end
         if x.device.type == "cuda":
             torch.cuda.synchronize(x.device)
     with record_function("optimizer"), timeline.span("step"):

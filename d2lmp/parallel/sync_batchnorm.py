@@ -43,7 +43,7 @@ class _AllReduceSum(torch.autograd.Function):
 
 def all_reduce_sum(x: torch.Tensor, group: Any = None) -> torch.Tensor:
     """The sum of ``x`` over the ranks of ``group`` (None: all), differentiable."""
-    out: torch.Tensor = _AllReduceSum.apply(x, group)
+    out: torch.Tensor = _AllReduceSum.apply(x, group)  # type: ignore[no-untyped-call]
     return out
 
 

@@ -1,10 +1,10 @@
 """Reading a profiler's Chrome trace: backward operators and all-reduces as spans, and their overlap, measured.
 
-``torch.profiler`` exports a trace in the Chrome trace-event format (bibliography: pytorch_profiler_docs), the JSON
-that ui.perfetto.dev and chrome://tracing open: a ``traceEvents`` list whose complete events (``"ph": "X"``) have
-a name, a category, a start ``ts`` and a duration ``dur`` in microseconds, and a process and thread id. Kineto adds
-``baseTimeNanoseconds`` (``ts`` counts from it) and the rank under ``distributedInfo``. ``trace_spans`` keeps the
-events that matter to a data-parallel step: each backward operator autograd ran
+``torch.profiler`` exports a trace in the Chrome trace-event format, the JSON that ui.perfetto.dev and
+chrome://tracing open (bibliography: perfetto_other_formats): a ``traceEvents`` list whose complete events
+(``"ph": "X"``) have a name, a category, a start ``ts`` and a duration ``dur`` in microseconds, and a process and
+thread id. Kineto adds ``baseTimeNanoseconds`` (``ts`` counts from it) and the rank under ``distributedInfo``.
+``trace_spans`` keeps the events that matter to a data-parallel step: each backward operator autograd ran
 (``autograd::engine::evaluate_function: …``), each all-reduce that the process group ran on its own thread
 (``gloo:all_reduce``; NCCL's kernels on a GPU), the forward and optimizer annotations, and GPU kernels.
 ``summarise`` measures from them what a Gantt chart shows: the backward span (first backward operator's start to
