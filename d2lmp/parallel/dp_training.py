@@ -179,7 +179,8 @@ def dp_fit_many(rank: int, world: int, runs: Sequence[tuple[CNNSpec, FitConfig]]
 
 
 def one_device_fit(spec: CNNSpec, config: FitConfig, data: Dataset) -> FitResult:
-    """The reference: the same steps in this process, each on the whole global batch (BatchNorm over all of it).
+    """The reference: the same steps in this process, each on the whole global batch (BatchNorm over all of it;
+    with ``accumulation`` > 1 the batch is cut into that many pieces, as each rank cuts its slice).
 
     It runs on one thread, as each rank does: operators this small gain nothing from more, and on a busy machine
     threads that wait for each other make them many times slower."""

@@ -41,6 +41,8 @@ def plot_lr_scaling(rows: Sequence[LRScalingRow], ax: Any = None) -> Any:
     return fig
 
 
+# One colour pair per kind of statistics (red: per rank, blue: synchronised), dark for the fewest ranks.
+_KIND_PAIRS = (("#c44e52", "#e8a3a5"), ("#4c72b0", "#a5b9d8"), ("#dd8452", "#f0c3a7"))
 _QUANTITIES = ("output", "running_mean", "running_var", "input_grad", "weight_grad", "bias_grad")
 
 
@@ -51,20 +53,23 @@ def plot_batchnorm_gaps(rows: Sequence[BatchNormGap], ax: Any = None) -> Any:
     shown = [r for r in rows if not r.note]
     if not shown:
         raise ValueError("no measured rows to plot: every row has a note saying why it could not run")
-    fig, ax = fig_ax(ax, figsize=(8, 4))
+    fig, ax = fig_ax(ax, figsize=(9, 4))
     floor = 1e-9
     width = 0.8 / len(shown)
+    kinds = list(dict.fromkeys(r.statistics for r in shown))
+    worlds = sorted({r.world for r in shown})
     for i, r in enumerate(shown):
         values = [max(getattr(r, q), floor) for q in _QUANTITIES]
+        colour = _KIND_PAIRS[kinds.index(r.statistics) % len(_KIND_PAIRS)][min(worlds.index(r.world), 1)]
         ax.bar([q + (i - (len(shown) - 1) / 2) * width for q in range(len(_QUANTITIES))], values, width,
-               label=f"{r.statistics}, {r.world} ranks, batch {r.batch}")
+               color=colour, label=f"{r.statistics}, {r.world} ranks, batch {r.batch}")
     ax.set_yscale("log")
     ax.set_ylim(bottom=floor)
     ax.set_xticks(range(len(_QUANTITIES)))
     ax.set_xticklabels([q.replace("_", " ") for q in _QUANTITIES])
     ax.set(ylabel="max |difference| / max |one device|", title="BatchNorm on ranks against one device's whole batch")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
