@@ -36,7 +36,7 @@ VIEWS = ROOT / "d2lmp" / "views"
 
 # Names whose numeric value is a drawing choice: figure layout, how many things to draw, where to look from.
 PLOTTING_PARAMETERS = {"figsize", "fontsize", "label_min", "decimals", "columns", "ticks", "yaw", "pitch", "world",
-                       "batch", "step", "width", "opacity", "unit"}
+                       "batch", "step", "width", "opacity", "unit", "floor"}
 # (module, name) -> why a view may name this number: reviewed drawing choices outside PLOTTING_PARAMETERS.
 REVIEWED_VIEW_NUMBERS = {
     ("data_parallel", "WORLDS"): "the numbers of devices on the scaling plot's axis",

@@ -130,4 +130,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "torchvision documentation", "n.d.",
        "https://pytorch.org/vision/stable/models/generated/torchvision.models.alexnet.html",
        "Weights metadata: `num_params` 61,100,840; `_ops` 0.714 GFLOPS."),
+    _S("perfetto_other_formats", "Perfetto Authors", "Visualizing external trace formats with Perfetto",
+       "Perfetto documentation", "n.d.", "https://perfetto.dev/docs/getting-started/other-formats",
+       "The Perfetto UI (ui.perfetto.dev) opens Chrome JSON traces, the format torch.profiler exports."),
 )

@@ -201,4 +201,12 @@ PAPERS: tuple[Source, ...] = (
        "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts Layer",
        "International Conference on Learning Representations (ICLR 2017); arXiv:1701.06538", 2017,
        "https://arxiv.org/abs/1701.06538", "A trainable router choosing among experts, top-k gating."),
+    _S("goyal2017accurate", "Goyal, P.; Dollár, P.; Girshick, R.; Noordhuis, P.; Wesolowski, L.; Kyrola, A.; "
+       "Tulloch, A.; Jia, Y.; He, K.", "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour",
+       "arXiv:1706.02677", 2017, "https://arxiv.org/abs/1706.02677",
+       "The linear scaling rule (§2.1) and gradual warm-up from η to kη over the first epochs (§2.2)."),
+    _S("ioffe2015batch", "Ioffe, S.; Szegedy, C.",
+       "Batch Normalization: Accelerating Deep Network Training by Reducing Internal Covariate Shift",
+       "Proceedings of the 32nd International Conference on Machine Learning (ICML 2015); arXiv:1502.03167", 2015,
+       "https://arxiv.org/abs/1502.03167", "Algorithm 1: normalise with the mini-batch's mean and variance."),
 )
