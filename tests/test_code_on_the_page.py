@@ -7,6 +7,7 @@ and classes a notebook must show; the show() cell must come before any other cod
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,40 @@ def test_source_of_names_the_file_and_is_the_running_code():
 def test_show_displays_highlighted_code(capsys):
     show(collectives.ring_reduce_scatter)
     assert "def ring_reduce_scatter(" in capsys.readouterr().out
+
+
+# A listing on the page is the idea in about 30 lines; speed tricks and bookkeeping live behind named helpers.
+MAX_LISTING_LINES = 30
+# (notebook slug, shown name) -> why this listing may be longer. Keep it short: shorten the code instead.
+LONG_LISTINGS: dict[tuple[str, str], str] = {}
+
+
+def _shown_listings() -> list[tuple[str, int, str, int]]:
+    """(slug, cell, name, lines) for every object a notebook shows, its length read from the stored output."""
+    found = []
+    for slug, path in sorted(NOTEBOOKS.items()):
+        for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] != "code" or not _shown(_tree("".join(cell["source"]))):
+                continue
+            for out in cell.get("outputs", []):
+                text = out.get("data", {}).get("text/plain", "")
+                text = "".join(text) if isinstance(text, list) else text
+                head = re.match(r"# d2lmp/\S+\n(?:@.*\n)*(?:class|def|async def) (\w+)", text)
+                if head:  # the header line names the file; the listing is what follows it
+                    found.append((slug, i, head.group(1), text.count("\n")))
+    return found
+
+
+def test_every_listing_is_the_idea_in_about_30_lines():
+    long = [f"{slug} cell {i}: {name} is {n} lines" for slug, i, name, n in _shown_listings()
+            if n > MAX_LISTING_LINES and (slug, name) not in LONG_LISTINGS]
+    assert not long, (f"listings over {MAX_LISTING_LINES} lines: show the idea and move the bookkeeping behind a "
+                      f"named helper (or add a reason to LONG_LISTINGS): {long}")
+
+
+def test_no_listing_is_shown_twice():
+    places: dict[str, list[str]] = {}
+    for slug, i, name, _ in _shown_listings():
+        places.setdefault(name, []).append(f"{slug} cell {i}")
+    twice = {name: where for name, where in places.items() if len(where) > 1}
+    assert not twice, f"shown more than once (show it where it is taught, then refer to it): {twice}"
