@@ -200,6 +200,7 @@ EXERCISES = [
                ((256 * (5 * 5 * 96 + 1), CONV2_MACS), "without the grouping")],
         how_to_answer="Pass the pair (parameters, multiply_adds)."),
     Exercise(
+        function="my_fc6_inputs(input_size)",
         key="fc6_inputs", number=2,
         question="Write `my_fc6_inputs(input_size)`: the number of input features of fc6 (pool5's 256 channels × "
                  "s × s) in the paper's network for a square input of any size, by chaining the output-size formula "

@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from ..parallel.costmodel import zero_memory, zero_traffic
 from ._answers import parts_checker
-from ._code import code_checker, on_ranks
+from ._code import DIST_IMPORT, code_checker, on_ranks
 from .core import Exercise, number_checker
 
 __all__ = ["EXERCISES", "zero_by_hand", "stage2_shard", "stage3_traffic", "pipeline_peak", "accumulate_stage3",
@@ -160,6 +160,7 @@ EXERCISES = [
         wrong=[(_gb(1), "that is stage 1"), (_gb(3), "that is stage 3"), (STAGE2_GB * 1e9 / 2**30, "GiB")],
         how_to_answer="Pass a number of GB."),
     Exercise(
+        function="my_grad_shard(rank, world, flat_grad)", imports=DIST_IMPORT,
         key="stage2_shard", number=2,
         question="Write the gradient step of stage 2: `my_grad_shard(rank, world, flat_grad)` gets this rank's own "
                  "gradient as one flat tensor (its length divisible by `world`) and returns this rank's shard (the "

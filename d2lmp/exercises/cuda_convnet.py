@@ -171,6 +171,7 @@ EXERCISES = [
         reference=CONV1_BLOWUP, wrong=[(121 / 16, "the approximation")],
         how_to_answer="Pass conv1's exact blow-up (a number such as 7.1)."),
     Exercise(
+        function="my_im2col(x, kernel_size, stride=1, padding=0)",
         key="im2col_code", number=2,
         question="Write `my_im2col(x, kernel_size, stride, padding)` for a square kernel: from an NCHW input return "
                  "the matrix of receptive fields of shape (N, C·k·k, Ho·Wo), rows ordered like `F.unfold`'s (channel, "

@@ -18,7 +18,7 @@ from torch import nn
 
 from ..parallel.alpha_beta import GPU_ALPHA_S as ALPHA
 from ..parallel.dp_model import DDP_BUCKET_BYTES as BUCKET
-from ._code import code_checker, max_error, on_ranks
+from ._code import DIST_IMPORT, code_checker, max_error, on_ranks
 from .core import Exercise, Verdict
 
 __all__ = ["EXERCISES", "bucket_count", "uneven_batch", "bench_dp", "bandwidth_for_80", "bf16_gradients"]
@@ -291,6 +291,7 @@ EXERCISES = [
         wrong=[((161, 1), "never cuts one"), ((3, 2), "about 42 MB")],
         how_to_answer="Pass (buckets at 256 KiB, buckets at 64 MiB)."),
     Exercise(
+        function="my_dp_gradients(rank, world, model, x, y, global_batch)", imports=DIST_IMPORT,
         key="uneven_batch", number=2,
         question="Show on paper that averaging per-rank *mean* losses gives the wrong gradient when the batch does not "
                  "split evenly. Then check it in code: write `my_dp_gradients(rank, world, model, x, y, "

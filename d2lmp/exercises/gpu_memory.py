@@ -16,7 +16,8 @@ _PINS = 4800 * 8 / 14
 
 gddr6_pins = Exercise(
     key="gddr6_pins", number=1,
-    question="**A GDDR6 bus for 4.8 TB/s.** Using the table, how many 14 Gb/s GDDR6 pins (data wires) would a GPU "
+    title="A GDDR6 bus for 4.8 TB/s",
+    question="Using the table, how many 14 Gb/s GDDR6 pins (data wires) would a GPU "
              "need to match the H200's 4,800 GB/s? Why is such a bus impractical on a circuit board?",
     hint_text="Bandwidth = pins × Gb/s per pin / 8 bits per byte; solve for the pins.",
     solution_text="4,800 GB/s × 8 bits/byte / 14 Gb/s per pin ≈ 2,743 pins, in practice 86 GDDR6 chips of 32 bits "
@@ -37,7 +38,8 @@ gddr6_pins = Exercise(
 
 cache_drop = Exercise(
     key="cache_drop", number=2,
-    question="**Where the curve drops.** Run the bandwidth sweep with buffers from 0.25× to 8× this CPU's last-level "
+    title="Where the curve drops",
+    question="Run the bandwidth sweep with buffers from 0.25× to 8× this CPU's last-level "
              "cache (use finer steps). Where exactly does the curve drop, and does it drop at the cache size or "
              "earlier? Why might it drop earlier?",
     hint_text="The sweep names the size of one buffer, but a copy touches two. What else competes for the cache?",
@@ -112,11 +114,13 @@ def _check_add(fn: Any) -> Verdict:
 
 
 add_bandwidth = Exercise(
+    function="my_add_gbs(n, seconds, itemsize=4)",
     key="add_bandwidth", number=3,
-    question="**The bandwidth of x + y.** Time `x + y` for two vectors of 64 MiB on this machine with "
-             "`d2lmp.timing.benchmark`, and compute the GB/s it achieves (it reads two vectors and writes one). "
-             "Write `add_gbs(n, seconds, itemsize=4)` for vectors of n numbers of itemsize bytes; the check tests it "
-             "and then uses it on a timing it takes here. How does it compare with the copy bandwidth measured "
+    title="The bandwidth of x + y",
+    question="Time `x + y` for two vectors of 64 MiB on this machine with `d2lmp.timing.benchmark`, and compute "
+             "the GB/s it achieves (it reads two vectors and writes one). Write `my_add_gbs(n, seconds, itemsize=4)` "
+             "for vectors of n numbers of itemsize bytes; the check tests it and then uses it on a timing it takes "
+             "here. How does it compare with the copy bandwidth measured "
              "above?",
     hint_text="Bytes moved = 3 vectors × n numbers × itemsize bytes; GB/s divides by the seconds and by 10^9.",
     solution_text="add_gbs = 3 · n · itemsize / seconds / 1e9. With vectors far beyond the cache, x + y moves about "
@@ -131,7 +135,8 @@ add_bandwidth = Exercise(
 
 h200_vs_h100 = Exercise(
     key="h200_vs_h100", number=4,
-    question="**H200 against H100.** The H200 has the same compute as the H100 but 4.8 instead of 3.35 TB/s "
+    title="H200 against H100",
+    question="The H200 has the same compute as the H100 but 4.8 instead of 3.35 TB/s "
              "([NVIDIA, n.d.-c](#ref-nvidia_h200_page), "
              "[NVIDIA, 2022a](#ref-nvidia_h100_datasheet)). For which operations of notebook 03 would you expect it "
              "to be faster, and by how much at most? "
@@ -154,7 +159,8 @@ h200_vs_h100 = Exercise(
 
 pinned_copies = Exercise(
     key="pinned_copies", number=5,
-    question="**Pinned copies.** On a machine with a GPU, measure pageable and pinned host→device copies for 1, 16 "
+    title="Pinned copies",
+    question="On a machine with a GPU, measure pageable and pinned host→device copies for 1, 16 "
              "and 256 MiB. At which size does pinned memory help most, and how close does it come to the PCIe figure "
              "`d2lmp.topology.pcie_bandwidth_gbs` gives for the generation and width that `d2lmp info` reports?",
     hint_text="Pageable copies go through a staging buffer: an extra host copy that costs more, the more data there "

@@ -62,7 +62,8 @@ def _check_matrix(answer: Any) -> Verdict:
 
 rotate_then_shift = Exercise(
     key="rotate_then_shift", number=1,
-    question="**Order of transforms.** Build the 4×4 matrix that first rotates the cube by 45° about the x axis and "
+    title="Order of transforms",
+    question="Build the 4×4 matrix that first rotates the cube by 45° about the x axis and "
              "then moves it 2 units to the right (+x), from `graphics.rotation_x`, `graphics.translation` and "
              "`math.radians`, and pass it to the check. Does the order of the two factors matter? Compare both orders "
              "with `graphics.transform_batched(cube, M)`, then repeat with a shift along y.",
@@ -84,7 +85,8 @@ rotate_then_shift = Exercise(
 
 vertex_flops = Exercise(
     key="vertex_flops", number=2,
-    question="**FLOPs per vertex.** Count the FLOPs of transforming one vertex (x, y, z, 1) with a general 4×4 "
+    title="FLOPs per vertex",
+    question="Count the FLOPs of transforming one vertex (x, y, z, 1) with a general 4×4 "
              "matrix, and with a matrix whose last row is (0, 0, 0, 1), counting each multiplication and each "
              "addition as one FLOP. Which operations can a renderer skip? Answer with a tuple `(general, affine)`.",
     hint_text="Each output coordinate is a dot product of one matrix row with (x, y, z, 1). How many additions does "
@@ -118,7 +120,8 @@ vertex_flops = Exercise(
 
 vertex_intensity = Exercise(
     key="vertex_intensity", number=3,
-    question="**Memory, not arithmetic.** Extend the vertex measurement to 16 million vertices "
+    title="Memory, not arithmetic",
+    question="Extend the vertex measurement to 16 million vertices "
              "(`graphics.measure_transforms([16_000_000], devices)`). Where does the batched CPU rate stop growing? "
              "To see why memory might be the limit, give the arithmetic intensity of the batched transform in "
              "FLOP/byte: the 28 FLOPs per vertex of exercise 2 over the bytes each FP32 vertex reads and writes "
@@ -182,9 +185,11 @@ _HALF_PEAK_CASES = [
 ]
 
 half_peak_batch = Exercise(
+    function="my_half_peak_batch(rows)",
     key="half_peak_batch", number=4,
-    question="**Half of the best.** In the linear-layer sweep, find the smallest batch that reaches half of the best "
-             "measured GFLOP/s on your machine. Write `half_peak_batch(rows)`: it takes rows like `layer_rows` (dicts "
+    title="Half of the best",
+    question="In the linear-layer sweep, find the smallest batch that reaches half of the best measured GFLOP/s "
+             "on your machine. Write `my_half_peak_batch(rows)`: it takes rows like `layer_rows` (dicts "
              "with \"batch\" and \"gflops\", one device, in any order) and returns that batch. Apply it to this "
              "notebook's sweep, then repeat with a 4096 → 4096 layer (`timing.linear_sweep(batches, 4096, 4096, "
              "devices)`). What changes?",
@@ -221,7 +226,8 @@ _BOARD_BYTES = 3 * 2**30
 
 fc6_bytes = Exercise(
     key="fc6_bytes", number=5,
-    question="**fc6 on a GTX 580.** AlexNet's fc6 has 9216 × 4096 weights. How many bytes is that in FP32, and what "
+    title="fc6 on a GTX 580",
+    question="AlexNet's fc6 has 9216 × 4096 weights. How many bytes is that in FP32, and what "
              "fraction of one 3 GB GTX 580 did it take (take 3 GB as 3 × 2³⁰ bytes: GPU memory sizes are binary)? "
              "Answer with a tuple `(bytes, fraction)`, the fraction as a number between 0 and 1.",
     hint_text="Weights × bytes per FP32 number gives the bytes; divide by the board's memory in bytes.",

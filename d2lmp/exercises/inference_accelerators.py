@@ -132,9 +132,11 @@ def _quant_diagnose(case: str, got: Any, expected: Any) -> str:
 
 
 per_tensor_int8 = Exercise(
+    function="my_quantize_per_tensor(w)",
     key="per_tensor_int8", number=1,
-    question="**One scale per tensor.** Quantise with one scale per tensor instead of per channel. Write "
-             "`quantize_per_tensor(w)` returning `(q, scale)`: int8 values in [−127, 127] and one scale, with "
+    title="One scale per tensor",
+    question="Quantise with one scale per tensor instead of per channel. Write "
+             "`my_quantize_per_tensor(w)` returning `(q, scale)`: int8 values in [−127, 127] and one scale, with "
              "w ≈ scale · q (symmetric, as in section 2); the check runs it on awkward tensors. Then write a variant "
              "of `Int8Linear` that uses it for the weights. How much accuracy does the digits network lose? Which "
              "layer suffers most, and why?",
@@ -157,7 +159,8 @@ per_tensor_int8 = Exercise(
 
 weight_only = Exercise(
     key="weight_only", number=2,
-    question="**Weight-only INT8.** Quantise only the weights and keep the activations in FP32 (dequantise the "
+    title="Weight-only INT8",
+    question="Quantise only the weights and keep the activations in FP32 (dequantise the "
              "weights once). Measure accuracy and latency. Which part of `Int8Linear`'s time did you remove: "
              "'input' (quantising each input row and rescaling the int32 sums), 'weights' (quantising the weights), "
              "or 'product' (the matrix product)?",
@@ -185,7 +188,8 @@ weight_only = Exercise(
 
 int8_steps = Exercise(
     key="int8_steps", number=3,
-    question="**Where the INT8 layer spends its time.** Measure the time of `Int8Linear` split into its steps "
+    title="Where the INT8 layer spends its time",
+    question="Measure the time of `Int8Linear` split into its steps "
              "(quantising the input, the integer product, rescaling) with `timing.benchmark`. Which step dominates on "
              "this CPU?",
     hint_text="Time each step on its own with inputs prepared beforehand: quantize.quantize_symmetric(x, dim=1); "
@@ -222,7 +226,8 @@ _INT8_BATCH, _FP16_BATCH = _smallest_batch(_INT8_RIDGE, 1), _smallest_batch(_FP1
 
 t4_compute_bound = Exercise(
     key="t4_compute_bound", number=4,
-    question="**When does the T4 compute?** For the 4096×4096 layer, at which batch size does INT8 inference on the "
+    title="When does the T4 compute?",
+    question="For the 4096×4096 layer, at which batch size does INT8 inference on the "
              "T4 become compute-bound? And FP16? Use `quantize.linear_intensity` and the T4's vendor figures (130 INT8 "
              "TOPS, 65 FP16 TFLOPS, 320 GB/s). Answer with a tuple `(INT8 batch, FP16 batch)` of the smallest whole "
              "batches.",
@@ -281,7 +286,8 @@ def _count_checker(kind: str, slips: list[tuple[str, float, str]]):
 
 t4_models = Exercise(
     key="t4_models", number=5,
-    question="**Serving and training on a T4.** Using `memory.predict_step_memory` and "
+    title="Serving and training on a T4",
+    question="Using `memory.predict_step_memory` and "
              "`memory.inference_activation_peak`, how many D2L AlexNets could a 16 GB T4 serve at batch 8 with INT8 "
              "weights (activations in FP32), and how many could it train at batch 128 in FP32 with Adam? Build the "
              "model on the `meta` device as in notebook 07, take 16 GB as 16 × 2³⁰ bytes, count dropout masks as on a "

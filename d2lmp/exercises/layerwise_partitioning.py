@@ -188,6 +188,7 @@ CONV4_ALL_MAPS = 192 * 13 * 13 * 4  # each GPU's half of conv3's 384 maps of 13Ã
 
 EXERCISES = [
     Exercise(
+        function="my_column_linear(rank, world, x, weight, bias)",
         key="column_forward", number=1,
         question="Write the forward pass of a column-split linear layer: `my_column_linear(rank, world, x, weight, "
                  "bias)`. `x` (batch, in) is the same on every rank; `weight` (out, in) and `bias` (out,) have the "
@@ -204,6 +205,7 @@ EXERCISES = [
         reference=my_column_linear,
         wrong=[(_forward_no_gather, "only this rank's slice"), (_forward_whole_weight, "contains NaN")]),
     Exercise(
+        function="my_column_backward(rank, world, x, weight, grad_output)",
         key="column_backward", number=2,
         question="Write the backward pass of a column-split layer by hand: which gradient is local and which needs "
                  "the all-reduce? `my_column_backward(rank, world, x, weight, grad_output)` gets the full input `x` "

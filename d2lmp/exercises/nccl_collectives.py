@@ -226,6 +226,7 @@ EXERCISES = [
         reference=CROSSOVER_BYTES, wrong=[(11 * ALPHA / (1.25 * BETA), "6 steps")],
         how_to_answer="Pass the message size in bytes."),
     Exercise(
+        function="my_all_gather(tensor)",
         key="all_gather_code", number=3,
         question="Implement a naive all-gather from point-to-point messages (every rank sends its tensor to every "
                  "other rank) in a notebook-defined function, `my_all_gather(tensor)`, returning every rank's tensor "
@@ -272,6 +273,7 @@ EXERCISES = [
         reference=4.0, wrong=[(1.375, "averaging over the links")],
         how_to_answer="Pass the factor."),
     Exercise(
+        function="my_reduce_scatter(tensor)",
         key="reduce_scatter_code", number=6,
         question="Build the ring's first half yourself: `my_reduce_scatter(tensor)` from `dist.isend`/`dist.irecv` "
                  "(or `send`/`recv`), returning this rank's chunk of the sum over ranks, "

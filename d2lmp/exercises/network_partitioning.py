@@ -16,7 +16,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..parallel import pipeline_balance
-from ._code import code_checker, detached, max_error, on_ranks
+from ._code import DIST_IMPORT, code_checker, detached, max_error, on_ranks
 from .core import Exercise, Verdict, choice_checker, number_checker
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
@@ -339,6 +339,7 @@ EXERCISES = [
         reference="pipeline", wrong=[("data", "244 MB")],
         how_to_answer="Pass 'pipeline' or 'data'."),
     Exercise(
+        function="my_balance(costs, stages)",
         key="balance_code", number=6,
         question="Write `my_balance(costs, stages)`: the number of layers per stage of the contiguous split that "
                  "minimises the slowest stage's cost, like `B.balance`, without calling it. It is checked on awkward "
@@ -360,6 +361,7 @@ EXERCISES = [
         reference=my_balance,
         wrong=[(_balance_equal, "equal split by layer count"), (_greedy, "greedy fill")]),
     Exercise(
+        function="my_pipeline_forward(rank, world, stage, x, micro_batches)", imports=DIST_IMPORT,
         key="pipeline_forward", number=7,
         question="Write the forward pass of a micro-batched pipeline, from `dist.send` and `dist.recv`: "
                  "`my_pipeline_forward(rank, world, stage, x, micro_batches)`. `stage` is this rank's slice of a "

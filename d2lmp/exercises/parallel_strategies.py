@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ._code import code_checker, detached, max_error, on_ranks
+from ._code import DIST_IMPORT, code_checker, detached, max_error, on_ranks
 from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "bench_noise", "adam_fit",
@@ -269,6 +269,7 @@ EXERCISES = [
         wrong=[(80e9 / 12 / 1e9, "one optimizer copy"), (20.0, "weights only")],
         how_to_answer="Pass the model size in billions of parameters."),
     Exercise(
+        function="my_hybrid_fc(rank, world, features, weight, bias)", imports=DIST_IMPORT,
         key="hybrid_fc", number=6,
         question="The hybrid for real (\"one weird trick\"): the convolutions run data parallel, so after them each "
                  "rank holds the features of its own examples; the fully connected layer runs model parallel, each "
