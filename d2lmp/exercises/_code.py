@@ -148,15 +148,15 @@ def ring_only(run: Logged, rank: int, world: int, sends: int, sent_bytes: int, w
     return None
 
 
-def sent_at_most(run: Logged, limit: float, what: str) -> str | None:
+def sent_at_most(run: Logged, limit: float, what: str, why: str = "") -> str | None:
     """None when ``run`` sent at most ``limit`` bytes (a collective counted as a ring would run it), else how
-    many it sent against what ``what`` needs."""
+    many it sent against the ``limit`` of ``what``, and ``why`` that is enough."""
     if run.sent_bytes <= limit * (1 + 1e-9):
         return None
     used = sorted({m.op for m in run.messages if m.collective})
     through = f" (through {', '.join('dist.' + op for op in used)})" if used else ""
-    return (f"this rank sent {run.sent_bytes:,.0f} bytes{through}, {run.sent_bytes / limit:.2g} times what "
-            f"{what} needs ({limit:,.0f} bytes, counting a collective as a ring runs it)")
+    return (f"this rank sent {run.sent_bytes:,.0f} bytes{through}, {run.sent_bytes / limit:.2g} times the "
+            f"{limit:,.0f} bytes of {what} (a collective counted as a ring runs it)" + (f": {why}" if why else ""))
 
 
 # --------------------------------------------------------------------------------------------
