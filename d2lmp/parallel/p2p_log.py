@@ -3,7 +3,8 @@
 Inside ``with MessageLog() as log:``, every call of ``torch.distributed``'s point-to-point functions (``send``,
 ``isend``, ``recv``, ``irecv``, and each operation of a ``batch_isend_irecv``) and of its collectives
 (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``broadcast``, ``all_to_all`` and their tensor forms,
-``reduce``, ``gather``, ``scatter``, ``barrier``) in this process, that is on this rank, is recorded as a
+``reduce``, ``gather``, ``scatter``, ``barrier``, and the object forms ``all_gather_object`` and
+``broadcast_object_list``) in this process, that is on this rank, is recorded as a
 :class:`Message` (operation, peer, bytes, ranks taking part) and then passed on unchanged; leaving the block
 puts the original functions back. Counting the calls themselves, rather than what a schedule says it will
 send, catches a message sent twice or not at all (the interleaved pipeline's extra messages are counted this
@@ -16,6 +17,7 @@ exercises' traffic checks). A collective's size follows nccl-tests: the whole bu
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -39,6 +41,13 @@ def _bytes(tensors: Any) -> int:
     if isinstance(tensors, torch.Tensor):
         return tensors.numel() * tensors.element_size()
     return sum(_bytes(t) for t in tensors)
+
+
+def _pickled(obj: Any) -> int:
+    try:
+        return len(pickle.dumps(obj))
+    except Exception:  # an object that does not pickle fails in the call itself, which says why
+        return 0
 
 
 def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -70,6 +79,9 @@ _COLLECTIVES: dict[str, tuple[str | None, _Size, int]] = {
     "gather": ("all_gather", _first("tensor", 0, times_world=True), 3),
     "scatter": ("all_gather", _first("tensor", 0, times_world=True), 3),
     "barrier": (None, lambda a, k, n: 0, 0),
+    # Python objects travel pickled: S is the pickle's size (a little less than what the call really sends).
+    "all_gather_object": ("all_gather", lambda a, k, n: n * _pickled(_arg(a, k, 1, "obj")), 2),
+    "broadcast_object_list": ("broadcast", lambda a, k, n: _pickled(_arg(a, k, 0, "object_list")), 2),
 }
 COLLECTIVES = tuple(_COLLECTIVES)
 
