@@ -157,6 +157,17 @@ def test_numbers_in_questions_come_from_the_library():
     preset = PRESETS["8x H100 (NVSwitch)"]
     assert f"α = {preset.alpha * 1e6:g} µs" in nccl_collectives.ring_beats_tree.question
     assert f"{preset.link_bytes_per_s / 1e9:g} GB/s" in nccl_collectives.ring_beats_tree.question
+    from d2lmp.exercises import gpu_memory, hardware_configurations, inference_accelerators
+    from d2lmp.gpu_specs import find_gpu_spec
+
+    h200, h100, t4 = (find_gpu_spec(name) for name in ("H200", "H100", "T4"))
+    assert f"{h200.bandwidth_gbs:,.0f} GB/s" in gpu_memory.gddr6_pins.question
+    assert f"{h200.bandwidth_gbs / 1000:g} instead of {h100.bandwidth_gbs / 1000:g} TB/s" in \
+        gpu_memory.h200_vs_h100.question
+    assert f"({t4.tdp_w:g} W each" in hardware_configurations.t4_power_supply.question
+    assert f"{t4.int8_tops:g} INT8 TOPS, {t4.fp16_tensor_tflops:g} FP16 TFLOPS, {t4.bandwidth_gbs:g} GB/s" in \
+        inference_accelerators.t4_compute_bound.question
+    assert f"a {t4.memory_gb:g} GB T4" in inference_accelerators.t4_models.question
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,17 +183,45 @@ def test_every_parallel_notebook_has_a_bug_to_find():
 
 @pytest.mark.parametrize("item", BUGS, ids=_id)
 def test_the_bug_as_the_notebook_shows_it_fails_and_the_fix_passes(item, capsys):
+    """The check cell, run as a notebook runs it (IPython compiles each statement of a cell on its own), gets
+    "bug included" without a diagnosis; the fixed function passes; a function that calls the given one is
+    run on the ranks, and fails (``wrong`` holds it, with the diagnosis it must get)."""
+    interactive = pytest.importorskip("IPython.core.interactiveshell")
     _, ex = item
     cell = check_code(ex)
     code, call = cell.rsplit("\n\n\n", 1)
-    assert call == f"ex.{ex.key}.check({ex.function.split('(')[0]})"
-    namespace: dict = {}
-    exec(compile(code, "<the notebook's cell>", "exec"), namespace)  # as the notebook defines it
-    shown = namespace[ex.function.split("(")[0]]
-    verdict = ex.check(shown)
-    assert verdict is not None and not verdict.correct and "bug included" in verdict.message
+    name = ex.function.split("(")[0]
+    assert call == f"ex.{ex.key}.check({name})"
+    shell = interactive.InteractiveShell.instance()
+    assert shell.run_cell(code).success
+    for shown in (shell.user_ns[name], _exec(code)[name]):  # with its source (IPython), and without (exec)
+        verdict = ex.check(shown)
+        assert verdict is not None and not verdict.correct and "bug included" in verdict.message
     assert ex.check(ex.reference).correct
     assert not same_code(ex.reference, ex.given), "the fix differs from the function given"
+
+
+def _exec(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "<a cell without its source>", "exec"), namespace)
+    return namespace
+
+
+def test_same_code_ignores_names_and_comments_not_a_changed_line():
+    def f(x):
+        return x + 1  # one
+
+    def g(y):
+        return y + 1
+
+    def h(x):
+        return x + 1  # another comment
+
+    def k(x):
+        return x - 1
+
+    assert same_code(f, h) and not same_code(f, k) and not same_code(f, g), "a renamed argument is a change"
+    assert not same_code(f, "not a function")
 
 
 # --------------------------------------------------------------------------------------------

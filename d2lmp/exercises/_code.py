@@ -15,6 +15,9 @@ pointer to the notebook's own equality check instead of a diagnosis.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +40,7 @@ class RanksFailed(Exception):
     """The student's code failed on a rank; the message says how, in words a student can act on."""
 
 
-def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_S) -> list:
+def on_ranks(worker: Callable[..., Any], world: int, *args: Any, timeout: float = RANK_TIMEOUT_S) -> list[Any]:
     """``launch(worker, world, *args)`` on gloo CPU ranks started by fork; the results in rank order.
 
     Raises NotImplementedError when a rank's traceback shows the student's stub, and RanksFailed
@@ -46,7 +49,8 @@ def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_
     from d2lmp.parallel.launch import WorkerError, launch
 
     try:
-        return launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout)
+        results: list[Any] = launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout)
+        return results
     except WorkerError as err:
         text = str(err)
         if "NotImplementedError" in text:
@@ -61,7 +65,7 @@ def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_
         raise RanksFailed(f"your function failed with {world} ranks: {summary}") from err
 
 
-def code_checker(run: Callable[[Callable], list[tuple[str, Any, Any]]],
+def code_checker(run: Callable[[Callable[..., Any]], list[tuple[str, Any, Any]]],
                  judge: Callable[[str, Any, Any], str | None], success: str) -> Callable[[Any], Verdict]:
     """A checker for a function: ``run(fn)`` gives (case, got, expected) triples; ``judge`` explains a wrong one.
 
@@ -163,13 +167,34 @@ def sent_at_most(run: Logged, limit: float, what: str, why: str = "") -> str | N
 # Find the bug
 
 
+def _body(fn: Any) -> str | None:
+    """The function's definition as a syntax tree without its name (None when its source cannot be read)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    node.name = ""
+    return ast.dump(node)
+
+
 def _code_key(code: types.CodeType) -> tuple[Any, ...]:
+    """What a function's compiled code says, without the bytes of its instructions, which depend on how it was
+    compiled (a notebook compiles each statement of a cell on its own)."""
     consts = tuple(_code_key(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars
+    return consts, code.co_names, code.co_varnames, code.co_freevars
 
 
 def same_code(a: Any, b: Any) -> bool:
-    """True when two functions were compiled from the same body (their names may differ)."""
+    """True when two functions have the same definition but for their names: the same syntax tree, comments and
+    layout aside, or (where the source is lost) the same constants and names in their compiled code."""
+    if not (callable(a) and callable(b)):
+        return False
+    tree_a, tree_b = _body(a), _body(b)
+    if tree_a is not None and tree_b is not None:
+        return tree_a == tree_b
     code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
     return code_a is not None and code_b is not None and _code_key(code_a) == _code_key(code_b)
 

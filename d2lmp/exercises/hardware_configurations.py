@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..topology import hop_counts, hybrid_cube_mesh, pcie_bandwidth_gbs
+from ._answers import gpu
 from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "shared_lanes", "cube_mesh_ring", "fp16_exchange", "link_fraction", "t4_power_supply"]
@@ -141,13 +142,14 @@ link_fraction = Exercise(
 # ---------------------------------------------------------------------------------------------------
 # 5. A power supply for four T4s
 
-_T4_LOAD = 4 * 70 + 250 + 300
+_T4_W = gpu("T4").tdp_w
+_T4_LOAD = 4 * _T4_W + 250 + 300
 _T4_PSU = _T4_LOAD / (1 - 0.2)
 
 t4_power_supply = Exercise(
     key="t4_power_supply", number=5,
     title="Four T4s",
-    question="Find the smallest power supply (W) for four T4 cards (70 W each, "
+    question=f"Find the smallest power supply (W) for four T4 cards ({_T4_W:g} W each, "
              "[NVIDIA, 2019](#ref-nvidia_t4_datasheet)) in a server "
              "with a 250 W CPU and 300 W for the rest, keeping 20 % headroom (the load may use at most 80 % of the "
              "supply). Why can T4 servers hold many more cards than servers of 700 W GPUs?",
@@ -162,8 +164,8 @@ t4_power_supply = Exercise(
         (_T4_LOAD * 1.2, "20 % headroom means the load may use 80 % of the supply: divide by 0.8 rather than "
                          "multiply by 1.2 (996 W would run at 83 %)."),
         (_T4_LOAD, "that is the load without headroom: keep 20 % of the supply free."),
-        (4 * 70 / 0.8, "the CPU (250 W) and the rest (300 W) draw from the same supply as the GPUs."),
-        (4 * 700 / 0.8 + 550 / 0.8, "that is four 700 W GPUs; a T4 draws 70 W."),
+        (4 * _T4_W / 0.8, "the CPU (250 W) and the rest (300 W) draw from the same supply as the GPUs."),
+        (4 * 700 / 0.8 + 550 / 0.8, f"that is four 700 W GPUs; a T4 draws {_T4_W:g} W."),
     ]),
     reference=_T4_PSU,
     wrong=[(_T4_LOAD * 1.2, "divide by 0.8"), (_T4_LOAD, "without headroom")],

@@ -13,6 +13,8 @@ exercises' traffic checks). A collective's size follows nccl-tests: the whole bu
 ``Message.sent_bytes`` is what each rank sends when it runs as a ring, S times the bus factor of
 ``alpha_beta.BUS_FACTORS``. The wrapper replaces the module's attributes, so code must call them as
 ``dist.name(...)``, as the package does; a function imported by name before the block is not seen.
+``tensor_parallel.CommLog`` works one level up: it records the split layers' own operations by label (a
+reduce-scatter built from our ring is one entry there, and n - 1 messages here).
 """
 
 from __future__ import annotations
