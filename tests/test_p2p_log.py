@@ -8,6 +8,8 @@ with ``P2POp``s built from the logged functions (counted once, still delivered),
 
 from __future__ import annotations
 
+import pickle
+
 import torch
 import torch.distributed as dist
 
@@ -34,6 +36,7 @@ def _worker(rank: int, world: int) -> dict[str, object]:
         dist.broadcast(t.clone(), 0)
         dist.all_to_all_single(torch.empty(N), t.clone())
         dist.barrier()
+        dist.all_gather_object([None] * world, {"rank": rank})
     out["library"] = list(log.messages)
     out["library_sent"] = log.sent_bytes
     with MessageLog() as outer:
@@ -62,11 +65,12 @@ def test_the_log_records_every_call_with_its_bytes_on_each_rank():
 
         library = out["library"]
         assert [m.op for m in library] == ["all_reduce", "all_gather", "reduce_scatter_tensor", "broadcast",
-                                          "all_to_all_single", "barrier"]
+                                          "all_to_all_single", "barrier", "all_gather_object"]
         assert all(m.collective and m.peer is None and m.world == world for m in library)
-        assert [m.nbytes for m in library] == [48, 3 * 48, 48, 48, 48, 0]  # nccl-tests' S: the whole buffer
+        pickled = len(pickle.dumps({"rank": rank}))
+        assert [m.nbytes for m in library] == [48, 3 * 48, 48, 48, 48, 0, 3 * pickled]  # nccl-tests' S: the buffer
         ring_share = [m.sent_bytes for m in library]
-        assert ring_share == [2 * 2 / 3 * 48, 2 / 3 * 144, 2 / 3 * 48, 48.0, 2 / 3 * 48, 0.0]
+        assert ring_share == [2 * 2 / 3 * 48, 2 / 3 * 144, 2 / 3 * 48, 48.0, 2 / 3 * 48, 0.0, 2 * pickled]
         assert out["library_sent"] == sum(ring_share)
 
         inner, outer, got = out["batch"]
