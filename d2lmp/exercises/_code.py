@@ -5,7 +5,8 @@ Shared by the exercise modules of notebooks 08-14. ``code_checker`` turns a ``ru
 result, or returns None when it is right) into a checker for :class:`~d2lmp.exercises.core.Exercise`.
 ``on_ranks`` runs a worker on real CPU processes with ``d2lmp.parallel.launch`` (gloo, fork, so a
 function defined in a notebook works) and turns a rank's failure into a sentence: a function that
-still raises ``NotImplementedError`` means "not answered", a hang means unmatched messages.
+still raises ``NotImplementedError`` means "not answered", a hang means unmatched messages, and the
+sentence ends with the line where each rank was waiting.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_
     (with an explanation) for any other failure.
     """
     from d2lmp.parallel.launch import WorkerError, launch
+    from d2lmp.parallel.stacks import format_stacks
 
     try:
         return launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout)
@@ -41,11 +43,13 @@ def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_
         if "NotImplementedError" in text:
             raise NotImplementedError("the function still raises NotImplementedError") from err
         if "did not finish within" in text:
+            where = ("\nWhere each rank was waiting when the time was up:\n" + format_stacks(err.stacks)
+                     if err.stacks else "")
             raise RanksFailed(
                 f"your ranks hung: {world} ranks did not finish within {timeout:g} s. A rank is waiting for a "
                 "message no rank sends, or every rank is blocked in a send that waits for a recv its partner has "
                 "not posted (post sends and receives together with isend/irecv). Check that every send has a "
-                "recv of the same size on the other rank, and that every rank calls each collective.") from err
+                "recv of the same size on the other rank, and that every rank calls each collective." + where) from err
         summary = text.split("\n", 1)[0]
         raise RanksFailed(f"your function failed with {world} ranks: {summary}") from err
 
