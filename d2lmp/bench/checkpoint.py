@@ -48,7 +48,7 @@ def save_timing_rank(rank: int, world: int, folder: str, sizes: tuple[int, ...],
 
     def step() -> None:
         optimizer.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
+        nn.functional.cross_entropy(model(x), y).backward()  # type: ignore[no-untyped-call]
         optimizer.step()
 
     step()  # the optimizer's state exists before the first save
@@ -83,7 +83,7 @@ def save_timing(world: int = 4, sizes: tuple[int, ...] = (256, 1024, 1023, 10), 
         per_rank = launch(save_timing_rank, world, folder, sizes, rounds, backend="gloo", timeout=timeout)
 
     def slowest(key: str) -> float:
-        return statistics.median(max(r[key][i] for r in per_rank) for i in range(len(per_rank[0][key])))
+        return float(statistics.median(max(r[key][i] for r in per_rank) for i in range(len(per_rank[0][key]))))
 
     return SaveTiming(world, per_rank[0]["parameters"], per_rank[0]["written"], slowest("blocking"),
                       slowest("async_wait"), slowest("async_total"), slowest("load"), rounds)

@@ -108,7 +108,7 @@ def save_rank(rank: int, world: int, kind: str, folder: str, steps: int = 3,
     x, y = _batch(sizes or (FSDP_SIZES if kind == "fsdp2" else TP_SIZES))
     for _ in range(steps):
         optimizer.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
+        nn.functional.cross_entropy(model(x), y).backward()  # type: ignore[no-untyped-call]
         optimizer.step()
     state = ckpt.training_state(model, optimizer)
     report = ckpt.save(state, folder, steps)

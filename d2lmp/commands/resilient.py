@@ -101,12 +101,11 @@ def _join_group(rank: int, world: int, attempt: int) -> None:
     the dead attempt's ranks published there, connect to them, and fail.
     """
     wait = timedelta(seconds=60)
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, is_master=False,
-                          timeout=wait) if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True" else \
-        dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, is_master=rank == 0,
-                      timeout=wait)
-    dist.init_process_group("gloo", store=dist.PrefixStore(f"attempt_{attempt}", store), rank=rank,
-                            world_size=world, timeout=wait)
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    serves = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"  # else the agent serves it
+    store = dist.TCPStore(host, port, world, is_master=serves, timeout=wait)  # type: ignore[attr-defined]
+    mine = dist.PrefixStore(f"attempt_{attempt}", store)  # type: ignore[attr-defined]
+    dist.init_process_group("gloo", store=mine, rank=rank, world_size=world, timeout=wait)
 
 
 def _report(spec: RS.RunSpec, world: int, attempt: int, result: RS.RunResult, folder: str, worst: float) -> None:

@@ -266,7 +266,7 @@ def _collect(procs, results, world_size, timeout, stack_paths):
             if now - dead_since.setdefault(rank, now) > 1.0:
                 how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
                 raise WorkerError(rank, f"died without reporting an error ({how})",
-                                  stacks=_stacks.collect({rank: stack_paths[rank]}, wait=0.2))
+                                  stacks=_every_stack(procs, stack_paths))
         if now > deadline:
             missing = [r for r in range(world_size) if r not in outputs]
             running = {r: stack_paths[r] for r, p in enumerate(procs) if p.exitcode is None}
@@ -303,8 +303,16 @@ def _killed_rank(procs, reported, stack_paths) -> WorkerError | None:
     for rank, p in enumerate(procs):
         if rank not in reported and p.exitcode is not None and p.exitcode < 0:
             return WorkerError(rank, f"died without reporting an error (killed by signal {-p.exitcode})",
-                               stacks=_stacks.collect({rank: stack_paths[rank]}, wait=0.2))
+                               stacks=_every_stack(procs, stack_paths))
     return None
+
+
+def _every_stack(procs, stack_paths) -> dict[int, str]:
+    """The stacks of the ranks still running (asked for now) and of any that died of a fatal signal."""
+    running = [r for r, p in enumerate(procs) if p.exitcode is None]
+    _stacks.request(procs[r].pid for r in running)
+    written = {r: path for r, path in stack_paths.items() if r in running or os.path.getsize(path) > 0}
+    return _stacks.collect(written, wait=1.0)
 
 
 def _stop(procs):

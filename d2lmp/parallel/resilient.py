@@ -155,7 +155,7 @@ def _step_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, indices:
     """This rank's part of the global batch's loss, backward: its share of the gradient, not yet summed."""
     mine = indices.tensor_split(world)[rank]
     loss = nn.functional.cross_entropy(model(x[mine]), y[mine], reduction="sum") / len(indices)
-    loss.backward()
+    loss.backward()  # type: ignore[no-untyped-call]
 
 
 def _sum_gradients(model: nn.Module) -> None:
