@@ -201,7 +201,7 @@ def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_i
     _log(folder, attempt, rank, "resume", start)  # every rank: its process id, and when it was ready
 
     def die(step: int) -> None:
-        _log(folder, attempt, rank, "kill", step)
+        _log(folder, attempt, rank, "kill", step, during=fault.during if fault else "step")
         os.kill(os.getpid(), signal.SIGKILL)
 
     striking = fault is not None and attempt == 0 and rank == fault.rank
@@ -272,12 +272,13 @@ def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> fl
 # ---------------------------------------------------------------------------------------------------
 # The run's log: what happened when, and the work lost to each restart
 
-def _log(folder: str | os.PathLike[str] | None, attempt: int, rank: int, event: str, step: int) -> None:
+def _log(folder: str | os.PathLike[str] | None, attempt: int, rank: int, event: str, step: int,
+         **more: str) -> None:
     """Append one event to the run's log (one short line, written with O_APPEND: ranks never interleave)."""
     if folder is None:
         return
     line = json.dumps({"attempt": attempt, "rank": rank, "event": event, "step": step, "time": time.time(),
-                       "pid": os.getpid()}) + "\n"
+                       "pid": os.getpid(), **more}) + "\n"
     fd = os.open(Path(folder) / EVENTS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode())
