@@ -78,6 +78,14 @@ _ENTRIES = (
        "Ginsburg, B.; Houston, M.; Kuchaiev, O.; Venkatesh, G.; Wu, H.", "Mixed Precision Training",
        "International Conference on Learning Representations (ICLR 2018); arXiv:1710.03740", 2018,
        "https://arxiv.org/abs/1710.03740"),
+    _S("kingma2015adam", "Kingma, D. P.; Ba, J.", "Adam: A Method for Stochastic Optimization",
+       "International Conference on Learning Representations (ICLR 2015); arXiv:1412.6980", 2015,
+       "https://arxiv.org/abs/1412.6980", "Algorithm 1: a first moment m and a second moment v per parameter."),
+    _S("sutskever2013momentum", "Sutskever, I.; Martens, J.; Dahl, G.; Hinton, G.",
+       "On the importance of initialization and momentum in deep learning",
+       "Proceedings of the 30th International Conference on Machine Learning (ICML 2013), PMLR 28(3)", 2013,
+       "https://proceedings.mlr.press/v28/sutskever13.html",
+       "Classical momentum keeps one velocity v per parameter; plain SGD keeps none."),
     _S("ieee754_2019", "IEEE", "IEEE Standard for Floating-Point Arithmetic (IEEE Std 754-2019)", "IEEE", 2019,
        "https://doi.org/10.1109/IEEESTD.2019.8766229"),
     _S("jia2014caffe", "Jia, Y.; Shelhamer, E.; Donahue, J.; Karayev, S.; Long, J.; Girshick, R.; Guadarrama, S.; "
@@ -106,6 +114,10 @@ _ENTRIES = (
        "International Conference for High Performance Computing, Networking, Storage and Analysis (SC21); "
        "arXiv:2104.04473", 2021, "https://arxiv.org/abs/2104.04473",
        "Parameters and FLOPs per step in §5.1; ten GPT runs on up to 3,072 A100s in Table 1; interleaved 1F1B."),
+    _S("qi2024zero", "Qi, P.; Wan, X.; Huang, G.; Lin, M.", "Zero Bubble Pipeline Parallelism",
+       "The Twelfth International Conference on Learning Representations (ICLR 2024); arXiv:2401.10241", 2024,
+       "https://arxiv.org/abs/2401.10241",
+       "Splits each backward into B (input gradient) and W (weight gradient); the ZB-H1 schedule."),
     _S("korthikanti2022reducing", "Korthikanti, V.; Casper, J.; Lym, S.; McAfee, L.; Andersch, M.; Shoeybi, M.; "
        "Catanzaro, B.", "Reducing Activation Recomputation in Large Transformer Models",
        "Proceedings of Machine Learning and Systems 5 (MLSys 2023); arXiv:2205.05198", 2022,
@@ -128,7 +140,26 @@ _ENTRIES = (
        "https://arxiv.org/abs/2307.08691", "The backward pass from the saved log-sum-exp alone."),
     _S("dubey2024llama3", "Dubey, A.; Jauhri, A.; Pandey, A.; Kadian, A.; Al-Dahle, A.; Letman, A.; Mathur, A.",
        "The Llama 3 Herd of Models", "arXiv:2407.21783", 2024, "https://arxiv.org/abs/2407.21783",
-       "Llama Team, AI @ Meta. §3.3.2: context parallelism, rank i holding chunks i and 2·CP−1−i of 2·CP."),
+       "Llama Team, AI @ Meta. Table 3: the 8B, 70B and 405B shapes; §3.3.2: context parallelism, rank i holding "
+       "chunks i and 2·CP−1−i of 2·CP; §3.3.4: job interruptions during pre-training."),
+    _S("brown2020language", "Brown, T. B.; Mann, B.; Ryder, N.; Subbiah, M.; Kaplan, J.; Dhariwal, P.; "
+       "Neelakantan, A.; Shyam, P.; Sastry, G.; Askell, A.; Agarwal, S.; Herbert-Voss, A.; Krueger, G.; Henighan, T.; "
+       "Child, R.; Ramesh, A.; Ziegler, D. M.; Wu, J.; Winter, C.; Hesse, C.; Chen, M.; Sigler, E.; Litwin, M.; "
+       "Gray, S.; Chess, B.; Clark, J.; Berner, C.; McCandlish, S.; Radford, A.; Sutskever, I.; Amodei, D.",
+       "Language Models are Few-Shot Learners",
+       "Advances in Neural Information Processing Systems 33 (NeurIPS 2020); arXiv:2005.14165", 2020,
+       "https://arxiv.org/abs/2005.14165",
+       "Table 2.1: the shapes of the GPT-3 models (175B: 96 layers, d_model 12288, 96 heads, context 2048)."),
+    _S("radford2018improving", "Radford, A.; Narasimhan, K.; Salimans, T.; Sutskever, I.",
+       "Improving Language Understanding by Generative Pre-Training", "OpenAI technical report", 2018,
+       "https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf",
+       "GPT: a decoder-only transformer with learned positions, GELU, weights initialised from N(0, 0.02)."),
+    _S("radford2019language", "Radford, A.; Wu, J.; Child, R.; Luan, D.; Amodei, D.; Sutskever, I.",
+       "Language Models are Unsupervised Multitask Learners", "OpenAI technical report", 2019,
+       "https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf",
+       "GPT-2: LayerNorm at each sub-block's input and after the last block; residual weights scaled by 1/√N."),
+    _S("karpathy_nanogpt", "Karpathy, A.", "nanoGPT", "GitHub repository karpathy/nanoGPT", "n.d.",
+       "https://github.com/karpathy/nanoGPT"),
     _S("shoeybi2019megatron", "Shoeybi, M.; Patwary, M.; Puri, R.; LeGresley, P.; Casper, J.; Catanzaro, B.",
        "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", "arXiv:1909.08053",
        2019, "https://arxiv.org/abs/1909.08053"),
@@ -201,6 +232,15 @@ _ENTRIES = (
     _S("nvidia_h200_page", _NV, "NVIDIA H200 Tensor Core GPU", "NVIDIA product page", "n.d.",
        "https://www.nvidia.com/en-us/data-center/h200/"),
     _S("nvidia_nvlink_page", _NV, "NVLink and NVLink Switch", "NVIDIA product page", "n.d.", _NVLINK),
+    _S("nvidia_v100_page", _NV, "NVIDIA V100 Tensor Core GPU", "NVIDIA product page", "n.d.",
+       "https://www.nvidia.com/en-us/data-center/v100/",
+       "Specifications, V100 SXM2 column: 32 GB or 16 GB HBM2, 900 GB/s, 125 tensor TFLOPS, NVLink 300 GB/s, 300 W."),
+    _S("nvidia_ref_arch_basepod", _NV, "NVIDIA DGX BasePOD Reference Architecture: Core Components",
+       "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/"
+       "core-components.html",
+       "DGX H200 and H100 systems: eight GPUs, four OSFP ports serving eight single-port ConnectX-7 VPI, up to "
+       "400 Gb/s InfiniBand/Ethernet."),
     _S("nvidia_cuda_programming_guide", _NV, "CUDA C++ Programming Guide", "NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"),
     _S("nvidia_nccl_user_guide", _NV, "NCCL User Guide", "NVIDIA documentation", "n.d.",
@@ -218,6 +258,11 @@ _ENTRIES = (
     _S("jeaugey2019nccl25", "Jeaugey, S.", "NCCL 2.5.6-1 (release pull request)",
        "GitHub, NVIDIA/nccl pull request #255", 2019, "https://github.com/NVIDIA/nccl/pull/255",
        "Release notes: \"Add model-based tuning to switch between the different algorithms and protocols.\""),
+    _S("nvidia_nccl_tuning", _NV, "NCCL 2.20.3-1 source: the tuning model (src/graph/tuning.cc)",
+       "GitHub repository NVIDIA/nccl", 2024, "https://github.com/NVIDIA/nccl/blob/v2.20.3-1/src/graph/tuning.cc",
+       "\"Latencies in us\": per-step hardware latency (hwLat) of a ring over NVLink 0.6 (LL), 1.9 (LL128), "
+       "3.4 (Simple) µs, over PCIe 1.0, 2.5, 5.7 µs; plus a base latency per collective (ring: 6.6, 14.0, 8.4 µs). "
+       "Later releases (2.30) keep these figures."),
     # Other vendors and standards bodies
     _S("intel_optimization_manual", "Intel", "Intel 64 and IA-32 Architectures Optimization Reference Manual",
        "Intel documentation", "n.d.",
@@ -238,6 +283,10 @@ _ENTRIES = (
     _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
        "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
        "Performance library of deep-learning primitives; its README lists PyTorch among the applications using it."),
+    _S("pytorch_ddp_docs_1_7", _PT, "torch.nn.parallel.DistributedDataParallel (PyTorch 1.7.0)",
+       "PyTorch documentation", 2020,
+       "https://pytorch.org/docs/1.7.0/generated/torch.nn.parallel.DistributedDataParallel.html",
+       "Signature: bucket_cap_mb=25; later versions keep 25 MiB as the default."),
     _S("pytorch_amp_docs", _PT, "Automatic Mixed Precision package: torch.amp", "PyTorch documentation", "n.d.",
        "https://pytorch.org/docs/stable/amp.html"),
     _S("pytorch_cuda_semantics", _PT, "CUDA semantics: TensorFloat-32 (TF32) on Ampere (and later) devices",

@@ -7,6 +7,8 @@ A training step keeps four kinds of tensors in memory:
 - **optimizer state** (SGD with momentum: one buffer per parameter; Adam: two, plus a step counter),
 - **saved activations**: the tensors autograd keeps from the forward pass because backward needs them.
 
+Their names and the bytes each optimizer keeps per parameter come from ``training_state``.
+
 Inference keeps only the parameters and the few activations alive at any moment.
 ``measure_saved_activations`` records every tensor autograd saves, through
 ``torch.autograd.graph.saved_tensors_hooks``, and counts each *storage* once (a ReLU's output
@@ -19,7 +21,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["SAVE_RULES", "OPTIMIZERS", "OUTSIDE", "measure_saved_activations", "predict_saved_activations",
+from .training_state import optimizer_bytes
+
+__all__ = ["SAVE_RULES", "TORCH_OPTIMIZERS", "OUTSIDE", "measure_saved_activations", "predict_saved_activations",
            "compare_saved_activations", "predict_step_memory", "measure_step_memory", "inference_activation_peak",
            "predict_inference_memory", "cuda_peak_memory", "judge_cuda_peaks", "breakdown_rows"]
 
@@ -36,7 +40,8 @@ SAVE_RULES = {
     "Identity": "nothing",
 }
 
-OPTIMIZERS = ("sgd", "momentum", "adam")
+# The rows of ``training_state.OPTIMIZERS`` that a real step here can run with a torch optimizer (FP32).
+TORCH_OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
 def _storage_key(t: torch.Tensor):
@@ -202,24 +207,27 @@ def _make_optimizer(name: str, params, lr: float = 1e-3):
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
-    raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
+    raise ValueError(f"optimizer must be one of {', '.join(TORCH_OPTIMIZERS)}, got {name!r}")
 
 
-def predict_step_memory(model: nn.Module, input_shape, optimizer: str = "adam", dtype_bytes: int = 4,
+def predict_step_memory(model: nn.Module, input_shape, optimizer: str = "adam",
                         device_type: str | None = None) -> dict:
-    """Bytes of parameters, gradients, optimizer state and saved activations for one training step.
+    """Bytes of parameters, gradients, optimizer state and saved activations for one FP32 training step.
 
-    Parameters P × bytes; gradients the same; optimizer state 0 (plain SGD), P × bytes (momentum)
-    or 2 P × bytes plus a 4-byte step counter per parameter tensor (Adam). Inference needs the
-    parameters only, plus the activations alive at one moment (not counted here).
+    P parameters times the bytes per parameter of each part in ``training_state.OPTIMIZERS[optimizer]``:
+    gradients as many as the parameters; optimizer state 0 (plain SGD), 4 P (momentum) or 8 P (Adam), and
+    for Adam a 4-byte step counter per parameter tensor, which PyTorch's Adam keeps beside its moments.
+    Inference needs the parameters only, plus the activations alive at one moment (not counted here).
     """
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    if optimizer not in TORCH_OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(TORCH_OPTIMIZERS)}, got {optimizer!r}")
     params = list(model.parameters())
-    p_bytes = sum(p.numel() for p in params) * dtype_bytes
-    state = {"sgd": 0, "momentum": p_bytes, "adam": 2 * p_bytes + 4 * len(params)}[optimizer]
+    count = sum(p.numel() for p in params)
+    per_param = optimizer_bytes(optimizer).state_per_parameter
+    step_counters = 4 * len(params) if optimizer == "adam" else 0  # one float32 scalar per parameter tensor
     acts = predict_saved_activations(model, input_shape, device_type=device_type)["total_bytes"]
-    return dict(parameters=p_bytes, gradients=p_bytes, optimizer_state=state, saved_activations=acts)
+    return dict(parameters=count * per_param["parameters"], gradients=count * per_param["gradients"],
+                optimizer_state=count * per_param["optimizer_state"] + step_counters, saved_activations=acts)
 
 
 def measure_step_memory(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: str = "adam") -> dict:

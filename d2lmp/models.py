@@ -26,6 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .parallel.pipeline_balance import flat_sequential
+
 __all__ = ["paper_lrn", "lenet5", "alexnet_d2l", "TowerLRN", "tower_lrn", "alexnet2012", "TorchvisionAlexNet",
            "alexnet_torchvision", "alexnet_small", "mlp", "pipeline_model", "count_parameters", "LayerRow",
            "LayerTotals", "LayerShare", "AlexNetSummary", "layer_table", "totals", "format_layer_table",
@@ -222,8 +224,6 @@ def mlp(in_features: int, hidden: Sequence[int], classes: int, dropout: float = 
 
 def pipeline_model() -> nn.Sequential:
     """A half-width AlexNet (paper layout) on 115×115 inputs as one flat nn.Sequential, seeded."""
-    from .parallel.pipeline import flat_sequential
-
     torch.manual_seed(0)
     return flat_sequential(alexnet2012(num_classes=10, width=0.5, input_size=115, init="torch"))
 

@@ -31,7 +31,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .memory import measure_saved_activations, predict_saved_activations
-from .parallel.pipeline import equal_split, flat_sequential
+from .parallel.pipeline_balance import equal_split, flat_sequential
 
 __all__ = ["CheckpointedSegment", "checkpointed", "measure_saved_with_recompute", "predict_saved_with_recompute",
            "saves_its_input", "segment_sizes", "split_segments", "VIEW_LAYERS"]

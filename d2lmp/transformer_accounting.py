@@ -13,10 +13,20 @@ model at cluster scale are counted by the same functions. The conventions are th
 - Saved activations follow Korthikanti et al. (2022, §4; ``korthikanti2022reducing``): bytes per layer of
   ``s·b·h·(34 + 5·a·s/h)`` for 16-bit activations with dropout, divided by tensor and sequence parallelism
   as their equations (2)-(5) say. :func:`activation_parts` lists the saved tensors one by one, so a variant
-  (no dropout, 32-bit values, a gated MLP) changes only the tensors it changes.
+  (no dropout, 32-bit values, a gated MLP) changes only the tensors it changes; :func:`layernorm_statistics`
+  lists the small tensors that count leaves out.
+- :func:`layer_flop_parts` and :func:`block_anatomy` split one block by part (``BLOCK_PARTS``): where its
+  parameters, FLOPs and saved bytes are.
 
 Symbols: ``s`` sequence length, ``b`` micro-batch size, ``h`` hidden size, ``a`` attention heads, ``l``
-layers, ``V`` vocabulary, ``f`` MLP width, ``t`` tensor-parallel size.
+layers, ``V`` vocabulary, ``f`` MLP width, ``t`` tensor-parallel size, ``p`` pipeline-parallel size, ``v``
+interleaved (virtual) stages per device, ``m`` micro-batches per step.
+
+A pipeline's first stage holds the most: Korthikanti et al. (§4.2.3) count ``p`` micro-batches in flight under
+1F1B (``L`` layers' worth in all) and ``L·(1 + (p−1)/(p·v))`` with the interleaved schedule;
+:func:`pipeline_layers_in_flight` counts them from the schedule, :func:`embedding_activation_bytes` and
+:func:`output_activation_bytes` add the input embedding's dropout mask and the output layer (§4.4), and
+:func:`korthikanti_first_stage_bytes` is the paper's closed form for the total.
 """
 
 from __future__ import annotations
@@ -25,10 +35,13 @@ from dataclasses import dataclass
 
 __all__ = ["RECOMPUTE", "Transformer", "ParameterCount", "layer_parameters", "parameter_count",
            "narayanan_parameters", "layer_forward_flops", "forward_flops", "training_flops", "narayanan_flops",
-           "attention_core_flops", "ActivationPart", "activation_parts", "activation_bytes_per_layer",
-           "korthikanti_bytes_per_layer"]
+           "attention_core_flops", "LayerFlops", "layer_flop_parts", "ActivationPart", "activation_parts",
+           "activation_bytes_per_layer", "korthikanti_bytes_per_layer", "layernorm_statistics", "BLOCK_PARTS",
+           "BlockAnatomy", "block_anatomy"]
 
 RECOMPUTE = ("none", "selective", "full")
+# The parts of a block, in the order data flows through them (attention core: scores, softmax, weighted values).
+BLOCK_PARTS = ("LayerNorms", "QKV projection", "attention core", "output projection", "MLP")
 
 
 @dataclass(frozen=True)
@@ -108,11 +121,17 @@ class ParameterCount:
                 + self.final_norm)
 
 
+def _projection_parameters(m: Transformer) -> tuple[int, int]:
+    """(Q, K and V projections, output projection) parameters of one block."""
+    h, kv, b = m.hidden, m.kv_hidden, 1 if m.bias else 0
+    return h * (h + 2 * kv) + b * (h + 2 * kv), h * h + b * h
+
+
 def layer_parameters(m: Transformer) -> tuple[int, int, int]:
     """(attention, MLP, LayerNorm) parameters of one block."""
-    h, f, kv = m.hidden, m.ffn_size, m.kv_hidden
+    h, f = m.hidden, m.ffn_size
     b = 1 if m.bias else 0
-    attention = h * (h + 2 * kv) + b * (h + 2 * kv) + h * h + b * h  # Q, K, V, then the output projection
+    attention = sum(_projection_parameters(m))
     matrices = 3 if m.gated_mlp else 2
     mlp = matrices * h * f + b * ((matrices - 1) * f + h)
     norms = 2 * (2 if m.bias else 1) * h  # weight (and bias) of two LayerNorms
@@ -140,12 +159,32 @@ def attention_core_flops(m: Transformer, batch: int = 1) -> int:
     return 4 * batch * m.seq**2 * m.hidden
 
 
+@dataclass(frozen=True)
+class LayerFlops:
+    """Forward FLOPs of one block by matrix product; ``scores + values`` is :func:`attention_core_flops`."""
+
+    qkv: int  # the Q, K and V projections
+    scores: int  # Q·Kᵀ over the full seq × seq square
+    values: int  # softmax(...)·V
+    output: int  # the output projection
+    mlp: int  # the MLP's two (gated: three) matrices
+
+    @property
+    def total(self) -> int:
+        return self.qkv + self.scores + self.values + self.output + self.mlp
+
+
+def layer_flop_parts(m: Transformer, batch: int = 1) -> LayerFlops:
+    """Forward FLOPs of one block for ``batch`` sequences, product by product (2 per multiply-add)."""
+    tokens, h, f = batch * m.seq, m.hidden, m.ffn_size
+    core = attention_core_flops(m, batch)
+    return LayerFlops(qkv=2 * tokens * h * (h + 2 * m.kv_hidden), scores=core // 2, values=core // 2,
+                      output=2 * tokens * h * h, mlp=2 * tokens * h * f * (3 if m.gated_mlp else 2))
+
+
 def layer_forward_flops(m: Transformer, batch: int = 1) -> int:
     """Forward FLOPs of one block for ``batch`` sequences: its matrix products, 24·b·s·h² + 4·b·s²·h for GPT."""
-    tokens, h, f = batch * m.seq, m.hidden, m.ffn_size
-    projections = 2 * tokens * h * (h + 2 * m.kv_hidden) + 2 * tokens * h * h
-    mlp = 2 * tokens * h * f * (3 if m.gated_mlp else 2)
-    return projections + attention_core_flops(m, batch) + mlp
+    return layer_flop_parts(m, batch).total
 
 
 def forward_flops(m: Transformer, batch: int = 1) -> int:
@@ -178,13 +217,15 @@ class ActivationPart:
     """One tensor a block saves for its backward pass: its name, its bytes, and whether it is split.
 
     ``tensor_parallel``: it lies inside a tensor-parallel region (divided by t); ``scores``: it is
-    ``a·s²`` wide (what selective recomputation and flash attention do not keep).
+    ``a·s²`` wide (what selective recomputation and flash attention do not keep); ``part``: the part of
+    the block (one of ``BLOCK_PARTS``) whose backward needs it.
     """
 
     name: str
     nbytes: int
     tensor_parallel: bool
     scores: bool = False
+    part: str = ""
 
 
 def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True, value_bytes: int = 2,
@@ -197,32 +238,33 @@ def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True,
     sb, h, f, kv = m.seq * micro_batch, m.hidden, m.ffn_size, m.kv_hidden
     scores = m.heads * m.seq**2 * micro_batch
     p, k = value_bytes, mask_bytes
+    norms, qkv, core, out, mlp = BLOCK_PARTS
     parts = [
-        ActivationPart("LayerNorm 1 input", p * sb * h, False),
-        ActivationPart("QKV input (LayerNorm 1 output)", p * sb * h, False),
-        ActivationPart("Q", p * sb * h, True),
-        ActivationPart("K", p * sb * kv, True),
-        ActivationPart("V", p * sb * kv, True),
-        ActivationPart("softmax output", p * scores, True, scores=True),
+        ActivationPart("LayerNorm 1 input", p * sb * h, False, part=norms),
+        ActivationPart("QKV input (LayerNorm 1 output)", p * sb * h, False, part=qkv),
+        ActivationPart("Q", p * sb * h, True, part=core),
+        ActivationPart("K", p * sb * kv, True, part=core),
+        ActivationPart("V", p * sb * kv, True, part=core),
+        ActivationPart("softmax output", p * scores, True, scores=True, part=core),
     ]
     if dropout:
-        parts += [ActivationPart("attention dropout mask", k * scores, True, scores=True),
-                  ActivationPart("attention dropout output", p * scores, True, scores=True)]
-    parts.append(ActivationPart("output projection input", p * sb * h, True))
+        parts += [ActivationPart("attention dropout mask", k * scores, True, scores=True, part=core),
+                  ActivationPart("attention dropout output", p * scores, True, scores=True, part=core)]
+    parts.append(ActivationPart("output projection input", p * sb * h, True, part=out))
     if dropout:
-        parts.append(ActivationPart("attention output dropout mask", k * sb * h, False))
-    parts += [ActivationPart("LayerNorm 2 input", p * sb * h, False),
-              ActivationPart("MLP input (LayerNorm 2 output)", p * sb * h, False)]
+        parts.append(ActivationPart("attention output dropout mask", k * sb * h, False, part=out))
+    parts += [ActivationPart("LayerNorm 2 input", p * sb * h, False, part=norms),
+              ActivationPart("MLP input (LayerNorm 2 output)", p * sb * h, False, part=mlp)]
     if m.gated_mlp:
-        parts += [ActivationPart("gate output (activation input)", p * sb * f, True),
-                  ActivationPart("activation output", p * sb * f, True),
-                  ActivationPart("up projection output", p * sb * f, True),
-                  ActivationPart("down projection input", p * sb * f, True)]
+        parts += [ActivationPart("gate output (activation input)", p * sb * f, True, part=mlp),
+                  ActivationPart("activation output", p * sb * f, True, part=mlp),
+                  ActivationPart("up projection output", p * sb * f, True, part=mlp),
+                  ActivationPart("down projection input", p * sb * f, True, part=mlp)]
     else:
-        parts += [ActivationPart("first linear output (GeLU input)", p * sb * f, True),
-                  ActivationPart("GeLU output (second linear input)", p * sb * f, True)]
+        parts += [ActivationPart("first linear output (GeLU input)", p * sb * f, True, part=mlp),
+                  ActivationPart("GeLU output (second linear input)", p * sb * f, True, part=mlp)]
     if dropout:
-        parts.append(ActivationPart("MLP dropout mask", k * sb * h, False))
+        parts.append(ActivationPart("MLP dropout mask", k * sb * h, False, part=mlp))
     return parts
 
 
@@ -263,3 +305,40 @@ def korthikanti_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: 
     if sequence_parallel:
         return sbh * (34 / t + scores)
     return sbh * (10 + 24 / t + scores)
+
+
+def layernorm_statistics(m: Transformer, micro_batch: int = 1, stat_bytes: int = 4) -> list[ActivationPart]:
+    """What Korthikanti et al.'s count leaves out: each LayerNorm also keeps a mean and 1/σ per token.
+
+    Two LayerNorms × two values × ``s·b`` tokens × ``stat_bytes`` (PyTorch keeps them in float32 on CUDA
+    for 16-bit inputs, in the input's own type on the CPU); small next to ``s·b·h``.
+    """
+    sb = m.seq * micro_batch
+    return [ActivationPart(f"LayerNorm {i} mean and 1/σ", 2 * stat_bytes * sb, False, part=BLOCK_PARTS[0])
+            for i in (1, 2)]
+
+
+@dataclass(frozen=True)
+class BlockAnatomy:
+    """Where one block's parameters, forward FLOPs and saved activation bytes are, by part (``parts``)."""
+
+    parts: tuple[str, ...]
+    parameters: tuple[int, ...]
+    flops: tuple[int, ...]
+    activation_bytes: tuple[int, ...]
+
+
+def block_anatomy(m: Transformer, micro_batch: int = 1, dropout: bool = True, value_bytes: int = 2,
+                  mask_bytes: int = 1) -> BlockAnatomy:
+    """One block's parameters, forward FLOPs (``micro_batch`` sequences) and saved bytes, split by ``BLOCK_PARTS``.
+
+    The saved bytes are :func:`activation_parts` (Q, K and V count for the attention core, whose products
+    need them); the LayerNorms' own statistics are not included.
+    """
+    qkv_params, out_params = _projection_parameters(m)
+    _, mlp_params, norm_params = layer_parameters(m)
+    fl = layer_flop_parts(m, micro_batch)
+    saved = activation_parts(m, micro_batch, dropout, value_bytes, mask_bytes)
+    return BlockAnatomy(parts=BLOCK_PARTS, parameters=(norm_params, qkv_params, 0, out_params, mlp_params),
+                        flops=(0, fl.qkv, fl.scores + fl.values, fl.output, fl.mlp),
+                        activation_bytes=tuple(sum(p.nbytes for p in saved if p.part == name) for name in BLOCK_PARTS))

@@ -4,9 +4,10 @@ The layers, lowest first (imports point down, never up):
 
     library  <-  checks & measurements  <-  front ends
 
-The library computes; checks and benchmarks prove it right and measure it; views, the command line
-and the torchrun demos show it. The analytic models (step time, memory, alpha-beta) are pure
-arithmetic: they must import without a process group, so they never import the runtime.
+The library computes; checks and benchmarks prove it right and measure it; views and commands (the
+`d2lmp` command, its benchmarks and the torchrun entry point) show it. The analytic models (step time,
+memory, alpha-beta) are pure arithmetic: they must import without a process group, so they never import
+the runtime.
 
 Every module under d2lmp/ must belong to exactly one layer: a new module fails these tests until it
 is placed in LAYERS below. The imports are read with `ast`, nothing is imported, so the tests take
@@ -33,29 +34,34 @@ LAYERS = {
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
         "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.precision",
         "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
-        "d2lmp.transformer_accounting",
-        "d2lmp.parallel",  # the subpackage's __init__ only: the demos below are front ends
+        "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
+        "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",
+        "d2lmp.parallel",  # the subpackage's __init__ only
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
+        "d2lmp.parallel.pipeline_balance", "d2lmp.parallel.pipeline_schedule", "d2lmp.parallel.p2p_log",
         "d2lmp.parallel.tensor_parallel",
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
         "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",
+        "d2lmp.parallel.model_size", "d2lmp.parallel.allreduce_steps",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
-    "front ends": (
-        "d2lmp.views.*", "d2lmp.cli", "d2lmp.bench_commands", "d2lmp.__main__",
-        "d2lmp.parallel.demo_dp", "d2lmp.parallel.demo_collectives",  # torchrun entry points
-        "d2lmp.parallel.demo_pipeline", "d2lmp.parallel.demo_tensor", "d2lmp.parallel.demo_zero",
-        "d2lmp.parallel.demo_hybrid",
-    ),
+    # Figures and widgets; the `d2lmp` command, each `d2lmp bench` and the torchrun entry point.
+    "front ends": ("d2lmp.views.*", "d2lmp.commands.*", "d2lmp.__main__"),
 }
 # A module may import modules of its own layer and of the layers before it in this order.
 ORDER = list(LAYERS)
 
 # Pure arithmetic that must work without a process group.
-ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.parallel.costmodel")
+ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.parallel.costmodel",
+            "d2lmp.parallel.model_size", "d2lmp.training_state",
+            "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.scale",
+            "d2lmp.scale.hardware", "d2lmp.scale.layout",
+            "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
+            "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
+            "d2lmp.scale.report")
 RUNTIME = ("d2lmp.parallel.launch", "d2lmp.parallel.collectives", "torch.distributed.*")
 
 MAX_LINES = 400
@@ -194,7 +200,7 @@ def _report(errors: list[str]) -> str:
 
 def test_the_package_is_where_we_look():
     files = _package_files()
-    assert "d2lmp" in files and "d2lmp.cli" in files and len(files) > 20
+    assert "d2lmp" in files and "d2lmp.commands.main" in files and len(files) > 20
 
 
 def test_every_module_belongs_to_one_layer():
@@ -278,7 +284,7 @@ def test_readme_names_every_module():
     for cell in re.findall(r"^\| (`[^|]+`) \|", readme, flags=re.M):
         names = re.findall(r"`([\w.]+)`", cell)
         prefix = names[0].rsplit(".", 1)[0] if names else ""
-        for name in names:  # "`d2lmp.parallel.demo_dp`, `demo_collectives`" names two modules
+        for name in names:  # "`d2lmp.commands.main`, `demo`" names two modules
             listed.add(name if name.startswith("d2lmp") else f"{prefix}.{name}")
     files = _package_files()
     # Leaf modules, packages whose __init__ holds code, and the exercises as one entry (one module per notebook).

@@ -51,3 +51,29 @@ def test_nccl_bandwidth_reports_timings_as_plain_json_rows(monkeypatch):
     assert list(result.data["rows"][0]) == ["collective", "impl", "world", "size_bytes", "seconds", "algbw_gbs",
                                             "busbw_gbs"]
     json.dumps(result.data)  # no default= needed
+
+
+def test_conv_speed_reports_timings_as_the_json_rows_recorded_reads(monkeypatch):
+    """Each ConvTiming reaches the report as a plain dict with the fields of recorded.ConvSpeedRow, in order."""
+    import dataclasses
+    import json
+
+    from d2lmp import recorded
+    from d2lmp.bench import conv as bench_conv
+    from d2lmp.bench.conv import ConvTiming
+    from d2lmp.checks import conv as conv_checks
+
+    def fake_benchmark(layers, batch, device, min_time):
+        return [ConvTiming("conv1", impl, device, batch, 1e-3, None if impl == "copy only" else 10.0, ratio, 10**7,
+                           10**6) for impl, ratio in (("F.conv2d", 1.0), ("im2col", 2.0), ("c01b", 3.0),
+                                                      ("copy only", 0.5), ("GEMM only", 1.5))]
+
+    monkeypatch.setattr(conv_checks, "skip_without_gpu", lambda device: None)
+    monkeypatch.setattr(bench_conv, "benchmark_conv", fake_benchmark)
+    result = conv_checks.check_conv_speed("cuda:0", True)
+    assert result.status == "info" and "b16 im2col 2.0–2.0×" in result.detail and "b128 c01b 3.0–3.0×" in result.detail
+    fields = [f.name for f in dataclasses.fields(recorded.ConvSpeedRow)]
+    assert all(list(row) == fields for row in result.data["rows"]) and len(result.data["rows"]) == 10
+    assert result.data["rows"][3] == dict(layer="conv1", impl="copy only", device="cuda:0", batch=16, seconds=1e-3,
+                                          gflops=None, ratio=0.5, flops=10**7, bytes=10**6)
+    json.dumps(result.data)  # no default= needed

@@ -1,10 +1,19 @@
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from d2lmp.cli import main
+from d2lmp.commands.main import build_parser, main
+
+GOAL_LINE = re.compile(r"goal: .+ (<=|>=|within) \S+: .+ \((met|missed)\)(; .+)?")
+
+
+def _one_goal_format(out: str) -> bool:
+    """Every goal line of a benchmark's output reads ``goal: <what> <op> <threshold>: <value> (met|missed)``."""
+    goals = [line for line in out.splitlines() if "goal" in line]
+    return bool(goals) and all(GOAL_LINE.fullmatch(line) for line in goals)
 
 
 def test_info_exits_zero_and_describes_the_machine(capsys):
@@ -27,6 +36,7 @@ def test_bench_matmul_prints_peak_ratio_and_harness_check(capsys):
     out = capsys.readouterr().out
     assert "ratio to peak" in out
     assert "torch.utils.benchmark" in out
+    assert "goal: our harness / torch.utils.benchmark on cpu within 0.95–1.05: " in out
 
 
 def test_bench_matmul_bad_input_is_one_clear_line(capsys):
@@ -57,6 +67,9 @@ def test_bench_matmul_bad_input_is_one_clear_line(capsys):
     (["dp", "--bucket-mb", "0"], "--bucket-mb must be positive"),
     (["pipeline", "--steps", "1"], "--steps must be at least 2"),
     (["costmodel", "--batch", "2"], "--batch must be at least 4"),
+    (["recompute", "--batch", "0"], "--batch must be positive, got 0"),
+    (["recompute", "--rounds", "0"], "--rounds must be positive, got 0"),
+    (["recompute", "--min-time", "-1"], "--min-time must be positive, got -1"),
 ])
 def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys, argv, message):
     from d2lmp import timing
@@ -72,6 +85,7 @@ def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys
         monkeypatch.setattr(module, name, must_not_run)
     monkeypatch.setattr("d2lmp.train.train_small_alexnet", must_not_run)
     monkeypatch.setattr("d2lmp.bench.conv.benchmark_conv", must_not_run)
+    monkeypatch.setattr("d2lmp.bench.recompute.recompute_bench", must_not_run)
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("d2lmp: ") and message in err and "Traceback" not in err
@@ -125,17 +139,18 @@ def test_bench_allreduce_prints_ratios(capsys):
     out = capsys.readouterr().out
     assert f"ring / {backend}" in out and "64 KiB" in out
     assert f"2 ranks: {backend}" in out and f"{backend} busbw GB/s" in out
-    assert f"goal: ring/{backend} busbw >= 0.9x from 64 KiB to 64 MiB on 2 ranks: worst " in out
+    assert f"goal: ring/{backend} busbw from 64 KiB to 64 MiB on 2 ranks >= 0.9×: worst " in out
     assert "on 4 ranks" not in out  # only the world sizes that ran are judged
 
 
 @pytest.mark.parametrize("backends, label", [({2: "nccl", 4: "nccl"}, "nccl"), ({2: "nccl", 4: "gloo"}, "torch")])
 def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsys, backends, label):
     from d2lmp.bench import allreduce
+    from d2lmp.bench.allreduce import AllReduceTiming
 
     def fake_bench(worlds, sizes, rounds, min_time):
-        return [dict(impl=impl, world=w, backend=backends[w], size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
-                     busbw_gbs=1.0 if impl == "torch" else 0.9)
+        return [AllReduceTiming(impl=impl, world=w, backend=backends[w], size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
+                                busbw_gbs=1.0 if impl == "torch" else 0.9)
                 for w in worlds for s in sizes for impl in ("torch", "ring")]
 
     monkeypatch.setattr(allreduce, "allreduce_bench", fake_bench)
@@ -144,59 +159,128 @@ def test_bench_allreduce_labels_columns_with_the_backend_used(monkeypatch, capsy
     assert "gloo ms" not in out and f"{label} ms" in out and f"ring / {label}" in out
     assert "2 ranks: nccl" in out and f"4 ranks: {backends[4]}" in out
     skipped = "not measured: 64 KiB, 256 KiB, 1 MiB, 4 MiB, 64 MiB"
-    assert (f"goal: ring/nccl busbw >= 0.9x from 64 KiB to 64 MiB on 2 ranks: worst 0.90 at 16 MiB (met); "
+    assert (f"goal: ring/nccl busbw from 64 KiB to 64 MiB on 2 ranks >= 0.9×: worst 0.90× at 16 MiB (met); "
             f"{skipped}") in out
-    assert (f"goal: ring/{backends[4]} busbw >= 0.8x from 64 KiB to 64 MiB on 4 ranks: worst 0.90 at 16 MiB (met); "
+    assert (f"goal: ring/{backends[4]} busbw from 64 KiB to 64 MiB on 4 ranks >= 0.8×: worst 0.90× at 16 MiB (met); "
             f"{skipped}") in out
 
 
 def _goal_rows(ratios: dict, worlds=(2, 4), sizes=None):
     """Fake bench rows: the backend at 1 GB/s, the ring at ``ratios[size]`` (0.95 where not given)."""
-    from d2lmp.bench.allreduce import ALLREDUCE_SIZES
+    from d2lmp.bench.allreduce import ALLREDUCE_SIZES, AllReduceTiming
 
-    return [dict(impl=impl, world=w, backend="gloo", size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
-                 busbw_gbs=1.0 if impl == "torch" else ratios.get(s, 0.95))
+    return [AllReduceTiming(impl=impl, world=w, backend="gloo", size_bytes=s, seconds=1e-3, algbw_gbs=1.0,
+                            busbw_gbs=1.0 if impl == "torch" else ratios.get(s, 0.95))
             for w in worlds for s in (sizes or ALLREDUCE_SIZES) for impl in ("torch", "ring")]
 
 
 def test_allreduce_goal_lines_name_the_worst_size_in_range():
-    from d2lmp.bench.allreduce import ALLREDUCE_GOALS, GOAL_SIZES, allreduce_goal_lines
+    from d2lmp.commands.bench.allreduce import ALLREDUCE_GOALS, GOAL_SIZES, goal_lines
 
     assert ALLREDUCE_GOALS == {2: 0.9, 4: 0.8} and GOAL_SIZES == (2**16, 2**26)  # issue #12, item 7
     # 1 KiB and 16 KiB lie below the range: their poor ratios must not count
-    two, four = allreduce_goal_lines(_goal_rows({2**10: 0.1, 2**14: 0.2, 2**22: 0.53, 2**24: 0.85}))
-    assert two == "goal: ring/gloo busbw >= 0.9x from 64 KiB to 64 MiB on 2 ranks: worst 0.53 at 4 MiB (missed)"
-    assert four == "goal: ring/gloo busbw >= 0.8x from 64 KiB to 64 MiB on 4 ranks: worst 0.53 at 4 MiB (missed)"
-    two, four = allreduce_goal_lines(_goal_rows({2**10: 0.1, 2**22: 0.91, 2**26: 0.85}))
-    assert two.endswith("on 2 ranks: worst 0.85 at 64 MiB (missed)") and four.endswith("worst 0.85 at 64 MiB (met)")
+    two, four = goal_lines(_goal_rows({2**10: 0.1, 2**14: 0.2, 2**22: 0.53, 2**24: 0.85}))
+    assert two == "goal: ring/gloo busbw from 64 KiB to 64 MiB on 2 ranks >= 0.9×: worst 0.53× at 4 MiB (missed)"
+    assert four == "goal: ring/gloo busbw from 64 KiB to 64 MiB on 4 ranks >= 0.8×: worst 0.53× at 4 MiB (missed)"
+    two, four = goal_lines(_goal_rows({2**10: 0.1, 2**22: 0.91, 2**26: 0.85}))
+    assert two.endswith("on 2 ranks >= 0.9×: worst 0.85× at 64 MiB (missed)")
+    assert four.endswith("worst 0.85× at 64 MiB (met)")
     # exactly at the goal is met; the range's ends are included
-    two, four = allreduce_goal_lines(_goal_rows({2**16: 0.9}, worlds=(2,)) + _goal_rows({2**26: 0.8}, worlds=(4,)))
-    assert two.endswith("worst 0.90 at 64 KiB (met)") and four.endswith("worst 0.80 at 64 MiB (met)")
+    two, four = goal_lines(_goal_rows({2**16: 0.9}, worlds=(2,)) + _goal_rows({2**26: 0.8}, worlds=(4,)))
+    assert two.endswith("worst 0.90× at 64 KiB (met)") and four.endswith("worst 0.80× at 64 MiB (met)")
 
 
 def test_allreduce_goal_lines_say_what_the_run_did_not_cover():
-    from d2lmp.bench.allreduce import allreduce_goal_lines
+    from d2lmp.commands.bench.allreduce import goal_lines
 
-    (line,) = allreduce_goal_lines(_goal_rows({}, worlds=(2,), sizes=(2**16, 2**20, 2**22)))
-    assert line.endswith("on 2 ranks: worst 0.95 at 64 KiB (met); not measured: 256 KiB, 16 MiB, 64 MiB")
-    (line,) = allreduce_goal_lines(_goal_rows({}, worlds=(4,), sizes=(2**10,)))
-    assert line == "goal: ring/gloo busbw >= 0.8x from 64 KiB to 64 MiB on 4 ranks: no size in range measured"
-    assert allreduce_goal_lines(_goal_rows({}, worlds=(3,))) == []  # no goal for 3 ranks
+    (line,) = goal_lines(_goal_rows({}, worlds=(2,), sizes=(2**16, 2**20, 2**22)))
+    assert line.endswith("on 2 ranks >= 0.9×: worst 0.95× at 64 KiB (met); not measured: 256 KiB, 16 MiB, 64 MiB")
+    (line,) = goal_lines(_goal_rows({}, worlds=(4,), sizes=(2**10,)))
+    assert line == "goal: ring/gloo busbw from 64 KiB to 64 MiB on 4 ranks >= 0.8×: no size in range measured (missed)"
+    assert goal_lines(_goal_rows({}, worlds=(3,))) == []  # no goal for 3 ranks
 
 
 def test_bench_dp_prints_ratio_to_ddp(capsys):
     assert main(["bench", "dp", "--batch", "8", "--steps", "3", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
-    assert "ratio to DDP" in out and "bucketed-no-overlap" in out and "goal" in out
+    assert "ratio to DDP" in out and "bucketed-no-overlap" in out
+    assert "goal: bucketed step / DDP step <= 1.15×: " in out and _one_goal_format(out)
 
 
 def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
     assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2"]) == 0
     out = capsys.readouterr().out
-    assert "ratio to equal" in out and "goal" in out
+    assert "ratio to equal" in out and _one_goal_format(out)
+    assert "goal: |measured - theoretical bubble|, every micro-batch count <= 0.1: worst " in out
+    assert "Interleaved 1F1B on 2 stages, 2 chunks per rank" in out  # m = 2 is even: interleaved runs
+    assert "m = 2: messages interleaved / 1F1B 3.00 (2m(pv-1) / 2m(p-1) = 3.00)" in out  # counted = formula
     assert main(["bench", "costmodel", "--batch", "32", "--steps", "3"]) == 0
     out = capsys.readouterr().out
-    assert "predicted / measured" in out and "goal" in out
+    assert "predicted / measured" in out and _one_goal_format(out)
+    for strategy in ("data", "pipeline", "tensor"):
+        assert f"goal: predicted / measured step, {strategy} within 0.75–1.33×: " in out
+
+
+def test_goal_lines_have_one_format():
+    from d2lmp.commands.goal import Goal, goal_line
+
+    below = Goal("bucketed step / DDP step", "<=", 1.15, "×")
+    assert below.line(1.1) == "goal: bucketed step / DDP step <= 1.15×: 1.10× (met)"
+    assert below.line(1.15).endswith("(met)") and below.line(1.16).endswith("1.16× (missed)")
+    assert below.line(float("nan")).endswith("(missed)")  # a value that is not a number never meets a goal
+    above = Goal("test accuracy", ">=", 90.0, "%")
+    assert above.line(97.25, shown="97.2%") == "goal: test accuracy >= 90%: 97.2% (met)" and not above.met(89.9)
+    band = Goal("predicted / measured", "within", (0.75, 1.33), "×")
+    assert band.target == "within 0.75–1.33×" and band.met(0.75) and band.met(1.33)
+    assert not band.met(0.74) and not band.met(1.34)
+    assert band.line(1.4, note="one round") == "goal: predicted / measured within 0.75–1.33×: 1.40× (missed); one round"
+    assert goal_line("x", "<= 1", "2", False) == "goal: x <= 1: 2 (missed)"
+    for line in (below.line(1.2), above.line(97.0), band.line(1.0, note="n")):
+        assert GOAL_LINE.fullmatch(line), line
+    with pytest.raises(ValueError, match="unknown goal operator"):
+        Goal("x", "<", 1.0)
+    with pytest.raises(ValueError, match="range"):
+        Goal("x", "within", 1.0)
+    with pytest.raises(ValueError, match="low <= high"):
+        Goal("x", "within", (2.0, 1.0))
+
+
+def test_every_benchmark_command_is_registered_with_its_options_and_run():
+    """A benchmark is a measurement module, a command module in d2lmp/commands/bench/, and its line in BENCHMARKS."""
+    from pathlib import Path
+
+    from d2lmp.commands import bench
+
+    files = {p.stem for p in Path(bench.__file__).parent.glob("*.py")} - {"__init__"}
+    assert files == set(bench.BENCHMARKS)
+    parser = build_parser()
+    for name in bench.BENCHMARKS:
+        module = bench.command(name)
+        assert module.HELP and callable(module.add_options) and callable(module.run) and callable(module.check)
+        args = parser.parse_args(["bench", name.replace("_", "-")])  # the command line writes - for _
+        assert args.func is module.run
+    with pytest.raises(ValueError, match="unknown benchmark 'fft'; available: matmul"):
+        bench.command("fft")
+
+
+def test_measurements_hold_no_goals_and_print_nothing():
+    """Goals and reports live in the command layer; d2lmp/bench/ measures and returns records."""
+    from pathlib import Path
+
+    import d2lmp.bench
+
+    for path in Path(d2lmp.bench.__file__).parent.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"GOAL|goal:", text), f"{path.name} states a goal: move it to d2lmp/commands/bench/"
+        assert not re.search(r"print\((?![^\n]*file=sys\.stderr)", text), f"{path.name} prints a report"
+
+
+def test_bench_recompute_prints_saved_bytes_step_ratios_and_the_goal(capsys):
+    assert main(["bench", "recompute", "--batch", "4", "--rounds", "1", "--min-time", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "alexnet_small" in out and "mlp 784-1024x4-10" in out and "predicted = measured?" in out
+    assert out.count(" yes") == 2  # the saved bytes are predicted exactly
+    assert "goal: |measured - predicted step ratio|, every model <= 0.1: worst " in out and _one_goal_format(out)
 
 
 def test_every_check_function_is_registered():

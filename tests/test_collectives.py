@@ -4,7 +4,9 @@ import numpy as np
 import parallel_workers as W
 import pytest
 
+from d2lmp.bibliography import SOURCES
 from d2lmp.checks.ranks import check_collectives
+from d2lmp.parallel import allreduce_steps as AS
 from d2lmp.parallel import alpha_beta as AB
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.launch import launch
@@ -33,33 +35,41 @@ def test_ring_schedule_sends_one_chunk_per_rank_to_the_right():
 
 @pytest.mark.parametrize("world", [2, 3, 5])
 def test_ring_schedule_leaves_every_rank_with_every_sum(world):
-    """The schedule ring_all_reduce follows, run on numbers: every rank ends with the sum of every chunk."""
+    """The schedule ring_all_reduce follows, run on numbers (allreduce_steps): every rank ends with every chunk's sum,
+    and after the reduce-scatter half rank r holds the full sum of chunk r."""
     start = np.random.default_rng(world).random((world, world))  # start[rank, chunk]
-    held = start.copy()
-    for messages in C.ring_schedule(world):
-        sent = {(src, chunk): held[src, chunk] for src, _, chunk, _ in messages}  # one step's sends happen together
-        for src, dst, chunk, phase in messages:
-            held[dst, chunk] = held[dst, chunk] + sent[src, chunk] if phase == "reduce-scatter" else sent[src, chunk]
-    np.testing.assert_allclose(held, np.tile(start.sum(axis=0), (world, 1)))
+    steps = AS.ring_steps(world, start)
+    assert len(steps.states) == 2 * (world - 1) + 1 and steps.phases[0] == "start"
+    np.testing.assert_allclose(steps.states[0], start)
+    np.testing.assert_allclose(steps.states[-1], np.tile(start.sum(axis=0), (world, 1)))
+    halfway = steps.states[world - 1]
+    np.testing.assert_allclose([halfway[r, r] for r in range(world)], start.sum(axis=0))
+    counts = AS.ring_steps(world)  # one contribution per rank and chunk: the picture's numbers
+    assert (counts.states[-1] == world).all() and counts.states[-1].dtype.kind == "i"
+    with pytest.raises(ValueError, match="chunks"):
+        AS.ring_steps(world, np.ones((world, world + 1)))
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 4, 5, 6, 8])
 def test_tree_schedule_sums_at_rank_0_then_copies_back(world):
-    """The schedule tree_all_reduce follows, run on numbers; each rank takes part in at most one message a round."""
-    start = np.random.default_rng(world).random(world)
-    held = start.copy()
+    """The schedule tree_all_reduce follows, run on numbers (allreduce_steps); each rank takes part in at most one
+    message a round, and every message carries the whole buffer."""
+    start = np.random.default_rng(world).random((world, 3))
+    steps = AS.tree_steps(world, start)
     schedule = C.tree_schedule(world)
     assert len(schedule) == 2 * int(np.ceil(np.log2(world))) if world > 1 else schedule == []
+    assert len(steps.states) == len(schedule) + 1 and steps.messages[1:] == [[m[:2] for m in r] for r in schedule]
     for messages in schedule:
         ranks = [r for src, dst, _ in messages for r in (src, dst)]
         assert len(ranks) == len(set(ranks)), messages
-        sent = {src: held[src] for src, _, _ in messages}
-        for src, dst, phase in messages:
-            held[dst] = held[dst] + sent[src] if phase == "reduce" else sent[src]
-    np.testing.assert_allclose(held, np.full(world, start.sum()))
+    if world > 1:
+        np.testing.assert_allclose(steps.states[len(schedule) // 2][0], start.sum(axis=0))  # rank 0 holds the sum
+    np.testing.assert_allclose(steps.states[-1], np.tile(start.sum(axis=0), (world, 1)))
     assert C.tree_schedule(4)[0] == [(1, 0, "reduce"), (3, 2, "reduce")]
     with pytest.raises(ValueError):
         C.tree_schedule(0)
+    with pytest.raises(ValueError, match="rank"):
+        AS.tree_steps(world, np.ones((world + 1, 2)))
 
 
 def _measure(rank, world):
@@ -130,6 +140,29 @@ def test_fit_weights_relative_error():
     times[-1] *= 1.02
     a, b = AB.fit_alpha_beta(sizes, times)
     assert a == pytest.approx(alpha, rel=0.1) and b == pytest.approx(beta, rel=0.05)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ring_alpha_beta_reads_one_step_off_the_fitted_line(world):
+    """Times made by the ring model from a known α and β, fitted as a line, give that α and β back."""
+    alpha, beta = 40e-6, 1 / 3e9
+    sizes = [2.0**k for k in range(10, 26, 3)]
+    times = [AB.predicted_all_reduce_time("ring", world, s, alpha, beta) for s in sizes]
+    assert AB.ring_alpha_beta(*AB.fit_alpha_beta(sizes, times), world) == pytest.approx((alpha, beta), rel=1e-9)
+    assert AB.ring_alpha_beta(-1e-6, 1e-9, 2) == (0.0, 1e-9)  # a noisy negative intercept is no latency
+    for bad in ((1e-6, 1e-9, 1), (1e-6, 0.0, 2), (1e-6, 1e-9, 2.0)):
+        with pytest.raises(ValueError):
+            AB.ring_alpha_beta(*bad)
+
+
+def test_all_reduce_model_collects_the_three_algorithms():
+    model = AB.all_reduce_model(8, 1e3, AB.GPU_ALPHA_S, 1 / 450e9, [1e3, 1e9])
+    assert set(model.times) == set(model.curves) == set(AB.ALGORITHMS)
+    assert model.times == {a: AB.predicted_all_reduce_time(a, 8, 1e3, AB.GPU_ALPHA_S, 1 / 450e9)
+                           for a in AB.ALGORITHMS}
+    assert [c[0] for c in model.curves.values()] == list(model.times.values())
+    assert model.fastest == "tree" and AB.all_reduce_model(8, 1e9, AB.GPU_ALPHA_S, 1 / 450e9).fastest == "ring"
+    assert AB.GPU_ALPHA_SOURCE and all(key in SOURCES for key in AB.GPU_ALPHA_SOURCE)
 
 
 def test_alpha_beta_model_orders_algorithms():

@@ -124,7 +124,8 @@ def test_a_sequence_that_does_not_split_evenly_is_refused():
 
 
 def test_bench_measures_every_contender_and_refuses_bad_arguments():
-    from d2lmp.bench.context_parallel import CONTENDERS, RingAttentionBench, RingTiming, goal, ring_attention_bench
+    from d2lmp.bench.context_parallel import CONTENDERS, RingAttentionBench, RingTiming, ring_attention_bench
+    from d2lmp.commands.bench.ring_attention import goals
 
     bench = ring_attention_bench(world=2, shape=(1, 2, 64, 16), rounds=1)
     assert [(r.layout, r.kernel) for r in bench.rows] == list(CONTENDERS)
@@ -136,7 +137,8 @@ def test_bench_measures_every_contender_and_refuses_bad_arguments():
     # the goal's arithmetic, on made-up figures: half the reference's time, a quarter of the transfer waited
     made_up = RingAttentionBench(2, (1, 1, 4, 1), True, 1, 1.0, 0.4,
                                  (RingTiming("balanced", "fused", 0.5, (0.4, 0.4), (0.1, 0.05)),))
-    assert goal(made_up) == (0.5, pytest.approx(0.75), True)
+    assert goals(made_up) == ["goal: balanced ring (fused kernel) / one rank's SDPA <= 0.75×: 0.50× (met)",
+                              "goal: transfer hidden behind compute (balanced, fused) >= 0.5: 0.75 (met)"]
     for bad in (dict(world=1), dict(rounds=0), dict(shape=(1, 2, 30, 8)), dict(shape=(1, 2, 8))):
         with pytest.raises(ValueError):
             ring_attention_bench(**bad)

@@ -6,6 +6,7 @@ import torch
 from d2lmp.gpu_specs import NOTABLE_GPUS
 from d2lmp.models import alexnet2012, layer_table
 from d2lmp.parallel import costmodel as CM
+from d2lmp.parallel.alpha_beta import GPU_ALPHA_S, GPU_ALPHA_SOURCE
 from d2lmp.topology import NVLINK, pcie_bandwidth_gbs
 
 
@@ -45,7 +46,8 @@ def test_presets_equal_the_table_rows_they_derive_from():
         else:
             _, _, per_link, links = NVLINK[generation]
             assert hw.link_bytes_per_s == links * per_link * 1e9, name
-        assert hw.devices == int(name.split("x")[0]) and hw.alpha == CM.ASSUMED_ALPHA
+        assert hw.devices == int(name.split("x")[0]) and hw.alpha == GPU_ALPHA_S
+        assert set(GPU_ALPHA_SOURCE) <= set(hw.source), "α is sourced on every preset"
 
 
 def test_one_device_has_no_communication_or_bubble(rows):
@@ -66,6 +68,11 @@ def test_memory_and_time_split_as_each_strategy_says(rows):
     assert pp.bubble_s == pytest.approx(pp.compute_s * 7 / 8)  # (p-1)/m of a stage
     hybrid = CM.predict(rows, "hybrid", hw, 1024)
     assert hybrid.memory["parameters"] < dp.memory["parameters"] / 5  # FC weights (96 %) are split
+    for p in (dp, pp, hybrid):  # the default optimizer, SGD with momentum, keeps one FP32 velocity per weight
+        assert list(p.memory) == ["parameters", "gradients", "optimizer_state", "saved_activations"]
+        assert p.memory["optimizer_state"] == p.memory["gradients"] == p.memory["parameters"]
+    adam = CM.predict(rows, "pipeline", hw, 1024, micro_batches=8, optimizer="adam")
+    assert adam.memory["optimizer_state"] == pytest.approx(2 * params / 8) and adam.step_s == pp.step_s
 
 
 def test_pipeline_stage_sizes_set_the_pace(rows):
@@ -92,10 +99,12 @@ def test_comm_bytes_are_the_messages_predict_charges(rows):
     hw = replace(CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"], alpha=0.0, link_bytes_per_s=1.0,
                     overlap=False)
     for strategy in ("data", "tensor", "hybrid"):
-        assert CM.comm_bytes(rows, strategy, 8, 1024) == pytest.approx(CM.predict(rows, strategy, hw, 1024).comm_s)
+        for optimizer in ("momentum", "adam_mixed"):  # FP32 messages, and fp16 gradients and activations
+            assert CM.comm_bytes(rows, strategy, 8, 1024, optimizer=optimizer) == \
+                pytest.approx(CM.predict(rows, strategy, hw, 1024, optimizer=optimizer).comm_s)
     params = sum(r.params for r in rows)
     assert CM.comm_bytes(rows, "data", 8, 1024) == pytest.approx(2 * 7 / 8 * params * 4)
-    assert CM.comm_bytes(rows, "data", 8, 1024, param_bytes=2) == pytest.approx(2 * 7 / 8 * params * 2)
+    assert CM.comm_bytes(rows, "data", 8, 1024, optimizer="adam_mixed") == pytest.approx(2 * 7 / 8 * params * 2)
     m = 8
     pipeline = CM.predict(rows, "pipeline", hw, 1024, micro_batches=m).comm_s
     assert CM.comm_bytes(rows, "pipeline", 8, 1024) == pytest.approx(pipeline * m / (m + 8 - 1))

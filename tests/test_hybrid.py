@@ -92,7 +92,7 @@ def _layers_on_halves(rank, world):
     x, y = DP.synthetic_data(SPEC, 8, seed=rank % 2)
     reference = P.sequential_reference(SPEC.build, x, y)
     result = P.pipeline_step(me, 2, SPEC.build, [3, 2], x, y, "1f1b", 4, group=group)
-    out["pipeline"] = all(torch.allclose(g, reference["grads"][k], atol=1e-6) for k, g in result["grads"].items())
+    out["pipeline"] = all(torch.allclose(g, reference.grads[k], atol=1e-6) for k, g in result.grads.items())
     # tensor: a column-split layer over the half equals the full layer
     torch.manual_seed(0)
     full, inp = nn.Linear(5, 4), torch.randn(3, 5, requires_grad=True)
@@ -180,7 +180,7 @@ def test_breakdown_splits_the_slowest_step_at_its_column_s_last_backward():
 ])
 def test_bench_hybrid_checks_its_options_before_anything_runs(monkeypatch, capsys, argv, message):
     from d2lmp.bench import hybrid as bench_hybrid
-    from d2lmp.cli import main
+    from d2lmp.commands.main import main
 
     monkeypatch.setattr(bench_hybrid, "launch", lambda *a, **k: pytest.fail("launched before checking the options"))
     assert main(["bench", "hybrid", *argv]) == 2
@@ -190,13 +190,14 @@ def test_bench_hybrid_checks_its_options_before_anything_runs(monkeypatch, capsy
 
 def test_bench_hybrid_prints_predicted_measured_and_the_goal(monkeypatch, capsys):
     from d2lmp.bench import hybrid as bench_hybrid
-    from d2lmp.cli import main
+    from d2lmp.commands.main import main
 
-    result = dict(predicted_s=0.1, measured_s=0.08, ratio=1.25, compute_s=0.09, comm_s=0.01, flops=5e9,
-                  alpha=2e-4, beta=2e-9, gradient_tensors=8, met=True,
-                  parts_predicted={"compute": 0.09, "tensor-group collectives": 0.004, "data-group all-reduce": 0.006},
-                  parts_measured={"forward+backward": 0.07, "data-group all-reduce": 0.008, "waiting": 0.001,
-                                  "optimizer": 0.002, "step": 0.08})
+    result = bench_hybrid.HybridResult(
+        predicted_s=0.1, measured_s=0.08, ratio=1.25, compute_s=0.09, comm_s=0.01, flops=5e9, alpha=2e-4, beta=2e-9,
+        gradient_tensors=8,
+        parts_predicted={"compute": 0.09, "tensor-group collectives": 0.004, "data-group all-reduce": 0.006},
+        parts_measured={"forward+backward": 0.07, "data-group all-reduce": 0.008, "waiting": 0.001,
+                        "optimizer": 0.002, "step": 0.08})
     monkeypatch.setattr(bench_hybrid, "hybrid_bench", lambda **k: result)
     assert main(["bench", "hybrid"]) == 0
     out = capsys.readouterr().out
@@ -206,4 +207,4 @@ def test_bench_hybrid_prints_predicted_measured_and_the_goal(monkeypatch, capsys
     assert lines["of which waiting for the partner"][-1] == "1.0"
     assert lines["optimizer update"][-3:] == ["not", "modelled", "2.0"]
     assert lines["step (median step of the slowest rank)"][-2:] == ["100.0", "80.0"]
-    assert "hybrid predicted/measured within 0.75–1.33×: 1.25 (met)" in out
+    assert "goal: hybrid predicted / measured step within 0.75–1.33×: 1.25× (met)" in out

@@ -1,6 +1,4 @@
 import os
-import subprocess
-import sys
 import time
 
 import parallel_workers as W
@@ -137,54 +135,6 @@ def test_auto_choices_on_this_machine():
         assert backend == "gloo" and "no CUDA GPU" in why
         assert choose_start_method("gloo") == "fork"
     assert choose_start_method("nccl") == "spawn"
-
-
-def _torchrun(module, ranks):
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                           "--nproc-per-node", str(ranks), "-m", module],
-                          capture_output=True, text=True, timeout=180)
-
-
-def test_torchrun_entry_point():
-    result = _torchrun("d2lmp.parallel.demo_dp", 2)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.count("matches: True") == 4
-
-
-def test_torchrun_collectives_entry_point():
-    from d2lmp.checks.ranks import check_collectives
-
-    result = _torchrun("d2lmp.parallel.demo_collectives", 2)
-    assert result.returncode == 0, result.stderr[-2000:]
-    names = set(launch(check_collectives, 1, (1,))[0])  # the checks the demo reports, one line each
-    assert result.stdout.count("equals torch.distributed on 2 ranks: True") == len(names) == 6
-    assert "MISMATCH" not in result.stderr
-
-
-@pytest.mark.parametrize("module, result, message", [
-    ("demo_dp", {"allreduce": 0.0, "ddp": 3e-3}, "ddp differs from the single-process gradients by 3.00e-03"),
-    ("demo_collectives", {"ring_all_reduce": True, "tree_all_reduce": False}, "tree_all_reduce differ"),
-])
-def test_demos_report_a_mismatch_with_status_1(monkeypatch, capsys, module, result, message):
-    import importlib
-
-    demo = importlib.import_module(f"d2lmp.parallel.{module}")
-    monkeypatch.setattr(demo, "run_from_env", lambda fn: (1, 2, result))  # rank 1's check found a mismatch
-    assert demo.main() == 1
-    err = capsys.readouterr().err
-    assert f"{module}: MISMATCH on rank 1 of 2" in err and message in err
-    monkeypatch.setattr(demo, "run_from_env",
-                        lambda fn: (0, 2, {k: (0.0 if module == "demo_dp" else True) for k in result}))
-    assert demo.main() == 0
-
-
-def test_exit_after_torchrun_passes_the_status_on():
-    code = ("import d2lmp.parallel.demo_dp as demo\n"
-            "from d2lmp.parallel.launch import exit_after_torchrun\n"
-            "demo.run_from_env = lambda fn: (0, 2, {'ddp': 1.0})\n"
-            "exit_after_torchrun(demo.main())\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1 and "MISMATCH" in result.stderr
 
 
 def _multithreaded_matmul(rank, world):

@@ -49,7 +49,7 @@ def test_unknown_layer_kind_is_named():
         memory.predict_saved_activations(lenet5(), (2, 1, 28, 28))
 
 
-@pytest.mark.parametrize("optimizer", memory.OPTIMIZERS)
+@pytest.mark.parametrize("optimizer", memory.TORCH_OPTIMIZERS)
 def test_step_measured_equals_predicted(optimizer):
     torch.manual_seed(0)
     model = alexnet_small(width=4)

@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
+from d2lmp.parallel import pipeline_balance as B
+from d2lmp.parallel import pipeline_schedule as S
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.timeline import TimelineEvent
 
@@ -24,9 +26,9 @@ def _brute_force(costs, stages):
 @given(costs=st.lists(st.floats(0, 100, allow_nan=False), min_size=1, max_size=9), data=st.data())
 def test_balance_is_optimal(costs, data):
     stages = data.draw(st.integers(1, len(costs)))
-    sizes = P.balance(costs, stages)
+    sizes = B.balance(costs, stages)
     assert len(sizes) == stages and sum(sizes) == len(costs) and min(sizes) >= 1
-    assert max(P.stage_costs(costs, sizes)) == pytest.approx(_brute_force(costs, stages))
+    assert max(B.stage_costs(costs, sizes)) == pytest.approx(_brute_force(costs, stages))
 
 
 @pytest.mark.parametrize("costs, stages, message", [
@@ -36,23 +38,23 @@ def test_balance_is_optimal(costs, data):
 ])
 def test_balance_bad_input(costs, stages, message):
     with pytest.raises(ValueError, match=message):
-        P.balance(costs, stages)
+        B.balance(costs, stages)
 
 
 def test_bubble_fraction():
-    assert P.bubble_fraction(1, 8) == 0
-    assert P.bubble_fraction(4, 1) == pytest.approx(0.75)
-    assert P.bubble_fraction(4, 8) == pytest.approx(3 / 11)
+    assert S.bubble_fraction(1, 8) == 0
+    assert S.bubble_fraction(4, 1) == pytest.approx(0.75)
+    assert S.bubble_fraction(4, 8) == pytest.approx(3 / 11)
     with pytest.raises(ValueError):
-        P.bubble_fraction(0, 4)
+        S.bubble_fraction(0, 4)
 
 
-@pytest.mark.parametrize("kind", P.SCHEDULES)
+@pytest.mark.parametrize("kind", S.SCHEDULES)
 @pytest.mark.parametrize("stages, m", [(2, 1), (2, 4), (4, 3), (4, 8)])
 def test_schedules_run_every_micro_batch_once_forward_before_backward(kind, stages, m):
     for rank in range(stages):
-        ops = P.schedule(kind, stages, rank, m)
-        expected_m = 1 if kind == "naive" else m
+        ops = S.schedule(kind, stages, rank, m)
+        expected_m = S.micro_batch_count(kind, m)
         assert sorted(ops) == sorted([("F", i) for i in range(expected_m)] + [("B", i) for i in range(expected_m)])
         assert all(ops.index(("F", i)) < ops.index(("B", i)) for i in range(expected_m))
         if kind == "1f1b":  # at most p - rank micro-batches in flight: the point of 1F1B
@@ -63,19 +65,19 @@ def test_schedules_run_every_micro_batch_once_forward_before_backward(kind, stag
             assert peak <= min(stages - rank, m)
 
 
-def _check(world, sizes, kinds=P.SCHEDULES, ms=(1, 3, 5)):
+def _check(world, sizes, kinds=S.SCHEDULES, ms=(1, 3, 5)):
     spec = DP.MLPSpec((16, 32, 32, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, 22)
     ref = P.sequential_reference(spec.build, x, y)
     for kind in kinds:
         for m in ms:
             res = launch(P.pipeline_step, world, spec.build, sizes, x, y, kind, m)
-            grads = {k: v for r in res for k, v in r["grads"].items()}
-            assert set(grads) == set(ref["grads"])
+            grads = {k: v for r in res for k, v in r.grads.items()}
+            assert set(grads) == set(ref.grads)
             for k in grads:
-                torch.testing.assert_close(grads[k], ref["grads"][k], rtol=1e-5, atol=1e-6, msg=f"{kind} m={m} {k}")
-            torch.testing.assert_close(res[-1]["outputs"], ref["outputs"], rtol=1e-5, atol=1e-6)
-            assert res[-1]["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+                torch.testing.assert_close(grads[k], ref.grads[k], rtol=1e-5, atol=1e-6, msg=f"{kind} m={m} {k}")
+            torch.testing.assert_close(res[-1].outputs, ref.outputs, rtol=1e-5, atol=1e-6)
+            assert res[-1].loss == pytest.approx(ref.loss, rel=1e-5)
 
 
 def test_two_stages_equal_the_sequential_model():
@@ -96,20 +98,20 @@ def test_pipeline_bad_input():
     with pytest.raises(WorkerError, match="need at least 8 examples"):
         launch(P.pipeline_step, 2, spec.build, [1, 2], x, y, "gpipe", 8)
     with pytest.raises(ValueError, match="available: naive, gpipe, 1f1b"):
-        P.schedule("zero-bubble", 2, 0, 4)
+        S.schedule("zero-bubble", 2, 0, 4)
 
 
 def test_profile_layers():
     model = DP.MLPSpec((8, 16, 4), seed=0).build()
-    profiles = P.profile_layers(model, torch.randn(5, 8), min_time=0.005)
+    profiles = B.profile_layers(model, torch.randn(5, 8), min_time=0.005)
     assert [p.name for p in profiles] == ["0: Linear", "1: ReLU", "2: Linear"]
     assert [p.activation_bytes for p in profiles] == [5 * 16 * 4, 5 * 16 * 4, 5 * 4 * 4]
     assert [p.parameter_bytes for p in profiles] == [(8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]
     assert all(p.seconds > 0 for p in profiles)
     with pytest.raises(ValueError, match="nn.Sequential"):
-        P.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
+        B.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
     with pytest.raises(ValueError, match="rounds"):
-        P.profile_layers(model, torch.randn(5, 8), rounds=0)
+        B.profile_layers(model, torch.randn(5, 8), rounds=0)
 
 
 def test_profile_layers_keeps_each_layers_median_over_rounds(monkeypatch):
@@ -123,21 +125,21 @@ def test_profile_layers_keeps_each_layers_median_over_rounds(monkeypatch):
 
     monkeypatch.setattr(timing, "benchmark", lambda fn, *a, **k: (fn(), Fake())[1])
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
-    profiles = P.profile_layers(model, torch.randn(2, 3), rounds=3)
+    profiles = B.profile_layers(model, torch.randn(2, 3), rounds=3)
     assert [p.seconds for p in profiles] == [2.0, 5.0]
 
 
 @pytest.mark.parametrize("stages, m", [(2, 1), (2, 4), (4, 4), (4, 8), (3, 5)])
 def test_simulated_bubble_matches_the_formula(stages, m):
     for kind in ("gpipe", "1f1b"):
-        events = P.simulate(kind, stages, m)
-        assert P.measured_bubble(events, stages) == pytest.approx(P.bubble_fraction(stages, m))
-    naive = P.simulate("naive", stages, m)  # one big micro-batch: the bubble of m = 1
-    assert P.measured_bubble(naive, stages) == pytest.approx(P.bubble_fraction(stages, 1))
+        events = S.simulate(kind, stages, m)
+        assert S.measured_bubble(events, stages) == pytest.approx(S.bubble_fraction(stages, m))
+    naive = S.simulate("naive", stages, m)  # one big micro-batch: the bubble of m = 1
+    assert S.measured_bubble(naive, stages) == pytest.approx(S.bubble_fraction(stages, 1))
 
 
 def test_simulated_events_name_their_micro_batch():
-    events = P.simulate("1f1b", 2, 3)
+    events = S.simulate("1f1b", 2, 3)
     assert all(isinstance(e, TimelineEvent) for e in events)
     assert sorted((e.rank, e.kind, e.micro_batch) for e in events) == sorted(
         (r, k, i) for r in range(2) for k in ("backward", "forward") for i in range(3))
@@ -147,14 +149,14 @@ def test_simulated_events_name_their_micro_batch():
 @pytest.mark.parametrize("kind", ["naive", "gpipe", "1f1b"])
 def test_simulated_messages_cross_each_boundary_as_a_send_and_a_recv(kind):
     stages, m, message = 3, 4, 0.5
-    events = P.simulate(kind, stages, m, message=message)
+    events = S.simulate(kind, stages, m, message=message)
     compute = [e for e in events if e.kind in ("forward", "backward")]
-    free = P.simulate(kind, stages, m)
+    free = S.simulate(kind, stages, m)
     assert [(e.rank, e.label) for e in compute] == [(e.rank, e.label) for e in free]  # the same work, later
-    assert P.step_span(events) > P.step_span(free)
+    assert S.step_span(events) > S.step_span(free)
     sends = [e for e in events if e.kind == "send"]
     recvs = [e for e in events if e.kind == "recv"]
-    runs = 1 if kind == "naive" else m
+    runs = S.micro_batch_count(kind, m)
     assert len(sends) == len(recvs) == 2 * (stages - 1) * runs  # activations forward, gradients back, per boundary
     for send, recv in zip(sends, recvs):  # recorded in pairs: the same transfer on both sides
         assert (send.label, send.micro_batch, send.start, send.end) == (recv.label, recv.micro_batch, recv.start,
@@ -170,17 +172,17 @@ def test_simulated_messages_cross_each_boundary_as_a_send_and_a_recv(kind):
 def test_messages_lengthen_fill_and_drain():
     """GPipe pays one message per boundary while filling and one while draining: 2 (p - 1) messages."""
     stages, m, message = 4, 8, 0.25
-    free, timed = P.simulate("gpipe", stages, m), P.simulate("gpipe", stages, m, message=message)
-    assert P.step_span(timed) == pytest.approx(P.step_span(free) + 2 * (stages - 1) * message)
-    assert P.measured_bubble(timed, stages) > P.bubble_fraction(stages, m)
+    free, timed = S.simulate("gpipe", stages, m), S.simulate("gpipe", stages, m, message=message)
+    assert S.step_span(timed) == pytest.approx(S.step_span(free) + 2 * (stages - 1) * message)
+    assert S.measured_bubble(timed, stages) > S.bubble_fraction(stages, m)
     with pytest.raises(ValueError):
-        P.simulate("gpipe", 2, 2, message=-1.0)
+        S.simulate("gpipe", 2, 2, message=-1.0)
 
 
 def test_equal_split():
-    assert P.equal_split(23, 4) == [6, 6, 6, 5]
+    assert B.equal_split(23, 4) == [6, 6, 6, 5]
     with pytest.raises(ValueError):
-        P.equal_split(2, 3)
+        B.equal_split(2, 3)
 
 
 def test_pytorch_pipelining_api_gives_the_same_gradients():
@@ -192,7 +194,7 @@ def test_pytorch_pipelining_api_gives_the_same_gradients():
 
 def test_layer_costs_profile_at_one_thread_and_restore_the_count():
     before = torch.get_num_threads()
-    costs = P.layer_costs(DP.MLPSpec((8, 16, 4), seed=0).build(), torch.randn(5, 8), min_time=0.005, rounds=2)
+    costs = B.layer_costs(DP.MLPSpec((8, 16, 4), seed=0).build(), torch.randn(5, 8), min_time=0.005, rounds=2)
     assert len(costs) == 3 and all(c > 0 for c in costs)
     assert torch.get_num_threads() == before
 
@@ -212,7 +214,7 @@ def test_pipeline_steps_returns_every_steps_events():
 
 
 def _memory_of_each_schedule(rank, world, spec, sizes, x, y, ms):
-    return {(kind, m): P.pipeline_step(rank, world, spec.build, sizes, x, y, kind, m)["memory"]
+    return {(kind, m): P.pipeline_step(rank, world, spec.build, sizes, x, y, kind, m).memory
             for kind in ("gpipe", "1f1b") for m in ms}
 
 
@@ -245,12 +247,12 @@ def test_schedule_bench_times_gpipe_and_1f1b_alike():
     from d2lmp.bench.pipeline import schedule_bench
 
     rows = schedule_bench(worlds=(2,), micro_batches=(2, 4), batch=8, steps=2, spec=DP.MLPSpec((8, 16, 16, 4)))
-    assert [(r["kind"], r["micro_batches"]) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
+    assert [(r.kind, r.micro_batches) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
     for r in rows:
-        assert r["step_s"] > 0 and r["bubble"] < 1 and r["theory"] == P.bubble_fraction(2, r["micro_batches"])
-        m = r["micro_batches"]
-        assert r["peak_in_flight"] == ([m, m] if r["kind"] == "gpipe" else [2, 1])
-        assert all(b > 0 for b in r["peak_saved_bytes"])
+        assert r.step_s > 0 and r.bubble < 1 and r.theory == S.bubble_fraction(2, r.micro_batches)
+        m = r.micro_batches
+        assert r.peak_in_flight == ([m, m] if r.kind == "gpipe" else [2, 1])
+        assert all(b > 0 for b in r.peak_saved_bytes)
     with pytest.raises(ValueError, match="steps must be at least 2"):
         schedule_bench(steps=1)
 
@@ -260,10 +262,15 @@ def test_pipeline_step_records_each_send_and_recv_with_its_bytes():
     x, y = DP.synthetic_data(spec, 6)
     ranks = launch(P.pipeline_step, 2, spec.build, [2, 3], x, y, "1f1b", 3)  # the boundary carries 16 values
     for rank, result in enumerate(ranks):
-        comm = [e for e in result["events"] if e.kind in ("send", "recv")]
+        comm = [e for e in result.events if e.kind in ("send", "recv")]
         # rank 0 sends activations (F) and receives gradients (B); rank 1 the reverse
         sent, received = ("F", "B") if rank == 0 else ("B", "F")
         assert sorted((e.kind, e.label) for e in comm) == sorted(
             [("send", f"{sent}{i}") for i in range(3)] + [("recv", f"{received}{i}") for i in range(3)])
         assert all(e.nbytes == 2 * 16 * 4 and e.micro_batch == int(e.label[1:]) for e in comm)  # 2 examples each
         assert all(e.end >= e.start for e in comm)
+
+
+def test_the_naive_schedule_runs_the_batch_as_one_micro_batch():
+    assert [S.micro_batch_count(kind, 6) for kind in S.SCHEDULES] == [1, 6, 6]
+    assert [op for op in S.schedule("naive", 2, 0, 6)] == [("F", 0), ("B", 0)]

@@ -112,9 +112,9 @@ def test_time_recompute_reports_the_measured_and_predicted_ratios():
 
     model, x, y = _mlp()
     t = time_recompute(model, x, y, 3, rounds=1, min_time=0.01)
-    assert t["ratio"] == t["checkpointed_s"] / t["plain_s"]
-    assert t["predicted"] == 1 + t["recomputed_forward_s"] / t["plain_s"]
-    assert t["one_extra_forward"] == 1 + t["forward_s"] / t["plain_s"]
+    assert t.ratio == t.checkpointed_s / t.plain_s
+    assert t.predicted == 1 + t.recomputed_forward_s / t.plain_s
+    assert t.one_extra_forward == 1 + t.forward_s / t.plain_s
     assert all(p.grad is None for p in model.parameters())
     with pytest.raises(ValueError, match="rounds"):
         time_recompute(model, x, y, 3, rounds=0)

@@ -62,8 +62,9 @@ def test_small_alexnet_trains_on_cuda():
 
 
 def test_bench_train_command_prints_accuracy_and_time(capsys):
-    from d2lmp.cli import main
+    from d2lmp.commands.main import main
 
     assert main(["bench", "train", "--epochs", "1", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "test accuracy" in out and " s (" in out
+    assert "goal: test accuracy after 1 epochs >= 90%: " in out and "goal: training time <= 60 s: " in out

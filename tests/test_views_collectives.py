@@ -6,12 +6,11 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.text import Annotation  # noqa: E402
 
-from d2lmp.parallel.alpha_beta import predicted_all_reduce_time  # noqa: E402
-from d2lmp.parallel.collectives import tree_schedule  # noqa: E402
+from d2lmp.parallel.allreduce_steps import ring_steps, tree_steps  # noqa: E402
+from d2lmp.parallel.alpha_beta import all_reduce_model  # noqa: E402
 from d2lmp.views.collectives import (  # noqa: E402
-    ASSUMED_GPU_ALPHA,
-    ASSUMED_GPU_LINK_GBS,
     allreduce_model_widget,
     collective_examples,
     plot_allreduce_model,
@@ -21,13 +20,14 @@ from d2lmp.views.collectives import (  # noqa: E402
 )
 
 
-@pytest.mark.parametrize("world", [2, 3, 4, 5])
-def test_ring_schedule_ends_with_every_rank_holding_every_full_sum(world):
-    _, states = plot_ring_all_reduce(world)
-    assert len(states) == 2 * (world - 1) + 1
-    np.testing.assert_array_equal(states[-1], np.full((world, world), world))
-    # After the reduce-scatter half, rank r holds the full sum of chunk r.
-    assert all(states[world - 1][r, r] == world for r in range(world))
+@pytest.mark.parametrize("world", [2, 4])
+def test_ring_figure_draws_one_panel_per_step(world):
+    steps = ring_steps(world)
+    assert len(plot_ring_all_reduce(steps).axes) == len(steps.states) == 2 * (world - 1) + 1
+    (one,) = plot_ring_all_reduce(steps, step=world - 1).axes
+    assert one.get_title() == f"step {world - 1}: reduce-scatter"
+    assert sorted(int(t.get_text()) for t in one.texts) == sorted(steps.states[world - 1].ravel().tolist())
+    assert not any(isinstance(t, Annotation) for t in one.texts), "the ring's picture draws no arrows"
 
 
 def test_collective_pictures_follow_the_definitions():
@@ -43,30 +43,25 @@ def test_collective_pictures_follow_the_definitions():
 
 
 @pytest.mark.parametrize("world", [2, 3, 4, 5, 8])
-def test_tree_figure_follows_the_schedule_tree_all_reduce_runs(world):
-    fig, states = plot_tree_all_reduce(world)
-    schedule = tree_schedule(world)
-    assert len(states) == len(schedule) + 1 == 2 * int(np.ceil(np.log2(world))) + 1
-    assert len(fig.axes) == len(states)
-    rounds = len(schedule) // 2
-    assert states[rounds][0, 0] == world, "after the reduce rounds rank 0 holds every contribution"
-    np.testing.assert_array_equal(states[-1], np.full((world, world), world))
-    for state in states:  # the whole buffer travels: a rank's chunks always agree
-        assert (state == state[:, :1]).all()
-    assert len(plot_tree_all_reduce(world, step=1)[0].axes) == 1
+def test_tree_figure_draws_a_panel_per_round_with_its_messages(world):
+    steps = tree_steps(world)
+    fig = plot_tree_all_reduce(steps)
+    assert len(fig.axes) == len(steps.states)
+    arrows = [sum(isinstance(t, Annotation) for t in ax.texts) for ax in fig.axes]
+    assert arrows == [len(m) for m in steps.messages], "one arrow per message of the round drawn"
+    assert len(plot_tree_all_reduce(steps, step=1).axes) == 1
 
 
-def test_model_figure_gives_the_model_times():
-    fig, times = plot_allreduce_model(8, 2**20, 5e-6, 1e-11)
-    assert times == {a: predicted_all_reduce_time(a, 8, 2**20, 5e-6, 1e-11) for a in ("naive", "tree", "ring")}
-    assert len(fig.axes) == 2
+def test_model_figure_draws_the_models_times():
+    model = all_reduce_model(8, 2**20, 5e-6, 1e-11, np.logspace(1, 10, 10))
+    fig = plot_allreduce_model(model)
+    bars, curves = fig.axes
+    assert [b.get_height() for b in bars.patches] == pytest.approx([model.times[a] * 1e3 for a in model.times])
+    assert [line.get_label() for line in curves.get_lines()[:3]] == list(model.curves)
+    np.testing.assert_allclose(curves.get_lines()[2].get_ydata(), np.array(model.curves["ring"]) * 1e3)
 
 
-def test_widget_starts_from_a_gpu_typical_alpha_and_takes_another():
-    controls = {c.description: c for c in allreduce_model_widget().kwargs_widgets}
-    assert controls["latency α (µs)"].value == pytest.approx(ASSUMED_GPU_ALPHA * 1e6)
-    assert controls["link GB/s"].value == pytest.approx(ASSUMED_GPU_LINK_GBS)
-    assert 1 <= ASSUMED_GPU_ALPHA * 1e6 <= 10, "a few µs per message, as on NVLink with NCCL"
+def test_widget_starts_from_the_values_given():
     measured = {c.description: c for c in allreduce_model_widget(150e-6, 2.0).kwargs_widgets}
     assert measured["latency α (µs)"].value == pytest.approx(150.0)
     assert measured["link GB/s"].value == pytest.approx(2.0)

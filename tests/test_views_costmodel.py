@@ -1,4 +1,5 @@
-"""The cost model on screen: a model's size and optimizer in, time and memory per device out; bars in frame."""
+"""The cost model on screen: the bars stay in frame, strategies that do not fit are marked, every part of memory
+is drawn in its one colour."""
 
 import matplotlib
 
@@ -10,7 +11,9 @@ import torch  # noqa: E402
 
 from d2lmp import models  # noqa: E402
 from d2lmp.parallel import costmodel as CM  # noqa: E402
+from d2lmp.parallel import model_size as MS  # noqa: E402
 from d2lmp.views import costmodel as V  # noqa: E402
+from d2lmp.views.memory import MEMORY_PART_COLOURS  # noqa: E402
 
 H100 = CM.PRESETS["8x H100 (NVSwitch)"]
 
@@ -19,50 +22,6 @@ H100 = CM.PRESETS["8x H100 (NVSwitch)"]
 def rows():
     with torch.device("meta"):
         return models.layer_table(models.alexnet2012(), (1, 3, 224, 224))
-
-
-def test_default_optimizer_is_the_cost_models(rows):
-    preds = V.predictions(rows, H100, 1024)
-    for s in CM.STRATEGIES:
-        p = CM.predict(rows, s, H100, 1024, micro_batches=8)
-        assert preds[s].step_s == pytest.approx(p.step_s)
-        for part in p.memory:
-            assert preds[s].memory[part] == pytest.approx(p.memory[part])
-
-
-def test_state_per_device_follows_zero_memory(rows):
-    big = V.widen(rows, 4e9)
-    params = round(sum(r.params for r in big))
-    preds = V.predictions(big, H100, 1024, "Adam, mixed precision")
-    state = sum(preds["data"].memory[k] for k in ("parameters", "gradients", "optimizer"))
-    assert state == pytest.approx(16 * params)  # 2 + 2 + 12 bytes per parameter on every device
-    assert state == pytest.approx(sum(CM.zero_memory(params, 8, 0).values()))
-    for s in ("pipeline", "tensor"):
-        assert preds[s].memory["optimizer"] == pytest.approx(12 * params / 8)
-    # tensor parallelism splits the weights but keeps the whole batch's activations on every device
-    assert preds["tensor"].memory["activations"] == pytest.approx(8 * preds["data"].memory["activations"])
-    fp32 = V.predictions(big, H100, 1024, "Adam")
-    assert fp32["data"].memory["activations"] == pytest.approx(2 * preds["data"].memory["activations"])
-    sgd = V.predictions(big, H100, 1024, "SGD")
-    assert sgd["data"].memory["optimizer"] == 0
-
-
-def test_widening_keeps_proportions(rows):
-    big = V.widen(rows, 4 * sum(r.params for r in rows))
-    assert sum(r.params for r in big) == pytest.approx(4 * sum(r.params for r in rows))
-    assert sum(r.flops for r in big) == pytest.approx(4 * sum(r.flops for r in rows))
-    assert sum(r.activation_bytes for r in big) == pytest.approx(2 * sum(r.activation_bytes for r in rows))
-    assert big[0].output_shape[1] == 2 * rows[0].output_shape[1]
-    with pytest.raises(ValueError):
-        V.widen(rows, 0)
-
-
-def test_data_parallelism_stops_fitting_while_others_still_fit(rows):
-    small = V.predictions(rows, H100, 1024, "Adam")
-    assert all(V.fits(small, H100.memory_bytes).values())
-    big = V.predictions(V.widen(rows, 16e9), H100, 1024, "Adam")
-    ok = V.fits(big, H100.memory_bytes)
-    assert not ok["data"] and ok["pipeline"] and ok["hybrid"]
 
 
 def test_bars_stay_inside_the_frame(rows):
@@ -74,24 +33,22 @@ def test_bars_stay_inside_the_frame(rows):
         ax = fig.axes[0]
         assert max(p.get_y() + p.get_height() for p in ax.patches) < 0.9 * ax.get_ylim()[1]
         plt.close(fig)
-    big = V.predictions(V.widen(rows, 16e9), H100, 1024, "Adam")
-    fig = V.plot_step_time(big, fitting=V.fits(big, H100.memory_bytes))
+    big = MS.predictions(MS.widen(rows, 16e9), H100, 1024, "adam")
+    fig = V.plot_step_time(big, fitting=MS.fits(big, H100.memory_bytes))
     assert {p.get_gid() for p in fig.axes[0].patches if p.get_gid()} == {"no fit:data", "no fit:tensor"}
     plt.close(fig)
     fig = V.plot_memory(big, H100.memory_bytes)
     ax = fig.axes[0]
     assert max(p.get_y() + p.get_height() for p in ax.patches) < 0.9 * ax.get_ylim()[1]
+    bars = {label: h for h, label in zip(*ax.get_legend_handles_labels()) if label != "device memory"}
+    assert list(bars) == ["parameters", "gradients", "optimizer state", "saved activations"]
+    assert [matplotlib.colors.to_hex(h.patches[0].get_facecolor()) for h in bars.values()] == \
+        list(MEMORY_PART_COLOURS.values())[:4]
     plt.close(fig)
 
 
-def test_memory_by_size_crosses_the_device_line_where_fits_says(rows):
-    sizes = [6.1e7, 1e9, 4e9, 16e9]
-    curves = V.memory_by_size(rows, H100, 1024, "Adam", sizes)
-    assert set(curves) == set(CM.STRATEGIES) and all(len(v) == len(sizes) for v in curves.values())
-    for i, size in enumerate(sizes):
-        ok = V.fits(V.predictions(V.widen(rows, size), H100, 1024, "Adam"), H100.memory_bytes)
-        assert all((curves[s][i] <= H100.memory_bytes) == ok[s] for s in CM.STRATEGIES)
-    assert all(a < b for a, b in zip(curves["data"], curves["data"][1:]))
-    fig = V.plot_memory_by_size(sizes, curves, H100.memory_bytes)
+def test_memory_by_size_plot_draws_a_curve_per_strategy_and_the_device_line(rows):
+    sizes = [6.1e7, 1e9, 4e9]
+    fig = V.plot_memory_by_size(sizes, MS.memory_by_size(rows, H100, 1024, "adam", sizes), H100.memory_bytes)
     assert len(fig.axes[0].lines) == len(CM.STRATEGIES) + 1
     plt.close(fig)

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from d2lmp.parallel.data_parallel import shard  # noqa: E402
-from d2lmp.parallel.pipeline import balance  # noqa: E402
+from d2lmp.parallel.pipeline_balance import balance  # noqa: E402
 from d2lmp.views.strategies import plot_three_splits  # noqa: E402
 
 LAYERS = ["Linear\n8→6", "ReLU", "Linear\n6→4"]

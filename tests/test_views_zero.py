@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from d2lmp.parallel.costmodel import zero_memory  # noqa: E402
+from d2lmp.parallel.costmodel import zero_memory, zero_memory_by_stage  # noqa: E402
+from d2lmp.training_state import STATE_PARTS  # noqa: E402
 from d2lmp.views import zero as V  # noqa: E402
 
 
@@ -16,7 +17,7 @@ def test_a_rank_keeps_what_the_formula_counts(stage):
     world = 4
     for rank in range(world):
         pieces = V.held_segments(world, stage, rank)
-        kept = {k: sum(length for kind, _, length, held in pieces if kind == k and held) for k, _ in V.KINDS}
+        kept = {k: sum(length for kind, _, length, held in pieces if kind == k and held) for k in STATE_PARTS}
         assert kept == pytest.approx(zero_memory(1, world, stage))  # bytes per parameter, 2 + 2 + 12 sharded
         # every rank's pieces tile the bar without gaps: 16 bytes per parameter laid end to end
         ends = sorted((start, start + length) for _, start, length, _ in pieces)
@@ -24,7 +25,7 @@ def test_a_rank_keeps_what_the_formula_counts(stage):
         assert all(a[1] == pytest.approx(b[0]) for a, b in zip(ends, ends[1:]))
     # the ranks hold different pieces of a sharded kind: together, each piece exactly once
     if stage >= 1:
-        owners = [[held for kind, _, _, held in V.held_segments(world, stage, r) if kind == "optimizer"]
+        owners = [[held for kind, _, _, held in V.held_segments(world, stage, r) if kind == "optimizer_state"]
                   for r in range(world)]
         assert [sum(col) for col in zip(*owners)] == [1] * world
 
@@ -36,13 +37,13 @@ def test_held_segments_refuses_bad_input():
         V.held_segments(2, 1, 2)
 
 
-def test_memory_per_stage_is_zero_memory_for_each_optimizer():
-    per_stage = V.memory_per_stage(7.5e9, 64)
+def test_memory_by_stage_is_zero_memory_for_each_optimizer():
+    per_stage = zero_memory_by_stage(7_500_000_000, 64)
     totals = [sum(parts.values()) / 1e9 for parts in per_stage.values()]
     assert totals == pytest.approx([120, 31.4, 16.6, 1.9], abs=0.05)  # the ZeRO paper's Figure 1
-    fp32 = V.memory_per_stage(1000, 4, "Adam")
-    assert fp32[3] == zero_memory(1000, 4, 3, 4, 4, 8)
-    assert V.memory_per_stage(1000, 4, "SGD")[1]["optimizer"] == 0
+    fp32 = zero_memory_by_stage(1000, 4, "adam")
+    assert fp32[3] == zero_memory(1000, 4, 3, "adam") == dict(parameters=1000, gradients=1000, optimizer_state=2000)
+    assert zero_memory_by_stage(1000, 4, "sgd")[1]["optimizer_state"] == 0
 
 
 def test_figures_draw_and_keep_bars_in_frame():
@@ -54,7 +55,7 @@ def test_figures_draw_and_keep_bars_in_frame():
     plt.close(fig)
     with pytest.raises(ValueError):
         V.plot_measured_vs_formula(["a"], [1, 2], [1])
-    per_stage = V.memory_per_stage(7.5e9, 64)
+    per_stage = zero_memory_by_stage(7_500_000_000, 64)
     fig = V.plot_memory_per_stage(per_stage, 80e9)
     ax = fig.axes[0]
     tallest = max(sum(p.values()) for p in per_stage.values()) / 1e9

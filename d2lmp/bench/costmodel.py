@@ -1,13 +1,15 @@
 """Cost-model benchmark: the analytic model's predicted step time against steps measured here.
 
 The model (``parallel.costmodel``) is calibrated on this machine (one rank's FLOP/s and a fitted
-all-reduce α and β), then data, pipeline and tensor parallelism of an MLP run on 2 CPU ranks.
+all-reduce α and β), then data, pipeline and tensor parallelism of an MLP run on 2 CPU ranks; one
+``StrategyTiming`` per strategy holds the prediction, its parts and the measurement.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -15,15 +17,30 @@ from torch import nn
 
 from ..models import layer_table
 from ..parallel import data_parallel as DP
-from ..parallel.alpha_beta import fit_alpha_beta
+from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
 from ..parallel.costmodel import predict, this_machine
 from ..parallel.launch import launch
-from ..parallel.pipeline import balance, pipeline_steps, step_span
+from ..parallel.pipeline import pipeline_steps
+from ..parallel.pipeline_balance import balance
+from ..parallel.pipeline_schedule import step_span
 from ..parallel.tensor_parallel import ColumnParallelLinear
 from ..timing import benchmark
 from .allreduce import measure_all_reduces
 
-__all__ = ["costmodel_bench"]
+__all__ = ["StrategyTiming", "costmodel_bench"]
+
+
+@dataclass(frozen=True)
+class StrategyTiming:
+    """One strategy's predicted step (and its compute, communication and bubble parts) against the measured one."""
+
+    strategy: str  # "data", "pipeline" or "tensor"
+    predicted_s: float
+    measured_s: float
+    ratio: float  # predicted / measured
+    compute_s: float
+    comm_s: float
+    bubble_s: float
 
 
 def _tp_mlp_worker(rank, world, spec, batch, steps):
@@ -67,7 +84,7 @@ def _step_time_worker(rank, world, spec, batch, min_time):
     return benchmark(one_step, min_time=min_time).median
 
 
-def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[dict]:
+def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[StrategyTiming]:
     """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
     spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
     rows = layer_table(spec.build(), (batch, spec.sizes[0]))
@@ -79,12 +96,13 @@ def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = 
     flops = 3 * sum(r.flops for r in rows) / single
     timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
     intercept, slope = fit_alpha_beta([t.size_bytes for t in timings], [t.seconds for t in timings])
-    hw = this_machine(flops, intercept / 2, slope, devices=2)
+    hw = this_machine(flops, *ring_alpha_beta(intercept, slope, 2), devices=2)
     sizes = balance([r.flops for r in rows], 2)  # the pipeline split, balanced by FLOPs
     measured = _measure_strategies(spec, batch, steps, sizes)
     out = []
     for strategy, seconds in measured.items():
         p = predict(rows, strategy, hw, batch, micro_batches=4, batch_of_table=batch, stage_sizes=sizes)
-        out.append(dict(strategy=strategy, predicted_s=p.step_s, measured_s=seconds, ratio=p.step_s / seconds,
-                        compute_s=p.compute_s, comm_s=p.comm_s, bubble_s=p.bubble_s))
+        out.append(StrategyTiming(strategy=strategy, predicted_s=p.step_s, measured_s=seconds,
+                                  ratio=p.step_s / seconds, compute_s=p.compute_s, comm_s=p.comm_s,
+                                  bubble_s=p.bubble_s))
     return out

@@ -5,13 +5,15 @@ way the grid runs: every rank's share of the compute timed while all four comput
 fitted from all-reduces inside the two-rank groups while both groups talk at once. Calibration and
 measurement alternate round by round in one launch, so load from other processes hits both alike.
 The measured step is split the way the model adds it up (``breakdown``): forward and backward with the
-layers' tensor-group collectives, the data-group gradient all-reduce, and the optimizer's update.
+layers' tensor-group collectives, the data-group gradient all-reduce, and the optimizer's update. The
+result is a ``HybridResult``; ``hybrid_table`` shows it part by part.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -19,18 +21,34 @@ from torch import nn
 
 from ..models import layer_table
 from ..parallel import data_parallel as DP
-from ..parallel.alpha_beta import fit_alpha_beta
+from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
 from ..parallel.costmodel import predict, this_machine
 from ..parallel.hybrid import grid_groups, hybrid_train
 from ..parallel.launch import launch
 from ..report import table
 from ..timing import benchmark
 
-__all__ = ["GOAL", "HYBRID_SPEC", "breakdown", "hybrid_bench", "hybrid_table", "print_hybrid_bench"]
+__all__ = ["HYBRID_SPEC", "HybridResult", "breakdown", "hybrid_bench", "hybrid_table"]
 
-GOAL = (0.75, 1.33)  # predicted / measured
 HYBRID_SPEC = DP.MLPSpec((512, 1024, 1024, 1024, 10), seed=0)
 CALIBRATION_SIZES = (2**14, 2**16, 2**18, 2**20, 2**22)
+
+
+@dataclass(frozen=True)
+class HybridResult:
+    """The hybrid's predicted and measured step, the calibration it was predicted from, and both split into parts."""
+
+    predicted_s: float
+    measured_s: float  # median step of the slowest rank
+    ratio: float  # predicted / measured
+    compute_s: float
+    comm_s: float
+    flops: float  # calibrated FLOP/s of one rank
+    alpha: float  # calibrated seconds per message
+    beta: float  # calibrated seconds per byte
+    parts_predicted: dict[str, float]  # costmodel.Prediction.parts
+    parts_measured: dict[str, float]  # medians of ``breakdown`` over the measured steps
+    gradient_tensors: int  # all-reduces per step in each data group (one per parameter tensor)
 
 
 def _share_seconds(rank, spec, batch, tensor, min_time):
@@ -110,12 +128,11 @@ def _hardware(rows, shares, points, world, tensor):
     sizes = [s for s, _ in points[0]]
     seconds = [statistics.median(p[i][1] for p in points) for i in range(len(sizes))]
     intercept, slope = fit_alpha_beta(sizes, seconds)
-    messages = 2 * (tensor - 1)  # a ring all-reduce: 2(n-1)(α + S/n·β)
-    return this_machine(flops, max(intercept / messages, 0.0), slope * tensor / messages, devices=world)
+    return this_machine(flops, *ring_alpha_beta(intercept, slope, tensor), devices=world)
 
 
 def hybrid_bench(batch: int = 128, steps: int = 6, data: int = 2, tensor: int = 2,
-                 spec: DP.MLPSpec | None = None, rounds: int = 5, min_time: float = 0.1) -> dict:
+                 spec: DP.MLPSpec | None = None, rounds: int = 5, min_time: float = 0.1) -> HybridResult:
     """Predicted and measured step of the ``data × tensor`` hybrid (median step of the slowest rank, the
     first of each round skipped), with both split into parts (``parts_predicted``, ``parts_measured``)."""
     for name, value, least in (("batch", batch, data), ("steps", steps, 2), ("data", data, 1), ("tensor", tensor, 1),
@@ -138,41 +155,25 @@ def hybrid_bench(batch: int = 128, steps: int = 6, data: int = 2, tensor: int = 
             seconds.append(max(r["runs"][k]["step_seconds"][i] for r in per_rank))
             parts.append(breakdown([r["runs"][k]["events"][i] for r in per_rank], tensor_ranks))
     measured = statistics.median(seconds)
-    return dict(predicted_s=p.step_s, measured_s=measured, ratio=p.step_s / measured, compute_s=p.compute_s,
-                comm_s=p.comm_s, flops=hw.flops, alpha=hw.alpha, beta=1 / hw.link_bytes_per_s,
-                parts_predicted=p.parts, parts_measured={k: statistics.median(d[k] for d in parts) for k in parts[0]},
-                gradient_tensors=tensors, met=GOAL[0] <= p.step_s / measured <= GOAL[1])
+    return HybridResult(predicted_s=p.step_s, measured_s=measured, ratio=p.step_s / measured, compute_s=p.compute_s,
+                        comm_s=p.comm_s, flops=hw.flops, alpha=hw.alpha, beta=1 / hw.link_bytes_per_s,
+                        parts_predicted=dict(p.parts),
+                        parts_measured={k: statistics.median(d[k] for d in parts) for k in parts[0]},
+                        gradient_tensors=tensors)
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f}"
 
 
-def hybrid_table(r: dict) -> str:
+def hybrid_table(r: HybridResult) -> str:
     """``hybrid_bench``'s result as a table: predicted and measured milliseconds, part by part."""
-    pp, pm = r["parts_predicted"], r["parts_measured"]
+    pp, pm = r.parts_predicted, r.parts_measured
     return table([["forward+backward", f"{_ms(pp['compute'])} + {_ms(pp['tensor-group collectives'])}",
                    _ms(pm["forward+backward"])],
-                  [f"data-group all-reduces ({r['gradient_tensors']} tensors)", _ms(pp["data-group all-reduce"]),
+                  [f"data-group all-reduces ({r.gradient_tensors} tensors)", _ms(pp["data-group all-reduce"]),
                    _ms(pm["data-group all-reduce"])],
                   ["  of which waiting for the partner", "", _ms(pm["waiting"])],
                   ["optimizer update", "not modelled", _ms(pm["optimizer"])],
-                  ["step (median step of the slowest rank)", _ms(r["predicted_s"]), _ms(r["measured_s"])]],
+                  ["step (median step of the slowest rank)", _ms(r.predicted_s), _ms(r.measured_s)]],
                  ["part of the step", "predicted ms (compute + row collectives)", "measured ms"])
-
-
-def print_hybrid_bench(batch: int = 128, steps: int = 6, rounds: int = 5) -> int:
-    """``d2lmp bench hybrid``: run ``hybrid_bench`` and print predicted and measured, part by part, and the
-    goal line; returns 0."""
-    print(f"Data x tensor hybrid on a 2 x 2 grid of CPU ranks: MLP {HYBRID_SPEC.sizes}, batch {batch}; "
-          "cost model calibrated here (a rank's share of the FLOPs, α and β fitted inside the 2-rank groups), "
-          f"in {rounds} rounds alternating with {steps} measured steps each", flush=True)
-    r = hybrid_bench(batch=batch, steps=steps, rounds=rounds)
-    print(f"calibration: {r['flops'] / 1e9:.2f} GFLOP/s per rank, α {r['alpha'] * 1e6:.1f} µs, "
-          f"1/β {1 / r['beta'] / 1e9:.2f} GB/s")
-    print()
-    print(hybrid_table(r))
-    print("(measured parts are medians over steps, so they need not add up to the median step)")
-    print(f"\ngoal: hybrid predicted/measured within {GOAL[0]}–{GOAL[1]}×: {r['ratio']:.2f} "
-          f"({'met' if r['met'] else 'missed'})")
-    return 0

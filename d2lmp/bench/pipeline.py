@@ -1,30 +1,82 @@
-"""Pipeline benchmark: balanced vs equal-layer partitions, measured vs theoretical bubbles, GPipe vs 1F1B.
+"""Pipeline benchmark: balanced vs equal partitions, measured vs theoretical bubbles, GPipe, 1F1B, interleaved 1F1B.
 
 The network is ``models.pipeline_model`` (a half-width AlexNet) on 115×115 inputs, split over
-ranks by ``parallel.pipeline`` and run with real processes.
+ranks by ``parallel.pipeline_balance`` and run with real processes by ``parallel.pipeline``. ``pipeline_bench``
+returns a ``PipelineBench`` (``PartitionTiming``, ``BubbleTiming`` and ``InterleavedBubble`` rows), ``schedule_bench``
+``ScheduleTiming`` rows.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from ..models import pipeline_model
 from ..parallel import data_parallel as DP
 from ..parallel.launch import launch
-from ..parallel.pipeline import (
-    balance,
+from ..parallel.p2p_log import MessageLog
+from ..parallel.pipeline import pipeline_step, pipeline_steps
+from ..parallel.pipeline_balance import balance, equal_split, layer_costs
+from ..parallel.pipeline_schedule import (
     bubble_fraction,
-    equal_split,
-    layer_costs,
+    bubble_time_fraction,
     measured_bubble,
-    pipeline_step,
-    pipeline_steps,
+    measured_bubble_time,
     step_span,
 )
+from ..parallel.timeline import TimelineEvent
 
-__all__ = ["pipeline_bench", "schedule_bench"]
+__all__ = ["PartitionTiming", "BubbleTiming", "PipelineBench", "ScheduleTiming", "InterleavedBubble",
+           "interleaved_bench", "pipeline_bench", "schedule_bench"]
+
+
+@dataclass(frozen=True)
+class PartitionTiming:
+    """One partition of the layers over ``world`` stages (GPipe, 4 micro-batches): its median step."""
+
+    world: int
+    partition: str  # "equal layers" or "balanced"
+    sizes: list[int]  # layers per stage
+    step_s: float
+
+
+@dataclass(frozen=True)
+class BubbleTiming:
+    """The measured bubble fraction of one micro-batch count against the theory (p-1)/(m+p-1)."""
+
+    world: int
+    micro_batches: int
+    sizes: list[int]  # layers per stage, balanced at the micro-batch size
+    measured: float
+    theory: float
+
+
+@dataclass(frozen=True)
+class PipelineBench:
+    """``pipeline_bench``'s result: the partitions compared, and the bubbles measured."""
+
+    partitions: list[PartitionTiming]
+    bubbles: list[BubbleTiming]
+    interleaved: list[InterleavedBubble]  # 2 ranks, every even m: 1F1B and interleaved 1F1B
+
+
+@dataclass(frozen=True)
+class ScheduleTiming:
+    """One schedule at one micro-batch count: its median step, bubble, and what each stage held at most."""
+
+    world: int
+    kind: str  # "gpipe" or "1f1b"
+    micro_batches: int
+    sizes: list[int]  # layers per stage
+    step_s: float
+    bubble: float  # measured
+    theory: float  # (p-1)/(m+p-1), the same for GPipe and 1F1B
+    peak_in_flight: list[int]  # per stage: micro-batches whose activations were held at once
+    peak_saved_bytes: list[int]  # per stage
 
 
 def _bench_data(batch: int, spec: DP.MLPSpec | None):
@@ -43,8 +95,10 @@ def _profiled_costs(build, x, micro: int, cache: dict) -> list[float]:
     return cache[micro]
 
 
-def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, steps: int = 4) -> dict:
-    """Balanced vs equal-layer partitions (GPipe, m=4) and measured vs theoretical bubbles (balanced).
+def pipeline_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] = (1, 2, 4, 8), batch: int = 128,
+                   steps: int = 4, chunks: int = 2) -> PipelineBench:
+    """Balanced vs equal-layer partitions (GPipe, m=4), measured vs theoretical bubbles (balanced), and the
+    ``interleaved_bench`` records (2 ranks, ``chunks`` chunks per rank, every m of ``micro_batches`` that is even).
 
     Layer costs are not proportional to the batch (a small batch uses the vector units less well,
     and each operator has a fixed overhead), so every partition is balanced on costs profiled at
@@ -67,18 +121,89 @@ def pipeline_bench(worlds=(2, 4), micro_batches=(1, 2, 4, 8), batch: int = 128, 
         return (statistics.median(step_span(e) for e in steps_events),
                 statistics.median(measured_bubble(e, world) for e in steps_events))
 
-    out = {"partitions": [], "bubbles": []}
+    partitions: list[PartitionTiming] = []
+    bubbles: list[BubbleTiming] = []
     costs = costs_at(batch // 4)
     for world in worlds:
         for name, sizes in (("equal layers", equal_split(len(costs), world)), ("balanced", balance(costs, world))):
             span, _ = run(world, sizes, "gpipe", 4)
-            out["partitions"].append(dict(world=world, partition=name, sizes=sizes, step_s=span))
+            partitions.append(PartitionTiming(world=world, partition=name, sizes=sizes, step_s=span))
     for m in micro_batches:
         sizes = balance(costs_at(batch // m), 2)
         _, bubble = run(2, sizes, "gpipe", m)
-        out["bubbles"].append(dict(world=2, micro_batches=m, sizes=sizes, measured=bubble,
+        bubbles.append(BubbleTiming(world=2, micro_batches=m, sizes=sizes, measured=bubble,
                                    theory=bubble_fraction(2, m)))
-    return out
+    even = tuple(m for m in micro_batches if m % 2 == 0)
+    interleaved = interleaved_bench(2, even, chunks, batch, steps, costs=costs_at) if even else []
+    return PipelineBench(partitions, bubbles, interleaved)
+
+
+@dataclass(frozen=True)
+class InterleavedBubble:
+    """One schedule's bubble on real ranks: "1f1b" (chunks = 1) or "interleaved"; ``measured`` is idle over busy
+    time (median of the steps after the warm-up), ``theory`` (p - 1)/(v·m), ``messages`` the point-to-point
+    sends of one step over all ranks, counted by ``p2p_log.MessageLog``."""
+
+    world: int
+    kind: str
+    micro_batches: int
+    chunks: int
+    sizes: tuple[int, ...]
+    step_s: float
+    measured: float
+    theory: float
+    messages: int
+
+
+def _interleaved_worker(rank: int, world: int, build: Callable[[], nn.Sequential],
+                        plans: Sequence[tuple[str, int, int, Sequence[int]]], x: torch.Tensor, y: torch.Tensor,
+                        steps: int) -> list[tuple[list[list[TimelineEvent]], int]]:
+    """Each (kind, m, chunks, sizes) of ``plans`` for ``steps`` steps, the plans alternating step by step;
+    per plan, every step's events and the messages this rank sent in its last step."""
+    events: list[list[list[TimelineEvent]]] = [[] for _ in plans]
+    sent = [0] * len(plans)
+    for _ in range(steps):
+        for n, (kind, m, chunks, sizes) in enumerate(plans):
+            with MessageLog() as log:
+                events[n].append(pipeline_step(rank, world, build, sizes, x, y, kind, m, chunks=chunks).events)
+            sent[n] = len(log.sent)
+    return list(zip(events, sent))
+
+
+def interleaved_bench(world: int = 2, micro_batches: Sequence[int] = (2, 4, 8), chunks: int = 2, batch: int = 128,
+                      steps: int = 4, spec: DP.MLPSpec | None = None,
+                      costs: Callable[[int], list[float]] | None = None) -> list[InterleavedBubble]:
+    """1F1B and interleaved 1F1B (``chunks`` per rank) timed alike on ``world`` ranks: their bubbles, measured
+    from the timeline against (p - 1)/(v·m), and their point-to-point messages, counted.
+
+    Every m must be a multiple of ``world``. Each partition is balanced (``world`` stages for 1F1B,
+    ``world`` × ``chunks`` for the interleaved one) on layer costs profiled at the micro-batch size it runs;
+    ``costs(micro)`` may supply them. The model is the half-width AlexNet, or an MLP from ``spec``.
+    """
+    if steps < 2:
+        raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
+    if not micro_batches or any(m < 1 or m % world for m in micro_batches):
+        raise ValueError(f"interleaved 1F1B needs micro-batch counts that are multiples of {world}, got "
+                         f"{tuple(micro_batches)}")
+    if chunks < 2:
+        raise ValueError(f"chunks must be at least 2 to interleave, got {chunks}")
+    if batch < max(micro_batches):
+        raise ValueError(f"batch {batch} is too small for {max(micro_batches)} micro-batches")
+    build, x, y = _bench_data(batch, spec)
+    profiled: dict[int, list[float]] = {}
+    costs = costs or (lambda micro: _profiled_costs(build, x, micro, profiled))
+    plans = [(kind, m, v, balance(costs(batch // m), world * v))
+             for m in micro_batches for kind, v in (("1f1b", 1), ("interleaved", chunks))]
+    per_rank = launch(_interleaved_worker, world, build, plans, x, y, steps, timeout=900)
+    rows = []
+    for n, (kind, m, v, sizes) in enumerate(plans):
+        steps_events: list[list[TimelineEvent]] = [sum((r[n][0][s] for r in per_rank), []) for s in range(1, steps)]
+        rows.append(InterleavedBubble(world, kind, m, v, tuple(sizes),
+                                      step_s=statistics.median(step_span(e) for e in steps_events),
+                                      measured=statistics.median(measured_bubble_time(e, world) for e in steps_events),
+                                      theory=bubble_time_fraction(world, m, v),
+                                      messages=sum(r[n][1] for r in per_rank)))
+    return rows
 
 
 def _schedule_worker(rank, world, build, sizes_by_m, x, y, steps, kinds):
@@ -87,18 +212,19 @@ def _schedule_worker(rank, world, build, sizes_by_m, x, y, steps, kinds):
         for _ in range(steps):  # the schedules alternate step by step: drifting load hits both alike
             for kind in kinds:
                 result = pipeline_step(rank, world, build, sizes, x, y, kind, m)
-                entry = out.setdefault((kind, m), dict(events=[], memory=result["memory"]))
-                entry["events"].append(result["events"])
+                entry = out.setdefault((kind, m), dict(events=[], memory=result.memory))
+                entry["events"].append(result.events)
     return out
 
 
-def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, steps: int = 4,
-                   kinds=("gpipe", "1f1b"), spec: DP.MLPSpec | None = None) -> list[dict]:
+def schedule_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] = (2, 4, 8), batch: int = 64,
+                   steps: int = 4, kinds: Sequence[str] = ("gpipe", "1f1b"),
+                   spec: DP.MLPSpec | None = None) -> list[ScheduleTiming]:
     """Each schedule timed alike, with what each stage held: one row per (stages, schedule, micro-batches).
 
-    Partitions are balanced at the micro-batch size they run. Each row: "step_s" and "bubble" (medians
-    over the steps after the first, a warm-up; all ranks' events), "theory" ((p-1)/(m+p-1), the same
-    for GPipe and 1F1B), and per stage "peak_in_flight" and "peak_saved_bytes" (from
+    Partitions are balanced at the micro-batch size they run. Each ``ScheduleTiming``: ``step_s`` and ``bubble``
+    (medians over the steps after the first, a warm-up; all ranks' events), ``theory`` ((p-1)/(m+p-1), the same
+    for GPipe and 1F1B), and per stage ``peak_in_flight`` and ``peak_saved_bytes`` (from
     ``pipeline_memory.ActivationLedger``). The model is the half-width AlexNet, or an MLP from ``spec``.
     """
     if steps < 2:
@@ -107,7 +233,7 @@ def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, step
         raise ValueError(f"batch {batch} is too small for {max(micro_batches)} micro-batches")
     build, x, y = _bench_data(batch, spec)
     profiled: dict = {}
-    rows = []
+    rows: list[ScheduleTiming] = []
     for world in worlds:
         sizes_by_m = {m: balance(_profiled_costs(build, x, batch // m, profiled), world) for m in micro_batches}
         per_rank = launch(_schedule_worker, world, build, sizes_by_m, x, y, steps, tuple(kinds), timeout=900)
@@ -115,10 +241,10 @@ def schedule_bench(worlds=(2, 4), micro_batches=(2, 4, 8), batch: int = 64, step
             for kind in kinds:
                 steps_events = [sum((r[kind, m]["events"][s] for r in per_rank), []) for s in range(1, steps)]
                 memory = [r[kind, m]["memory"] for r in per_rank]
-                rows.append(dict(world=world, kind=kind, micro_batches=m, sizes=sizes_by_m[m],
-                                 step_s=statistics.median(step_span(e) for e in steps_events),
-                                 bubble=statistics.median(measured_bubble(e, world) for e in steps_events),
-                                 theory=bubble_fraction(world, m),
-                                 peak_in_flight=[mem["peak_in_flight"] for mem in memory],
-                                 peak_saved_bytes=[mem["peak_saved_bytes"] for mem in memory]))
+                rows.append(ScheduleTiming(world=world, kind=kind, micro_batches=m, sizes=sizes_by_m[m],
+                                           step_s=statistics.median(step_span(e) for e in steps_events),
+                                           bubble=statistics.median(measured_bubble(e, world) for e in steps_events),
+                                           theory=bubble_fraction(world, m),
+                                           peak_in_flight=[mem["peak_in_flight"] for mem in memory],
+                                           peak_saved_bytes=[mem["peak_saved_bytes"] for mem in memory]))
     return rows

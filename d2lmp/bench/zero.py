@@ -1,31 +1,56 @@
 """Benchmark: ZeRO stages 0-3 (``d2lmp.parallel.zero``) against PyTorch's FSDP2 on the same ranks.
 
 For each configuration: the bytes of parameters, gradients and optimizer state each rank keeps
-(counted from the tensors it holds) and the median step time of the slowest rank. Rounds
-alternate the configurations, so drifting machine load hits all of them alike. The goal: our
-stage 3, built from Python ring collectives, within 1.3x of FSDP2's step.
+(counted from the tensors it holds, ``HeldBytes``) and the median step time of the slowest rank, one
+``ZeroTiming`` per configuration. Rounds alternate the configurations, so drifting machine load hits
+all of them alike.
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from ..parallel.launch import launch
 from ..parallel.zero import STAGES, fsdp2_train, zero_train
+from ..training_state import STATE_PARTS
 
-__all__ = ["CONFIGS", "DEFAULT_SIZES", "GOAL_RATIO", "zero_bench", "goal"]
+__all__ = ["CONFIGS", "DEFAULT_SIZES", "HeldBytes", "ZeroTiming", "zero_bench"]
 
 CONFIGS = tuple(f"stage {s}" for s in STAGES) + ("FSDP2",)
 DEFAULT_SIZES = (1024, 1536, 1536, 1536, 10)  # an MLP of about 6.3 M parameters (25 MB in float32)
-GOAL_RATIO = 1.3
 
 
-def _check(world, sizes, batch, steps, rounds) -> None:
-    def whole(name, value, minimum):
+@dataclass(frozen=True)
+class HeldBytes:
+    """The bytes one rank keeps between steps (the largest over the ranks), by kind."""
+
+    parameters: int
+    gradients: int
+    optimizer_state: int
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer_state
+
+
+@dataclass(frozen=True)
+class ZeroTiming:
+    """One configuration ("stage 0" ... "stage 3", "FSDP2"): median step of the slowest rank and the bytes kept."""
+
+    config: str
+    step_s: float
+    held: HeldBytes
+
+
+def _check(world: int, sizes: tuple[int, ...], batch: int, steps: int, rounds: int) -> None:
+    def whole(name: str, value: object, minimum: int) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
@@ -39,11 +64,12 @@ def _check(world, sizes, batch, steps, rounds) -> None:
     whole(f"batch (at least one example per rank on {world} ranks)", batch, world)
 
 
-def _worker(rank, world, sizes, batch, steps, rounds, progress):
+def _worker(rank: int, world: int, sizes: tuple[int, ...], batch: int, steps: int, rounds: int,
+            progress: bool) -> dict[str, dict[str, Any]]:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(batch, sizes[0], generator=g)
     y = torch.randint(0, sizes[-1], (batch,), generator=g)
-    times = {c: [] for c in CONFIGS}
+    times: dict[str, list[float]] = {c: [] for c in CONFIGS}
     held = {}
     for r in range(rounds):
         for config in CONFIGS:
@@ -60,21 +86,15 @@ def _worker(rank, world, sizes, batch, steps, rounds, progress):
     return {c: dict(step_s=statistics.median(times[c]), held=held[c]) for c in CONFIGS}
 
 
-def zero_bench(world: int = 2, sizes=DEFAULT_SIZES, batch: int = 64, steps: int = 5, rounds: int = 3,
-               progress: bool = False) -> list[dict]:
-    """Rows of config, step_s (median, slowest rank), held (bytes kept per rank, the largest over ranks)."""
-    sizes = tuple(sizes)
-    _check(world, sizes, batch, steps, rounds)
-    per_rank = launch(_worker, world, sizes, batch, steps, rounds, progress, timeout=1800)
+def zero_bench(world: int = 2, sizes: Sequence[int] = DEFAULT_SIZES, batch: int = 64, steps: int = 5, rounds: int = 3,
+               progress: bool = False) -> list[ZeroTiming]:
+    """One ``ZeroTiming`` per configuration of ``CONFIGS``: the median step of the slowest rank, the bytes kept."""
+    widths = tuple(sizes)
+    _check(world, widths, batch, steps, rounds)
+    per_rank = launch(_worker, world, widths, batch, steps, rounds, progress, timeout=1800)
     rows = []
     for config in CONFIGS:
-        held = {k: max(r[config]["held"][k] for r in per_rank) for k in per_rank[0][config]["held"]}
-        rows.append(dict(config=config, step_s=per_rank[0][config]["step_s"], held=held))
+        held = HeldBytes(**{k: max(r[config]["held"][k] for r in per_rank)
+                            for k in STATE_PARTS})
+        rows.append(ZeroTiming(config=config, step_s=per_rank[0][config]["step_s"], held=held))
     return rows
-
-
-def goal(rows: list[dict]) -> tuple[float, bool]:
-    """(stage 3 step / FSDP2 step, whether it is within ``GOAL_RATIO``)."""
-    step = {r["config"]: r["step_s"] for r in rows}
-    ratio = step["stage 3"] / step["FSDP2"]
-    return ratio, ratio <= GOAL_RATIO

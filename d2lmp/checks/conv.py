@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import torch
 
 from ..config import pick
@@ -48,11 +50,12 @@ def check_conv_speed(device, quick):
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # FP32 against FP32, not TF32
         for batch in pick([16, 128], [16, 128]):
             rows += benchmark_conv(ALEXNET_2012_CONV, batch=batch, device=device, min_time=pick(0.3, 0.15))
-    summary = "; ".join(f"b{b} {impl} {min(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}–"
-                        f"{max(r['ratio'] for r in rows if r['impl'] == impl and r['batch'] == b):.1f}×"
-                        for b in sorted({r['batch'] for r in rows})
+    summary = "; ".join(f"b{b} {impl} {min(r.ratio for r in rows if r.impl == impl and r.batch == b):.1f}–"
+                        f"{max(r.ratio for r in rows if r.impl == impl and r.batch == b):.1f}×"
+                        for b in sorted({r.batch for r in rows})
                         for impl in ("im2col", "c01b", "copy only", "GEMM only"))
-    return CheckResult("info", f"time / F.conv2d time (FP32, TF32 off): {summary}", dict(rows=rows))
+    return CheckResult("info", f"time / F.conv2d time (FP32, TF32 off): {summary}",
+                       dict(rows=[asdict(r) for r in rows]))
 
 
 CHECKS = [check_conv_cuda, check_conv_speed]

@@ -2,7 +2,7 @@
 
 Each runs on every rank (``rank, world`` first) and returns what it found. They live in a module (not a
 notebook) so every start method can run them: ``launch`` with fork or spawn, and ``torchrun`` through the
-``demo_*`` entry points; the NCCL self-checks run them on GPUs.
+entry point ``d2lmp.commands.demo``; the NCCL self-checks run them on GPUs.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import torch.distributed as dist
 from ..parallel import collectives as C
 from ..parallel import data_parallel as DP
 from ..parallel.launch import rank_device
+from ..parallel.pipeline import Reference, StepResult, pipeline_step, sequential_reference
+from ..parallel.pipeline_balance import equal_split
 
-__all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_tensor_parallel",
-           "check_zero", "check_hybrid", "dtensor_mlp_check", "torch_pipelining_check",
+__all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_interleaved_pipeline",
+           "check_tensor_parallel", "check_zero", "check_hybrid", "dtensor_mlp_check", "torch_pipelining_check",
            "check_context_parallel"]
 
 SIZES = (1, 2, 3, 5, 7, 16, 1001, 2**19 + 3)  # includes one element and sizes not divisible by any world size
@@ -85,20 +87,35 @@ def dtensor_mlp_check(rank: int, world: int) -> dict:
 
 def check_pipeline(rank: int, world: int, kinds=("naive", "gpipe", "1f1b"), micro_batches: int = 3) -> dict[str, float]:
     """Max |difference| of each schedule's gradients and outputs from the unsplit MLP (computed on the CPU)."""
-    from ..parallel import pipeline as P
-
     spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, 12)
-    reference = P.sequential_reference(spec.build, x, y)
-    sizes = P.equal_split(len(spec.build()), world)
+    reference = sequential_reference(spec.build, x, y)
+    sizes = equal_split(len(spec.build()), world)
+    return {kind: _pipeline_error(pipeline_step(rank, world, spec.build, sizes, x, y, kind, micro_batches), reference)
+            for kind in kinds}
+
+
+def check_interleaved_pipeline(rank: int, world: int, chunks: int = 2,
+                               groups: tuple[int, ...] = (1, 2)) -> dict[str, float]:
+    """Max |difference| of interleaved 1F1B's gradients, outputs and loss from the unsplit MLP, with ``chunks``
+    chunks per rank and ``g`` × world micro-batches for each g of ``groups`` (m = p runs all forwards first)."""
+    spec = DP.MLPSpec((16, 24, 24, 24, 24, 24, 5), seed=0)  # 11 layers: up to 5 ranks x 2 chunks
+    x, y = DP.synthetic_data(spec, 4 * world + 3)  # micro-batches of unequal size
+    reference = sequential_reference(spec.build, x, y)
+    sizes = equal_split(len(spec.build()), world * chunks)
     errors = {}
-    for kind in kinds:
-        result = P.pipeline_step(rank, world, spec.build, sizes, x, y, kind, micro_batches)
-        err = max((g - reference["grads"][k]).abs().max().item() for k, g in result["grads"].items())
-        if result["outputs"] is not None:
-            err = max(err, (result["outputs"] - reference["outputs"]).abs().max().item())
-        errors[kind] = err
+    for g in groups:
+        result = pipeline_step(rank, world, spec.build, sizes, x, y, "interleaved", g * world, chunks=chunks)
+        errors[f"interleaved 1F1B v={chunks} m={g * world}"] = _pipeline_error(result, reference)
     return errors
+
+
+def _pipeline_error(result: StepResult, reference: Reference) -> float:
+    """The largest |difference| of this rank's gradients (and, on the last stage, outputs and loss) from one device."""
+    err = max((g - reference.grads[k]).abs().max().item() for k, g in result.grads.items())
+    if result.outputs is not None and result.loss is not None:
+        err = max(err, (result.outputs - reference.outputs).abs().max().item(), abs(result.loss - reference.loss))
+    return err
 
 
 def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
@@ -121,12 +138,10 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
     from torch import nn
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 
-    from ..parallel import pipeline as P
-
     spec = DP.MLPSpec((16, 32, 32, 32, 5), seed=0)
     x, y = DP.synthetic_data(spec, 12)
-    reference = P.sequential_reference(spec.build, x, y)
-    sizes = P.equal_split(len(spec.build()), world)
+    reference = sequential_reference(spec.build, x, y)
+    sizes = equal_split(len(spec.build()), world)
     start = sum(sizes[:rank])
     stage_module = spec.build()[start:start + sizes[rank]]
     dev = rank_device("auto")
@@ -143,7 +158,7 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
     else:
         schedule.step()
     grads = {k: p.grad.cpu() for k, p in stage_module.named_parameters()}
-    return {"max_grad_error": max((g - reference["grads"][k]).abs().max().item() for k, g in grads.items())}
+    return {"max_grad_error": max((g - reference.grads[k]).abs().max().item() for k, g in grads.items())}
 
 
 def check_zero(rank: int, world: int, steps: int = 3, lr: float = 1e-2) -> dict[str, float]:

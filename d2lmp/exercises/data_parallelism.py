@@ -16,6 +16,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..parallel.alpha_beta import GPU_ALPHA_S as ALPHA
+from ..parallel.dp_model import DDP_BUCKET_BYTES as BUCKET
 from ._code import code_checker, max_error, on_ranks
 from .core import Exercise, Verdict
 
@@ -189,14 +191,27 @@ def _dp_no_divide(rank, world, model, x, y, global_batch):
 # --------------------------------------------------------------------------------------------
 # Scaling: the notebook's model of a data-parallel step (d2lmp.parallel.dp_model), written out
 
-GRAD_BYTES = 61_100_840 * 4
-ALPHA = 20e-6  # the table's assumed per-message latency
-BUCKET = 25 * 2**20
+SMALL_BATCH = 32  # a global batch too small for any bandwidth to reach 80 % at the assumed α
+
+
+def _alexnet_on_h200() -> tuple[float, int]:
+    """(seconds per image forward and backward on one H200 at its recorded FP32 rate, gradient bytes) of
+    torchvision's AlexNet: the figures of the notebook's table and widget."""
+    from ..models import alexnet_torchvision, layer_table, totals
+    from ..recorded import matmul_rows
+
+    with torch.device("meta"):
+        tv = totals(layer_table(alexnet_torchvision(), (1, 3, 224, 224)))
+    fp32 = max(row.gflops for row in matmul_rows("float32")) * 1e9
+    return 3 * tv.flops / fp32, tv.params * 4
+
+
+_SECONDS_PER_IMAGE, GRAD_BYTES = _alexnet_on_h200()
 
 
 def one_gpu_seconds(batch: int) -> float:
-    """AlexNet's step on one H200 at 51 TFLOP/s: 3 × 0.714 GFLOPs per image."""
-    return batch * 3 * 0.714e9 / 51e12
+    """AlexNet's step on one H200, as in the notebook: 3 × the forward FLOPs per image at the recorded FP32 rate."""
+    return batch * _SECONDS_PER_IMAGE
 
 
 def efficiency(batch: int, gbs: float, world: int = 8) -> float:
@@ -220,7 +235,10 @@ def _bandwidth_for(batch: int, target: float = 0.8) -> float | None:
     return hi
 
 
-BANDWIDTH_1024 = _bandwidth_for(1024)  # ≈ 201 GB/s; batch 256 never reaches 80 %
+BANDWIDTH_1024 = _bandwidth_for(1024)  # ≈ 45 GB/s at α = 3.4 µs; batch 32 never reaches 80 %
+_BUCKETS = math.ceil(GRAD_BYTES / BUCKET)
+_SMALL_COMPUTE = one_gpu_seconds(SMALL_BATCH) / 8  # each of 8 GPUs' share
+_SMALL_LATENCY = _BUCKETS * 14 * ALPHA  # every bucket's 2(n - 1) = 14 messages on an infinitely fast link
 
 
 def _check_bandwidth(answer: Any) -> Verdict:
@@ -228,7 +246,8 @@ def _check_bandwidth(answer: Any) -> Verdict:
         first, second = answer
         first = float(first)
     except (TypeError, ValueError):
-        return Verdict(False, f"answer with a pair (GB/s at batch 1024, GB/s at batch 256 or None); got {answer!r}.")
+        return Verdict(False, f"answer with a pair (GB/s at batch 1024, GB/s at batch {SMALL_BATCH} or None); "
+                              f"got {answer!r}.")
     problems = []
     if not math.isclose(first, BANDWIDTH_1024, rel_tol=0.12):
         e = efficiency(1024, first) if first > 0 else 0.0
@@ -238,17 +257,18 @@ def _check_bandwidth(answer: Any) -> Verdict:
         isinstance(second, float) and math.isinf(second))
     if not never:
         try:
-            e = efficiency(256, float(second))
-            problems.append(f"at {float(second):g} GB/s the model gives {e:.0%} at batch 256: no bandwidth reaches "
-                            "80 % there. With 25 MiB buckets there are 10 all-reduces of 14 messages each, and "
-                            f"14 α = {14 * ALPHA * 1e3:.2f} ms per bucket even on an infinitely fast link, against "
-                            f"{one_gpu_seconds(256) / 8 * 1e3:.2f} ms of compute per GPU")
+            e = efficiency(SMALL_BATCH, float(second))
+            problems.append(f"at {float(second):g} GB/s the model gives {e:.0%} at batch {SMALL_BATCH}: no bandwidth "
+                            f"reaches 80 % there. With {BUCKET / 2**20:g} MiB buckets there are {_BUCKETS} "
+                            f"all-reduces of 14 messages each, {_SMALL_LATENCY * 1e3:.2f} ms of latency even on an "
+                            f"infinitely fast link, against {_SMALL_COMPUTE * 1e3:.2f} ms of compute per GPU")
         except (TypeError, ValueError):
             problems.append(f"the second answer should be a bandwidth or None, got {second!r}")
     if problems:
         return Verdict(False, "; ".join(problems) + ".")
-    return Verdict(True, f"about {BANDWIDTH_1024:.0f} GB/s at batch 1024, and never at batch 256: with a quarter of "
-                         "the compute, the latency of 10 buckets × 14 messages alone exceeds what backward can hide.")
+    return Verdict(True, f"about {BANDWIDTH_1024:.0f} GB/s at batch 1024, and never at batch {SMALL_BATCH}: with "
+                         f"1/{1024 // SMALL_BATCH} of the compute, the latency of {_BUCKETS} buckets × 14 messages "
+                         "alone exceeds what backward can hide.")
 
 
 EXERCISES = [
@@ -306,20 +326,22 @@ EXERCISES = [
     Exercise(
         key="bandwidth_for_80", number=4,
         question="With the widget, find the smallest link bandwidth at which 8 GPUs reach 80 % efficiency for AlexNet "
-                 "with a global batch of 1024 (25 MiB buckets, overlap on), with the widget's assumed α of 20 µs "
-                 "(its default), not the one fitted here. What if the global "
-                 "batch is 256 (divide the single-GPU time by four)?",
-        hint_text="Slide the bandwidth up until the efficiency passes 80 %. For batch 256, push the bandwidth to the "
-                  "slider's end: what stays when bandwidth is infinite? Answer with `(GB/s at 1024, GB/s at 256)`, "
-                  "and `None` for one that is never reached.",
-        solution_text=f"About {BANDWIDTH_1024:.0f} GB/s at batch 1024 (more than NVLink 2's 150 GB/s per direction, "
-                      "less than NVLink 4's 450). At batch 256 it is never reached: each GPU computes only 1.3 ms, "
-                      "backward (0.9 ms) hides less than the latency alone, 10 buckets × 2(n−1) = 14 messages × 20 µs "
-                      "= 2.8 ms, so the efficiency stays near 40 % however fast the link. Larger buckets, fewer "
-                      "messages (a tree) or a larger batch per GPU would help; bandwidth cannot.",
+                 f"with a global batch of 1024 ({BUCKET / 2**20:g} MiB buckets, overlap on), with the widget's assumed "
+                 f"α of {ALPHA * 1e6:g} µs (its default), not the one fitted here. What if the global batch is "
+                 f"{SMALL_BATCH} (divide the single-GPU time by {1024 // SMALL_BATCH})?",
+        hint_text=f"Slide the bandwidth up until the efficiency passes 80 %. For batch {SMALL_BATCH}, push the "
+                  "bandwidth to the slider's end: what stays when bandwidth is infinite? Answer with "
+                  f"`(GB/s at 1024, GB/s at {SMALL_BATCH})`, and `None` for one that is never reached.",
+        solution_text=f"About {BANDWIDTH_1024:.0f} GB/s at batch 1024 (more than PCIe 4.0 ×16's 31.5 GB/s per "
+                      f"direction, less than NVLink 2's 150). At batch {SMALL_BATCH} it is never reached: each GPU "
+                      f"computes only {_SMALL_COMPUTE * 1e3:.2f} ms, and backward ({_SMALL_COMPUTE * 2 / 3 * 1e3:.2f} "
+                      f"ms) hides less than the latency alone, {_BUCKETS} buckets × 2(n−1) = 14 messages × "
+                      f"{ALPHA * 1e6:g} µs = {_SMALL_LATENCY * 1e3:.2f} ms, so the efficiency stays near "
+                      f"{efficiency(SMALL_BATCH, 1e6):.0%} however fast the link. Larger buckets, fewer messages (a "
+                      "tree) or a larger batch per GPU would help; bandwidth cannot.",
         checker=_check_bandwidth, reference=(BANDWIDTH_1024, None),
         wrong=[((150.0, None), "the model gives"), ((BANDWIDTH_1024, 1000.0), "no bandwidth reaches 80 %")],
-        how_to_answer="Pass (GB/s at batch 1024, GB/s at batch 256 or None)."),
+        how_to_answer=f"Pass (GB/s at batch 1024, GB/s at batch {SMALL_BATCH} or None)."),
     Exercise(
         key="bf16_gradients", number=5,
         question="Gradients could be all-reduced in BF16 instead of FP32. What would that do to the communication "

@@ -14,6 +14,7 @@ import math
 import torch
 import torch.distributed as dist
 
+from ..parallel.costmodel import PRESETS
 from ._code import code_checker, detached, on_ranks
 from .core import Exercise, number_checker
 
@@ -22,9 +23,11 @@ __all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all
 
 RING_GIB = 2 * 7 / 8  # bytes each rank sends for a 1 GiB all-reduce on 8 ranks, in GiB
 
-ALPHA, BETA, N = 5e-6, 1 / 100e9, 8
+_H100 = PRESETS["8x H100 (NVSwitch)"]  # the notebook's α-β table: NCCL's α, NVLink 4 per direction, 8 GPUs
+ALPHA, BETA, N = _H100.alpha, 1 / _H100.link_bytes_per_s, _H100.devices
 CROSSOVER_BYTES = (2 * (N - 1) - 2 * math.ceil(math.log2(N))) * ALPHA / (
-    (2 * math.ceil(math.log2(N)) - 2 * (N - 1) / N) * BETA)  # tree time = ring time: ≈ 941 kB
+    (2 * math.ceil(math.log2(N)) - 2 * (N - 1) / N) * BETA)  # tree time = ring time: ≈ 2.9 MB
+_DECADE = 10 ** math.floor(math.log10(CROSSOVER_BYTES))  # the table's sizes are powers of ten
 
 
 def _rank_tensor(rank: int, shape) -> torch.Tensor:
@@ -209,12 +212,14 @@ EXERCISES = [
         how_to_answer="Pass the GiB each rank sends."),
     Exercise(
         key="ring_beats_tree", number=2,
-        question="In the α-β table (α = 5 µs, 100 GB/s, 8 ranks), find the message size at which the ring overtakes "
-                 "the tree, analytically and with the widget. Answer in bytes.",
+        question=f"In the α-β table (α = {ALPHA * 1e6:g} µs, {1 / BETA / 1e9:g} GB/s, {N} ranks), find the message "
+                 "size at which the ring overtakes the tree, analytically and with the widget. Answer in bytes.",
         hint_text="Tree: 2⌈log₂ n⌉(α + Sβ); ring: 2(n − 1)(α + Sβ/n). Set them equal and solve for S.",
-        solution_text="6(α + Sβ) = 14α + 1.75Sβ ⇒ 4.25 Sβ = 8α ⇒ S = 8α/(4.25β) = 8 × 5 µs × 100 GB/s / 4.25 ≈ "
-                      "941,000 bytes (about 0.94 MB). Below it the tree's 6 steps beat the ring's 14 latencies; "
-                      "above it the ring's smaller messages win, as the table shows between 100 kB and 1 MB.",
+        solution_text=f"6(α + Sβ) = 14α + 1.75Sβ ⇒ 4.25 Sβ = 8α ⇒ S = 8α/(4.25β) = 8 × {ALPHA * 1e6:g} µs × "
+                      f"{1 / BETA / 1e9:g} GB/s / 4.25 ≈ {CROSSOVER_BYTES:,.0f} bytes (about "
+                      f"{CROSSOVER_BYTES / 1e6:.2g} MB). Below it the tree's 6 steps beat the ring's 14 latencies; "
+                      f"above it the ring's smaller messages win, as the table shows between {_DECADE:,.0f} and "
+                      f"{10 * _DECADE:,.0f} bytes.",
         checker=number_checker(CROSSOVER_BYTES, "bytes", rel_tol=0.02, near_misses=[
             (11 * ALPHA / (1.25 * BETA), "the tree has 2⌈log₂ n⌉ = 6 steps (up and down), not 3"),
             (8 * ALPHA / (6 * BETA), "the ring's messages are S/n bytes: its bandwidth term is 14 · S/8 · β")]),

@@ -1,7 +1,7 @@
 """Exercises for notebook 13 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
 
-Numbers are checked against ``d2lmp.parallel.pipeline`` (its bubble formula, simulator and schedules).
-The balancing exercise compares the student's partition with the exact ``pipeline.balance`` on awkward
+Numbers are checked against ``d2lmp.parallel.pipeline_schedule`` (its bubble formula, simulator and schedules).
+The balancing exercise compares the student's partition with the exact ``pipeline_balance.balance`` on awkward
 layer costs; the pipeline exercise runs the student's micro-batched forward on 2 and 3 real gloo ranks
 and compares the last stage's output with the unsplit network's.
 """
@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..parallel import pipeline_balance
 from ._code import code_checker, detached, max_error, on_ranks
 from .core import Exercise, Verdict, choice_checker, number_checker
 
@@ -135,9 +136,7 @@ BALANCE_CASES = (  # awkward costs: one huge layer at either end, ties, a greedy
 
 
 def _balance_run(fn):
-    from d2lmp.parallel import pipeline
-
-    return [(f"costs {costs} in {p} stages", fn(list(costs), p), (costs, p, pipeline.balance(costs, p)))
+    return [(f"costs {costs} in {p} stages", fn(list(costs), p), (costs, p, pipeline_balance.balance(costs, p)))
             for costs, p in BALANCE_CASES]
 
 
@@ -174,10 +173,8 @@ def _balance_judge(case, got, context):
     slowest, optimum = max(_stage_costs(costs, sizes)), max(_stage_costs(costs, best))
     if math.isclose(slowest, optimum, rel_tol=1e-9, abs_tol=1e-12):
         return None
-    from d2lmp.parallel import pipeline
-
     why = ""
-    if sizes == pipeline.equal_split(len(costs), p):
+    if sizes == pipeline_balance.equal_split(len(costs), p):
         why = "that is the equal split by layer count, which ignores the costs; "
     elif sizes == _greedy(costs, p):
         why = "a greedy fill (cut when a stage passes the average) is not optimal; "
@@ -282,8 +279,8 @@ EXERCISES = [
         how_to_answer="Pass (m for 4 stages, m for 8 stages)."),
     Exercise(
         key="equal_times_bubble", number=2,
-        question="Change the widget's backward time to equal the forward time (call `P.simulate(kind, 4, 4, "
-                 "forward=1.0, backward=1.0)` in a cell and measure it with `P.measured_bubble(events, 4)`). What "
+        question="Change the widget's backward time to equal the forward time (call `S.simulate(kind, 4, 4, "
+                 "forward=1.0, backward=1.0)` in a cell and measure it with `S.measured_bubble(events, 4)`). What "
                  "bubble fraction do you get for GPipe with 4 stages and 4 micro-batches? Does the bubble change? Why?",
         hint_text="Count slots: with equal stages every stage idles p − 1 forward slots and p − 1 backward slots "
                   "out of m + p − 1 of each.",
@@ -301,8 +298,8 @@ EXERCISES = [
         key="peak_alive", number=3,
         question="Count, for GPipe and for 1F1B on rank 0 with 4 stages and 6 micro-batches (the schedules printed "
                  "above), the largest number of micro-batches whose activations are alive at once, using "
-                 "`P.schedule`.",
-        hint_text="A micro-batch becomes alive at its F and dies at its B. Walk through `P.schedule(kind, 4, 0, 6)` "
+                 "`S.schedule`.",
+        hint_text="A micro-batch becomes alive at its F and dies at its B. Walk through `S.schedule(kind, 4, 0, 6)` "
                   "keeping a counter. Answer with `(GPipe, 1F1B)`.",
         solution_text="GPipe: 6 (all six forwards run before the first backward). 1F1B: 4 (three warm-up forwards, "
                       "then F3 before B0), in general p − r on rank r whatever m: that is what 1F1B saves, memory for "
@@ -344,13 +341,13 @@ EXERCISES = [
     Exercise(
         key="balance_code", number=6,
         question="Write `my_balance(costs, stages)`: the number of layers per stage of the contiguous split that "
-                 "minimises the slowest stage's cost, like `P.balance`, without calling it. It is checked on awkward "
+                 "minimises the slowest stage's cost, like `B.balance`, without calling it. It is checked on awkward "
                  "costs (one huge layer at either end, ties, costs where a greedy fill overshoots); any optimal split "
                  "is accepted.",
         hint_text="Dynamic programming: let best[s][i] be the smallest possible slowest-stage cost for the first i "
                   "layers in s stages; best[s][i] = min over j of max(best[s−1][j], cost of layers j..i−1). Keep "
                   "the j that achieved it to recover the cuts. Prefix sums make each stage's cost O(1).",
-        solution_text="Two exact methods. The dynamic programme of the hint is what `P.balance` runs (its source is "
+        solution_text="Two exact methods. The dynamic programme of the hint is what `B.balance` runs (its source is "
                       "in the notebook): best[s][i] = min over j < i of max(best[s−1][j], prefix[i] − prefix[j]), "
                       "with best[0][0] = 0; record the minimising j and walk back from best[p][n] to read the stage "
                       "sizes, O(p·n²) time. The model answer below takes the other route: the slowest stage of any "

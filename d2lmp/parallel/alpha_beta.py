@@ -7,18 +7,31 @@ S bytes on n ranks, with latency α per message and β seconds per byte:
     tree (binary, reduce then broadcast):       2⌈log2 n⌉·(α + S·β)
     ring (reduce-scatter, then all-gather):     2(n-1)·(α + S/n·β)
 so the ring moves the least data per rank for large S, the tree has the fewest steps.
-``fit_alpha_beta`` recovers α and β from measured times.
+``fit_alpha_beta`` fits a line to measured times and ``ring_alpha_beta`` reads α and β off it;
+``GPU_ALPHA_S`` is the one GPU-typical α the series assumes, with its source.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BUS_FACTORS", "bus_bandwidth", "fit_alpha_beta", "predicted_all_reduce_time"]
+__all__ = ["ALGORITHMS", "BUS_FACTORS", "GPU_ALPHA_S", "GPU_ALPHA_SOURCE", "AllReduceModel", "all_reduce_model",
+           "bus_bandwidth", "fit_alpha_beta", "predicted_all_reduce_time", "ring_alpha_beta"]
 
-BUS_FACTORS = {
+# The per-message latency α assumed for GPUs wherever no measurement is at hand (the cost model's presets,
+# the α-β and data-parallel figures): NCCL's own tuning model charges each step of a ring over NVLink 3.4 µs
+# with its Simple protocol, the protocol that reaches the link's bandwidth (its low-latency protocols cut
+# the step to 0.6-1.9 µs at a fraction of the bandwidth; over PCIe the figure is 5.7 µs; NCCL also adds a
+# base latency of a few µs once per collective, which this model leaves out).
+GPU_ALPHA_S = 3.4e-6
+GPU_ALPHA_SOURCE = ("nvidia_nccl_tuning",)
+ALGORITHMS = ("naive", "tree", "ring")
+
+BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
@@ -33,7 +46,7 @@ def bus_bandwidth(algbw: float, collective: str, world: int) -> float:
     return algbw * BUS_FACTORS[collective](world)
 
 
-def fit_alpha_beta(sizes_bytes, seconds) -> tuple[float, float]:
+def fit_alpha_beta(sizes_bytes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
     """Fit t = α + β·S to measurements: (α seconds per message, β seconds per byte).
 
     Sizes usually span several decades, so the fit minimises *relative* error (each point
@@ -61,6 +74,20 @@ def fit_alpha_beta(sizes_bytes, seconds) -> tuple[float, float]:
     return float(alpha), float(beta)
 
 
+def ring_alpha_beta(intercept: float, slope: float, world: int) -> tuple[float, float]:
+    """(α, β) of one ring step from a line t = intercept + slope·S fitted to ring all-reduce times on ``world`` ranks.
+
+    A ring all-reduce is t = 2(n-1)(α + S/n·β) = 2(n-1)·α + 2(n-1)/n·β·S, so α = intercept / (2(n-1)) and
+    β = slope · n / (2(n-1)); on 2 ranks, α = intercept / 2 and β = slope. A negative intercept (noise) gives α = 0.
+    """
+    if not isinstance(world, int) or isinstance(world, bool) or world < 2:
+        raise ValueError(f"a ring all-reduce needs an integer world >= 2, got {world!r}")
+    if not slope > 0:
+        raise ValueError(f"the slope must be positive seconds per byte, got {slope!r}")
+    messages = 2 * (world - 1)
+    return max(intercept, 0.0) / messages, slope * world / messages
+
+
 def predicted_all_reduce_time(algorithm: str, world: int, size_bytes: float, alpha: float, beta: float) -> float:
     """The α-β model's all-reduce time for "naive", "tree" or "ring" (see the module docstring)."""
     if world < 1 or size_bytes < 0:
@@ -74,3 +101,31 @@ def predicted_all_reduce_time(algorithm: str, world: int, size_bytes: float, alp
     if algorithm == "ring":
         return 2 * (world - 1) * (alpha + size_bytes / world * beta)
     raise ValueError(f"unknown algorithm {algorithm!r}; available: naive, tree, ring")
+
+
+@dataclass(frozen=True)
+class AllReduceModel:
+    """The α-β model's naive, tree and ring all-reduce on ``world`` ranks: ``times`` at ``size_bytes``, and
+    ``curves`` (seconds per algorithm) over ``sizes``."""
+
+    world: int
+    size_bytes: float
+    alpha: float
+    beta: float
+    times: dict[str, float]
+    sizes: tuple[float, ...]
+    curves: dict[str, tuple[float, ...]]
+
+    @property
+    def fastest(self) -> str:
+        return min(self.times, key=lambda a: self.times[a])
+
+
+def all_reduce_model(world: int, size_bytes: float, alpha: float, beta: float,
+                     sizes: Sequence[float] = ()) -> AllReduceModel:
+    """``predicted_all_reduce_time`` of every algorithm in ``ALGORITHMS`` at ``size_bytes`` and over ``sizes``."""
+    grid = tuple(float(s) for s in sizes)
+    return AllReduceModel(
+        world, size_bytes, alpha, beta,
+        {a: predicted_all_reduce_time(a, world, size_bytes, alpha, beta) for a in ALGORITHMS}, grid,
+        {a: tuple(predicted_all_reduce_time(a, world, s, alpha, beta) for s in grid) for a in ALGORITHMS})

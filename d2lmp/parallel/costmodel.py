@@ -4,8 +4,8 @@ The model is described by ``models.layer_table`` rows (``LayerRow``: FLOPs, para
 activation bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
 link bandwidth per direction, a per-message latency α, and memory per device. ``PRESETS``
 derive these from the sourced tables (the notable-GPU table for FLOP/s and memory,
-``topology`` for PCIe and NVLink) and carry those rows' bibliography keys as their ``source``;
-only α is an assumption.
+``topology`` for PCIe and NVLink, ``alpha_beta.GPU_ALPHA_S`` for α, NCCL's per-step latency over
+NVLink, on every preset) and carry those rows' bibliography keys as their ``source``.
 
 Time per step = compute + exposed communication + bubble:
 * compute: 3 × the forward FLOPs (forward once, backward twice) divided over the devices
@@ -16,8 +16,11 @@ Time per step = compute + exposed communication + bubble:
   hardware can (GPUs: yes; CPU ranks, whose cores also move the bytes: no); the others
   are charged in full;
 * pipeline: the bubble adds (p-1)/m of a stage's compute per micro-batch sweep.
-Memory per device = parameters + gradients + optimizer state (SGD with momentum: one
-more copy) + saved activations (every layer's output for the examples it holds).
+Memory per device = parameters + gradients + optimizer state (bytes per parameter from
+``training_state.OPTIMIZERS``; the default, SGD with momentum, keeps one more copy) + saved
+activations (every layer's output for the examples it holds). How much of the training state a
+strategy keeps is a ZeRO stage (``STRATEGY_STAGE``): data parallelism keeps it whole, the
+partitionings divide it, and ``ZERO_SHARDED`` says what each stage divides.
 These are teaching approximations: they ignore kernel efficiency, overlap inside layers
 and memory fragmentation, and say so.
 """
@@ -28,14 +31,16 @@ from dataclasses import dataclass, field, replace
 
 from ..gpu_specs import NOTABLE_GPUS
 from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
-from .alpha_beta import BUS_FACTORS, predicted_all_reduce_time
+from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
+from .alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_all_reduce_time
 from .dp_model import predict_step
 
-__all__ = ["STRATEGIES", "ASSUMED_ALPHA", "Hardware", "PRESETS", "this_machine", "Prediction", "predict", "comm_bytes",
-           "ZERO_STAGES", "zero_memory", "zero_traffic"]
+__all__ = ["STRATEGIES", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine", "Prediction", "predict",
+           "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED", "state_per_device", "zero_memory", "zero_memory_by_stage",
+           "zero_traffic"]
 
 STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
-ASSUMED_ALPHA = 10e-6  # seconds per message on GPU links: an assumption, not a measured or sourced figure
+_TABLE_ACTIVATION_BYTES = 4  # the layer table's activations are float32 (``models.layer_table``'s default)
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,10 @@ def _preset(name: str, devices: int, gpu: str, link: tuple[float, str, tuple[str
     spec = _gpu_row(gpu)
     link_bytes, link_how, link_source = link
     memory_gb = spec.memory_gb if memory_gb is None else memory_gb
-    source = tuple(dict.fromkeys(spec.source + link_source))
+    source = tuple(dict.fromkeys(spec.source + link_source + GPU_ALPHA_SOURCE))
     how = (f"{spec.name} (notable-GPU table): FP32 {spec.fp32_tflops:g} TFLOPS, {memory_gb:g} GB; "
-           f"{link_how} (topology tables){note}")
-    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, ASSUMED_ALPHA, memory_gb * 1e9,
+           f"{link_how} (topology tables){note}; α {GPU_ALPHA_S * 1e6:g} µs per message (NCCL's ring step)")
+    return Hardware(name, devices, spec.fp32_tflops * 1e12, link_bytes, GPU_ALPHA_S, memory_gb * 1e9,
                     source, how)
 
 
@@ -140,31 +145,49 @@ def _totals(rows, batch_of_table: int) -> tuple[float, float, float]:
     return flops, params, acts
 
 
+# How much of the training state each strategy keeps per device, as the ZeRO stage that keeps as much: data
+# parallelism keeps it whole (stage 0); the partitionings divide every part over the devices (stage 3's
+# figures). The hybrid keeps its convolutions' state as data parallelism and its fully connected layers' as
+# the partitionings.
+STRATEGY_STAGE = {"data": 0, "pipeline": 3, "tensor": 3}
+
+
+def _at_width(rows, opt: OptimizerBytes) -> list:
+    """The layer table with activations stored at the optimizer's activation width."""
+    scale = opt.activation_bytes / _TABLE_ACTIVATION_BYTES
+    return rows if scale == 1 else [replace(r, activation_bytes=r.activation_bytes * scale) for r in rows]
+
+
 def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
-            batch_of_table: int = 1, param_bytes: int = 4, optimizer_copies: int = 1,
+            batch_of_table: int = 1, optimizer: str | OptimizerBytes = "momentum",
             stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None,
             gradient_tensors: int = 1) -> Prediction:
     """Predicted step time and memory per device for ``strategy`` on ``hw.devices`` devices.
 
     ``rows`` are the ``models.LayerRow`` records of ``layer_table`` for an input of ``batch_of_table``
-    examples. For the pipeline, ``stage_sizes`` (rows per stage) makes the slowest stage set the
-    pace; by default stages are assumed perfectly balanced. For "hybrid", ``grid`` = (data, tensor)
-    predicts a grid of process groups (``parallel.hybrid``) instead of the one-weird-trick split, its
-    gradients summed in ``gradient_tensors`` all-reduces (one per parameter tensor, or 1 for one flat buffer).
+    examples. ``optimizer`` (a key of ``training_state.OPTIMIZERS``, or a row) sets the bytes per parameter
+    of the training state; activations (FP32 in the layer table) are stored and sent at its activation
+    width, gradients at its gradient width; compute stays at the device's FP32 rate. For the pipeline,
+    ``stage_sizes`` (rows per stage) makes the slowest stage set the pace; by default stages are assumed
+    perfectly balanced. For "hybrid", ``grid`` = (data, tensor) predicts a grid of process groups
+    (``parallel.hybrid``) instead of the one-weird-trick split, its gradients summed in ``gradient_tensors``
+    all-reduces (one per parameter tensor, or 1 for one flat buffer).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
     n = hw.devices
     if n < 1 or batch < 1:
         raise ValueError("devices and batch must be >= 1")
+    opt = optimizer_bytes(optimizer)
+    rows = _at_width(rows, opt)
     fwd, params, acts = _totals(rows, batch_of_table)
     single = 3 * fwd * batch / hw.flops
-    weights = params * param_bytes
-    state = dict(parameters=weights, gradients=weights, optimizer=weights * optimizer_copies)
     fc = [r for r in rows if r.kind == "Linear"]
+    if strategy in STRATEGY_STAGE:
+        state = state_per_device(params, n, STRATEGY_STAGE[strategy], opt)
     if strategy == "data":
-        p = predict_step(single, weights, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
-        memory = {**state, "activations": acts * batch / n}
+        p = predict_step(single, params * opt.grad_bytes, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
+        memory = {**state, "saved_activations": acts * batch / n}
         return Prediction("data", n, p.compute_s, p.exposed_comm_s, 0.0, memory)
     if strategy == "pipeline":
         m = micro_batches
@@ -177,25 +200,25 @@ def predict(rows, strategy: str, hw: Hardware, batch: int, micro_batches: int = 
             stage = single * slowest / sum(r.flops for r in rows)
         boundary = acts / len(rows) * batch  # a typical layer output per step, crossing each boundary
         comm = 2 * (m + n - 1) * (hw.alpha + boundary / m / hw.link_bytes_per_s) if n > 1 else 0.0
-        memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch / n}
+        memory = {**state, "saved_activations": acts * batch / n}
         return Prediction("pipeline", n, stage, comm, stage * (n - 1) / m, memory)
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
         # all-reduce its input's gradient backward (none for the first layer: its input is the data).
         comm = _split_layer_comm(rows, batch_of_table, batch, n, hw)
-        memory = {k: v / n for k, v in state.items()} | {"activations": acts * batch}
+        memory = {**state, "saved_activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
     if grid is not None:
-        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, param_bytes, optimizer_copies, gradient_tensors)
+        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, opt, gradient_tensors)
     # hybrid ("one weird trick"): convolutions data parallel, fully connected layers model parallel
-    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
-    comm = _ring("all_reduce", n, conv_params, hw)
+    conv_params = sum(r.params for r in rows if r.kind != "Linear")
+    comm = _ring("all_reduce", n, conv_params * opt.grad_bytes, hw)
     for r in fc:
-        in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
+        in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
         comm += _ring("all_gather", n, in_bytes, hw) + _ring("reduce_scatter", n, in_bytes, hw)
-    fc_weights = sum(r.params for r in fc) * param_bytes
-    memory = dict(parameters=conv_params + fc_weights / n, gradients=conv_params + fc_weights / n,
-                  optimizer=(conv_params + fc_weights / n) * optimizer_copies, activations=acts * batch / n)
+    conv_state = state_per_device(conv_params, n, STRATEGY_STAGE["data"], opt)
+    fc_state = state_per_device(sum(r.params for r in fc), n, STRATEGY_STAGE["tensor"], opt)
+    memory = {part: conv_state[part] + fc_state[part] for part in STATE_PARTS} | {"saved_activations": acts * batch / n}
     return Prediction("hybrid", n, single / n, comm, 0.0, memory)
 
 
@@ -215,12 +238,13 @@ def _split_layer_comm(rows, batch_of_table: int, batch: int, n: int, hw: Hardwar
 
 
 def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: int = 1,
-               param_bytes: int = 4) -> float:
+               optimizer: str | OptimizerBytes = "momentum") -> float:
     """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
 
     A ring all-reduce of S bytes sends 2(n-1)/n·S per device, an all-gather or reduce-scatter
     (n-1)/n·S. The pipeline counts a middle stage (activations forward, their gradients back,
     ``predict``'s typical layer output at each boundary; with two stages each sends one of the two).
+    Gradients travel at the ``optimizer``'s gradient width, activations at its activation width.
     No latency, no overlap: what travels, not how long it waits.
     """
     if strategy not in STRATEGIES:
@@ -231,24 +255,28 @@ def comm_bytes(rows, strategy: str, devices: int, batch: int, batch_of_table: in
     if n == 1:
         return 0.0
     ring = {kind: factor(n) for kind, factor in BUS_FACTORS.items()}
+    opt = optimizer_bytes(optimizer)
+    rows = _at_width(rows, opt)
     _, params, acts = _totals(rows, batch_of_table)
     if strategy == "data":
-        return ring["all_reduce"] * params * param_bytes
+        return ring["all_reduce"] * params * opt.grad_bytes
     if strategy == "pipeline":
         boundary = acts / len(rows) * batch  # as predict: a typical layer output per step
         return boundary * (1 if n == 2 else 2)
     if strategy == "tensor":
         return sum(ring["all_gather"] * out + ring["all_reduce"] * inp
                    for out, inp in _split_layer_bytes(rows, batch_of_table, batch))
-    conv_params = sum(r.params for r in rows if r.kind != "Linear") * param_bytes
+    conv_params = sum(r.params for r in rows if r.kind != "Linear") * opt.grad_bytes
     total = ring["all_reduce"] * conv_params
     for r in rows:
         if r.kind == "Linear":
-            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * param_bytes
+            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
             total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
     return total
-def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, param_bytes: int,
-                 optimizer_copies: int, gradient_tensors: int) -> Prediction:
+
+
+def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, opt: OptimizerBytes,
+                 gradient_tensors: int) -> Prediction:
     """Data × tensor as ``parallel.hybrid`` runs it: ``data`` replicas, each with every ``Linear`` split by
     output features over ``tensor`` devices, each working on batch / data examples.
 
@@ -263,9 +291,9 @@ def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, para
     if not isinstance(gradient_tensors, int) or isinstance(gradient_tensors, bool) or gradient_tensors < 1:
         raise ValueError(f"gradient_tensors must be an integer >= 1, got {gradient_tensors!r}")
     split = predict(rows, "tensor", hw.with_devices(tensor), -(-batch // data), batch_of_table=batch_of_table,
-                    param_bytes=param_bytes, optimizer_copies=optimizer_copies)
+                    optimizer=opt)
     tensor_comm = split.comm_s  # a replica's messages are tensor parallelism's over its ``tensor`` devices
-    shard_bytes = sum(r.params for r in rows) * param_bytes / tensor
+    shard_bytes = sum(r.params for r in rows) * opt.grad_bytes / tensor
     data_comm = _ring("all_reduce", data, shard_bytes, hw)
     if data > 1:
         data_comm += (gradient_tensors - 1) * 2 * (data - 1) * hw.alpha  # a ring all-reduce's 2(n-1) α per message
@@ -277,49 +305,59 @@ def _grid_hybrid(rows, hw: Hardware, batch: int, grid, batch_of_table: int, para
 # ZeRO: the training state per rank when data parallelism shards it (see parallel/zero.py)
 
 ZERO_STAGES = (0, 1, 2, 3)
+# What each ZeRO stage shards over the data-parallel ranks (Rajbhandari et al. 2020, rajbhandari2020zero, Fig. 1):
+# stage 1 the optimizer state, stage 2 the gradients too, stage 3 the parameters too.
+ZERO_SHARDED = {0: (), 1: ("optimizer_state",), 2: ("gradients", "optimizer_state"), 3: STATE_PARTS}
 
 
-def _check_zero(num_params, world, stage, **sizes) -> None:
+def state_per_device(params: float, devices: int, stage: int,
+                     optimizer: str | OptimizerBytes = "adam_mixed") -> dict[str, float]:
+    """Bytes per device of each part of the training state of ``params`` parameters, kept as ZeRO ``stage`` keeps it
+    on ``devices`` devices: a part that the stage shards (``ZERO_SHARDED``) is divided among them, the others not."""
+    return {part: params * size / (devices if part in ZERO_SHARDED[stage] else 1)
+            for part, size in optimizer_bytes(optimizer).state_per_parameter.items()}
+
+
+def _check_zero(num_params, world, stage) -> None:
     for name, value in (("num_params", num_params), ("world", world)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if stage not in ZERO_STAGES or isinstance(stage, bool):
         raise ValueError(f"stage must be one of {ZERO_STAGES} (0 = plain data parallelism), got {stage!r}")
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-            raise ValueError(f"{name} must be a number of bytes per parameter >= 0, got {value!r}")
 
 
-def zero_memory(num_params: int, world: int, stage: int, param_bytes: float = 2, grad_bytes: float = 2,
-                optimizer_bytes: float = 12) -> dict[str, float]:
+def zero_memory(num_params: int, world: int, stage: int,
+                optimizer: str | OptimizerBytes = "adam_mixed") -> dict[str, float]:
     """Bytes per rank of parameters, gradients and optimizer state under ZeRO ``stage`` on ``world`` ranks.
 
-    With Ψ = ``num_params``, n = ``world`` and p, g, K the bytes per parameter of each:
+    With Ψ = ``num_params``, n = ``world`` and p, g, K the bytes per parameter of each (the ``optimizer``'s
+    row of ``training_state.OPTIMIZERS``), and ``ZERO_SHARDED[stage]`` the parts divided by n:
         stage 0 (plain data parallelism):  p·Ψ   + g·Ψ   + K·Ψ
         stage 1 (optimizer state sharded): p·Ψ   + g·Ψ   + K·Ψ/n
         stage 2 (and the gradients):       p·Ψ   + g·Ψ/n + K·Ψ/n
         stage 3 (and the parameters):      p·Ψ/n + g·Ψ/n + K·Ψ/n
-    The defaults are mixed-precision Adam as in the ZeRO paper (Rajbhandari et al. 2020,
-    arXiv:1910.02054, §3 and Fig. 1): fp16 parameters and gradients (2 + 2 bytes), and K = 12:
-    an fp32 master copy of the parameters, Adam's m and v. Plain fp32 Adam is p = g = 4, K = 8
-    (m and v). Returns {"parameters", "gradients", "optimizer"}; the total is the sum of the values.
-    Activations and temporary buffers (a gathered layer in stage 3) are not included.
+    The default is mixed-precision Adam as the ZeRO paper counts it: 2 + 2 + 12 bytes. Returns
+    {"parameters", "gradients", "optimizer_state"}; the total is the sum of the values. Activations and
+    temporary buffers (a gathered layer in stage 3) are not included.
     """
-    _check_zero(num_params, world, stage, param_bytes=param_bytes, grad_bytes=grad_bytes,
-                optimizer_bytes=optimizer_bytes)
-    shards = {"parameters": stage >= 3, "gradients": stage >= 2, "optimizer": stage >= 1}
-    per_param = {"parameters": param_bytes, "gradients": grad_bytes, "optimizer": optimizer_bytes}
-    return {k: num_params * per_param[k] / (world if shards[k] else 1) for k in per_param}
+    _check_zero(num_params, world, stage)
+    return state_per_device(num_params, world, stage, optimizer)
 
 
-def zero_traffic(num_params: int, world: int, stage: int, grad_bytes: float = 2) -> float:
+def zero_memory_by_stage(num_params: int, world: int,
+                         optimizer: str | OptimizerBytes = "adam_mixed") -> dict[int, dict[str, float]]:
+    """``zero_memory`` of every stage in ``ZERO_STAGES``: {stage: {part: bytes per rank}}."""
+    return {stage: zero_memory(num_params, world, stage, optimizer) for stage in ZERO_STAGES}
+
+
+def zero_traffic(num_params: int, world: int, stage: int, optimizer: str | OptimizerBytes = "adam_mixed") -> float:
     """Bytes each rank sends per step under ZeRO ``stage`` with ring collectives.
 
-    S = ``num_params`` · ``grad_bytes`` (parameters travel at the gradients' width). A ring
+    S = ``num_params`` × the optimizer's gradient bytes (parameters travel at the gradients' width). A ring
     reduce-scatter or all-gather sends (n-1)/n·S per rank, an all-reduce twice that, so
         stages 0-2: 2(n-1)/n·S   (an all-reduce; stages 1-2: reduce-scatter gradients, all-gather parameters)
         stage 3:    3(n-1)/n·S   (all-gather before forward and before backward, reduce-scatter: 1.5x stage 0)
     """
-    _check_zero(num_params, world, stage, grad_bytes=grad_bytes)
+    _check_zero(num_params, world, stage)
     collectives = 3 if stage == 3 else 2
-    return collectives * (world - 1) / world * num_params * grad_bytes
+    return collectives * (world - 1) / world * num_params * optimizer_bytes(optimizer).grad_bytes

@@ -5,17 +5,23 @@ compute: the single-device step time for the global batch, split evenly: forward
 communication: gradients of G bytes go in buckets of B bytes; each bucket is one ring
 all-reduce, 2(n-1)·(α + B/n·β). Without overlap all of it follows backward; with overlap
 buckets go out while backward runs, so only what outlasts backward, and at least the last
-bucket (ready only when backward ends), is exposed.
+bucket (ready only when backward ends), is exposed. Buckets are PyTorch DDP's default size
+(``DDP_BUCKET_BYTES``) unless given; ``scaling_curves`` gives the efficiency over numbers of devices.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .alpha_beta import predicted_all_reduce_time
 
-__all__ = ["StepPrediction", "predict_step", "buckets_needed"]
+__all__ = ["DDP_BUCKET_BYTES", "DDP_BUCKET_SOURCE", "StepPrediction", "predict_step", "buckets_needed",
+           "efficiency_curve", "scaling_curves"]
+
+DDP_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP's default bucket_cap_mb, 25 MiB
+DDP_BUCKET_SOURCE = ("pytorch_ddp_docs_1_7",)
 
 
 @dataclass
@@ -35,7 +41,7 @@ class StepPrediction:
 
 
 def predict_step(single_device_s: float, grad_bytes: float, world: int, alpha: float, beta: float,
-                 bucket_bytes: float = 25 * 2**20, overlap: bool = True) -> StepPrediction:
+                 bucket_bytes: float = DDP_BUCKET_BYTES, overlap: bool = True) -> StepPrediction:
     """Predicted step time on ``world`` devices (α in seconds, β in seconds per byte)."""
     if single_device_s <= 0 or grad_bytes <= 0 or bucket_bytes <= 0 or alpha < 0 or beta < 0:
         raise ValueError("times, sizes and bucket size must be positive; alpha and beta non-negative")
@@ -58,3 +64,19 @@ def predict_step(single_device_s: float, grad_bytes: float, world: int, alpha: f
 def buckets_needed(grad_bytes: float, bucket_bytes: float) -> int:
     """How many buckets a gradient of ``grad_bytes`` fills."""
     return math.ceil(grad_bytes / bucket_bytes)
+
+
+def efficiency_curve(single_device_s: float, grad_bytes: float, alpha: float, beta: float, worlds: Sequence[int],
+                     bucket_bytes: float = DDP_BUCKET_BYTES, overlap: bool = True) -> list[float]:
+    """Predicted scaling efficiency (``predict_step``) for each number of devices in ``worlds``."""
+    return [predict_step(single_device_s, grad_bytes, n, alpha, beta, bucket_bytes, overlap)
+            .efficiency(single_device_s) for n in worlds]
+
+
+def scaling_curves(single_device_s: float, grad_bytes: float, links_gbs: dict[str, float], alpha: float,
+                   worlds: Sequence[int], bucket_bytes: float = DDP_BUCKET_BYTES,
+                   overlaps: Sequence[bool] = (True,)) -> dict[tuple[str, bool], list[float]]:
+    """{(link, overlap): ``efficiency_curve``} for each link (name -> GB/s per direction) and overlap setting."""
+    return {(name, overlap): efficiency_curve(single_device_s, grad_bytes, alpha, 1 / (gbs * 1e9), worlds,
+                                              bucket_bytes, overlap)
+            for name, gbs in links_gbs.items() for overlap in overlaps}

@@ -33,7 +33,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -41,12 +43,12 @@ import torch.distributed as dist
 from . import stacks as _stacks
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "loopback_listener", "choose_backend",
-           "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun",
-           "report_errors"]
+           "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
 LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"
+T = TypeVar("T")
 
 
 class WorkerError(RuntimeError):
@@ -329,7 +331,7 @@ def _stop(procs):
             p.join(1)
 
 
-def run_from_env(fn, *args):
+def run_from_env(fn: Callable[..., T], *args: Any) -> tuple[int, int, T]:
     """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
@@ -356,18 +358,3 @@ def exit_after_torchrun(code: int = 0) -> None:
     sys.stderr.flush()
     os._exit(code)
 
-
-def report_errors(demo: str, rank: int, world: int, errors: dict[str, float], tolerance: float) -> int:
-    """A torchrun demo's verdict: rank 0 prints each check's error; a rank with an error not below
-    ``tolerance`` says so on stderr. Returns the exit status (0: all match, 1: a mismatch)."""
-    if rank == 0:
-        for name, err in errors.items():
-            print(f"{name:<36} max |difference| from one device on {world} ranks: {err:.2e}  "
-                  f"matches: {err < tolerance}")
-    bad = {name: err for name, err in errors.items() if not err < tolerance}
-    if bad:
-        print(f"{demo}: MISMATCH on rank {rank} of {world}: "
-              + ", ".join(f"{name} differs from one device by {err:.2e} (tolerance {tolerance:g})"
-                          for name, err in bad.items()), file=sys.stderr)
-        return 1
-    return 0

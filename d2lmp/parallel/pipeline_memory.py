@@ -7,18 +7,23 @@ as ``memory.measure_saved_activations`` counts), holds those bytes until the mic
 has run (autograd frees them then), and keeps the peaks: the most micro-batches in flight at once and
 the most saved bytes held at once. GPipe runs every forward before any backward, so stage 0 holds all
 m micro-batches; 1F1B starts a backward as soon as it can, so stage r holds at most p - r.
+``peak_in_flight`` reads the same peak off a timeline of forward and backward events (a simulated one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 
-__all__ = ["ActivationLedger"]
+__all__ = ["ActivationLedger", "Key", "peak_in_flight"]
+
+Key = int | tuple[int, int]  # a micro-batch, or (virtual stage, micro-batch) where a rank holds several stages
 
 
-def _storage_key(t: torch.Tensor):
+def _storage_key(t: torch.Tensor) -> tuple[str, int]:
     return (t.device.type, t.untyped_storage().data_ptr())
 
 
@@ -26,23 +31,23 @@ class ActivationLedger:
     """Saved-activation bytes of one stage, per micro-batch in flight, and their peaks.
 
     Use ``with ledger.forward(i):`` around micro-batch ``i``'s forward and call ``ledger.backward_done(i)``
-    after its backward. Each micro-batch must own its tensors (not views into one big batch), since a
-    storage is counted whole.
+    after its backward (``i`` may also be a (virtual stage, micro-batch) pair). Each micro-batch must own its
+    tensors (not views into one big batch), since a storage is counted whole.
     """
 
-    def __init__(self, parameters):
+    def __init__(self, parameters: Iterable[torch.Tensor]) -> None:
         self._skip = {_storage_key(p) for p in parameters}
-        self.held: dict[int, int] = {}  # micro-batch -> bytes saved for its backward, while in flight
-        self.micro_batch_bytes: dict[int, int] = {}
+        self.held: dict[Key, int] = {}  # micro-batch -> bytes saved for its backward, while in flight
+        self.micro_batch_bytes: dict[Key, int] = {}
         self.peak_in_flight = 0
         self.peak_bytes = 0
 
     @contextmanager
-    def forward(self, i: int):
+    def forward(self, i: Key) -> Iterator[None]:
         """Count what autograd saves inside this block as micro-batch ``i``'s activations."""
-        saved: dict = {}
+        saved: dict[tuple[str, int], int] = {}
 
-        def pack(t):
+        def pack(t: torch.Tensor) -> torch.Tensor:
             key = _storage_key(t)
             if key not in self._skip:
                 saved.setdefault(key, t.untyped_storage().nbytes())
@@ -54,11 +59,21 @@ class ActivationLedger:
         self.peak_in_flight = max(self.peak_in_flight, len(self.held))
         self.peak_bytes = max(self.peak_bytes, sum(self.held.values()))
 
-    def backward_done(self, i: int) -> None:
+    def backward_done(self, i: Key) -> None:
         """Micro-batch ``i``'s backward has run: its saved tensors are freed."""
         del self.held[i]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """{"peak_in_flight", "peak_saved_bytes", "micro_batch_bytes" (a list in micro-batch order)}."""
         return dict(peak_in_flight=self.peak_in_flight, peak_saved_bytes=self.peak_bytes,
                     micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
+
+
+def peak_in_flight(events, rank: int = 0) -> int:
+    """The most micro-batches ``rank`` has run forward but not yet backward at once, from its timeline events
+    (``timeline.TimelineEvent`` of kind "forward" and "backward", in order of their start)."""
+    alive = peak = 0
+    for e in sorted((e for e in events if e.rank == rank and e.kind in ("forward", "backward")), key=lambda e: e.start):
+        alive += 1 if e.kind == "forward" else -1
+        peak = max(peak, alive)
+    return peak

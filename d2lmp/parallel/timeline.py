@@ -13,7 +13,8 @@ __all__ = ["TimelineEvent", "Timeline", "align", "overlap_ms", "split_steps"]
 class TimelineEvent:
     """One operation of one rank: its kind ("forward", "backward", "allreduce", "wait", ...), a label,
     start and end times, and what only some events know: the micro-batch of a pipeline operation, the
-    bytes a communication moved, and the bytes of each parameter in a DDP bucket.
+    bytes a communication moved, the bytes of each parameter in a DDP bucket, and the pipeline stage
+    (model chunk) an operation ran, where a rank holds several.
     """
 
     rank: int
@@ -24,6 +25,7 @@ class TimelineEvent:
     micro_batch: int | None = None
     nbytes: int | None = None
     tensor_bytes: tuple[int, ...] | None = None
+    stage: int | None = None
 
     @property
     def duration(self) -> float:
@@ -42,7 +44,8 @@ class Timeline:
     events: list[TimelineEvent] = field(default_factory=list)
 
     def add(self, kind: str, start: float, end: float, label: str = "", **fields) -> None:
-        """Record an event; ``fields`` are the optional ``TimelineEvent`` fields (micro_batch, nbytes, tensor_bytes)."""
+        """Record an event; ``fields`` are the optional ``TimelineEvent`` fields (micro_batch, nbytes, tensor_bytes,
+        stage)."""
         self.events.append(TimelineEvent(self.rank, kind, label, start, end, **fields))
 
     @contextmanager

@@ -217,7 +217,7 @@ class ZeroAdam:
         params = list(self.model.parameters()) + [u.shard for u in self.units]
         grads = [p.grad for p in self.model.parameters() if p.grad is not None] + [u.grad for u in self.units]
         return dict(parameters=_storage_bytes(params), gradients=_storage_bytes(grads),
-                    optimizer=_storage_bytes([t for u in self.units for t in (u.m, u.v)]))
+                    optimizer_state=_storage_bytes([t for u in self.units for t in (u.m, u.v)]))
 
     def bytes_sent(self, step: int) -> int:
         """Bytes this rank sent during step ``step`` (0 = the first), from the collective log."""
@@ -296,4 +296,4 @@ def held_fsdp2_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict
     state = [local(v) for p in params for v in optimizer.state[p].values() if torch.is_tensor(v)]
     return dict(parameters=_storage_bytes([local(p) for p in params]),
                 gradients=_storage_bytes([local(p.grad) for p in params if p.grad is not None]),
-                optimizer=_storage_bytes(state))
+                optimizer_state=_storage_bytes(state))

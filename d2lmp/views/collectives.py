@@ -1,72 +1,43 @@
 """Pictures of collectives: who holds what before and after each NCCL collective, the ring and the
-tree all-reduce step by step (from the schedules the implementations follow), and the α-β model of
-naive, tree and ring all-reduce as a figure and a widget."""
+tree all-reduce step by step (``parallel.allreduce_steps`` runs the schedules the implementations follow),
+and the α-β model of naive, tree and ring all-reduce (``alpha_beta.all_reduce_model``) as a figure and a
+widget. The library computes; these functions draw."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..parallel.alpha_beta import predicted_all_reduce_time
-from ..parallel.collectives import ring_schedule, tree_schedule
+from ..parallel.allreduce_steps import AllReduceSteps
+from ..parallel.alpha_beta import ALGORITHMS, AllReduceModel, all_reduce_model
 from .figure import show
 
 __all__ = ["plot_ring_all_reduce", "plot_tree_all_reduce", "collective_examples", "plot_collectives",
-           "plot_allreduce_model", "allreduce_model_widget", "ASSUMED_GPU_ALPHA", "ASSUMED_GPU_LINK_GBS"]
-
-# A GPU-typical α-β pair for the model, an assumption rather than a measurement: a few µs per message is
-# the order of an NCCL send between GPUs in one server, and 100 GB/s the order of one direction of an
-# NVLink connection. This machine's loopback-TCP α is tens to hundreds of µs.
-ASSUMED_GPU_ALPHA = 5e-6
-ASSUMED_GPU_LINK_GBS = 100.0
+           "plot_allreduce_model", "allreduce_model_widget"]
 
 
-def plot_ring_all_reduce(world: int = 4, step: int | None = None):
-    """Draw who holds what during a ring all-reduce: a grid of ranks × chunks per step.
+def plot_ring_all_reduce(steps: AllReduceSteps, step: int | None = None):
+    """Draw who holds what during a ring all-reduce (``allreduce_steps.ring_steps``): ranks × chunks per step.
 
-    Each cell shows how many ranks' contributions that rank's copy of the chunk already
-    sums; a chunk is done when it holds all ``world``.
+    Each cell shows how many ranks' contributions that rank's copy of the chunk already sums; a chunk is
+    done when it holds all ``world``. ``step`` draws one step only. Returns the Figure.
     """
-    schedule = ring_schedule(world)
-    counts = np.ones((world, world), dtype=int)  # counts[rank, chunk]
-    states = [counts.copy()]
-    for messages in schedule:
-        new = counts.copy()
-        for src, dst, chunk, phase in messages:
-            new[dst, chunk] = (counts[src, chunk] + counts[dst, chunk] if phase == "reduce-scatter"
-                               else counts[src, chunk])
-        counts = new
-        states.append(counts.copy())
-    phases = ["start"] + [messages[0][3] for messages in schedule]
-    fig = _draw_steps(states, phases, step, world, "Ring all-reduce", arrows=None)
-    return fig, states
+    return _draw_steps(steps, step, "Ring all-reduce", arrows=False)
 
 
-def plot_tree_all_reduce(world: int = 4, step: int | None = None):
-    """Draw the binary-tree all-reduce as the ring is drawn: ranks × chunks, one panel per round.
+def plot_tree_all_reduce(steps: AllReduceSteps, step: int | None = None):
+    """Draw the binary-tree all-reduce (``allreduce_steps.tree_steps``) as the ring is drawn, one panel per round.
 
-    The rounds are ``tree_schedule(world)``, the schedule ``tree_all_reduce`` follows; arrows show
-    the messages that led to each panel. Every message carries the whole buffer, so a rank's chunks
-    always hold the same count. Returns the figure and the counts after each round.
+    Arrows show the messages that led to each panel. Every message carries the whole buffer, so a rank's
+    chunks always hold the same count. Returns the Figure.
     """
-    schedule = tree_schedule(world)
-    counts = np.ones((world, world), dtype=int)  # counts[rank, chunk]
-    states = [counts.copy()]
-    for messages in schedule:
-        new = counts.copy()
-        for src, dst, phase in messages:
-            new[dst] = counts[src] + counts[dst] if phase == "reduce" else counts[src]
-        counts = new
-        states.append(counts.copy())
-    phases = ["start"] + [messages[0][2] for messages in schedule]
-    arrows = [[]] + [[(src, dst) for src, dst, _ in messages] for messages in schedule]
-    fig = _draw_steps(states, phases, step, world, "Tree all-reduce", arrows)
-    return fig, states
+    return _draw_steps(steps, step, "Tree all-reduce", arrows=True)
 
 
-def _draw_steps(states, phases, step, world, name, arrows):
+def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool):
     """One panel per step: each cell is how many ranks' contributions that copy of the chunk sums."""
     import matplotlib.pyplot as plt
 
+    states, phases, world = steps.states, steps.phases, steps.world
     shown = list(range(len(states))) if step is None else [step]
     fig, axes = plt.subplots(1, len(shown), figsize=(2.2 * len(shown), 2.6), squeeze=False)
     for ax, k in zip(axes[0], shown):
@@ -76,7 +47,7 @@ def _draw_steps(states, phases, step, world, name, arrows):
                 ax.text(c, r, states[k][r, c], ha="center", va="center",
                         color="white" if states[k][r, c] > world / 2 else "black", fontsize=9)
         x = world // 2 - 0.5  # between two columns of numbers
-        for src, dst in (arrows[k] if arrows else []):  # this step's messages: the whole row moves
+        for src, dst in (steps.messages[k] if arrows else []):  # this step's messages: the whole row moves
             ax.annotate("", xy=(x, dst), xytext=(x, src),
                         arrowprops=dict(arrowstyle="-|>", color="#c44e52", lw=2, shrinkA=4, shrinkB=4))
         ax.set(title=f"step {k}: {phases[k]}", xlabel="chunk", ylabel="rank" if k == shown[0] else "")
@@ -129,45 +100,41 @@ def plot_collectives(world: int = 4):
     return fig
 
 
-def plot_allreduce_model(world: int, size_bytes: float, alpha: float, beta: float):
-    """The α-β model's naive, tree and ring all-reduce times: bars at one size, curves over sizes.
-
-    Returns the figure and the times in seconds at ``size_bytes``.
-    """
+def plot_allreduce_model(model: AllReduceModel):
+    """The α-β model's naive, tree and ring all-reduce times (``alpha_beta.all_reduce_model``): bars at its
+    size, curves over its sizes. Returns the Figure."""
     import matplotlib.pyplot as plt
 
-    algorithms = ("naive", "tree", "ring")
     colors = dict(naive="#999999", tree="#55a868", ring="#c44e52")
-    times = {a: predicted_all_reduce_time(a, world, size_bytes, alpha, beta) for a in algorithms}
     fig, (bars, curves) = plt.subplots(1, 2, figsize=(10, 3.4))
-    bars.bar(list(times), [t * 1e3 for t in times.values()], color=[colors[a] for a in algorithms])
-    bars.set(ylabel="predicted ms", title=f"{world} ranks, {size_bytes:,.0f} bytes")
-    grid = np.logspace(1, 10, 91)  # 10 B to 10 GB, the slider's range
-    for a in algorithms:
-        curves.plot(grid, [predicted_all_reduce_time(a, world, s, alpha, beta) * 1e3 for s in grid],
-                    color=colors[a], label=a)
-    curves.axvline(size_bytes, color="black", lw=0.8, ls=":")
+    bars.bar(list(model.times), [t * 1e3 for t in model.times.values()], color=[colors[a] for a in model.times])
+    bars.set(ylabel="predicted ms", title=f"{model.world} ranks, {model.size_bytes:,.0f} bytes")
+    for a, seconds in model.curves.items():
+        curves.plot(model.sizes, [t * 1e3 for t in seconds], color=colors[a], label=a)
+    curves.axvline(model.size_bytes, color="black", lw=0.8, ls=":")
     curves.set(xscale="log", yscale="log", xlabel="bytes", ylabel="predicted ms",
-               title=f"α = {alpha * 1e6:g} µs, 1/β = {1 / beta / 1e9:g} GB/s")
+               title=f"α = {model.alpha * 1e6:g} µs, 1/β = {1 / model.beta / 1e9:g} GB/s")
     curves.grid(True, which="both", alpha=0.3)
     curves.legend(fontsize=8)
     fig.tight_layout()
-    return fig, times
+    return fig
 
 
-def allreduce_model_widget(alpha: float = ASSUMED_GPU_ALPHA, bandwidth_gbs: float = ASSUMED_GPU_LINK_GBS):
+def allreduce_model_widget(alpha: float, bandwidth_gbs: float):
     """Ranks, message size, latency α and link bandwidth → predicted naive, tree and ring all-reduce times.
 
-    ``alpha`` (seconds) and ``bandwidth_gbs`` are the controls' starting values: GPU-typical assumptions
-    unless given; type in a measured pair to see another machine.
+    ``alpha`` (seconds) and ``bandwidth_gbs`` (GB/s per direction) are the controls' starting values: a GPU's
+    (the cost model's presets) or this machine's fitted pair.
     """
     import ipywidgets as w
 
+    sizes = np.logspace(1, 10, 91)  # 10 B to 10 GB, the slider's range
+
     def draw(world=8, log2_bytes=20, alpha_us=alpha * 1e6, bandwidth=bandwidth_gbs):
-        fig, times = plot_allreduce_model(world, 2**log2_bytes, alpha_us * 1e-6, 1 / (bandwidth * 1e9))
-        print(f"{world} ranks, {2**log2_bytes:,} bytes: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items())
-              + f" -> {min(times, key=times.get)} is fastest")
-        show(fig)
+        model = all_reduce_model(world, 2**log2_bytes, alpha_us * 1e-6, 1 / (bandwidth * 1e9), sizes)
+        print(f"{world} ranks, {2**log2_bytes:,} bytes: "
+              + ", ".join(f"{a} {model.times[a] * 1e3:.3f} ms" for a in ALGORITHMS) + f" -> {model.fastest} is fastest")
+        show(plot_allreduce_model(model))
 
     style = {"description_width": "initial"}
     return w.interactive(

@@ -53,7 +53,7 @@ def plot_holdings(world: int = 4, layout: str = "plain", ax: Any = None) -> Any:
     for step, row in enumerate(holdings(world, layout)):
         for rank, chunks in enumerate(row):
             owner = (rank - step) % world
-            ax.add_patch(_square(rank, step, _colour(owner), alpha=0.35))
+            ax.add_patch(_square(rank, step, _colour(owner), opacity=0.35))
             ax.text(rank, step, ",".join(map(str, chunks)), ha="center", va="center", fontsize=9)
     _frame(ax, world, world)
     ax.set_xticks(range(world), [f"rank {r}" for r in range(world)], fontsize=8)
@@ -62,10 +62,10 @@ def plot_holdings(world: int = 4, layout: str = "plain", ax: Any = None) -> Any:
     return fig
 
 
-def _square(x: float, y: float, colour: str, alpha: float = 1.0, hatch: str | None = None) -> Any:
+def _square(x: float, y: float, colour: str, opacity: float = 1.0, hatch: str | None = None) -> Any:
     from matplotlib.patches import Rectangle
 
-    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, alpha=alpha, edgecolor="white", hatch=hatch)
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, alpha=opacity, edgecolor="white", hatch=hatch)
 
 
 def _triangle(x: float, y: float, colour: str) -> Any:

@@ -11,26 +11,27 @@ __all__ = ["plot_conv_speed", "plot_im2col_memory", "im2col_widget"]
 
 
 def plot_conv_speed(rows, ax=None, title: str = "Convolution speed on AlexNet's layers"):
-    """Grouped bars of GFLOP/s per layer and implementation (rows from ``bench.conv.benchmark_conv``)."""
+    """Grouped bars of GFLOP/s per layer and implementation (``bench.conv.ConvTiming`` rows, or the recorded
+    ``recorded.ConvSpeedRow``s, which have the same fields)."""
     fig, ax = fig_ax(ax, figsize=(8, 3.8))
-    rows = [r for r in rows if r.get("gflops") is not None]  # "copy only" does no arithmetic: no GFLOP/s bar
-    layers = list(dict.fromkeys(r["layer"] for r in rows))
-    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    rows = [r for r in rows if r.gflops is not None]  # "copy only" does no arithmetic: no GFLOP/s bar
+    layers = list(dict.fromkeys(r.layer for r in rows))
+    impls = list(dict.fromkeys(r.impl for r in rows))
     width = 0.8 / len(impls)
     x = np.arange(len(layers))
     for k, impl in enumerate(impls):
-        got = {r["layer"]: r for r in rows if r["impl"] == impl}
-        ys = [got[layer]["gflops"] if layer in got else 0 for layer in layers]
+        got = {r.layer: r for r in rows if r.impl == impl}
+        ys = [got[layer].gflops if layer in got else 0 for layer in layers]
         bars = ax.bar(x + (k - (len(impls) - 1) / 2) * width, ys, width, label=impl)
         if impl != "F.conv2d":
             for b, layer in zip(bars, layers):
                 if layer in got:
-                    ax.annotate(f"{got[layer]['ratio']:.1f}×", (b.get_x() + b.get_width() / 2, b.get_height()),
+                    ax.annotate(f"{got[layer].ratio:.1f}×", (b.get_x() + b.get_width() / 2, b.get_height()),
                                 ha="center", va="bottom", fontsize=7)
-    device = rows[0]["device"] if rows else ""
+    device = rows[0].device if rows else ""
     ax.set_xticks(x)
     ax.set_xticklabels(layers)
-    ax.set(ylabel="GFLOP/s", title=f"{title} ({device}, batch {rows[0]['batch'] if rows else '?'}); "
+    ax.set(ylabel="GFLOP/s", title=f"{title} ({device}, batch {rows[0].batch if rows else '?'}); "
                                     "labels: time / F.conv2d time")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)

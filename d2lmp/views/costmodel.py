@@ -1,104 +1,24 @@
 """The parallelism cost model on screen: step-time and memory bars for every strategy, and a widget that
 changes the hardware, the batch, the model's size and the optimizer.
 
-The arithmetic is ``parallel.costmodel``'s (``predict`` for time, ``zero_memory`` for the training state);
-this module only chooses what to ask it and draws the answer. ``predictions`` is pure: a model size and an
-optimizer in, a ``Prediction`` per strategy out.
+The numbers are the library's (``parallel.model_size.predictions``, ``widen``, ``fits`` and
+``memory_by_size`` over ``parallel.costmodel.predict``); this module only draws them.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from .figure import fig_ax, show
+from .memory import MEMORY_PART_COLOURS, part_label
 
 if TYPE_CHECKING:
     from ..models import LayerRow
 
-__all__ = ["OPTIMIZERS", "Optimizer", "costmodel_widget", "fits", "memory_by_size", "plot_memory",
-           "plot_memory_by_size", "plot_step_time", "predictions", "widen"]
+__all__ = ["costmodel_widget", "plot_memory", "plot_memory_by_size", "plot_step_time"]
 
 STEP_PARTS = (("compute_s", "compute", "#4c72b0"), ("comm_s", "communication", "#c44e52"),
               ("bubble_s", "bubble", "#bbbbbb"))
-MEMORY_PARTS = (("parameters", "#8172b2"), ("gradients", "#937860"), ("optimizer", "#da8bc3"),
-                ("activations", "#55a868"))
-
-
-class Optimizer(NamedTuple):
-    """Bytes per parameter of the weights, their gradients and the optimizer's state; bytes per activation."""
-
-    param_bytes: float
-    grad_bytes: float
-    optimizer_bytes: float
-    activation_bytes: float
-
-
-OPTIMIZERS = {
-    "SGD": Optimizer(4, 4, 0, 4),
-    "SGD with momentum": Optimizer(4, 4, 4, 4),  # one velocity per weight: the cost model's default
-    "Adam": Optimizer(4, 4, 8, 4),  # two moments per weight
-    # fp16 weights, gradients and activations; an fp32 master copy and the two moments (ZeRO's accounting)
-    "Adam, mixed precision": Optimizer(2, 2, 12, 2),
-}
-
-
-def widen(rows: list[LayerRow], num_params: float) -> list[LayerRow]:
-    """The layer table of the same network with every layer k times wider, k = √(num_params / its parameters).
-
-    Parameters and FLOPs grow as k², activations (and each output's channels) as k: a model of
-    ``num_params`` parameters shaped like the one given (the input and the classes are widened too,
-    an approximation that keeps every proportion). The counts of the rows returned are no longer whole numbers.
-    """
-    params = sum(r.params for r in rows)
-    if params <= 0 or num_params <= 0:
-        raise ValueError("the model and the requested size need parameters")
-    k = (num_params / params) ** 0.5
-    out = []
-    for r in rows:
-        shape = list(r.output_shape)
-        if len(shape) > 1:
-            shape[1] = max(1, round(shape[1] * k))
-        out.append(replace(r, params=r.params * k * k, macs=r.macs * k * k, flops=r.flops * k * k,
-                           activation_bytes=r.activation_bytes * k, output_shape=tuple(shape)))
-    return out
-
-
-def predictions(rows: list[LayerRow], hw, batch: int, optimizer: str = "SGD with momentum", micro_batches: int = 8,
-                batch_of_table: int = 1) -> dict:
-    """``predict`` for every strategy, with the training state per device from ``zero_memory``.
-
-    Data parallelism keeps the whole state on every device (ZeRO stage 0); pipeline and tensor
-    parallelism keep 1/n of it (every term divided, the figures of stage 3); the hybrid keeps the
-    convolutions' state whole and 1/n of the fully connected layers'. Activations (FP32 in the layer
-    table) are stored at the optimizer's activation width, and messages travel at the gradients' width;
-    compute stays at the device's FP32 rate.
-    """
-    from ..parallel.costmodel import STRATEGIES, predict, zero_memory
-
-    opt = OPTIMIZERS[optimizer]
-    rows = [replace(r, activation_bytes=r.activation_bytes * opt.activation_bytes / 4) for r in rows]
-    params = round(sum(r.params for r in rows))
-    conv = round(sum(r.params for r in rows if r.kind != "Linear"))
-    n = hw.devices
-    sizes = dict(param_bytes=opt.param_bytes, grad_bytes=opt.grad_bytes, optimizer_bytes=opt.optimizer_bytes)
-    out = {}
-    for s in STRATEGIES:
-        p = predict(rows, s, hw, batch, micro_batches=micro_batches, batch_of_table=batch_of_table,
-                    param_bytes=opt.grad_bytes)
-        whole = {"data": params, "hybrid": conv}.get(s, 0)
-        state = {k: 0.0 for k in ("parameters", "gradients", "optimizer")}
-        for count, stage in ((whole, 0), (params - whole, 3)):
-            if count > 0:
-                for k, v in zero_memory(count, n, stage, **sizes).items():
-                    state[k] += v
-        out[s] = replace(p, memory={**state, "activations": p.memory["activations"]})
-    return out
-
-
-def fits(preds: dict, memory_bytes: float) -> dict[str, bool]:
-    """Which strategies' memory per device fits in ``memory_bytes``."""
-    return {s: p.memory_bytes <= memory_bytes for s, p in preds.items()}
 
 
 def plot_step_time(preds: dict, ax=None, title: str = "", highlight: str | None = None,
@@ -134,9 +54,11 @@ def plot_memory(preds: dict, memory_bytes: float, ax=None, title: str = "memory 
     fig, ax = fig_ax(ax, figsize=(5, 3.2))
     names = list(preds)
     bottom = [0.0] * len(names)
-    for part, colour in MEMORY_PARTS:
+    for part, colour in MEMORY_PART_COLOURS.items():
+        if part not in preds[names[0]].memory:
+            continue
         values = [preds[s].memory[part] / 2**30 for s in names]
-        ax.bar(names, values, bottom=bottom, color=colour, label=part)
+        ax.bar(names, values, bottom=bottom, color=colour, label=part_label(part))
         bottom = [b + v for b, v in zip(bottom, values)]
     device = memory_bytes / 2**30
     ax.axhline(device, color="k", ls="--", label="device memory")
@@ -146,17 +68,6 @@ def plot_memory(preds: dict, memory_bytes: float, ax=None, title: str = "memory 
     for label in ax.get_xticklabels():
         label.set_fontweight("bold" if label.get_text() == highlight else "normal")
     return fig
-
-
-def memory_by_size(rows: list[LayerRow], hw, batch: int, optimizer: str, sizes, micro_batches: int = 8,
-                   batch_of_table: int = 1) -> dict[str, list[float]]:
-    """Bytes per device of every strategy for the network widened to each of ``sizes`` parameters."""
-    curves: dict[str, list[float]] = {}
-    for size in sizes:
-        preds = predictions(widen(rows, size), hw, batch, optimizer, micro_batches, batch_of_table)
-        for s, p in preds.items():
-            curves.setdefault(s, []).append(p.memory_bytes)
-    return curves
 
 
 def plot_memory_by_size(sizes, curves: dict[str, list[float]], memory_bytes: float, ax=None, title: str = ""):
@@ -182,21 +93,22 @@ def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 
     import matplotlib.pyplot as plt
 
     from ..parallel.costmodel import STRATEGIES
+    from ..parallel.model_size import fits, predictions, widen
+    from ..training_state import OPTIMIZERS
 
     first_preset = next(iter(presets))
     own = sum(r.params for r in rows)
     sizes = [(f"{_size_label(own)} (as built)", own)] + [(_size_label(n), n) for n in
                                                         (2.5e8, 1e9, 4e9, 16e9, 64e9) if n > own]
 
-    def draw(strategy="hybrid", preset=first_preset, devices=8, batch=1024, params=own,
-             optimizer="SGD with momentum"):
+    def draw(strategy="hybrid", preset=first_preset, devices=8, batch=1024, params=own, optimizer="momentum"):
         hw = presets[preset].with_devices(devices)
         preds = predictions(widen(rows, params), hw, batch, optimizer, batch_of_table=batch_of_table)
         ok = fits(preds, hw.memory_bytes)
         fitting = [s for s in preds if ok[s]]
         best = min(fitting, key=lambda s: preds[s].step_s) if fitting else None
         p, dp = preds[strategy], preds["data"]
-        print(f"{_size_label(params)} parameters, {optimizer}: data parallelism needs "
+        print(f"{_size_label(params)} parameters, {OPTIMIZERS[optimizer].label}: data parallelism needs "
               f"{dp.memory_bytes / 2**30:.1f} GiB per device of {hw.memory_bytes / 2**30:.1f} GiB "
               f"({'fits' if ok['data'] else 'does not fit'}).")
         print(f"{strategy} on {devices} x {preset.split('(')[0].split('x ')[-1].strip()}: step {p.step_s * 1e3:.1f} ms "
@@ -216,5 +128,6 @@ def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 
         devices=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64], value=8, description="devices"),
         batch=w.SelectionSlider(options=[32, 128, 512, 1024, 4096, 16384], value=1024, description="batch"),
         params=w.SelectionSlider(options=sizes, value=own, description="parameters"),
-        optimizer=w.Dropdown(options=list(OPTIMIZERS), value="SGD with momentum", description="optimizer"),
+        optimizer=w.Dropdown(options=[(o.label, key) for key, o in OPTIMIZERS.items()], value="momentum",
+                             description="optimizer"),
     )

@@ -1,18 +1,17 @@
 """Data parallelism in pictures: replicas, shards and the gradient all-reduce, and the predicted scaling
-(efficiency against devices, link bandwidth, bucket size and per-message latency α) as a plot and a widget."""
+(efficiency against devices, link bandwidth, bucket size and per-message latency α) as a plot and a widget.
+
+The predictions are ``parallel.dp_model``'s (``scaling_curves``, ``predict_step``); this module draws them.
+"""
 
 from __future__ import annotations
 
+from ..parallel.dp_model import DDP_BUCKET_BYTES
 from .figure import fig_ax, show
 
-__all__ = ["GPU_ALPHA_S", "WORLDS", "plot_data_parallel", "efficiency_curve", "plot_dp_scaling",
-           "dp_scaling_widget"]
+__all__ = ["WORLDS", "plot_data_parallel", "plot_dp_scaling", "dp_scaling_widget"]
 
-# An assumed per-message latency for NCCL between GPUs of one machine (NVLink or PCIe), not a measurement:
-# the default of the scaling plot and widget. Loopback TCP between CPU processes is several times slower.
-GPU_ALPHA_S = 20e-6
-WORLDS = (1, 2, 4, 8, 16, 32, 64)
-_BUCKET = 25 * 2**20  # PyTorch DDP's default bucket_cap_mb
+WORLDS = (1, 2, 4, 8, 16, 32, 64)  # the numbers of devices the scaling plot and widget show
 
 
 def _sub(n: int) -> str:
@@ -82,26 +81,17 @@ def plot_data_parallel(world: int = 3, batch: int = 10, ax=None):
     return fig
 
 
-def efficiency_curve(single_device_s: float, grad_bytes: float, alpha: float, beta: float,
-                     worlds=WORLDS, bucket_bytes: float = _BUCKET, overlap: bool = True) -> list[float]:
-    """Predicted scaling efficiency (``dp_model.predict_step``) for each world size."""
-    from ..parallel.dp_model import predict_step
-
-    return [predict_step(single_device_s, grad_bytes, n, alpha, beta, bucket_bytes, overlap)
-            .efficiency(single_device_s) for n in worlds]
-
-
-def plot_dp_scaling(single_device_s: float, grad_bytes: float, links: dict[str, float],
-                    alpha: float = GPU_ALPHA_S, bucket_bytes: float = _BUCKET, overlaps=(True,),
-                    worlds=WORLDS, mark_world: int | None = None, ax=None, title: str | None = None):
-    """Predicted efficiency against devices: one curve per link (name → GB/s per direction) and overlap
-    setting, at latency ``alpha`` seconds per message; ``mark_world`` draws a dotted line at that size."""
+def plot_dp_scaling(worlds, curves: dict[tuple[str, bool], list[float]], alpha: float,
+                    bucket_bytes: float = DDP_BUCKET_BYTES, mark_world: int | None = None, ax=None,
+                    title: str | None = None):
+    """Predicted efficiency against devices, one curve per (link, overlap) of ``dp_model.scaling_curves`` (solid
+    with overlap, dashed without), computed at latency ``alpha`` seconds per message and ``bucket_bytes`` buckets;
+    ``mark_world`` draws a dotted line at that size. Returns the Figure."""
     fig, ax = fig_ax(ax, figsize=(6.5, 3.8))
-    for name, gbs in links.items():
-        for overlap in overlaps:
-            label = name if len(overlaps) == 1 else f"{name}, {'with' if overlap else 'no'} overlap"
-            ax.plot(worlds, efficiency_curve(single_device_s, grad_bytes, alpha, 1 / (gbs * 1e9), worlds,
-                                             bucket_bytes, overlap), "o-" if overlap else "s--", label=label)
+    both = len({overlap for _, overlap in curves}) > 1
+    for (name, overlap), efficiency in curves.items():
+        label = f"{name}, {'with' if overlap else 'no'} overlap" if both else name
+        ax.plot(list(worlds), efficiency, "o-" if overlap else "s--", label=label)
     if mark_world is not None:
         ax.axvline(mark_world, color="gray", ls=":")
     ax.set(xscale="log", xlabel="devices", ylabel="predicted scaling efficiency", ylim=(0, 1.05),
@@ -113,27 +103,29 @@ def plot_dp_scaling(single_device_s: float, grad_bytes: float, links: dict[str, 
     return fig
 
 
-def dp_scaling_widget(single_device_s: float, grad_bytes: float, alpha: float = GPU_ALPHA_S,
-                      default_gbs: float = 15.75):
-    """Devices, bucket size, link bandwidth and latency α (``alpha`` seconds is the slider's start) →
-    predicted data-parallel step and efficiency, with and without overlap."""
+def dp_scaling_widget(single_device_s: float, grad_bytes: float, alpha: float, default_gbs: float):
+    """Devices, bucket size, link bandwidth and latency α → predicted data-parallel step and efficiency, with
+    and without overlap. ``alpha`` (seconds) and ``default_gbs`` (GB/s per direction) are the sliders' start."""
     import ipywidgets as w
 
-    from ..parallel.dp_model import buckets_needed, predict_step
+    from ..parallel.dp_model import buckets_needed, predict_step, scaling_curves
 
-    def draw(world=8, bucket_mb=25.0, bandwidth_gbs=default_gbs, alpha_us=alpha * 1e6, overlap=True):
+    def draw(world=8, bucket_mb=DDP_BUCKET_BYTES / 2**20, bandwidth_gbs=default_gbs, alpha_us=alpha * 1e6,
+             overlap=True):
         a, beta, bucket = alpha_us * 1e-6, 1 / (bandwidth_gbs * 1e9), bucket_mb * 2**20
         p = predict_step(single_device_s, grad_bytes, world, a, beta, bucket, overlap)
         print(f"{buckets_needed(grad_bytes, bucket)} bucket(s); compute {p.compute_s * 1e3:.1f} ms, "
               f"all-reduce {p.comm_s * 1e3:.1f} ms of which {p.exposed_comm_s * 1e3:.1f} ms exposed; "
               f"step {p.step_s * 1e3:.1f} ms, efficiency {p.efficiency(single_device_s):.0%}")
-        show(plot_dp_scaling(single_device_s, grad_bytes, {f"{bandwidth_gbs:.3g} GB/s": bandwidth_gbs}, a, bucket,
-                             overlaps=(False, True), mark_world=world))
+        curves = scaling_curves(single_device_s, grad_bytes, {f"{bandwidth_gbs:.3g} GB/s": bandwidth_gbs}, a, WORLDS,
+                                bucket, overlaps=(False, True))
+        show(plot_dp_scaling(WORLDS, curves, a, bucket, mark_world=world))
 
     return w.interactive(
         draw,
         world=w.SelectionSlider(options=list(WORLDS), value=8, description="devices"),
-        bucket_mb=w.FloatLogSlider(value=25, base=2, min=-2, max=9, step=1, description="bucket MiB"),
+        bucket_mb=w.FloatLogSlider(value=DDP_BUCKET_BYTES / 2**20, base=2, min=-2, max=9, step=1,
+                                   description="bucket MiB"),
         bandwidth_gbs=w.FloatLogSlider(value=default_gbs, base=10, min=-1, max=3, step=0.05, description="GB/s"),
         alpha_us=w.FloatLogSlider(value=alpha * 1e6, base=10, min=0, max=3, step=0.05,
                                   description="α µs per message (assumed)", style={"description_width": "initial"}),

@@ -7,10 +7,12 @@ widget's output and closes it, so that the notebook does not draw it a second ti
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["fig_ax", "show"]
 
 
-def fig_ax(ax=None, figsize=(6.5, 4)):
+def fig_ax(ax: Any = None, figsize: tuple[float, float] = (6.5, 4)) -> tuple[Any, Any]:
     """(figure, axes) to draw on: ``ax`` and its figure, or a new figure of ``figsize`` inches."""
     import matplotlib.pyplot as plt
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..training_state import MEMORY_PARTS
 from .figure import fig_ax, show
 
-__all__ = ["MEMORY_PARTS", "plot_memory_breakdown", "memory_widget", "plot_saved_per_layer"]
+__all__ = ["MEMORY_PART_COLOURS", "part_label", "plot_memory_breakdown", "memory_widget", "plot_saved_per_layer"]
+
+# One colour per part of memory (``training_state.MEMORY_PARTS``), in every figure that shows them.
+MEMORY_PART_COLOURS = dict(zip(MEMORY_PARTS, ("#8172b2", "#937860", "#da8bc3", "#55a868", "#64b5cd")))
 
 
-MEMORY_PARTS = (("parameters", "#1f77b4"), ("gradients", "#ff7f0e"), ("optimizer_state", "#2ca02c"),
-                ("saved_activations", "#d62728"), ("live_activations", "#9467bd"))
+def part_label(part: str) -> str:
+    """A part of memory as a legend writes it: 'optimizer_state' -> 'optimizer state'."""
+    return part.replace("_", " ")
 
 
 def plot_memory_breakdown(rows, ax=None, title: str = "What memory holds", unit: str = "MiB"):
@@ -20,10 +25,10 @@ def plot_memory_breakdown(rows, ax=None, title: str = "What memory holds", unit:
     fig, ax = fig_ax(ax, figsize=(8, 1.2 + 0.7 * len(rows)))
     for i, row in enumerate(rows):
         left = 0.0
-        for part, colour in MEMORY_PARTS:
+        for part, colour in MEMORY_PART_COLOURS.items():
             value = row.get(part, 0) / scale
             if value > 0:
-                ax.barh([i], [value], left=left, color=colour, label=part.replace("_", " ") if i == 0 or
+                ax.barh([i], [value], left=left, color=colour, label=part_label(part) if i == 0 or
                         not any(r.get(part, 0) for r in rows[:i]) else None)
                 left += value
         ax.annotate(f"{left:,.1f} {unit}", (left, i), textcoords="offset points", xytext=(4, 0), va="center",
@@ -35,7 +40,7 @@ def plot_memory_breakdown(rows, ax=None, title: str = "What memory holds", unit:
     ax.set_yticklabels([r["label"] for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set(xlabel=unit, title=title)
-    ax.set_xlim(0, max(sum(r.get(p, 0) for p, _ in MEMORY_PARTS) for r in rows) / scale * 1.25)
+    ax.set_xlim(0, max(sum(r.get(p, 0) for p in MEMORY_PARTS) for r in rows) / scale * 1.25)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -46,7 +51,7 @@ def memory_widget():
     import ipywidgets as w
     import torch
 
-    from ..memory import breakdown_rows
+    from ..memory import TORCH_OPTIMIZERS, breakdown_rows
     from ..models import alexnet_d2l
 
     with torch.device("meta"):
@@ -61,7 +66,7 @@ def memory_widget():
 
     return w.interactive(draw, batch=w.SelectionSlider(options=[1, 8, 32, 64, 128, 256, 512], value=128,
                                                        description="batch"),
-                         optimizer=w.Dropdown(options=["sgd", "momentum", "adam"], value="adam",
+                         optimizer=w.Dropdown(options=list(TORCH_OPTIMIZERS), value="adam",
                                               description="optimizer"))
 
 

@@ -2,7 +2,7 @@
 
 ``plot_three_splits`` takes plain data: the layers in order, the examples each device holds under data
 parallelism (``data_parallel.shard``), the layers per device under network partitioning
-(``pipeline.balance``), and the output features of each layer each device holds under layerwise
+(``pipeline_balance.balance``), and the output features of each layer each device holds under layerwise
 partitioning (the tensor-parallel layers). It draws nothing it is not given. ``plot_grid`` draws the
 process groups of a data × tensor hybrid (``parallel.hybrid.grid_groups``) from their rank lists.
 """

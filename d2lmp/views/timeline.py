@@ -8,8 +8,8 @@ from .figure import fig_ax
 __all__ = ["KIND_COLOURS", "plot_timeline"]
 
 
-KIND_COLOURS = {"forward": "#4c72b0", "backward": "#55a868", "allreduce": "#c44e52", "wait": "#bbbbbb",
-                "step": "#8172b2", "send": "#dd8452", "recv": "#937860"}
+KIND_COLOURS = {"forward": "#4c72b0", "backward": "#55a868", "weight": "#8c9e3a", "allreduce": "#c44e52",
+                "wait": "#bbbbbb", "step": "#8172b2", "send": "#dd8452", "recv": "#937860"}
 
 
 def plot_timeline(events: list[TimelineEvent], ax=None, title: str = "Per-rank timeline", lanes=("compute", "comm"),

@@ -1,37 +1,36 @@
 """ZeRO on screen: what each rank holds per stage, measured against the formula, and memory per device by stage.
 
-The arithmetic is ``parallel.costmodel.zero_memory``'s; this module only lays it out and draws it.
-``held_segments`` and ``memory_per_stage`` are pure (numbers in, numbers out); the plots take their
-results and an optional ``ax``; ``zero_widget`` is a thin ipywidgets front end over them.
+The arithmetic is ``parallel.costmodel``'s (``zero_memory``, ``zero_memory_by_stage``, and ``ZERO_SHARDED``
+for what each stage shards); this module only lays it out and draws it. ``held_segments`` lays out one
+rank's bar; the plots take computed numbers and an optional ``ax``; ``zero_widget`` is a thin ipywidgets
+front end over them.
 """
 
 from __future__ import annotations
 
-from .costmodel import OPTIMIZERS
+from ..parallel.costmodel import ZERO_SHARDED, ZERO_STAGES
+from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
 from .figure import fig_ax, show
+from .memory import MEMORY_PART_COLOURS, part_label
 
-__all__ = ["KINDS", "held_segments", "memory_per_stage", "plot_zero_stages", "plot_measured_vs_formula",
-           "plot_memory_per_stage", "zero_widget"]
-
-KINDS = (("parameters", "#8172b2"), ("gradients", "#937860"), ("optimizer", "#da8bc3"))
-MIXED_ADAM = (2, 2, 12)  # bytes per parameter: fp16 weights, fp16 gradients, fp32 master copy + Adam's m, v
+__all__ = ["held_segments", "plot_zero_stages", "plot_measured_vs_formula", "plot_memory_per_stage", "zero_widget"]
 
 
-def held_segments(world: int, stage: int, rank: int, sizes=MIXED_ADAM) -> list[tuple[str, float, float, bool]]:
-    """The pieces of one rank's bar in the ZeRO picture: (kind, start, length, held), lengths in bytes per parameter.
+def held_segments(world: int, stage: int, rank: int, optimizer: str | OptimizerBytes = "adam_mixed"
+                  ) -> list[tuple[str, float, float, bool]]:
+    """The pieces of one rank's bar in the ZeRO picture: (part, start, length, held), lengths in bytes per parameter.
 
     The bar lays out parameters, gradients and optimizer state end to end, each as long as its bytes per
-    parameter. A kind that ``stage`` shards is cut into ``world`` equal pieces, of which the rank holds
-    piece ``rank``; a kind it does not shard is held whole.
+    parameter under ``optimizer``. A part that ``stage`` shards (``ZERO_SHARDED``) is cut into ``world`` equal
+    pieces, of which the rank holds piece ``rank``; a part it does not shard is held whole.
     """
     if not isinstance(world, int) or world < 1 or not 0 <= rank < world:
         raise ValueError(f"need world >= 1 and 0 <= rank < world, got world={world!r}, rank={rank!r}")
-    if stage not in (0, 1, 2, 3):
-        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
-    sharded = {"parameters": stage >= 3, "gradients": stage >= 2, "optimizer": stage >= 1}
+    if stage not in ZERO_STAGES:
+        raise ValueError(f"stage must be one of {ZERO_STAGES}, got {stage!r}")
     out, start = [], 0.0
-    for (kind, _), size in zip(KINDS, sizes):
-        if sharded[kind] and world > 1:
+    for kind, size in optimizer_bytes(optimizer).state_per_parameter.items():
+        if kind in ZERO_SHARDED[stage] and world > 1:
             piece = size / world
             for r in range(world):
                 out.append((kind, start + r * piece, piece, r == rank))
@@ -41,25 +40,26 @@ def held_segments(world: int, stage: int, rank: int, sizes=MIXED_ADAM) -> list[t
     return out
 
 
-def plot_zero_stages(world: int = 4, sizes=MIXED_ADAM, ax=None):
+def plot_zero_stages(world: int = 4, optimizer: str | OptimizerBytes = "adam_mixed", ax=None):
     """One row per ZeRO stage, one bar per rank: coloured what the rank keeps, grey what other ranks keep.
 
-    Each bar is parameters | gradients | optimizer state, as long as their bytes per parameter (the
-    default: mixed-precision Adam, 2 + 2 + 12). Returns the Figure.
+    Each bar is parameters | gradients | optimizer state, as long as their bytes per parameter under
+    ``optimizer`` (the default: mixed-precision Adam). Returns the Figure.
     """
     fig, ax = fig_ax(ax, figsize=(9, 3.8))
+    sizes = list(optimizer_bytes(optimizer).state_per_parameter.values())
     total = float(sum(sizes))
     gap = 0.12 * total
-    for stage in range(4):
+    for stage in ZERO_STAGES:
         y = 3 - stage
         for rank in range(world):
             x0 = rank * (total + gap)
-            for kind, start, length, held in held_segments(world, stage, rank, sizes):
-                colour = dict(KINDS)[kind] if held else "#eeeeee"
+            for kind, start, length, held in held_segments(world, stage, rank, optimizer):
+                colour = MEMORY_PART_COLOURS[kind] if held else "#eeeeee"
                 ax.barh(y, length, left=x0 + start, height=0.6, color=colour, edgecolor="white", lw=0.8)
             if stage == 0:
                 ax.text(x0 + total / 2, 3.45, f"rank {rank}", ha="center", va="bottom", fontsize=9)
-        kept = sum(length for _, _, length, held in held_segments(world, stage, 0, sizes) if held)
+        kept = sum(length for _, _, length, held in held_segments(world, stage, 0, optimizer) if held)
         ax.text(world * (total + gap) - gap / 2, y, f"{kept:.3g} B/param", va="center", fontsize=9)
     ax.set_yticks(range(4), [f"stage {s}" for s in (3, 2, 1, 0)])
     ax.set_xticks([])
@@ -69,9 +69,10 @@ def plot_zero_stages(world: int = 4, sizes=MIXED_ADAM, ax=None):
         ax.spines[side].set_visible(False)
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=c, label=k) for k, c in KINDS] + [Patch(color="#eeeeee", label="kept by another rank")]
+    handles = ([Patch(color=MEMORY_PART_COLOURS[k], label=part_label(k)) for k in STATE_PARTS]
+               + [Patch(color="#eeeeee", label="kept by another rank")])
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=4, frameon=False)
-    ax.set_title(f"What each of {world} ranks keeps (bytes per parameter: {' + '.join(map(str, sizes))})")
+    ax.set_title(f"What each of {world} ranks keeps (bytes per parameter: {' + '.join(f'{b:g}' for b in sizes)})")
     return fig
 
 
@@ -91,15 +92,6 @@ def plot_measured_vs_formula(labels, measured, formula, ax=None, ylabel: str = "
     return fig
 
 
-def memory_per_stage(num_params: float, world: int, optimizer: str = "Adam, mixed precision") -> dict:
-    """{stage: {"parameters", "gradients", "optimizer"} bytes per device} for ``optimizer`` (a key of OPTIMIZERS)."""
-    from ..parallel.costmodel import ZERO_STAGES, zero_memory
-
-    opt = OPTIMIZERS[optimizer]
-    return {s: zero_memory(int(num_params), world, s, opt.param_bytes, opt.grad_bytes, opt.optimizer_bytes)
-            for s in ZERO_STAGES}
-
-
 def plot_memory_per_stage(per_stage: dict, memory_bytes: float | None = None, ax=None, title: str = ""):
     """Stacked bars (GB, 1e9 bytes) of each stage's training state per device; the device's memory dashed.
 
@@ -108,9 +100,9 @@ def plot_memory_per_stage(per_stage: dict, memory_bytes: float | None = None, ax
     fig, ax = fig_ax(ax, figsize=(5, 3.2))
     names = [f"stage {s}" for s in per_stage]
     bottom = [0.0] * len(names)
-    for kind, colour in KINDS:
+    for kind in STATE_PARTS:
         values = [per_stage[s][kind] / 1e9 for s in per_stage]
-        ax.bar(names, values, bottom=bottom, color=colour, label=kind)
+        ax.bar(names, values, bottom=bottom, color=MEMORY_PART_COLOURS[kind], label=part_label(kind))
         bottom = [b + v for b, v in zip(bottom, values)]
     for i, b in enumerate(bottom):
         ax.text(i, b, f"{b:.3g}", ha="center", va="bottom", fontsize=8)
@@ -137,6 +129,9 @@ def zero_widget(devices_memory: dict[str, float] | None = None):
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
+    from ..parallel.costmodel import zero_memory_by_stage
+    from ..training_state import OPTIMIZERS
+
     if devices_memory is None:
         from ..gpu_specs import NOTABLE_GPUS
 
@@ -144,11 +139,11 @@ def zero_widget(devices_memory: dict[str, float] | None = None):
     sizes = [(_size_label(n), n) for n in (1.25e8, 1.3e9, 7.5e9, 13e9, 70e9, 175e9, 1e12)]
     first_device = next((name for name, nbytes in devices_memory.items() if nbytes >= 80e9), next(iter(devices_memory)))
 
-    def draw(num_params=7.5e9, devices=64, optimizer="Adam, mixed precision", device=first_device):
-        per_stage = memory_per_stage(num_params, devices, optimizer)
+    def draw(num_params=7.5e9, devices=64, optimizer="adam_mixed", device=first_device):
+        per_stage = zero_memory_by_stage(int(num_params), devices, optimizer)
         memory = devices_memory[device]
         fitting = [s for s, parts in per_stage.items() if sum(parts.values()) <= memory]
-        print(f"{_size_label(num_params)} parameters, {optimizer}, {devices} devices: "
+        print(f"{_size_label(num_params)} parameters, {OPTIMIZERS[optimizer].label}, {devices} devices: "
               + ", ".join(f"stage {s} {sum(p.values()) / 1e9:.3g} GB" for s, p in per_stage.items())
               + f" per device; {device} has {memory / 1e9:.3g} GB: "
               + (f"stage {fitting[0]} and above fit (before activations)." if fitting else "no stage fits."))
@@ -162,6 +157,7 @@ def zero_widget(devices_memory: dict[str, float] | None = None):
         num_params=w.SelectionSlider(options=sizes, value=7.5e9, description="parameters"),
         devices=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=64,
                                   description="devices"),
-        optimizer=w.Dropdown(options=list(OPTIMIZERS), value="Adam, mixed precision", description="optimizer"),
+        optimizer=w.Dropdown(options=[(o.label, key) for key, o in OPTIMIZERS.items()], value="adam_mixed",
+                             description="optimizer"),
         device=w.Dropdown(options=list(devices_memory), value=first_device, description="device"),
     )

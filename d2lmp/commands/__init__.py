@@ -1,0 +1,3 @@
+"""The command layer: the ``d2lmp`` command (``commands.main``), each ``d2lmp bench <name>`` (``commands.bench``)
+and the torchrun entry point (``commands.demo``); they parse options, run what lies below and print the verdict.
+"""

@@ -1,0 +1,167 @@
+"""torchrun entry point: every parallel strategy, run on real ranks, against the one-device reference.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.commands.demo zero
+    python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.commands.demo all
+
+``STRATEGIES`` maps each name to its rank check (from ``checks.ranks``), the largest error that still
+matches, the world sizes it can use and one line saying what it proves. Rank 0 prints every check's
+error; a rank that finds a mismatch names itself, the check, the error and the tolerance on stderr and
+the command exits 1, so torchrun (and a shell script or CI job around it) reports a failure. An unknown
+strategy, or a world size a strategy cannot use, is one line on stderr and exit status 2, before any
+rank joins the group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..checks.ranks import (
+    check_collectives,
+    check_context_parallel,
+    check_data_parallel,
+    check_hybrid,
+    check_interleaved_pipeline,
+    check_pipeline,
+    check_tensor_parallel,
+    check_zero,
+)
+from ..parallel.launch import exit_after_torchrun, run_from_env
+
+__all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
+
+PROG = "d2lmp.commands.demo"
+
+# What a rank check returns: check name -> its max |difference| from the reference, or, for an exact
+# comparison, whether the two are equal.
+Errors = Mapping[str, float | bool]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A strategy the entry point can run: its rank check, its tolerance, the world sizes it can use."""
+
+    check: Callable[[int, int], Errors]
+    tolerance: float  # the largest error that matches; a check that returns booleans compares exactly
+    description: str
+    min_world: int = 1
+    max_world: int | None = None
+    even_world: bool = False
+
+    @property
+    def worlds(self) -> str:
+        """The world sizes it can use, in words: "any number of ranks", "at least 4 ranks, an even number"."""
+        bounds = ([f"at least {self.min_world}"] if self.min_world > 1 else []) + \
+            ([f"at most {self.max_world}"] if self.max_world is not None else [])
+        text = f"{' and '.join(bounds)} ranks" if bounds else "any number of ranks"
+        return text + (", an even number" if self.even_world else "")
+
+    def world_problem(self, world: int) -> str | None:
+        """Why this strategy cannot run on ``world`` ranks, or None if it can."""
+        too_many = self.max_world is not None and world > self.max_world
+        if world < self.min_world or too_many or (self.even_world and world % 2):
+            return f"needs {self.worlds}"
+        return None
+
+
+# One line per strategy: name -> its check, tolerance, description and world sizes.
+STRATEGIES: dict[str, Strategy] = {
+    "dp": Strategy(check_data_parallel, 1e-5, "every data-parallel version gives the single-process gradients",
+                   max_world=23),  # the check's batch of 23 gives each rank an example
+    "collectives": Strategy(check_collectives, 0.0, "our all-reduce, reduce-scatter and all-gather equal "
+                            "torch.distributed's"),
+    "pipeline": Strategy(check_pipeline, 1e-5, "naive, GPipe and 1F1B give the unsplit model's gradients and outputs",
+                         max_world=7),  # a stage per rank of the check's 7 layers
+    "interleaved": Strategy(check_interleaved_pipeline, 1e-5, "interleaved 1F1B (2 chunks per rank) gives the unsplit "
+                            "model's gradients and outputs", min_world=2, max_world=5),  # 11 layers in 2 x world chunks
+    "context": Strategy(check_context_parallel, 1e-5, "ring attention (plain and balanced layouts) equals attention "
+                        "on the whole sequence, forward and backward"),
+    "tensor": Strategy(check_tensor_parallel, 1e-5,
+                       "column- and row-split linear layers give the full layer's outputs"),
+    "zero": Strategy(check_zero, 1e-5, "ZeRO stages 0-3 train to one device's Adam parameters"),
+    "hybrid": Strategy(check_hybrid, 1e-5, "a data x tensor grid of process groups trains to one device's parameters",
+                       min_world=4, even_world=True),  # 2-rank tensor groups, at least 2 of them
+}
+
+
+def select(names: Sequence[str], world: int) -> list[str]:
+    """The strategies to run (``all``: every one), checked against ``world``; ValueError says what is wrong."""
+    chosen = list(STRATEGIES) if "all" in names else list(dict.fromkeys(names))
+    unknown = [n for n in chosen if n not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategy {', '.join(map(repr, unknown))}; available: "
+                         f"{', '.join(STRATEGIES)} (or all)")
+    problems = [f"{n} {p}" for n in chosen if (p := STRATEGIES[n].world_problem(world))]
+    if problems:
+        raise ValueError(f"cannot run on {world} ranks: {'; '.join(problems)}")
+    return chosen
+
+
+def run_checks(rank: int, world: int, names: Sequence[str]) -> dict[str, Errors]:
+    """On one rank: every chosen strategy's check, in order (every rank runs the same ones)."""
+    return {name: STRATEGIES[name].check(rank, world) for name in names}
+
+
+def _judge(error: float | bool, tolerance: float) -> tuple[str, bool]:
+    """(how the error reads, whether it matches)."""
+    if isinstance(error, bool):
+        return ("exact comparison: " + ("equal" if error else "DIFFERENT")), error
+    return f"max |difference| {error:.2e} (tolerance {tolerance:g})", error <= tolerance  # NaN never matches
+
+
+def report(rank: int, world: int, results: Mapping[str, Errors]) -> int:
+    """The verdict of one rank: rank 0 prints every check; a rank with a mismatch says which on stderr.
+
+    Returns the exit status: 0 when every check of this rank matches, 1 otherwise.
+    """
+    bad = []
+    for name, errors in results.items():
+        strategy = STRATEGIES[name]
+        if rank == 0:
+            print(f"{name} on {world} ranks: {strategy.description}")
+        for check, error in errors.items():
+            shown, ok = _judge(error, strategy.tolerance)
+            if rank == 0:
+                print(f"  {check:<34} {shown}  matches: {ok}")
+            if not ok:
+                bad.append(f"{name}: {check}, {shown}")
+    sys.stdout.flush()
+    if bad:
+        print(f"{PROG}: MISMATCH on rank {rank} of {world}: " + "; ".join(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m torch.distributed.run --nproc-per-node N -m {PROG}",
+        description="Run parallel strategies on torchrun's ranks and compare each with one device.",
+        epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("strategies", nargs="+", metavar="STRATEGY", help=f"{', '.join(STRATEGIES)}, or all")
+    return parser
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Run the strategies named in ``argv`` on this rank; return the exit status (0, 1: a mismatch, 2: bad input)."""
+    env = os.environ if env is None else env
+    args = _parser().parse_args(argv)
+    speaks = env.get("LOCAL_RANK", "0") == "0"  # one copy of an input error per machine, not one per rank
+    try:
+        if "RANK" not in env or "WORLD_SIZE" not in env:
+            raise ValueError("run this under torchrun, which sets RANK and WORLD_SIZE: python -m "
+                             f"torch.distributed.run --standalone --nproc-per-node 2 -m {PROG} STRATEGY")
+        names = select(args.strategies, int(env["WORLD_SIZE"]))
+    except ValueError as exc:
+        if speaks:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    rank, world, results = run_from_env(run_checks, names)
+    return report(rank, world, results)
+
+
+if __name__ == "__main__":
+    exit_after_torchrun(main())

@@ -1,0 +1,21 @@
+"""d2lmp.scale: the step time, throughput and memory of a dense transformer LM on a GPU cluster, and a planner.
+
+Plain arithmetic, no torch. ``Transformer`` is ``d2lmp.transformer_accounting.Transformer`` (the one home of
+the formulas); ``Cluster`` a sourced GPU preset and a GPU count; ``Plan`` the parallel layout;
+``predict`` one step's time, throughput, FLOP rates and memory per GPU; ``plan`` ranks the layouts that fit
+and says why the others lose. The modules, one job each: ``hardware`` (GPU presets), ``layout`` (a plan's
+checks), ``memory``, ``steptime`` (the step's terms), ``efficiency`` (the fitted parameters), ``published``
+(the published runs), ``calibration`` (the fit and the comparisons), ``planner``, ``presets`` (model
+shapes) and ``report`` (what the commands print).
+"""
+
+from ..transformer_accounting import Transformer
+from .efficiency import FITTED, Efficiency
+from .hardware import GPU_PRESETS, Cluster, gpu_preset
+from .layout import Plan
+from .planner import PlanReport, plan
+from .predict import Prediction, predict
+from .presets import MODEL_PRESETS, model_preset
+
+__all__ = ["Transformer", "Cluster", "Plan", "predict", "plan", "Prediction", "PlanReport", "Efficiency", "FITTED",
+           "GPU_PRESETS", "gpu_preset", "MODEL_PRESETS", "model_preset"]

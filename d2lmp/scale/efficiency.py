@@ -1,0 +1,52 @@
+"""The cost model's free parameters: what each stands for, and the values fitted on Narayanan et al.'s Table 1.
+
+Four numbers turn the hardware's peaks into achieved rates; everything else in the model is a formula or a
+sourced figure. ``FITTED`` holds the values that ``calibration.fit()`` derives from Table 1 of Narayanan et
+al. (2021) (a test re-derives them, so the constants cannot drift from the fit); ``describe`` prints
+them with their meaning. Two further figures are assumptions, stated and not fitted: the latency of one
+message (``LATENCY_S``) and the bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["Efficiency", "FITTED", "MEANINGS", "BOUNDS", "LATENCY_S", "OPTIMIZER_BYTES_PER_PARAM", "describe"]
+
+LATENCY_S = 10e-6  # seconds per message (α) on NVLink and on the network: an assumption, not fitted
+# Mixed-precision Adam reads a 16-bit gradient, reads and writes the 32-bit master weight and both moments, and
+# writes the 16-bit weight: 2 + 3 × (4 + 4) + 2 bytes per parameter through HBM (an assumption, not fitted).
+OPTIMIZER_BYTES_PER_PARAM = 28
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achieved fractions of the hardware's peaks (see ``MEANINGS``)."""
+
+    gemm: float
+    memory_passes: float
+    nvlink: float
+    network: float
+
+
+MEANINGS: dict[str, str] = {
+    "gemm": "fraction of the GPU's dense 16-bit peak that the transformer's matrix products reach",
+    "memory_passes": "HBM traffic of the other operations (LayerNorm, GeLU, softmax, dropout, residual adds) "
+                     "per byte of the activations Korthikanti et al. count, per forward pass",
+    "nvlink": "bus bandwidth NCCL reaches within a node, as a fraction of NVLink's per-direction bandwidth",
+    "network": "bus bandwidth NCCL reaches across nodes, as a fraction of the network's bandwidth per GPU",
+}
+# The range the fit searches for each parameter: physically possible values only.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "gemm": (0.3, 1.0), "memory_passes": (0.0, 8.0), "nvlink": (0.3, 1.0), "network": (0.3, 1.0),
+}
+
+# Fitted by d2lmp.scale.calibration.fit() on Table 1 of Narayanan et al. (2021); re-derived by
+# tests/test_scale_calibration.py.
+FITTED = Efficiency(gemm=0.716, memory_passes=2.654, nvlink=0.736, network=0.790)
+
+
+def describe(efficiency: Efficiency = FITTED) -> str:
+    """One line per parameter: its name, value and what it stands for."""
+    return "\n".join(f"{f.name:<14}{getattr(efficiency, f.name):>8.3f}  {MEANINGS[f.name]}"
+                     for f in fields(efficiency))

@@ -1,0 +1,156 @@
+"""GPU presets and the cluster a training run uses: peak, memory, NVLink and network per GPU, each sourced.
+
+A ``GPUPreset`` reads the sourced GPU table (``gpu_specs.NOTABLE_GPUS``) for the dense 16-bit tensor peak,
+the memory and its bandwidth, ``topology.NVLINK`` for the NVLink links, and adds the network per GPU of the
+node the GPU usually ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s;
+DGX A100, as in Selene, the cluster of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for
+its eight A100s; DGX H100 and H200 eight 400 Gb/s ConnectX-7 ports. Every figure keeps its bibliography keys
+(``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures.
+Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..gpu_specs import NOTABLE_GPUS, GPUSpec
+from ..topology import NVLINK, NVLINK_SOURCES
+
+__all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster"]
+
+
+@dataclass(frozen=True)
+class GPUPreset:
+    """One GPU as the cost model needs it, with the node it usually ships in.
+
+    ``peak_tflops``: dense 16-bit tensor peak; ``memory_gb`` and ``hbm_GBps``: capacity and bandwidth;
+    ``nvlink_GBps``: NVLink per GPU per direction; ``network_GBps_per_gpu``: the node's network bandwidth
+    (per direction) divided by its GPUs; ``node``: what that node is; ``source``: the bibliography keys of
+    every figure; ``note``: where each figure comes from.
+    """
+
+    name: str
+    spec: str  # the row of gpu_specs.NOTABLE_GPUS it reads
+    peak_tflops: float
+    memory_gb: float
+    hbm_GBps: float
+    nvlink_GBps: float
+    network_GBps_per_gpu: float
+    gpus_per_node: int
+    node: str
+    source: tuple[str, ...]
+    note: str
+
+    @property
+    def peak_flops(self) -> float:
+        return self.peak_tflops * 1e12
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gb * 1e9
+
+
+def _row(name: str) -> GPUSpec:
+    return next(spec for spec in NOTABLE_GPUS if spec.name == name)
+
+
+def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: float, node: str,
+            node_source: tuple[str, ...], memory_gb: float | None = None, memory_source: tuple[str, ...] = (),
+            note: str = "") -> GPUPreset:
+    """A preset from a GPU table row, an NVLink generation and the node's network (``nics`` × ``nic_gbit``)."""
+    spec = _row(row)
+    if spec.fp16_tensor_tflops is None:
+        raise ValueError(f"{row} has no 16-bit tensor peak in the GPU table")
+    _, _, per_link, links = NVLINK[nvlink_generation]
+    gpus_per_node = 8
+    network = nics * nic_gbit / 8 / gpus_per_node
+    source = tuple(dict.fromkeys(spec.source + memory_source + NVLINK_SOURCES[nvlink_generation] + node_source))
+    how = (f"{spec.name} (GPU table): {spec.fp16_tensor_tflops:g} dense 16-bit TFLOPS, "
+           f"{memory_gb if memory_gb is not None else spec.memory_gb:g} GB at {spec.bandwidth_gbs:g} GB/s; "
+           f"NVLink {nvlink_generation}: {links} links × {per_link} GB/s per direction; "
+           f"{node}: {nics} × {nic_gbit:g} Gb/s for {gpus_per_node} GPUs = {network:g} GB/s per GPU{note}")
+    return GPUPreset(name, spec.name, spec.fp16_tensor_tflops,
+                     spec.memory_gb if memory_gb is None else memory_gb, spec.bandwidth_gbs,
+                     float(links * per_link), network, gpus_per_node, node, source, how)
+
+
+_DGX1 = ("nvidia_dgx1_v100_whitepaper",)
+_SELENE = ("narayanan2021efficient",)
+_DGX_H = ("nvidia_ref_arch_basepod",)
+GPU_PRESETS: dict[str, GPUPreset] = {p.name: p for p in (
+    _preset("V100-16GB", "V100 SXM2", 2, 4, 100, "DGX-1 (four 100 Gb/s EDR InfiniBand ports)", _DGX1),
+    _preset("V100-32GB", "V100 SXM2", 2, 4, 100, "DGX-1 (four 100 Gb/s EDR InfiniBand ports)", _DGX1,
+            memory_gb=32, memory_source=("nvidia_v100_page",),
+            note="; the 32 GB board (NVIDIA's V100 page) computes as the 16 GB row"),
+    _preset("A100-40GB", "A100 SXM4 40GB", 3, 8, 200, "DGX A100 (eight 200 Gb/s HDR InfiniBand adapters)", _SELENE),
+    _preset("A100-80GB", "A100 SXM4 80GB", 3, 8, 200,
+            "DGX A100 as in Selene (eight 200 Gb/s HDR InfiniBand adapters)", _SELENE),
+    _preset("H100-SXM", "H100 SXM5", 4, 8, 400, "DGX H100 (eight 400 Gb/s ConnectX-7 ports)", _DGX_H),
+    _preset("H200", "H200 SXM", 4, 8, 400, "DGX H200 (eight 400 Gb/s ConnectX-7 ports)", _DGX_H),
+)}
+GPU_ALIASES: dict[str, str] = {
+    "V100": "V100-32GB", "V100-SXM2": "V100-32GB", "A100": "A100-80GB", "A100-SXM4-40GB": "A100-40GB",
+    "A100-SXM4-80GB": "A100-80GB", "H100": "H100-SXM", "H100-SXM5": "H100-SXM", "H100-80GB": "H100-SXM",
+    "H200-SXM": "H200", "H200-141GB": "H200",
+}
+
+
+@lru_cache(maxsize=64)
+def gpu_preset(name: str) -> GPUPreset:
+    """The preset called ``name`` or one of its aliases (case and spaces do not matter)."""
+    key = name.strip().upper().replace(" ", "-").replace("_", "-")
+    for preset in GPU_PRESETS:
+        if preset.upper() == key:
+            return GPU_PRESETS[preset]
+    for alias, preset in GPU_ALIASES.items():
+        if alias.upper() == key:
+            return GPU_PRESETS[preset]
+    names = ", ".join(list(GPU_PRESETS) + list(GPU_ALIASES))
+    raise ValueError(f"unknown GPU {name!r}: the presets are {names}")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``gpus`` GPUs of one preset, ``gpus_per_node`` to a node joined by NVLink, nodes joined by the network.
+
+    ``nvlink_GBps`` and ``network_GBps_per_gpu`` (per GPU, per direction) None take the preset's figures, the
+    sourced ones of that GPU's usual node.
+    """
+
+    gpu: str
+    gpus: int
+    gpus_per_node: int = 8
+    nvlink_GBps: float | None = None
+    network_GBps_per_gpu: float | None = None
+
+    def __post_init__(self) -> None:
+        gpu_preset(self.gpu)  # an unknown name is a ValueError here, not later
+        if not isinstance(self.gpus, int) or self.gpus < 1:
+            raise ValueError(f"gpus must be a positive integer, got {self.gpus!r}")
+        if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
+            raise ValueError(f"gpus_per_node must be a positive integer, got {self.gpus_per_node!r}")
+        if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
+            raise ValueError(f"gpus ({self.gpus}) must be a multiple of gpus_per_node ({self.gpus_per_node}) "
+                             "once it spans more than one node")
+        for name in ("nvlink_GBps", "network_GBps_per_gpu"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive or None, got {value!r}")
+
+    @property
+    def preset(self) -> GPUPreset:
+        return gpu_preset(self.gpu)
+
+    @property
+    def nvlink_bytes_per_s(self) -> float:
+        return (self.preset.nvlink_GBps if self.nvlink_GBps is None else self.nvlink_GBps) * 1e9
+
+    @property
+    def network_bytes_per_s(self) -> float:
+        network = self.preset.network_GBps_per_gpu if self.network_GBps_per_gpu is None else self.network_GBps_per_gpu
+        return network * 1e9
+
+    @property
+    def nodes(self) -> int:
+        return max(1, self.gpus // self.gpus_per_node)

@@ -1,0 +1,122 @@
+"""How one training step is split: tensor, pipeline, data and context parallel sizes, and the step's options.
+
+``Plan`` holds the sizes (``tp·pp·dp·cp`` GPUs), the micro-batch and the global batch (in sequences), the
+ZeRO stage over the data-parallel group, the recomputation, sequence parallelism and the pipeline's
+interleaving. ``check_plan`` says, as a ``ValueError``, what does not fit the model and the cluster:
+the GPU count, heads or key/value heads that tensor parallelism cannot split, a sequence that context
+parallelism cannot split, layers that the pipeline cannot split, a batch that does not split into
+micro-batches. ``Layout`` is what a valid plan implies (micro-batches per step, layers per stage, and
+which link each group's messages cross), with ranks ordered tensor, context, data, pipeline (fastest first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..transformer_accounting import RECOMPUTE, Transformer
+from .hardware import Cluster
+
+__all__ = ["Plan", "Layout", "check_plan", "group_link"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One way to run a step.
+
+    ``micro_batch`` and ``global_batch`` are in sequences; ``zero`` is the ZeRO stage (0-3) over the
+    data-parallel group; ``recompute`` "none", "selective" (attention scores) or "full" (every block's
+    forward); ``interleave`` virtual pipeline stages per GPU (1: plain 1F1B). ``dp_overlap``: the once-a-step
+    gradient reduction overlaps the last micro-batch's backward (bucketed DDP), not run after it (Megatron's
+    2021 "local" DDP). ``scatter_gather``: pipeline messages cross the network split over the tensor-parallel
+    ranks and are gathered over NVLink (Narayanan et al. 2021, §4.1).
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    micro_batch: int = 1
+    global_batch: int = 1
+    zero: int = 0
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    interleave: int = 1
+    dp_overlap: bool = True
+    scatter_gather: bool = True
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def describe(self) -> str:
+        """A short label: 'tp8 pp8 dp16 cp1 mb1 full v1 zero0'."""
+        sp = " sp" if self.sequence_parallel else ""
+        return (f"tp{self.tp} pp{self.pp} dp{self.dp} cp{self.cp} mb{self.micro_batch} {self.recompute}{sp} "
+                f"v{self.interleave} zero{self.zero}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a valid plan implies: micro-batches per step, layers per stage and per virtual stage, and the link
+    ("nvlink" or "network") that each group's messages cross."""
+
+    microbatches: int
+    layers_per_stage: int
+    layers_per_chunk: int
+    tp_link: str
+    cp_link: str
+    dp_link: str
+    pp_link: str
+
+
+def _positive(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def group_link(cluster: Cluster, stride: int, size: int) -> str:
+    """The link a group of ``size`` ranks, ``stride`` ranks apart, crosses: NVLink if it lies in one node."""
+    if size == 1 or stride * size <= cluster.gpus_per_node:
+        return "nvlink"
+    return "network"
+
+
+def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
+    """A ``ValueError`` that says what is wrong with ``plan``, or the ``Layout`` it implies."""
+    for name in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "interleave"):
+        _positive(name, getattr(plan, name))
+    if plan.gpus != cluster.gpus:
+        raise ValueError(f"tp·pp·dp·cp = {plan.tp}·{plan.pp}·{plan.dp}·{plan.cp} = {plan.gpus} GPUs, "
+                         f"but the cluster has {cluster.gpus}")
+    if plan.zero not in (0, 1, 2, 3):
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {plan.zero!r}")
+    if plan.recompute not in RECOMPUTE:
+        raise ValueError(f"recompute must be one of {RECOMPUTE}, got {plan.recompute!r}")
+    if model.heads % plan.tp:
+        raise ValueError(f"heads ({model.heads}) are not divisible by tp ({plan.tp})")
+    if model.kv_head_count % plan.tp:
+        raise ValueError(f"key/value heads ({model.kv_head_count}) are not divisible by tp ({plan.tp})")
+    if plan.cp > 1 and model.seq % (2 * plan.cp):
+        raise ValueError(f"the sequence ({model.seq}) does not split into 2·cp = {2 * plan.cp} equal chunks "
+                         "(context parallelism balances the causal mask with two chunks per rank)")
+    if model.layers % (plan.pp * plan.interleave):
+        raise ValueError(f"layers ({model.layers}) are not divisible by pp·interleave = {plan.pp}·{plan.interleave}")
+    if plan.global_batch % (plan.dp * plan.micro_batch):
+        raise ValueError(f"the global batch ({plan.global_batch} sequences) does not split into dp·micro_batch = "
+                         f"{plan.dp}·{plan.micro_batch} = {plan.dp * plan.micro_batch} per micro-batch step")
+    microbatches = plan.global_batch // (plan.dp * plan.micro_batch)
+    if plan.interleave > 1:
+        if plan.pp == 1:
+            raise ValueError("interleave > 1 needs a pipeline (pp > 1)")
+        if microbatches % plan.pp:
+            raise ValueError(f"the interleaved schedule needs micro-batches per step ({microbatches}) to be a "
+                             f"multiple of pp ({plan.pp})")
+    if plan.zero == 3 and plan.pp > 1:
+        raise ValueError("zero 3 with pipeline parallelism is not modelled: it would gather every stage's "
+                         "parameters once per micro-batch")
+    t, c, d = plan.tp, plan.cp, plan.dp
+    layers_per_stage = model.layers // plan.pp
+    return Layout(microbatches=microbatches, layers_per_stage=layers_per_stage,
+                  layers_per_chunk=layers_per_stage // plan.interleave,
+                  tp_link=group_link(cluster, 1, t), cp_link=group_link(cluster, t, c),
+                  dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp))

@@ -1,0 +1,136 @@
+"""Memory per GPU for one plan: the training state under each ZeRO stage, the activations, and buffers.
+
+The state follows Rajbhandari et al. (2020, §3.1): mixed-precision Adam keeps 2 bytes of 16-bit weights,
+2 of gradients and 12 of optimizer state (32-bit master weights and two moments) per parameter; ZeRO
+stage 1 shards the optimizer state over the data-parallel group, stage 2 the gradients too, stage 3 the
+weights too. Tensor parallelism splits the matrices (LayerNorms and the row-parallel biases stay whole);
+a pipeline stage holds its layers, the first stage also the embeddings, the last the output layer.
+Activations are those of ``transformer_accounting`` (Korthikanti et al. 2022): bytes per layer under
+tensor and sequence parallelism and recomputation, times the layers' worth the schedule keeps in flight
+(1F1B or interleaved), plus the embedding's dropout mask and the output layer's tensors; context
+parallelism divides them by ``cp``. Buffers, a stated allowance: the rematerialised layer of a recomputed
+backward, ZeRO-3's gathered weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for
+the CUDA context and communication buffers, and ``FRAGMENTATION`` of the rest for the allocator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
+from ..transformer_stage_memory import embedding_activation_bytes, output_activation_bytes, pipeline_layers_in_flight
+from .layout import Layout, Plan
+
+__all__ = ["STATE_BYTES", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
+           "layer_activation_bytes",
+           "stage_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes", "memory_per_gpu"]
+
+STATE_BYTES = {"weights": 2, "gradients": 2, "optimizer": 12}  # per parameter, Rajbhandari et al. (2020), §3.1
+ALLOWANCE_BYTES = 2e9  # CUDA context, NCCL and framework buffers: an assumption, not a sourced figure
+FRAGMENTATION = 0.05  # of everything else, lost to the allocator: an assumption
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU on the fuller pipeline stage (``stage``: "first" or "last"), by part."""
+
+    stage: str
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    buffers: float
+    capacity: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    def parts(self) -> dict[str, float]:
+        return {"weights": self.weights, "gradients": self.gradients, "optimizer_state": self.optimizer,
+                "activations": self.activations, "buffers": self.buffers}
+
+
+@lru_cache(maxsize=4096)
+def layer_parameters_per_gpu(model: Transformer, tp: int) -> float:
+    """One block's parameters on one tensor-parallel rank: matrices split ``tp`` ways, LayerNorms and the two
+    row-parallel biases (attention output, second MLP matrix) whole."""
+    attention, mlp, norms = layer_parameters(model)
+    whole = norms + (2 * model.hidden if model.bias else 0)
+    return (attention + mlp + norms - whole) / tp + whole
+
+
+@lru_cache(maxsize=8192)
+def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequence_parallel: bool,
+                           recompute: str) -> float:
+    """``transformer_accounting.activation_bytes_per_layer`` (16-bit values, dropout), remembered: the planner asks
+    for the same few combinations thousands of times."""
+    return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
+
+
+def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:
+    """Parameters on one GPU of the ``"first"`` or ``"last"`` pipeline stage (the same stage when ``pp`` is 1)."""
+    t, h = plan.tp, model.hidden
+    params = layout.layers_per_stage * layer_parameters_per_gpu(model, t)
+    first, last = stage == "first" or plan.pp == 1, stage == "last" or plan.pp == 1
+    if first:
+        params += model.vocab * h / t + (model.seq * h if model.learned_positions else 0)
+    if last:
+        params += (2 if model.bias else 1) * h  # final LayerNorm
+        if not model.tied_embeddings or plan.pp > 1:  # an untied head, or the tied copy on the last stage
+            params += model.vocab * h / t
+    return params
+
+
+def state_bytes(params: float, zero: int, dp: int) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes of ``params`` parameters under ZeRO stage ``zero`` over ``dp`` ranks."""
+    weights = params * STATE_BYTES["weights"] / (dp if zero >= 3 else 1)
+    gradients = params * STATE_BYTES["gradients"] / (dp if zero >= 2 else 1)
+    optimizer = params * STATE_BYTES["optimizer"] / (dp if zero >= 1 else 1)
+    return weights, gradients, optimizer
+
+
+def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:
+    """Saved activations on one GPU of the first or last stage, at the schedule's peak."""
+    rank = 0 if stage == "first" else plan.pp - 1
+    t, b, sp, c = plan.tp, plan.micro_batch, plan.sequence_parallel, plan.cp
+    layers = pipeline_layers_in_flight(model.layers, plan.pp, plan.interleave, layout.microbatches, rank)
+    total = layers * layer_activation_bytes(model, b, t, sp, plan.recompute)
+    if rank == 0:
+        total += embedding_activation_bytes(model, b, t, sp, min(plan.pp, layout.microbatches))
+    if rank == plan.pp - 1:
+        total += output_activation_bytes(model, b, t, sp)
+    return total / c
+
+
+def buffer_bytes(model: Transformer, plan: Plan, rest: float) -> float:
+    """The stated allowance: a recomputed layer's rematerialised activations, ZeRO-3's gathered matrices, the
+    fixed ``ALLOWANCE_BYTES`` and ``FRAGMENTATION`` of ``rest`` (everything else)."""
+    t, b, sp = plan.tp, plan.micro_batch, plan.sequence_parallel
+    working = 0.0
+    if plan.recompute != "none":
+        working = (layer_activation_bytes(model, b, t, sp, "none")
+                   - layer_activation_bytes(model, b, t, sp, plan.recompute)) / plan.cp
+    if plan.zero == 3:
+        largest = max(model.hidden * (model.hidden + 2 * model.kv_hidden), model.hidden * model.ffn_size)
+        working += 2 * 2 * largest / t  # the 16-bit matrix in use and the one prefetched
+    return working + ALLOWANCE_BYTES + FRAGMENTATION * (rest + working)
+
+
+def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: float) -> MemoryBreakdown:
+    """Memory per GPU on whichever of the first and last pipeline stages needs more."""
+    best: MemoryBreakdown | None = None
+    for stage in ("first", "last") if plan.pp > 1 else ("first",):
+        weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage), plan.zero, plan.dp)
+        activations = stage_activation_bytes(model, plan, layout, stage)
+        buffers = buffer_bytes(model, plan, weights + gradients + optimizer + activations)
+        breakdown = MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
+        if best is None or breakdown.total > best.total:
+            best = breakdown
+    assert best is not None
+    return best

@@ -1,0 +1,201 @@
+"""The planner: every way to split a step that fits in memory, ranked by predicted time, and why the others lose.
+
+``plan(model, cluster, global_batch)`` enumerates tensor, pipeline, data and context parallel sizes (a
+*family*), and within each family the ZeRO stage, micro-batch, recomputation, sequence parallelism and
+interleaving. Each configuration's memory is computed first (cheap); only those that fit are timed by
+``predict``. The configurations are ranked by step time; every family gets a verdict: invalid (and
+why), does not fit (the least it needs, and its largest part), or its best configuration with how much
+slower it is than the winner, the term it loses most to, and the link that term crosses. Defaults:
+tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
+at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..transformer_accounting import RECOMPUTE, Transformer
+from .efficiency import FITTED, Efficiency
+from .hardware import Cluster
+from .layout import Layout, Plan, check_plan
+from .memory import MemoryBreakdown, memory_per_gpu
+from .predict import Prediction, predict
+
+__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "TERM_LINK"]
+
+MAX_MICRO_BATCH = 16
+MAX_INTERLEAVE = 8
+MIN_TOKENS_PER_CP_RANK = 1024
+# The link each exposed term crosses (the bubble and the compute cross none).
+TERM_LINK = {"tp": "tp_link", "cp": "cp_link", "dp": "dp_link", "zero": "dp_link", "pp_p2p": "pp_link",
+             "embedding_sync": "pp_link"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration that fits, with its prediction."""
+
+    plan: Plan
+    prediction: Prediction
+
+
+@dataclass(frozen=True)
+class FamilyVerdict:
+    """One (tp, pp, dp, cp) family: its best fitting configuration (None if none fits or it is invalid) and why
+    it is not the winner (or that it is)."""
+
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    best: Candidate | None
+    reason: str
+
+    @property
+    def sizes(self) -> tuple[int, int, int, int]:
+        return self.tp, self.pp, self.dp, self.cp
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Every fitting configuration, fastest first (``ranked``), the ``top`` few, and a verdict per family."""
+
+    model: Transformer
+    cluster: Cluster
+    global_batch: int
+    ranked: tuple[Candidate, ...]
+    families: tuple[FamilyVerdict, ...]
+    considered: int  # configurations whose memory was computed
+    top_k: int = 5
+
+    @property
+    def top(self) -> tuple[Candidate, ...]:
+        return self.ranked[:self.top_k]
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.ranked[0] if self.ranked else None
+
+    def rank_of(self, wanted: Plan) -> int | None:
+        """1-based rank of a configuration among those that fit (None if it is not among them)."""
+        for i, candidate in enumerate(self.ranked, 1):
+            if candidate.plan == wanted:
+                return i
+        return None
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, n = [], 1
+    while n <= limit:
+        out.append(n)
+        n *= 2
+    return out
+
+
+def _divisors(n: int, limit: int | None = None) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0 and (limit is None or k <= limit)]
+
+
+def family_options(model: Transformer, cluster: Cluster, global_batch: int,
+                   tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
+                   cp: Sequence[int] | None = None) -> list[tuple[int, int, int, int]]:
+    """The (tp, pp, dp, cp) families whose product is the cluster's GPU count."""
+    n = cluster.gpus
+    tps = tp if tp is not None else [t for t in _powers_of_two(min(n, 4 * cluster.gpus_per_node))
+                                     if model.heads % t == 0 and model.kv_head_count % t == 0]
+    cps = cp if cp is not None else [c for c in _powers_of_two(n)
+                                     if c == 1 or (model.seq % (2 * c) == 0
+                                                   and model.seq // c >= MIN_TOKENS_PER_CP_RANK)]
+    pps = pp if pp is not None else _divisors(model.layers)
+    return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
+
+
+def _members(model: Transformer, base: Plan, zero: Sequence[int], micro_batch: Sequence[int] | None,
+             recompute: Sequence[str], sequence_parallel: Sequence[bool],
+             interleave: Sequence[int] | None) -> list[Plan]:
+    per_replica = base.global_batch // base.dp
+    micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
+    stages = interleave if interleave is not None else (
+        _divisors(model.layers // base.pp, MAX_INTERLEAVE) if base.pp > 1 else [1])
+    zeros = [z for z in zero if base.dp > 1 or z == 0]
+    sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
+    return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z)
+            for b in micro for r in recompute for sp in sps for v in stages for z in zeros]
+
+
+def _why_slower(candidate: Candidate, winner: Candidate) -> str:
+    pred = candidate.prediction
+    slower = pred.step_s / winner.prediction.step_s - 1
+    term = pred.exposed
+    share = pred.parts.seconds[term] / pred.step_s
+    link = getattr(pred.layout, TERM_LINK[term]) if term in TERM_LINK else None
+    where = f" over {link}" if link else ""
+    if term == "bubble":
+        where = f" ((p-1)/(v*m) = {candidate.plan.pp - 1}/({candidate.plan.interleave}*{pred.layout.microbatches}))"
+    return (f"{slower:+.1%} step time ({candidate.plan.describe()}); loses most to {term}: {share:.0%} of its "
+            f"step{where}")
+
+
+def _no_fit_reason(smallest: MemoryBreakdown) -> str:
+    parts = smallest.parts()
+    largest = max(parts, key=lambda k: parts[k])
+    return (f"does not fit: the least any configuration needs is {smallest.total / 1e9:.1f} GB of "
+            f"{smallest.capacity / 1e9:.0f} GB (largest part: {largest}, {parts[largest] / 1e9:.1f} GB)")
+
+
+def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5,
+         efficiency: Efficiency = FITTED, tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
+         cp: Sequence[int] | None = None, zero: Sequence[int] = (0, 1, 2, 3),
+         micro_batch: Sequence[int] | None = None, recompute: Sequence[str] = RECOMPUTE,
+         sequence_parallel: Sequence[bool] = (False, True), interleave: Sequence[int] | None = None,
+         dp_overlap: bool = True) -> PlanReport:
+    """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
+
+    The keyword arguments restrict the search (e.g. ``zero=(0,)``, ``recompute=("full",)``,
+    ``sequence_parallel=(False,)`` for the techniques of 2021).
+    """
+    if not isinstance(global_batch, int) or global_batch < 1:
+        raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
+    capacity = cluster.preset.memory_bytes
+    ranked: list[Candidate] = []
+    pending: list[tuple[tuple[int, int, int, int], Candidate | None, MemoryBreakdown | None, str]] = []
+    considered = 0
+    for t, p, d, c in family_options(model, cluster, global_batch, tp, pp, cp):
+        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap)
+        if global_batch % d:
+            pending.append(((t, p, d, c), None, None,
+                            f"invalid: the global batch ({global_batch}) does not split over dp = {d}"))
+            continue
+        best: Candidate | None = None
+        smallest: MemoryBreakdown | None = None
+        error = ""
+        for member in _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave):
+            try:
+                layout: Layout = check_plan(model, cluster, member)
+            except ValueError as exc:
+                error = error or str(exc)
+                continue
+            considered += 1
+            memory = memory_per_gpu(model, member, layout, capacity)
+            if not memory.fits:
+                if smallest is None or memory.total < smallest.total:
+                    smallest = memory
+                continue
+            candidate = Candidate(member, predict(model, cluster, member, efficiency))
+            ranked.append(candidate)
+            if best is None or candidate.prediction.step_s < best.prediction.step_s:
+                best = candidate
+        reason = ""
+        if best is None:
+            reason = _no_fit_reason(smallest) if smallest is not None else f"invalid: {error}"
+        pending.append(((t, p, d, c), best, smallest, reason))
+    ranked.sort(key=lambda cand: (cand.prediction.step_s, cand.prediction.memory.total))
+    winner = ranked[0] if ranked else None
+    verdicts = []
+    for (t, p, d, c), best, _, reason in pending:
+        if best is not None and winner is not None:
+            reason = "the winner" if best is winner else _why_slower(best, winner)
+        verdicts.append(FamilyVerdict(t, p, d, c, best, reason))
+    verdicts.sort(key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
+    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts), considered, top)

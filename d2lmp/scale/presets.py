@@ -1,0 +1,59 @@
+"""Named model shapes for the planner and the command line: the calibration table's GPTs and well-known open models.
+
+``MODEL_PRESETS`` maps a name to a ``ModelPreset``: the ``Transformer`` shape, the bibliography keys of
+where it is published and what is read there. The ten GPT models of Narayanan et al. (2021, Table 1), the
+22B of Korthikanti et al. (2022), GPT-3 175B (Brown et al. 2020, Table 2.1; Megatron's vocabulary of
+51,200) and Llama 3 8B, 70B and 405B (Llama Team 2024, Table 3: SwiGLU MLP, grouped-query attention, no
+biases, untied embeddings, rotary positions; pre-training sequence 8,192, vocabulary 128,000).
+``model_preset`` finds one by name, ignoring case ("175b", "Llama3-70B").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..transformer_accounting import Transformer
+from .published import NARAYANAN_TABLE1, gpt
+
+__all__ = ["ModelPreset", "MODEL_PRESETS", "model_preset"]
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A published shape: ``model``, its ``source`` keys and ``note`` (where in them)."""
+
+    name: str
+    model: Transformer
+    source: tuple[str, ...]
+    note: str
+
+
+def _llama3(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
+    return Transformer(layers=layers, hidden=hidden, heads=heads, seq=8192, vocab=128000, ffn=ffn, kv_heads=8,
+                       gated_mlp=True, bias=False, tied_embeddings=False, learned_positions=False)
+
+
+_TABLE1_NAMES = {"1.7B": "1.7B", "3.6B": "3.6B", "7.5B": "7.5B", "18.4B": "18B", "39.1B": "39B", "76.1B": "76B",
+                 "145.6B": "145B", "310.1B": "310B", "529.6B": "530B", "1008.0B": "1T"}
+MODEL_PRESETS: dict[str, ModelPreset] = {p.name: p for p in (
+    *(ModelPreset(_TABLE1_NAMES[run.row], run.model, run.source, f"Table 1, the {run.row} row")
+      for run in NARAYANAN_TABLE1),
+    ModelPreset("22B", gpt(48, 6144, 64), ("korthikanti2022reducing",), "the 22B model of the evaluation"),
+    ModelPreset("175B", gpt(96, 12288, 96), ("brown2020language", "narayanan2021efficient"),
+                "GPT-3 175B, Table 2.1 of Brown et al.; vocabulary 51,200 as in Narayanan et al."),
+    ModelPreset("llama3-8b", _llama3(32, 4096, 14336, 32), ("dubey2024llama3",), "Table 3, 8B"),
+    ModelPreset("llama3-70b", _llama3(80, 8192, 28672, 64), ("dubey2024llama3",), "Table 3, 70B"),
+    ModelPreset("llama3-405b", _llama3(126, 16384, 53248, 128), ("dubey2024llama3",), "Table 3, 405B"),
+)}
+
+
+def model_preset(name: str) -> ModelPreset:
+    """The preset called ``name`` (case ignored; "GPT-3" means 175B; "18.4B" and the other Table 1 sizes work)."""
+    key = name.strip().lower().replace("gpt-3", "175b").replace("gpt3", "175b")
+    for preset in MODEL_PRESETS.values():
+        if preset.name.lower() == key:
+            return preset
+    for row, short in _TABLE1_NAMES.items():
+        if row.lower() == key:
+            return MODEL_PRESETS[short]
+    raise ValueError(f"unknown model {name!r}: the presets are {', '.join(MODEL_PRESETS)}")

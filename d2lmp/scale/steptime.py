@@ -1,0 +1,184 @@
+"""The seconds of one training step, term by term: matrix products, memory-bound operations, and each message.
+
+Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at ``gemm`` × the dense
+16-bit peak, its other operations ``memory_passes`` × its saved-activation bytes at HBM bandwidth, and
+its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's all-gathers
+and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same messages;
+recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). Context
+parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be.
+The pipeline (Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble
+of ``(p−1)/v`` micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism
+reduces the gradients once a step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a
+micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and recomputed forward.
+Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
+reduce-scatter, at the bus bandwidth of the link the group crosses, plus ``LATENCY_S`` per ring step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
+from .efficiency import LATENCY_S, OPTIMIZER_BYTES_PER_PARAM, Efficiency
+from .hardware import Cluster
+from .layout import Layout, Plan
+from .memory import layer_activation_bytes, stage_parameters
+
+__all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_seconds", "gather_seconds", "p2p_seconds",
+           "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost", "step_seconds"]
+
+STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
+              "optimizer_step")
+
+
+def link_bytes_per_s(cluster: Cluster, link: str, efficiency: Efficiency) -> float:
+    """Bus bandwidth per GPU of ``link`` ("nvlink" or "network"): its sourced figure × its fitted efficiency."""
+    if link == "nvlink":
+        return cluster.nvlink_bytes_per_s * efficiency.nvlink
+    return cluster.network_bytes_per_s * efficiency.network
+
+
+def all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
+    """Ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes / bandwidth + 2(n−1)·α``."""
+    if ranks == 1:
+        return 0.0
+    return 2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * LATENCY_S
+
+
+def gather_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
+    """Ring all-gather (or reduce-scatter) of a full result of ``nbytes``: ``(n−1)/n · nbytes / bw + (n−1)·α``."""
+    if ranks == 1:
+        return 0.0
+    return (ranks - 1) / ranks * nbytes / bandwidth + (ranks - 1) * LATENCY_S
+
+
+def p2p_seconds(nbytes: float, bandwidth: float) -> float:
+    """One point-to-point message: ``α + nbytes / bandwidth``."""
+    return LATENCY_S + nbytes / bandwidth
+
+
+def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency) -> float:
+    """Matrix products at ``gemm`` × the dense 16-bit peak."""
+    return flops / (cluster.preset.peak_flops * efficiency.gemm)
+
+
+def memory_bound_seconds(activation_bytes: float, cluster: Cluster, efficiency: Efficiency) -> float:
+    """The non-matmul operations of a forward whose saved activations are ``activation_bytes``: ``memory_passes``
+    × those bytes through HBM."""
+    return efficiency.memory_passes * activation_bytes / (cluster.preset.hbm_GBps * 1e9)
+
+
+@lru_cache(maxsize=8192)
+def _layer(model: Transformer, b: int, t: int, c: int, sp: bool) -> tuple[float, float, float, float, float]:
+    """One block, one micro-batch, one GPU: (forward FLOPs, attention-core FLOPs, activation bytes without
+    recomputation, attention-score bytes, key/value bytes a context-parallel rank passes on)."""
+    flops = layer_forward_flops(model, b) / (t * c)
+    core = attention_core_flops(model, b) / (t * c)
+    saved = layer_activation_bytes(model, b, t, sp, "none") / c
+    scores = saved - layer_activation_bytes(model, b, t, sp, "selective") / c
+    kv = 2 * 2 * b * (model.seq // c) * model.kv_hidden / t
+    return flops, core, saved, scores, kv
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """Seconds of one micro-batch's forward and backward (recomputation included) on one pipeline stage, by part."""
+
+    forward: dict[str, float]
+    backward: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.forward.values()) + sum(self.backward.values())
+
+    def part(self, name: str) -> float:
+        return self.forward.get(name, 0.0) + self.backward.get(name, 0.0)
+
+
+def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
+               stage: str) -> StageCost:
+    """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
+    t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
+    flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel)
+    tp_bw = link_bytes_per_s(cluster, layout.tp_link, efficiency)
+    tp_message = 2 * b * model.seq * model.hidden / c
+    tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
+    ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
+    core_s = matmul_seconds(core, cluster, efficiency)
+    mm, mem = matmul_seconds(flops, cluster, efficiency), memory_bound_seconds(saved, cluster, efficiency)
+    forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * max(0.0, ring - core_s)}
+    backward = {"compute": 2 * n * mm, "memory_bound": 2 * n * mem, "tp": n * tp_pair,
+                "cp": n * max(0.0, 2 * ring - 2 * core_s)}
+    if plan.recompute == "full":
+        for name in forward:
+            backward[name] += forward[name]
+    elif plan.recompute == "selective":
+        backward["compute"] += n * core_s
+        backward["memory_bound"] += n * memory_bound_seconds(scores, cluster, efficiency)
+    tokens = b * model.seq / c
+    if stage == "first" or plan.pp == 1:  # the vocabulary-parallel embedding sums its partial lookups
+        forward["tp"] += all_reduce_seconds(tp_message, t, tp_bw)
+    if stage == "last" or plan.pp == 1:  # logits and the 32-bit cross-entropy, never recomputed
+        logits = matmul_seconds(2 * tokens * model.hidden * model.vocab / t, cluster, efficiency)
+        loss = memory_bound_seconds(4 * tokens * model.vocab / t, cluster, efficiency)
+        forward["compute"] += logits
+        forward["memory_bound"] += loss
+        backward["compute"] += 2 * logits
+        backward["memory_bound"] += 2 * loss
+        backward["tp"] += all_reduce_seconds(tp_message, t, tp_bw)
+    return StageCost(forward, backward)
+
+
+def _data_parallel(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
+                   params: float, slowest: StageCost) -> tuple[float, float]:
+    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step."""
+    d, m = plan.dp, layout.microbatches
+    if d == 1:
+        return 0.0, 0.0
+    bw = link_bytes_per_s(cluster, layout.dp_link, efficiency)
+    grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
+    per_microbatch = slowest.total
+    backward = sum(slowest.backward.values())
+    if plan.zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes) per step
+        once = all_reduce_seconds(grads, d, bw)
+        return (max(0.0, once - backward) if plan.dp_overlap else once), 0.0
+    reduce = gather_seconds(grads, d, bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
+    if plan.zero == 2:
+        gather_back = gather_seconds(grads, d, bw)
+        exposed_once = max(0.0, gather_back - backward) if plan.dp_overlap else gather_back
+        return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
+    passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
+    layers = layout.layers_per_stage
+    gathers = passes * (gather_seconds(grads / layers, d, bw) * layers)  # one bucketed gather per layer and pass
+    exposed = max(0.0, reduce + gathers - per_microbatch)
+    return 0.0, m * exposed
+
+
+def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
+                 efficiency: Efficiency) -> dict[str, float]:
+    """Seconds of one step by part (``STEP_PARTS``); they add up to the step time."""
+    first = stage_cost(model, cluster, plan, layout, efficiency, "first")
+    last = stage_cost(model, cluster, plan, layout, efficiency, "last") if plan.pp > 1 else first
+    slowest = max(first, last, key=lambda cost: cost.total)
+    m, p, v = layout.microbatches, plan.pp, plan.interleave
+    parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp")}
+    parts["bubble"] = (p - 1) / v * slowest.total
+    parts["pp_p2p"] = 0.0
+    if p > 1:
+        message = 2 * plan.micro_batch * model.seq * model.hidden / plan.cp
+        bw = link_bytes_per_s(cluster, layout.pp_link, efficiency)
+        split = plan.tp if (plan.sequence_parallel or (plan.scatter_gather and layout.pp_link == "network")) else 1
+        one = p2p_seconds(message / split, bw)
+        if split > 1 and not plan.sequence_parallel:  # gather the split message back over NVLink
+            one += gather_seconds(message, plan.tp, link_bytes_per_s(cluster, layout.tp_link, efficiency))
+        parts["pp_p2p"] = (2 * v * m + 2 * (p - 1)) * one
+    params = max(stage_parameters(model, plan, layout, "first"), stage_parameters(model, plan, layout, "last"))
+    parts["dp"], parts["zero"] = _data_parallel(model, cluster, plan, layout, efficiency, params, slowest)
+    parts["embedding_sync"] = 0.0
+    if p > 1 and model.tied_embeddings:  # the first and last stages sum their copies' gradients
+        parts["embedding_sync"] = all_reduce_seconds(2 * model.vocab * model.hidden / plan.tp, 2,
+                                                     link_bytes_per_s(cluster, layout.pp_link, efficiency))
+    local = params / (plan.dp if plan.zero >= 1 else 1)
+    parts["optimizer_step"] = local * OPTIMIZER_BYTES_PER_PARAM / (cluster.preset.hbm_GBps * 1e9)
+    return {name: parts[name] for name in STEP_PARTS}
