@@ -53,7 +53,7 @@ REPORTS = (
                   "unexpected interruptions in a 54-day snapshot (466 with the 47 planned ones), §3.3.4",
                   ("dubey2024llama3",)),
     FailureReport("OPT-175B training", 1024, 2, 1, "about two machines (of 8 GPUs) going down every day",
-                  ("zhang2022opt_chronicles",)),
+                  ("zhang2022opt_final",)),
 )
 
 
