@@ -29,7 +29,7 @@ import torch.distributed as dist
 from ..parallel import resilient as RS
 from ..parallel.launch import exit_after_torchrun
 
-__all__ = ["PROG", "parse", "main"]
+__all__ = ["PROG", "parse", "main", "run"]
 
 PROG = "d2lmp.commands.resilient"
 
@@ -79,14 +79,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     torch.set_num_threads(1)  # ranks that share cores must not oversubscribe them
     _join_group(rank, world, attempt)
+    status = run(rank, world, spec, folder, run_id, attempt, fault)
+    dist.barrier()
+    dist.destroy_process_group()
+    return status
+
+
+def run(rank: int, world: int, spec: RS.RunSpec, folder: str, run_id: str, attempt: int,
+        fault: RS.Fault | None) -> int:
+    """On a rank of a joined group: the run (resumed if it can be), then the uninterrupted run, compared.
+
+    Returns 0 when every parameter and Adam tensor is equal on every rank, else 1 (and says so on stderr).
+    """
     result = RS.train(rank, world, spec, folder, run_id, attempt, fault)
     reference = RS.train(rank, world, spec)  # the uninterrupted run: from scratch, no checkpoints, no fault
     worst = torch.tensor(RS.max_difference(result.state, reference.state), dtype=torch.float64)
     dist.all_reduce(worst, op=dist.ReduceOp.MAX)
     if rank == 0:
         _report(spec, world, attempt, result, folder, float(worst))
-    dist.barrier()
-    dist.destroy_process_group()
     if float(worst) != 0.0:
         print(f"{PROG}: MISMATCH on rank {rank}: the resumed run differs from the uninterrupted one by "
               f"{float(worst):.3e}", file=sys.stderr)

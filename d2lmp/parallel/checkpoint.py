@@ -111,7 +111,8 @@ def save(state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id:
     """
     path = _prepare(root, step, process_group)
     start = time.perf_counter()
-    dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group)
+    dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group,
+             no_dist=not dist.is_initialized())
     if _rank(process_group) == 0:
         _write_marker(path, step, _world(process_group), run_id)
     _barrier(process_group)
@@ -199,7 +200,7 @@ def load(state: dict[str, Any], path: str | os.PathLike[str],
     """Fill ``state`` (allocated, sharded as this job shards it) from a complete checkpoint; return the seconds."""
     read_marker(path)  # refuses a half-written checkpoint before reading any of it
     start = time.perf_counter()
-    dcp_load(state, checkpoint_id=str(path), process_group=process_group)
+    dcp_load(state, checkpoint_id=str(path), process_group=process_group, no_dist=not dist.is_initialized())
     return time.perf_counter() - start
 
 
