@@ -24,6 +24,7 @@ from d2lmp.views import collectives as collectives_views  # noqa: E402
 from d2lmp.views import conv as conv_views  # noqa: E402
 from d2lmp.views import costmodel as costmodel_views  # noqa: E402
 from d2lmp.views import data_parallel as data_parallel_views  # noqa: E402
+from d2lmp.views import failures as failures_views  # noqa: E402
 from d2lmp.views import graphics as graphics_views  # noqa: E402
 from d2lmp.views import matmul as matmul_views  # noqa: E402
 from d2lmp.views import memory as memory_views  # noqa: E402
@@ -59,6 +60,7 @@ FACTORIES = {
     "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
     "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),
     "zero": lambda: zero_views.zero_widget(),
+    "checkpoint_interval": lambda: failures_views.interval_widget(),
 }
 
 
