@@ -16,6 +16,8 @@ def test_a_checkpoint_of_4_ranks_loads_into_2_and_1_equal(tmp_path, kind):
     assert sorted(report.written) == [0, 1, 2, 3], "every saving rank wrote its own file"
     # each rank holds its shards only: the fewer the ranks, the more each holds, and one rank holds everything
     assert report.held[4] < report.held[2] < report.held[1]
+    # each loading rank reads only the saved records that overlap its shards; one rank reads them all
+    assert report.read[2] < report.read[1] == sum(report.written.values())
     model, optimizer = R.build(kind, 1)
     one = R._batch(R.FSDP_SIZES if kind == "fsdp2" else R.TP_SIZES)
     optimizer.zero_grad()

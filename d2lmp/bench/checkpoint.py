@@ -71,7 +71,7 @@ def save_timing_rank(rank: int, world: int, folder: str, sizes: tuple[int, ...],
                 saver.wait()
                 out["async_total"].append(time.perf_counter() - start)
     state = ckpt.training_state(model, optimizer)
-    out["load"].append(ckpt.load(state, ckpt.step_dir(folder, 0)))
+    out["load"].append(ckpt.load(state, ckpt.step_dir(folder, 0)).seconds)
     return {**out, "written": written, "parameters": sum(p.numel() for p in model.parameters())}  # global sizes
 
 

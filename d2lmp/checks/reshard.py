@@ -39,6 +39,7 @@ class RankState:
     held_bytes: int  # this rank's own shards of parameters and optimizer state
     seconds: float  # the save (or load) as this rank timed it
     written: dict[int, int]  # bytes of data each rank wrote (after a save; empty after a load)
+    read: int = 0  # bytes of saved records this rank read (after a load)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ReshardReport:
     kind: str
     written: dict[int, int]  # bytes of data files per saving rank
     held: dict[int, int]  # world -> bytes one rank holds (its shards, after saving or loading)
+    read: dict[int, int]  # world -> bytes of saved records the busiest loading rank read
     save_seconds: float  # the slowest saving rank
     load_seconds: dict[int, float]  # world -> the slowest loading rank
     difference: dict[int, float]  # world -> max |difference| of any tensor from the saved state
@@ -121,10 +123,10 @@ def load_rank(rank: int, world: int, kind: str, path: str, sizes: tuple[int, ...
     model, optimizer = build(kind, world, sizes)
     state = ckpt.training_state(model, optimizer)  # allocated, sharded for this world: DCP fills it in place
     start = time.perf_counter()
-    ckpt.load(state, path)
+    report = ckpt.load(state, path)
     ckpt.restore_training_state(model, optimizer, state)
     seconds = time.perf_counter() - start
-    return RankState(ckpt.full_training_state(model, optimizer), _held_bytes(state), seconds, {})
+    return RankState(ckpt.full_training_state(model, optimizer), _held_bytes(state), seconds, {}, report.bytes_read)
 
 
 def state_difference(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, float]:
@@ -149,14 +151,15 @@ def reshard_roundtrip(folder: str, kind: str, worlds: tuple[int, ...] = (2, 1),
     steps = 3
     saved = launch(save_rank, SAVE_WORLD, kind, folder, steps, sizes, backend="gloo", timeout=timeout)
     path = str(ckpt.step_dir(folder, steps))
-    held, load_seconds, difference, equal = {SAVE_WORLD: saved[0].held_bytes}, {}, {}, {}
+    held, read, load_seconds, difference, equal = {SAVE_WORLD: saved[0].held_bytes}, {}, {}, {}, {}
     for world in worlds:
         loaded = launch(load_rank, world, kind, path, sizes, backend="gloo", timeout=timeout)
         equal[world], difference[world] = state_difference(loaded[0].state, saved[0].state)
         held[world] = max(r.held_bytes for r in loaded)
+        read[world] = max(r.read for r in loaded)
         load_seconds[world] = max(r.seconds for r in loaded)
-    return ReshardReport(kind, saved[0].written, held, max(r.seconds for r in saved), load_seconds, difference,
-                         equal)
+    return ReshardReport(kind, saved[0].written, held, read, max(r.seconds for r in saved), load_seconds,
+                         difference, equal)
 
 
 def _import_before_fork() -> None:

@@ -30,14 +30,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.checkpoint.filesystem import FileSystemWriter
+from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 from torch.distributed.checkpoint.state_dict_saver import async_save as dcp_async_save
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.checkpoint.storage import StorageWriter
 
-__all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "step_dir", "training_state",
+__all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport", "step_dir", "training_state",
            "restore_training_state", "full_training_state", "save", "AsyncSaver", "read_marker", "is_complete",
            "latest_complete", "load", "bytes_per_rank"]
 
@@ -67,6 +67,14 @@ class SaveReport:
     path: str
     seconds: float
     bytes_per_rank: dict[int, int]
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """One load as this rank saw it: the seconds it took and the bytes of saved records it read."""
+
+    seconds: float
+    bytes_read: int
 
 
 def step_dir(root: str | os.PathLike[str], step: int) -> Path:
@@ -196,12 +204,16 @@ def latest_complete(root: str | os.PathLike[str], run_id: str | None = None) -> 
 
 
 def load(state: dict[str, Any], path: str | os.PathLike[str],
-         process_group: dist.ProcessGroup | None = None) -> float:
-    """Fill ``state`` (allocated, sharded as this job shards it) from a complete checkpoint; return the seconds."""
+         process_group: dist.ProcessGroup | None = None) -> LoadReport:
+    """Fill ``state`` (allocated, sharded as this job shards it) from a complete checkpoint, in place.
+
+    Each rank reads only the saved records that overlap the shards it holds; the report counts them.
+    """
     read_marker(path)  # refuses a half-written checkpoint before reading any of it
+    reader = _CountingReader(path)
     start = time.perf_counter()
-    dcp_load(state, checkpoint_id=str(path), process_group=process_group, no_dist=not dist.is_initialized())
-    return time.perf_counter() - start
+    dcp_load(state, storage_reader=reader, process_group=process_group, no_dist=not dist.is_initialized())
+    return LoadReport(time.perf_counter() - start, reader.bytes_read)
 
 
 def bytes_per_rank(path: str | os.PathLike[str]) -> dict[int, int]:
@@ -240,6 +252,19 @@ def _prepare(root: str | os.PathLike[str], step: int, group: dist.ProcessGroup |
         path.mkdir()
     _barrier(group)
     return path
+
+
+class _CountingReader(FileSystemReader):
+    """DCP's file reader, counting the bytes of the saved records this rank reads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+        self.bytes_read = 0
+
+    def read_data(self, plan: Any, planner: Any) -> Any:
+        records = {item.storage_index for item in plan.items}
+        self.bytes_read += sum(self.storage_data[index].length for index in records)
+        return super().read_data(plan, planner)
 
 
 def _write_marker(path: Path, step: int, world: int, run_id: str) -> None:

@@ -247,7 +247,7 @@ def _resume(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBa
         raise ValueError(f"{path} was saved by {marker.world} ranks; this loop resumes on the same number "
                          f"(each rank's random state is its own), not on {world}")
     state = _checkpoint_state(model, optimizer, data, 0)
-    seconds = ckpt.load(state, path)  # in place: into the model's and the optimizer's own tensors
+    seconds = ckpt.load(state, path).seconds  # in place: into the model's and the optimizer's own tensors
     if "optimizer" in forget:
         set_model_state_dict(model, state["model"])
         optimizer.state.clear()  # Adam starts afresh: no moments, step count 0
