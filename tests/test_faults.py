@@ -70,3 +70,20 @@ def test_bad_faults_are_clear_errors():
         F.stage("typo")
     with pytest.raises(ValueError, match="world must be 2"):
         F.stage("send_send", world=3)
+
+
+def test_a_hung_exercise_says_where_each_rank_waits():
+    from d2lmp.exercises import when_things_fail as ex
+    from d2lmp.exercises._code import RanksFailed, on_ranks
+
+    with pytest.raises(RanksFailed) as info:
+        on_ranks(ex.pass_along, 3, timeout=TIMEOUT)
+    text = str(info.value)
+    assert text.startswith("your ranks hung: 3 ranks did not finish within 3 s")
+    assert "Where each rank was waiting when the time was up:" in text
+    assert f"rank 0: waits at {_line_at(ex.pass_along, 'dist.recv(')}" in text
+    assert "rank 1: finished its function" in text
+
+
+def _line_at(fn, call):
+    return f"d2lmp/exercises/when_things_fail.py:{_line_of(fn, call)} in {fn.__name__}"

@@ -37,7 +37,9 @@ def on_ranks(worker: Callable, world: int, *args, timeout: float = RANK_TIMEOUT_
     from d2lmp.parallel.stacks import format_stacks
 
     try:
-        return launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout)
+        # the group's own timeout outlasts launch's, so a hang is found where it hangs, with every rank's stack
+        return launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout,
+                      group_timeout=2 * timeout)
     except WorkerError as err:
         text = str(err)
         if "NotImplementedError" in text:
