@@ -26,6 +26,8 @@ REQUIRED = {
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
+    "when_things_fail": ["save", "load", "_checkpoint_state", "_resume", "expected_wall_time", "daly_interval",
+                         "skipped_collective", "send_send", "shape_mismatch", "pass_along"],
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -146,8 +147,9 @@ def state_difference(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, float]
 
 def reshard_roundtrip(folder: str, kind: str, worlds: tuple[int, ...] = (2, 1),
                       sizes: tuple[int, ...] | None = None, timeout: float = 120.0) -> ReshardReport:
-    """Save on ``SAVE_WORLD`` ranks under ``folder``, load into each of ``worlds``, compare with what was saved."""
+    """Save on ``SAVE_WORLD`` ranks under ``folder`` (created if need be), load into each of ``worlds``, compare."""
     _import_before_fork()
+    Path(folder).mkdir(parents=True, exist_ok=True)
     steps = 3
     saved = launch(save_rank, SAVE_WORLD, kind, folder, steps, sizes, backend="gloo", timeout=timeout)
     path = str(ckpt.step_dir(folder, steps))
