@@ -161,25 +161,18 @@ _ENTRIES = (
     _S("karpathy_nanogpt", "Karpathy, A.", "nanoGPT", "GitHub repository karpathy/nanoGPT", "n.d.",
        "https://github.com/karpathy/nanoGPT"),
     _S("young1974first", "Young, J. W.", "A first order approximation to the optimum checkpoint interval",
-       "Communications of the ACM 17(9)", 1974, "https://doi.org/10.1145/361147.361115",
-       "Failures as a Poisson process: the interval between checkpoints that minimises the time lost is about "
-       "√(2 × save time × mean time between failures)."),
+       "Communications of the ACM 17(9)", 1974, "https://doi.org/10.1145/361147.361115", "Poisson failures: √(2δM)."),
     _S("daly2006higher", "Daly, J. T.", "A higher order estimate of the optimum checkpoint interval for restart dumps",
        "Future Generation Computer Systems 22(3)", 2006, "https://doi.org/10.1016/j.future.2004.11.016",
-       "The expected run time with Poisson failures, restarts and failures during them; its higher-order optimum "
-       "gives 117, 57 and 9.1 min for MTBFs of 24 h, 6 h and 15 min (5 min saves, 10 min restarts, Figs. 3-5)."),
+       "Figs. 3-5: τ_opt = 117, 57, 9.1 min for M = 24 h, 6 h, 15 min (δ = 5 min, R = 10 min)."),
     _S("kokolis2025reliability", "Kokolis, A.; Kuchnik, M.; Hoffman, J.; Kumar, A.; Malani, P.; Ma, F.; DeVito, Z.; "
-       "Sengupta, S.; Saladi, K.; Wu, C.-J.",
-       "Revisiting Reliability in Large-Scale Machine Learning Research Clusters",
-       "IEEE International Symposium on High-Performance Computer Architecture (HPCA 2025); arXiv:2410.21680", 2025,
-       "https://arxiv.org/abs/2410.21680",
-       "11 months of two research clusters: 4 million jobs, over 150 million A100 GPU-hours; the mean time to "
-       "failure falls as a job's GPUs grow."),
+       "Sengupta, S.; Saladi, K.; Wu, C.-J.", "Revisiting Reliability in Large-Scale Machine Learning "
+       "Research Clusters", "IEEE HPCA 2025; arXiv:2410.21680", 2025, "https://arxiv.org/abs/2410.21680",
+       "11 months, 4 million jobs, over 150 million A100 GPU-hours; MTTF falls as a job's GPUs grow."),
     _S("zhang2021opt_update", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.; Ott, M.",
        "Update on 175B Training Run: 27% through", "metaseq repository, OPT chronicles (posted December 3, 2021)",
        2021, "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/27_percent_update.md",
-       "40+ restarts in about two weeks, mostly hardware failures; a 1.6 TB checkpoint in 992 files of ~1.7 GB "
-       "downloaded on each restart."),
+       "40+ restarts in about two weeks, mostly hardware; a 1.6 TB checkpoint in 992 files of ~1.7 GB."),
     _S("zhang2022opt_final", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.", "175B Training Run Completed",
        "metaseq repository, OPT chronicles (posted January 7, 2022)", 2022,
        "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/final_update.md",
@@ -322,13 +315,11 @@ _ENTRIES = (
     _S("pytorch_tensor_parallel_docs", _PT, "Tensor Parallelism: torch.distributed.tensor.parallel",
        "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/distributed.tensor.parallel.html"),
     _S("pytorch_dcp_docs", _PT, "Distributed Checkpoint - torch.distributed.checkpoint", "PyTorch 2.13 documentation",
-       2026, "https://docs.pytorch.org/docs/2.13/distributed.checkpoint.html",
-       "Each rank saves its own shards; load-time resharding loads into another topology; async_save."),
+       2026, "https://docs.pytorch.org/docs/2.13/distributed.checkpoint.html", "Load-time resharding; async_save."),
     _S("pytorch_distributed_debug_docs", _PT, "Debugging torch.distributed applications",
        "PyTorch 2.13 documentation (torch.distributed)", 2026,
        "https://docs.pytorch.org/docs/2.13/distributed.html#debugging-torch-distributed-applications",
-       "TORCH_DISTRIBUTED_DEBUG=DETAIL checks before each collective that every rank runs the same one, with the "
-       "same shapes; monitored_barrier names a rank that does not arrive."),
+       "TORCH_DISTRIBUTED_DEBUG=DETAIL checks that every rank runs the same collective with the same shapes."),
     _S("torchvision_alexnet_docs", _PT, "torchvision.models.alexnet (AlexNet_Weights.IMAGENET1K_V1)",
        "torchvision documentation", "n.d.",
        "https://pytorch.org/vision/stable/models/generated/torchvision.models.alexnet.html",
