@@ -25,6 +25,7 @@ from d2lmp.views import comm_roofline as comm_roofline_views  # noqa: E402
 from d2lmp.views import conv as conv_views  # noqa: E402
 from d2lmp.views import costmodel as costmodel_views  # noqa: E402
 from d2lmp.views import data_parallel as data_parallel_views  # noqa: E402
+from d2lmp.views import failures as failures_views  # noqa: E402
 from d2lmp.views import graphics as graphics_views  # noqa: E402
 from d2lmp.views import matmul as matmul_views  # noqa: E402
 from d2lmp.views import memory as memory_views  # noqa: E402
@@ -63,6 +64,7 @@ FACTORIES = {
     "zero": lambda: zero_views.zero_widget(),
     "comm_roofline": lambda: comm_roofline_views.comm_roofline_widget(),
     "planner": lambda: planner_views.planner_widget(),
+    "checkpoint_interval": lambda: failures_views.interval_widget(),
 }
 
 

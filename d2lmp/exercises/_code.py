@@ -5,7 +5,8 @@ function on reference cases) and a ``judge`` (which explains one wrong result, o
 is right) into a checker for :class:`~d2lmp.exercises.core.Exercise`. ``on_ranks`` runs a worker on
 real CPU processes with ``d2lmp.parallel.launch`` (gloo, fork, so a function defined in a notebook
 works) and turns a rank's failure into a sentence: a function that still raises ``NotImplementedError``
-means "not answered", a hang means unmatched messages. ``logged`` runs the student's function inside a
+means "not answered", a hang means unmatched messages (and the sentence ends with the line where
+each rank was waiting). ``logged`` runs the student's function inside a
 ``p2p_log.MessageLog``, so that a judge sees each rank's traffic too, and the traffic rules below
 (``no_collective``, ``ring_only``, ``sent_at_most``) say, in the exercise's words, when the numbers are
 right but the messages are not the algorithm asked for (a library collective and a slice, say).
@@ -47,20 +48,25 @@ def on_ranks(worker: Callable[..., Any], world: int, *args: Any, timeout: float 
     (with an explanation) for any other failure.
     """
     from d2lmp.parallel.launch import WorkerError, launch
+    from d2lmp.parallel.stacks import format_stacks
 
     try:
-        results: list[Any] = launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout)
+        # the group's own timeout outlasts launch's, so a hang is found where it hangs, with every rank's stack
+        results: list[Any] = launch(worker, world, *args, backend="gloo", start_method="fork", timeout=timeout,
+                                    group_timeout=2 * timeout)
         return results
     except WorkerError as err:
         text = str(err)
         if "NotImplementedError" in text:
             raise NotImplementedError("the function still raises NotImplementedError") from err
         if "did not finish within" in text:
+            where = ("\nWhere each rank was waiting when the time was up:\n" + format_stacks(err.stacks)
+                     if err.stacks else "")
             raise RanksFailed(
                 f"your ranks hung: {world} ranks did not finish within {timeout:g} s. A rank is waiting for a "
                 "message no rank sends, or every rank is blocked in a send that waits for a recv its partner has "
                 "not posted (post sends and receives together with isend/irecv). Check that every send has a "
-                "recv of the same size on the other rank, and that every rank calls each collective.") from err
+                "recv of the same size on the other rank, and that every rank calls each collective." + where) from err
         summary = text.split("\n", 1)[0]
         raise RanksFailed(f"your function failed with {world} ranks: {summary}") from err
 
