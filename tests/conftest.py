@@ -1,7 +1,11 @@
 import os
 
+import matplotlib
 import pytest
 import torch
+
+# Every test draws off screen; set once here, before any test module imports pyplot.
+matplotlib.use("Agg")
 
 # The test command sets quick mode; set it here too so `pytest tests` alone behaves the same.
 os.environ.setdefault("D2LMP_QUICK", "1")

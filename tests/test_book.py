@@ -1,18 +1,13 @@
 """The static book builds: a page per notebook, an index in chapter order, and working links."""
 
-import json
 import re
-import sys
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book"))
+from tools import build as book
+from tools.notebooks import paths, read
 
-import build as book  # noqa: E402
-
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = paths()
 
 
 class _Links(HTMLParser):
@@ -37,8 +32,7 @@ def _parse(path):
 
 
 def _png_outputs(notebook):
-    cells = json.loads(notebook.read_text())["cells"]
-    return sum("image/png" in out.get("data", {}) for c in cells if c["cell_type"] == "code" for out in c["outputs"])
+    return sum("image/png" in out.get("data", {}) for out in read(notebook).outputs())
 
 
 def test_link_rewriting_keeps_anchors():

@@ -6,16 +6,14 @@ and classes a notebook must show; the show() cell must come before any other cod
 """
 
 import ast
-import json
-from pathlib import Path
 
 import pytest
 
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
+from tools.notebooks import notebooks
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {p.stem.split("_", 1)[1]: p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
@@ -27,18 +25,6 @@ REQUIRED = {
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
 }
-
-
-def _code_cells(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
-
-
-def _tree(src):
-    """The cell's syntax tree; IPython magics (``%pip ...``) become ``pass`` so the cell parses."""
-    lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-             for line in src.splitlines()]
-    return ast.parse("\n".join(lines))
 
 
 def _shown(tree) -> set[str]:
@@ -65,7 +51,7 @@ def _uses(tree, name: str) -> bool:
 @pytest.mark.parametrize("slug", sorted(REQUIRED))
 def test_notebook_shows_its_algorithms_before_using_them(slug):
     assert slug in NOTEBOOKS, f"no notebook NN_{slug}.ipynb"
-    cells = [(i, _tree(src)) for i, src in _code_cells(NOTEBOOKS[slug])]
+    cells = [(c.index, c.tree()) for c in NOTEBOOKS[slug].code()]
     for name in REQUIRED[slug]:
         shown_at = [i for i, tree in cells if name in _shown(tree)]
         assert shown_at, f"{slug}: no cell shows {name} (use d2lmp.views.source.show)"

@@ -6,30 +6,20 @@ solution text.
 """
 
 import importlib
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from d2lmp.exercises.core import Exercise, Verdict
+from tools.notebooks import paths, read
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = paths()
 MIN_CHECKS = 3
 
 
-def _slug(path: Path) -> str:
-    return path.stem.split("_", 1)[1]
-
-
 def _module(path: Path):
-    return importlib.import_module(f"d2lmp.exercises.{_slug(path)}")
-
-
-def _cells(path: Path, kind: str) -> list[str]:
-    nb = json.loads(path.read_text())
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
+    return importlib.import_module(f"d2lmp.exercises.{read(path).slug}")
 
 
 ALL = [(path.name, ex) for path in NOTEBOOKS for ex in _module(path).EXERCISES]
@@ -58,8 +48,8 @@ def test_every_exercise_has_a_hint_and_enough_have_checks(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_shows_hints_and_check_calls_but_not_solutions(path):
-    markdown = "\n".join(_cells(path, "markdown"))
-    code = "\n".join(_cells(path, "code"))
+    markdown = "\n".join(c.source for c in read(path).markdown())
+    code = "\n".join(c.source for c in read(path).code())
     for e in _module(path).EXERCISES:
         assert e.hint_text.strip() in markdown, f"{e.key}: the hint is not shown in the notebook"
         if e.checker is not None:

@@ -3,12 +3,12 @@
 import json
 import subprocess
 import time
-from pathlib import Path
 
 from serving import fetch_when_up, free_port, port_is_free, stop_group
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from tools.notebooks import ROOT, paths
+
+NOTEBOOKS = paths()
 
 
 def test_make_lab_serves_the_notebooks(tmp_path):

@@ -1,15 +1,13 @@
 """Memory-bandwidth figures: known GPUs on bus width × rate, copy bandwidth against buffer size, the widget."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from d2lmp import bandwidth  # noqa: E402
-from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
-from d2lmp.views.bandwidth import plot_bandwidth_sweep  # noqa: E402
+from d2lmp import bandwidth
+from d2lmp.views import bandwidth as bandwidth_views
+from d2lmp.views.bandwidth import plot_bandwidth_sweep
 
 
 def _labels(fig):

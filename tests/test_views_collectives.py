@@ -1,15 +1,13 @@
 """Pictures of collectives: the ring and tree all-reduce step by step, before/after grids, the α-β model."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from d2lmp.parallel.alpha_beta import predicted_all_reduce_time  # noqa: E402
-from d2lmp.parallel.collectives import tree_schedule  # noqa: E402
-from d2lmp.views.collectives import (  # noqa: E402
+from d2lmp.parallel.alpha_beta import predicted_all_reduce_time
+from d2lmp.parallel.collectives import tree_schedule
+from d2lmp.views.collectives import (
     ASSUMED_GPU_ALPHA,
     ASSUMED_GPU_LINK_GBS,
     allreduce_model_widget,

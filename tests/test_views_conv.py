@@ -1,10 +1,8 @@
 """Convolution figures: im2col's memory blow-up and its widget."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-from d2lmp.views.conv import im2col_widget, plot_im2col_memory  # noqa: E402
+from d2lmp.views.conv import im2col_widget, plot_im2col_memory
 
 
 def test_figure_and_widget_build():

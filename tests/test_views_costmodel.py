@@ -1,16 +1,14 @@
 """The cost model on screen: a model's size and optimizer in, time and memory per device out; bars in frame."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-from d2lmp import models  # noqa: E402
-from d2lmp.parallel import costmodel as CM  # noqa: E402
-from d2lmp.views import costmodel as V  # noqa: E402
+from d2lmp import models
+from d2lmp.parallel import costmodel as CM
+from d2lmp.views import costmodel as V
 
 H100 = CM.PRESETS["8x H100 (NVSwitch)"]
 

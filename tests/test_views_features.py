@@ -1,13 +1,11 @@
 """The feature comparison figure: one bar per kind of feature, measured and reported side by side."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from d2lmp.views.features import plot_feature_accuracies  # noqa: E402
+from d2lmp.views.features import plot_feature_accuracies
 
 
 def test_measured_and_reported_panels():

@@ -1,14 +1,12 @@
 """Memory figures: the breakdown of a training step and of inference, saved activations per layer, the widget."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
 
-from d2lmp import memory, models  # noqa: E402
-from d2lmp.views import memory as memory_views  # noqa: E402
+from d2lmp import memory, models
+from d2lmp.views import memory as memory_views
 
 
 def test_figures_build():

@@ -1,14 +1,12 @@
 """Precision figures: gradient exponents against FP16's range, underflow per loss scale, quantized inference."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
 
-from d2lmp import precision  # noqa: E402
-from d2lmp.views import precision as precision_views  # noqa: E402
+from d2lmp import precision
+from d2lmp.views import precision as precision_views
 
 
 def test_figures_build():

@@ -1,13 +1,11 @@
 """Interconnect and power figures: link bandwidth, topologies, the power budget and its widget."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from d2lmp import topology  # noqa: E402
-from d2lmp.views import topology as topology_views  # noqa: E402
+from d2lmp import topology
+from d2lmp.views import topology as topology_views
 
 
 def test_figures_build():

@@ -1,14 +1,12 @@
 """The ZeRO picture and memory bars: what a rank keeps follows the stage, and the bars follow zero_memory."""
 
-import matplotlib
 
-matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from d2lmp.parallel.costmodel import zero_memory  # noqa: E402
-from d2lmp.views import zero as V  # noqa: E402
+from d2lmp.parallel.costmodel import zero_memory
+from d2lmp.views import zero as V
 
 
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
