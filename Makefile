@@ -31,8 +31,8 @@ browser-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "Chromium not installed: the browser tests will be skipped"
 
-# ruff (config in pyproject.toml) over the package, the tests, the book builder and the notebooks.
-LINT_PATHS := d2lmp tests book notebooks
+# ruff (config in pyproject.toml) over the package, the tests, the maintenance scripts and the notebooks.
+LINT_PATHS := d2lmp tests tools notebooks
 
 lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
@@ -47,11 +47,11 @@ unit: install
 
 # Re-execute every notebook in place from a real (full-size) run, for committing.
 execute: install
-	$(PY) book/execute.py
+	$(PY) -m tools.execute
 
 # A static HTML book of the executed notebooks, with an index, in build/book.
 book: install
-	$(PY) book/build.py build/book
+	$(PY) -m tools.build build/book
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

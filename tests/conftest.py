@@ -13,6 +13,14 @@ os.environ.setdefault("D2LMP_QUICK", "1")
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
+@pytest.fixture
+def displayed(monkeypatch):
+    """What widget callbacks display (figures, mostly), collected here instead of in a notebook's output."""
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objs, **kw: shown.extend(objs))
+    return shown
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     """Tests that draw leave no figures open for the next test."""

@@ -1,7 +1,5 @@
 """Pictures of collectives: the ring and tree all-reduce step by step, before/after grids, the α-β model."""
 
-
-
 import numpy as np
 import pytest
 

@@ -1,7 +1,5 @@
 """The cost model on screen: a model's size and optimizer in, time and memory per device out; bars in frame."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 import torch

@@ -1,7 +1,5 @@
 """The feature comparison figure: one bar per kind of feature, measured and reported side by side."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 

@@ -1,7 +1,5 @@
 """Matmul sweep figure: live rows and a recorded sweep drawn apart, peaks dashed."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 

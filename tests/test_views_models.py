@@ -1,7 +1,5 @@
 """AlexNet figures: parameters vs FLOPs per layer, learned filters, the two-GPU split, and the widget."""
 
-
-
 import torch
 
 from d2lmp.models import alexnet2012, layer_table, params_vs_flops

@@ -1,7 +1,5 @@
 """Power-model figure: one budget spent on slower cores, with Amdahl's speedup marked."""
 
-
-
 import matplotlib.pyplot as plt
 
 from d2lmp.power import many_slow_cores

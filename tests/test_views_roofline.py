@@ -1,7 +1,5 @@
 """Roofline and speed-up figures: measured and estimated figures kept apart; the widget marks the bound."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 

@@ -1,7 +1,5 @@
 """The three splits of one network: a box per (device, layer) exactly as the partitions given say."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 import torch

@@ -1,7 +1,5 @@
 """Tensor-parallel figures: W's slices per rank come from the layers' own shard arithmetic."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 

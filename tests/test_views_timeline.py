@@ -1,7 +1,5 @@
 """Gantt timelines: one row per rank and lane."""
 
-
-
 import pytest
 
 from d2lmp.parallel.timeline import TimelineEvent

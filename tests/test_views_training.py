@@ -1,7 +1,5 @@
 """Training curves: the history figure, and the live plot that train() redraws after each epoch."""
 
-
-
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 

@@ -1,7 +1,5 @@
 """The ZeRO picture and memory bars: what a rank keeps follows the stage, and the bars follow zero_memory."""
 
-
-
 import matplotlib.pyplot as plt
 import pytest
 

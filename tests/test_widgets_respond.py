@@ -70,14 +70,6 @@ def _other_value(control):
     return None
 
 
-@pytest.fixture
-def displayed(monkeypatch):
-    """The objects the callbacks display, instead of a notebook's output."""
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda *objs, **kw: shown.extend(objs))
-    return shown
-
-
 @pytest.mark.parametrize("name", FACTORIES)
 def test_every_control_redraws_without_error(name, displayed, caplog):
     caplog.set_level(logging.WARNING)
