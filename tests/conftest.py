@@ -3,6 +3,7 @@ import os
 import matplotlib
 import pytest
 import torch
+from notebook_runs import NotebookRuns
 
 # Every test draws off screen; set once here, before any test module imports pyplot.
 matplotlib.use("Agg")
@@ -11,6 +12,12 @@ matplotlib.use("Agg")
 os.environ.setdefault("D2LMP_QUICK", "1")
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def pytest_configure(config):
+    """How notebooks run in this test run: once each, torch deprecations as errors (tests/notebook_runs.py)."""
+    config.pluginmanager.register(NotebookRuns(), "d2lmp-notebook-runs")
+    config.pluginmanager.import_plugin("pytester")  # tests/test_notebook_runs.py collects nbval's items
 
 
 @pytest.fixture

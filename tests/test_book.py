@@ -4,6 +4,8 @@ import re
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
+import pytest
+
 from tools import build as book
 from tools.notebooks import paths, read
 
@@ -39,6 +41,7 @@ def test_link_rewriting_keeps_anchors():
     assert book.LINK.sub(r'href="\1.html\2"', 'href="03_general_purpose_gpus.ipynb#Summary"') == \
         'href="03_general_purpose_gpus.html#Summary"'
 
+@pytest.mark.slow
 
 def test_book_builds_with_every_page_link_and_plot(tmp_path):
     written = book.build(tmp_path)

@@ -190,6 +190,7 @@ def test_bench_dp_prints_ratio_to_ddp(capsys):
     assert "ratio to DDP" in out and "bucketed-no-overlap" in out and "goal" in out
 
 
+@pytest.mark.slow
 def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
     assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2"]) == 0
     out = capsys.readouterr().out

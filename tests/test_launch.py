@@ -27,6 +27,7 @@ def test_results_come_back_in_rank_order(tmp_path, world):
     _assert_all_gone(tmp_path, world)
 
 
+@pytest.mark.slow
 def test_spawn_start_method_runs_module_workers(tmp_path):
     results = launch(W.rank_info, 2, str(tmp_path), start_method="spawn")
     assert [r["sum"] for r in results] == [3.0, 3.0]
@@ -43,7 +44,7 @@ def test_worker_defined_here_runs_with_fork(tmp_path):
 
 # fork starts a rank in milliseconds, spawn in seconds (a fresh interpreter imports torch):
 # the time limits allow for that start, and are far below the 60 s timeout.
-@pytest.mark.parametrize("method, limit", [("fork", 15), ("spawn", 30)])
+@pytest.mark.parametrize("method, limit", [("fork", 15), pytest.param("spawn", 30, marks=pytest.mark.slow)])
 def test_exception_names_rank_and_carries_traceback(tmp_path, method, limit):
     start = time.monotonic()
     with pytest.raises(WorkerError) as info:
@@ -118,12 +119,14 @@ def _torchrun(module, ranks):
                           capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.slow
 def test_torchrun_entry_point():
     result = _torchrun("d2lmp.parallel.demo_dp", 2)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.count("matches: True") == 4
 
 
+@pytest.mark.slow
 def test_torchrun_collectives_entry_point():
     from d2lmp.checks.ranks import check_collectives
 
@@ -151,6 +154,7 @@ def test_demos_report_a_mismatch_with_status_1(monkeypatch, capsys, module, resu
     assert demo.main() == 0
 
 
+@pytest.mark.slow
 def test_exit_after_torchrun_passes_the_status_on():
     code = ("import d2lmp.parallel.demo_dp as demo\n"
             "from d2lmp.parallel.launch import exit_after_torchrun\n"

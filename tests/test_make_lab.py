@@ -4,12 +4,14 @@ import json
 import subprocess
 import time
 
+import pytest
 from serving import fetch_when_up, free_port, port_is_free, stop_group
 
 from tools.notebooks import ROOT, paths
 
 NOTEBOOKS = paths()
 
+@pytest.mark.slow
 
 def test_make_lab_serves_the_notebooks(tmp_path):
     """Start `make lab`, fetch the notebook listing and the tree page, stop it and check the port is released."""

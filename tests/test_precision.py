@@ -40,6 +40,7 @@ def test_underflow_fractions_and_scaling():
     with pytest.raises(ValueError):
         precision.underflow_fractions(v, 0)
 
+@pytest.mark.slow
 
 def test_real_gradients_lose_less_with_scaling():
     # Gradients shrink as training converges: after a few epochs on the digits a clear share of the
