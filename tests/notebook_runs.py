@@ -12,7 +12,7 @@ A pytest plugin, registered by tests/conftest.py, for ``pytest tests notebooks -
   instead of running it in a second kernel. Without Chromium nbval runs every notebook itself, as before.
 - With pytest-xdist (``-n 2 --dist loadgroup``) a notebook's cells and its browser test form one group, so they
   run in order on one worker, and the tests that start ranks form one group too, so that two multi-rank launches
-  never compete for the same two cores.
+  never compete for the same two cores. Each worker computes with its share of the cores (``OMP_NUM_THREADS``).
 """
 
 from __future__ import annotations
@@ -62,12 +62,18 @@ class NotebookRuns:
     def __init__(self):
         self._ipython_dir: Path | None = None
         self._previous: str | None = None
-        self.browser_mode = False
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config):
         if getattr(config.option, "dist", "no") == "loadgroup" and Version(pytest.__version__) >= Version("9.2"):
             raise pytest.UsageError(LOADGROUP_BROKEN)
+        workers = getattr(config.option, "numprocesses", None)
+        if isinstance(workers, int) and workers > 1 and not hasattr(config, "workerinput"):
+            # The workers (and the kernels they start) share the cores: each computes with its share. Two
+            # processes of two OpenMP threads each on two cores spin against each other (CONTRIBUTING.md).
+            from d2lmp.hardware import usable_cores
+
+            os.environ.setdefault("OMP_NUM_THREADS", str(max(1, usable_cores() // workers)))
         self._ipython_dir = kernel_profile(Path(tempfile.mkdtemp(prefix="d2lmp-ipython-")))
         self._previous = os.environ.get("IPYTHONDIR")
         os.environ["IPYTHONDIR"] = str(self._ipython_dir)
@@ -102,7 +108,6 @@ class NotebookRuns:
                    if _module(item) == "test_browser"} if available() else set()
         for item in items:
             if _is_nbval_cell(item) and Path(item.path).name in browsed:
-                self.browser_mode = True
                 item.parent.setup = item.parent.setup_sanitize_files  # no kernel of its own
                 item.runtest = _checker(item)
 
