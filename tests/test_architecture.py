@@ -305,14 +305,11 @@ def test_readme_names_every_module():
 
 
 def test_readme_notebook_table_matches_the_notebooks_imports():
-    """The README's notebook -> modules table is what the notebooks import (regenerate: book/notebook_modules.py)."""
-    import importlib.util
+    """The README's notebook -> modules table is what the notebooks import (regenerate: tools/notebook_modules.py)."""
+    from tools import notebook_modules
 
-    spec = importlib.util.spec_from_file_location("notebook_modules", ROOT / "book" / "notebook_modules.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
-        "README.md's notebook -> modules table is out of date: run python book/notebook_modules.py"
+    assert notebook_modules.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
+        "README.md's notebook -> modules table is out of date: run python -m tools.notebook_modules"
 
 
 def test_public_modules_declare_what_they_export():

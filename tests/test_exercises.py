@@ -21,23 +21,18 @@ import torch.distributed as dist
 from d2lmp.exercises._code import same_code
 from d2lmp.exercises.cells import HEADING, INTRO, check_code, section, section_bounds, update_section
 from d2lmp.exercises.core import Exercise, Verdict
+from tools.notebooks import paths, read
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = paths()
 MIN_CHECKS = 3
 
 
 def _slug(path: Path) -> str:
-    return path.stem.split("_", 1)[1]
+    return read(path).slug
 
 
 def _module(path: Path):
     return importlib.import_module(f"d2lmp.exercises.{_slug(path)}")
-
-
-def _cells(path: Path, kind: str) -> list[str]:
-    nb = json.loads(path.read_text())
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
 
 
 ALL = [(path.name, ex) for path in NOTEBOOKS for ex in _module(path).EXERCISES]
@@ -66,8 +61,8 @@ def test_every_exercise_has_a_hint_and_enough_have_checks(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_shows_hints_and_check_calls_but_not_solutions(path):
-    markdown = "\n".join(_cells(path, "markdown"))
-    code = "\n".join(_cells(path, "code"))
+    markdown = "\n".join(c.source for c in read(path).markdown())
+    code = "\n".join(c.source for c in read(path).code())
     for e in _module(path).EXERCISES:
         assert e.hint_text.strip() in markdown, f"{e.key}: the hint is not shown in the notebook"
         if e.checker is not None:
@@ -112,13 +107,13 @@ def test_open_question_check_points_to_the_solution(capsys):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_cells_are_generated_from_the_module(path):
     """The cells between ## Exercises and ## References are exactly what ``exercises.cells.section`` makes of the
-    module: run ``python book/update_exercises.py`` after changing a question, a hint or a check cell."""
+    module: run ``python -m tools.update_exercises`` after changing a question, a hint or a check cell."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     start, end = section_bounds(nb["cells"])
     found = [(c["cell_type"], "".join(c["source"])) for c in nb["cells"][start:end]]
     expected = section(_slug(path), _module(path).EXERCISES)
     for i, (got, want) in enumerate(zip(found, expected)):
-        assert got == want, f"cell {start + i} differs (run book/update_exercises.py):\n{got!r}\n{want!r}"
+        assert got == want, f"cell {start + i} differs (run python -m tools.update_exercises):\n{got!r}\n{want!r}"
     assert len(found) == len(expected), "the section has more or fewer cells than the module makes; regenerate it"
 
 

@@ -25,6 +25,7 @@ def test_results_come_back_in_rank_order(tmp_path, world):
     _assert_all_gone(tmp_path, world)
 
 
+@pytest.mark.slow
 def test_spawn_start_method_runs_module_workers(tmp_path):
     results = launch(W.rank_info, 2, str(tmp_path), start_method="spawn")
     assert [r["sum"] for r in results] == [3.0, 3.0]
@@ -41,7 +42,7 @@ def test_worker_defined_here_runs_with_fork(tmp_path):
 
 # fork starts a rank in milliseconds, spawn in seconds (a fresh interpreter imports torch):
 # the time limits allow for that start, and are far below the 60 s timeout.
-@pytest.mark.parametrize("method, limit", [("fork", 15), ("spawn", 30)])
+@pytest.mark.parametrize("method, limit", [("fork", 15), pytest.param("spawn", 30, marks=pytest.mark.slow)])
 def test_exception_names_rank_and_carries_traceback(tmp_path, method, limit):
     start = time.monotonic()
     with pytest.raises(WorkerError) as info:

@@ -1,13 +1,10 @@
 """The failure figures draw what they are given, and the widget's text follows checkpoint_interval."""
 
 import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-
-from d2lmp import checkpoint_interval as CI  # noqa: E402
-from d2lmp.views import failures as V  # noqa: E402
+from d2lmp import checkpoint_interval as CI
+from d2lmp.views import failures as V
 
 
 def test_job_timelines_draw_one_bar_per_job_and_a_cross_per_failure():

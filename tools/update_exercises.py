@@ -1,12 +1,12 @@
 """Regenerate each notebook's Exercises section from its exercise module, where each question is written once.
 
-Usage: python book/update_exercises.py [NOTEBOOK ...]   (default: every notebook in notebooks/)
+Usage: python -m tools.update_exercises [NOTEBOOK ...]   (default: every notebook in notebooks/)
 
 notebooks/NN_slug.ipynb takes its exercises from ``d2lmp.exercises.<slug>``: the cells between ``## Exercises``
 and ``## References`` become ``d2lmp.exercises.cells.section(slug, EXERCISES)`` (the shared introduction, the
 import, each exercise's markdown and its check cell). Unchanged cells keep their outputs; a changed code
 cell loses them, so run the notebook again afterwards. tests/test_exercises.py fails when a section is out of
-date. Nothing is executed. Then run book/update_references.py: a question may cite a source.
+date. Nothing is executed. Then run python -m tools.update_references: a question may cite a source.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 import nbformat
 
 from d2lmp.exercises.cells import update_section
-
-ROOT = Path(__file__).resolve().parents[1]
+from tools.notebooks import paths
 
 
 def update(path: Path) -> bool:
@@ -38,8 +37,8 @@ def update(path: Path) -> bool:
 
 
 def main(argv: list[str]) -> None:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for path in paths:
+    targets = [Path(a) for a in argv] or paths()
+    for path in targets:
         print(f"{path.name}: {'updated' if update(path) else 'up to date'}")
 
 
