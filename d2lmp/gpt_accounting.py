@@ -19,7 +19,8 @@ Three counts, each compared under the same assumptions as the formula (dtype, dr
   sequence it keeps views of the fused QKV output instead, again 3·s·b·h values.)
 
 Each comparison is a :class:`Comparison` (name, formula, measured, difference, explanation);
-:func:`comparison_table` prints a list of them.
+:func:`comparison_table` prints a list of them. :func:`block_comparisons` compares saved bytes measured on
+one rank of a tensor-parallel block (``parallel.tp_accounting``) with the same formula per rank.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from .transformer_accounting import (
 
 __all__ = ["Extra", "Comparison", "comparison_table", "parameter_comparisons", "count_flops",
            "recompute_flops_skipped", "flop_comparisons", "MODULE_OF_PART", "saved_bytes_by_module",
-           "dropout_mask_bytes", "layernorm_stat_bytes", "saved_extras", "activation_comparisons",
+           "dropout_mask_bytes", "layernorm_stat_bytes", "saved_extras", "activation_comparisons", "block_comparisons",
            "activation_summary"]
 
 
@@ -242,21 +243,25 @@ def layernorm_stat_bytes(device_type: str, value_bytes: int) -> int:
     return max(4, value_bytes) if device_type == "cuda" else value_bytes
 
 
-def saved_extras(config: GPTConfig, batch: int, value_bytes: int,
-                 device_type: str = "cpu") -> dict[str, tuple[Extra, ...]]:
+def saved_extras(config: GPTConfig, batch: int, value_bytes: int, device_type: str = "cpu", tp: int = 1,
+                 sequence_parallel: bool = False) -> dict[str, tuple[Extra, ...]]:
     """What one block saves beyond ``activation_parts``, by module: LayerNorm statistics, the causal mask, and
-    with ``flash`` the fused kernel's log-sum-exp (flash keeps no scores: compared with the selective formula)."""
+    with ``flash`` the fused kernel's log-sum-exp (flash keeps no scores: compared with the selective formula).
+
+    Per rank of a ``tp``-way tensor-parallel block: the log-sum-exp of its heads, the statistics of its
+    chunk of the sequence under ``sequence_parallel``; the causal mask is whole on every rank."""
     if config.recompute == "full":
         return {}
     stat = layernorm_stat_bytes(device_type, value_bytes)
     stats = layernorm_statistics(config.shape(), batch, stat)
     why = f"LayerNorm keeps its mean and 1/σ, {stat} B per token each"
-    extras: dict[str, tuple[Extra, ...]] = {"ln1": (Extra(stats[0].name, stats[0].nbytes, why),),
-                                           "ln2": (Extra(stats[1].name, stats[1].nbytes, why),)}
+    chunks = tp if sequence_parallel else 1
+    extras: dict[str, tuple[Extra, ...]] = {"ln1": (Extra(stats[0].name, stats[0].nbytes // chunks, why),),
+                                           "ln2": (Extra(stats[1].name, stats[1].nbytes // chunks, why),)}
     if config.flash:
         if config.dropout > 0 and device_type == "cpu":
             raise ValueError("flash attention with dropout runs PyTorch's math fallback on the CPU: not itemised")
-        extras["attn.core"] = (Extra("log-sum-exp per query and head", 4 * batch * config.seq * config.heads,
+        extras["attn.core"] = (Extra("log-sum-exp per query and head", 4 * batch * config.seq * config.heads // tp,
                                      "float32: the fused backward rebuilds the softmax from it"),)
     elif config.recompute == "none":
         extras["attn.core"] = (Extra("causal mask buffer", config.seq**2,
@@ -264,10 +269,11 @@ def saved_extras(config: GPTConfig, batch: int, value_bytes: int,
     return extras
 
 
-def _formula_by_module(config: GPTConfig, batch: int, value_bytes: int, mask_bytes: int) -> dict[str, int]:
+def _formula_by_module(config: GPTConfig, batch: int, value_bytes: int, mask_bytes: int, tp: int = 1,
+                       sequence_parallel: bool = False) -> dict[str, int]:
     m = config.shape()
-    if config.recompute == "full":
-        return {"": value_bytes * batch * m.seq * m.hidden}  # the block input, which checkpoint keeps
+    if config.recompute == "full":  # the block input, which checkpoint keeps (a chunk of it under SP)
+        return {"": value_bytes * batch * m.seq * m.hidden // (tp if sequence_parallel else 1)}
     selective = config.recompute == "selective" or config.flash  # flash keeps no scores either
     out: dict[str, int] = {}
     for part in activation_parts(m, batch, config.dropout > 0, value_bytes, mask_bytes):
@@ -276,7 +282,8 @@ def _formula_by_module(config: GPTConfig, batch: int, value_bytes: int, mask_byt
             where = "attn.core"  # the fused kernel writes its output in (b, s, heads·d) order and keeps it:
             # merging the heads is then free, and the projection's input is that same storage
         if not (selective and part.scores):
-            out[where] = out.get(where, 0) + part.nbytes
+            split = tp if part.tensor_parallel or sequence_parallel else 1
+            out[where] = out.get(where, 0) + part.nbytes // split
     return out
 
 
@@ -288,20 +295,30 @@ def activation_comparisons(config: GPTConfig, batch: int = 2, dtype: torch.dtype
     the total's formula is ``activation_bytes_per_layer`` (the selective one for ``flash``).
     """
     value_bytes = torch.empty((), dtype=dtype).element_size()
-    mask_bytes = dropout_mask_bytes("cpu", value_bytes)
     block = cast(Block, GPT(config, seed).to(dtype).train().blocks[0])
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, config.seq, config.hidden, generator=g).to(dtype).requires_grad_()
     measured = saved_bytes_by_module(block, x)
-    formula = _formula_by_module(config, batch, value_bytes, mask_bytes)
-    extras = saved_extras(config, batch, value_bytes)
+    return block_comparisons(config, batch, measured, value_bytes, _label(config, dtype))
+
+
+def block_comparisons(config: GPTConfig, batch: int, measured: dict[str, int], value_bytes: int, label: str,
+                      tp: int = 1, sequence_parallel: bool = False,
+                      more: dict[str, tuple[Extra, ...]] | None = None) -> list[Comparison]:
+    """``measured`` (``saved_bytes_by_module`` of one block on one rank of a ``tp``-way tensor-parallel group, on
+    the CPU) against the formula, module by module, then in total (``activation_bytes_per_layer``, named
+    ``label``); ``more`` adds itemised extras by module to those of ``saved_extras``."""
+    mask_bytes = dropout_mask_bytes("cpu", value_bytes)
+    formula = _formula_by_module(config, batch, value_bytes, mask_bytes, tp, sequence_parallel)
+    extras = saved_extras(config, batch, value_bytes, tp=tp, sequence_parallel=sequence_parallel)
+    for name, items in (more or {}).items():
+        extras[name] = extras.get(name, ()) + items
     modules = list(dict.fromkeys([*formula, *measured, *extras]))
     rows = [Comparison(f"  {name or 'block input (checkpoint)'}", "bytes", formula.get(name, 0),
                        measured.get(name, 0), extras.get(name, ())) for name in modules]
     recompute = "selective" if config.flash else config.recompute
-    total = activation_bytes_per_layer(config.shape(), batch, recompute=recompute, dropout=config.dropout > 0,
-                                       value_bytes=value_bytes, mask_bytes=mask_bytes)
-    label = _label(config, dtype)
+    total = activation_bytes_per_layer(config.shape(), batch, tp, sequence_parallel, recompute, config.dropout > 0,
+                                       value_bytes, mask_bytes)
     rows.append(Comparison(label, "bytes", int(total), sum(measured.values()),
                            tuple(e for name in modules for e in extras.get(name, ()))))
     return rows

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MEMORY_PARTS", "STATE_PARTS", "OptimizerBytes", "OPTIMIZERS", "optimizer_bytes"]
+__all__ = ["MEMORY_PARTS", "STATE_PARTS", "BUFFERS", "OptimizerBytes", "OPTIMIZERS", "optimizer_bytes"]
 
 MEMORY_PARTS = ("parameters", "gradients", "optimizer_state", "saved_activations", "live_activations")
 STATE_PARTS = MEMORY_PARTS[:3]
+# What the cluster-scale model adds to these parts: communication buffers and the allocator's slack.
+BUFFERS = "buffers"
 
 
 @dataclass(frozen=True)

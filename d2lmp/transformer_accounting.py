@@ -17,6 +17,8 @@ model at cluster scale are counted by the same functions. The conventions are th
   lists the small tensors that count leaves out.
 - :func:`layer_flop_parts` and :func:`block_anatomy` split one block by part (``BLOCK_PARTS``): where its
   parameters, FLOPs and saved bytes are.
+- :func:`layer_communication` counts one block's tensor-parallel collectives and the bytes a rank sends
+  for them, with and without sequence parallelism (Korthikanti et al. 2022, §4).
 
 Symbols: ``s`` sequence length, ``b`` micro-batch size, ``h`` hidden size, ``a`` attention heads, ``l``
 layers, ``V`` vocabulary, ``f`` MLP width, ``t`` tensor-parallel size, ``p`` pipeline-parallel size, ``v``
@@ -37,7 +39,7 @@ __all__ = ["RECOMPUTE", "Transformer", "ParameterCount", "layer_parameters", "pa
            "narayanan_parameters", "layer_forward_flops", "forward_flops", "training_flops", "narayanan_flops",
            "attention_core_flops", "LayerFlops", "layer_flop_parts", "ActivationPart", "activation_parts",
            "activation_bytes_per_layer", "korthikanti_bytes_per_layer", "layernorm_statistics", "BLOCK_PARTS",
-           "BlockAnatomy", "block_anatomy"]
+           "BlockAnatomy", "block_anatomy", "LayerCommunication", "layer_communication"]
 
 RECOMPUTE = ("none", "selective", "full")
 # The parts of a block, in the order data flows through them (attention core: scores, softmax, weighted values).
@@ -305,6 +307,43 @@ def korthikanti_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: 
     if sequence_parallel:
         return sbh * (34 / t + scores)
     return sbh * (10 + 24 / t + scores)
+
+
+@dataclass(frozen=True)
+class LayerCommunication:
+    """The collectives one block's forward and backward issue on each rank of a ``tp``-way tensor group, each on
+    the block's whole activation of ``activation_bytes`` = value bytes · s·b·h; ``wire_bytes`` is what a rank
+    sends for them under ring algorithms (all-reduce 2(t−1)/t of the bytes, all-gather and reduce-scatter
+    (t−1)/t each)."""
+
+    tp: int
+    activation_bytes: int
+    all_reduces: int
+    all_gathers: int
+    reduce_scatters: int
+
+    @property
+    def wire_bytes(self) -> int:
+        t = self.tp
+        return (2 * self.all_reduces + self.all_gathers + self.reduce_scatters) * (t - 1) * self.activation_bytes // t
+
+
+def layer_communication(m: Transformer, micro_batch: int = 1, tp: int = 2, sequence_parallel: bool = False,
+                        regather: bool = True, value_bytes: int = 2) -> LayerCommunication:
+    """One block's tensor-parallel collectives per step (Korthikanti et al. 2022, §4).
+
+    Tensor parallelism: four all-reduces (after the attention and the MLP forward, before them backward).
+    Sequence parallelism: four all-gathers and four reduce-scatters instead, the same bytes on the wire,
+    since a ring all-reduce is a reduce-scatter followed by an all-gather. A column-parallel layer that
+    keeps only its chunk of the gathered input (``regather``, as the activation count assumes) gathers it
+    again in backward: two more all-gathers per block.
+    """
+    if tp < 1:
+        raise ValueError(f"tp must be at least 1, got {tp}")
+    n = value_bytes * m.seq * micro_batch * m.hidden
+    if not sequence_parallel:
+        return LayerCommunication(tp, n, all_reduces=4, all_gathers=0, reduce_scatters=0)
+    return LayerCommunication(tp, n, all_reduces=0, all_gathers=4 + 2 * regather, reduce_scatters=4)
 
 
 def layernorm_statistics(m: Transformer, micro_batch: int = 1, stat_bytes: int = 4) -> list[ActivationPart]:

@@ -34,9 +34,11 @@ LAYERS = {
         "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
         "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.memory_records",
         "d2lmp.precision",
-        "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.recorded.*", "d2lmp.recompute",
+        "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.sources.*", "d2lmp.recorded.*",
+        "d2lmp.recompute",
         "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
         "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",
+        "d2lmp.moe",
         "d2lmp.parallel",  # the subpackage's __init__ only
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
@@ -46,6 +48,13 @@ LAYERS = {
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
         "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",
         "d2lmp.parallel.model_size", "d2lmp.parallel.allreduce_steps",
+        "d2lmp.parallel.transformer_tp", "d2lmp.parallel.gpt_tp", "d2lmp.parallel.tp_accounting",
+        "d2lmp.parallel.grid3d",
+        "d2lmp.parallel.all_to_all", "d2lmp.parallel.expert_parallel",
+        "d2lmp.parallel.lr_scaling", "d2lmp.parallel.sync_batchnorm", "d2lmp.parallel.dp_training",
+        "d2lmp.parallel.dp_batchnorm", "d2lmp.parallel.trace_events", "d2lmp.parallel.profiler_trace",
+        "d2lmp.checkpoint_interval", "d2lmp.parallel.stacks", "d2lmp.parallel.checkpoint",
+        "d2lmp.parallel.resilient", "d2lmp.parallel.faults",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
@@ -62,7 +71,7 @@ ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.paral
             "d2lmp.scale.hardware", "d2lmp.scale.layout",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
             "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
-            "d2lmp.scale.report")
+            "d2lmp.scale.report", "d2lmp.scale.comm_roofline", "d2lmp.checkpoint_interval")
 RUNTIME = ("d2lmp.parallel.launch", "d2lmp.parallel.collectives", "torch.distributed.*")
 
 MAX_LINES = 400
@@ -297,14 +306,11 @@ def test_readme_names_every_module():
 
 
 def test_readme_notebook_table_matches_the_notebooks_imports():
-    """The README's notebook -> modules table is what the notebooks import (regenerate: book/notebook_modules.py)."""
-    import importlib.util
+    """The README's notebook -> modules table is what the notebooks import (regenerate: tools/notebook_modules.py)."""
+    from tools import notebook_modules
 
-    spec = importlib.util.spec_from_file_location("notebook_modules", ROOT / "book" / "notebook_modules.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
-        "README.md's notebook -> modules table is out of date: run python book/notebook_modules.py"
+    assert notebook_modules.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
+        "README.md's notebook -> modules table is out of date: run python -m tools.notebook_modules"
 
 
 def test_public_modules_declare_what_they_export():

@@ -6,16 +6,15 @@ and classes a notebook must show; the show() cell must come before any other cod
 """
 
 import ast
-import json
-from pathlib import Path
+import re
 
 import pytest
 
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
+from tools.notebooks import notebooks
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {p.stem.split("_", 1)[1]: p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
@@ -26,19 +25,11 @@ REQUIRED = {
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
+    "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
+                          "data_parallel_seconds"],
+    "when_things_fail": ["save", "load", "_checkpoint_state", "_resume", "expected_wall_time", "daly_interval",
+                         "skipped_collective", "send_send", "shape_mismatch", "pass_along"],
 }
-
-
-def _code_cells(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
-
-
-def _tree(src):
-    """The cell's syntax tree; IPython magics (``%pip ...``) become ``pass`` so the cell parses."""
-    lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-             for line in src.splitlines()]
-    return ast.parse("\n".join(lines))
 
 
 def _shown(tree) -> set[str]:
@@ -65,7 +56,7 @@ def _uses(tree, name: str) -> bool:
 @pytest.mark.parametrize("slug", sorted(REQUIRED))
 def test_notebook_shows_its_algorithms_before_using_them(slug):
     assert slug in NOTEBOOKS, f"no notebook NN_{slug}.ipynb"
-    cells = [(i, _tree(src)) for i, src in _code_cells(NOTEBOOKS[slug])]
+    cells = [(c.index, c.tree()) for c in NOTEBOOKS[slug].code()]
     for name in REQUIRED[slug]:
         shown_at = [i for i, tree in cells if name in _shown(tree)]
         assert shown_at, f"{slug}: no cell shows {name} (use d2lmp.views.source.show)"
@@ -87,3 +78,40 @@ def test_source_of_names_the_file_and_is_the_running_code():
 def test_show_displays_highlighted_code(capsys):
     show(collectives.ring_reduce_scatter)
     assert "def ring_reduce_scatter(" in capsys.readouterr().out
+
+
+# A listing on the page is the idea in about 30 lines; speed tricks and bookkeeping live behind named helpers.
+MAX_LISTING_LINES = 30
+# (notebook slug, shown name) -> why this listing may be longer. Keep it short: shorten the code instead.
+LONG_LISTINGS: dict[tuple[str, str], str] = {}
+
+
+def _shown_listings() -> list[tuple[str, int, str, int]]:
+    """(slug, cell, name, lines) for every object a notebook shows, its length read from the stored output."""
+    found = []
+    for slug, nb in sorted(NOTEBOOKS.items()):
+        for cell in nb.code():
+            if not _shown(cell.tree()):
+                continue
+            for out in cell.outputs:
+                text = out.get("data", {}).get("text/plain", "")
+                text = "".join(text) if isinstance(text, list) else text
+                head = re.match(r"# d2lmp/\S+\n(?:@.*\n)*(?:class|def|async def) (\w+)", text)
+                if head:  # the header line names the file; the listing is what follows it
+                    found.append((slug, cell.index, head.group(1), text.count("\n")))
+    return found
+
+
+def test_every_listing_is_the_idea_in_about_30_lines():
+    long = [f"{slug} cell {i}: {name} is {n} lines" for slug, i, name, n in _shown_listings()
+            if n > MAX_LISTING_LINES and (slug, name) not in LONG_LISTINGS]
+    assert not long, (f"listings over {MAX_LISTING_LINES} lines: show the idea and move the bookkeeping behind a "
+                      f"named helper (or add a reason to LONG_LISTINGS): {long}")
+
+
+def test_no_listing_is_shown_twice():
+    places: dict[str, list[str]] = {}
+    for slug, i, name, _ in _shown_listings():
+        places.setdefault(name, []).append(f"{slug} cell {i}")
+    twice = {name: where for name, where in places.items() if len(where) > 1}
+    assert not twice, f"shown more than once (show it where it is taught, then refer to it): {twice}"

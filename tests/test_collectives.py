@@ -110,8 +110,10 @@ def test_bus_factors_match_nccl_tests():
     assert AB.bus_bandwidth(10.0, "all_gather", 4) == pytest.approx(7.5)
     assert AB.bus_bandwidth(10.0, "reduce_scatter", 4) == pytest.approx(7.5)
     assert AB.bus_bandwidth(10.0, "broadcast", 4) == pytest.approx(10.0)
+    assert AB.bus_bandwidth(10.0, "all_to_all", 4) == pytest.approx(7.5)
+    assert AB.bus_bandwidth(10.0, "all_to_all", 2) == pytest.approx(5.0)
     with pytest.raises(ValueError, match="available"):
-        AB.bus_bandwidth(1.0, "all_to_all", 4)
+        AB.bus_bandwidth(1.0, "all_to_allv", 4)
 
 
 def test_fit_alpha_beta_recovers_a_known_line():

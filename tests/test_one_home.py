@@ -29,14 +29,14 @@ import pytest
 
 from d2lmp.parallel.alpha_beta import GPU_ALPHA_S
 from d2lmp.parallel.dp_model import DDP_BUCKET_BYTES
-from d2lmp.training_state import MEMORY_PARTS, OPTIMIZERS
+from d2lmp.training_state import BUFFERS, MEMORY_PARTS, OPTIMIZERS
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = ROOT / "d2lmp" / "views"
 
 # Names whose numeric value is a drawing choice: figure layout, how many things to draw, where to look from.
 PLOTTING_PARAMETERS = {"figsize", "fontsize", "label_min", "decimals", "columns", "ticks", "yaw", "pitch", "world",
-                       "batch", "step", "width", "opacity"}
+                       "batch", "step", "width", "opacity", "unit", "floor"}
 # (module, name) -> why a view may name this number: reviewed drawing choices outside PLOTTING_PARAMETERS.
 REVIEWED_VIEW_NUMBERS = {
     ("data_parallel", "WORLDS"): "the numbers of devices on the scaling plot's axis",
@@ -44,6 +44,9 @@ REVIEWED_VIEW_NUMBERS = {
     ("pipeline", "micro_batches"): "the example pipeline the schedule comparison draws",
     ("pipeline", "chunks"): "the example pipeline the schedule comparison draws",
     ("context_parallel", "seq_len"): "the example sequence the work-per-rank figure splits",
+    ("comm_roofline", "ranks"): "the widget's starting group size (tensor parallelism inside a DGX node)",
+    ("planner", "gpus"): "the planner widget's starting case: GPT-3 on 1,024 GPUs",
+    ("planner", "global_batch"): "the planner widget's starting case: Narayanan et al.'s batch of 1,536",
     ("strategies", "_BOX_W"): "a layer box's width in the drawing",
     ("strategies", "_BOX_H"): "a layer box's height in the drawing",
     ("strategies", "_ROW"): "the distance between the drawing's rows",
@@ -333,7 +336,7 @@ def test_the_parts_of_memory_have_one_name_and_one_colour():
     for where, tree in _learner_code():
         for node in ast.walk(tree):
             keys = _keys(node)
-            if keys and {"parameters", "gradients"} <= set(keys) and not set(keys) <= set(MEMORY_PARTS):
+            if keys and {"parameters", "gradients"} <= set(keys) and not set(keys) <= {*MEMORY_PARTS, BUFFERS}:
                 named.append(f"{where}:{node.lineno}: {sorted(set(keys) - set(MEMORY_PARTS))}")
             strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
             if isinstance(node, (ast.Dict, ast.Tuple, ast.List)) and set(strings) & {*MEMORY_PARTS, *OLD_NAMES} \

@@ -8,7 +8,13 @@ from d2lmp import transformer_accounting as ta
 from d2lmp.bibliography import SOURCES
 from d2lmp.scale.calibration import GOAL, compare, fit, objective
 from d2lmp.scale.efficiency import BOUNDS, FITTED, describe
-from d2lmp.scale.published import CHECKED_TABLES, KORTHIKANTI_TABLE, NARAYANAN_TABLE1, NARAYANAN_TABLE2
+from d2lmp.scale.published import (
+    CHECKED_TABLES,
+    KORTHIKANTI_TABLE,
+    MEGATRON_GPT3,
+    NARAYANAN_TABLE1,
+    NARAYANAN_TABLE2,
+)
 from d2lmp.scale.report import calibration_report, format_calibration
 
 # Narayanan et al. (2021), Table 1: the columns the data table does not hold, to check its transcription
@@ -53,6 +59,17 @@ def test_table2_runs_keep_their_global_batch_per_scheme():
     assert len(zero) == 6 and all(r.plan.tp == r.plan.pp == 1 for r in zero)
     ptdp = [r for r in NARAYANAN_TABLE2 if r.plan.zero == 0]
     assert {r.plan.tp * r.plan.pp for r in ptdp} == {96, 280}  # the model-parallel sizes of Table 2
+
+
+def test_megatrons_gpt3_example_counts_the_recomputed_flops():
+    """The README's 32 s an iteration and 138 teraFLOP/s per GPU agree with each other when the FLOPs count a full
+    recomputation (Narayanan et al.'s eq. (3)), not with the model FLOPs: hence the assumed recomputation."""
+    (run,) = MEGATRON_GPT3
+    m, batch, gpus = run.model, run.plan.global_batch, run.plan.gpus
+    assert (run.plan.tp, run.plan.pp, run.plan.dp, gpus, batch) == (8, 16, 8, 1024, 1536)
+    per_gpu = ta.training_flops(m, batch, "full") / run.published / gpus / 1e12
+    assert per_gpu == pytest.approx(138, rel=0.01) and run.plan.recompute == "full"
+    assert ta.training_flops(m, batch, "none") / run.published / gpus / 1e12 < 110
 
 
 def test_the_stored_parameters_are_the_fit():

@@ -1,6 +1,6 @@
 """The package stays typed: every function annotated, records as frozen dataclasses, mypy strict and clean.
 
-The counts come from the project's own ``type_coverage.py`` (read with ``ast``, nothing imported); the type
+The counts come from the project's own ``tools.type_coverage`` (read with ``ast``, nothing imported); the type
 check itself is mypy with the configuration in ``pyproject.toml`` (``make lint`` and ``make test`` run it too;
 here it reuses their warm cache and takes a few seconds).
 """
@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tools import type_coverage
 
 try:
     import tomllib
@@ -39,19 +41,9 @@ RECORD_DICT_ALLOWED = {
 }
 
 
-def _coverage_module():
-    """``type_coverage.py`` from the folder of project scripts (``tools/``, formerly ``book/``)."""
-    path = next(p for p in (ROOT / "tools" / "type_coverage.py", ROOT / "book" / "type_coverage.py") if p.exists())
-    spec = importlib.util.spec_from_file_location("type_coverage", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def functions():
-    return _coverage_module().coverage(PACKAGE).functions
+    return type_coverage.coverage(PACKAGE).functions
 
 
 def _name(f) -> str:
@@ -91,7 +83,7 @@ def test_the_counter_sees_what_it_counts(tmp_path):
         "def literal():\n    return {'a': 1}\n"
         "def nested() -> int:\n    def inner(y):\n        return dict(y=y)\n    return 0\n"
         "class C:\n    def method(self, a: int) -> None: ...\n    @staticmethod\n    def static(a) -> None: ...\n")
-    found = {f.qualname: f for f in _coverage_module().coverage(package).functions}
+    found = {f.qualname: f for f in type_coverage.coverage(package).functions}
     annotated = {q for q, f in found.items() if f.fully_annotated}
     assert annotated == {"typed", "record", "vague", "rows", "mapping", "nested", "C.method"}
     assert {q for q, f in found.items() if f.record_dict} == {"record", "vague", "rows", "literal", "nested.inner"}

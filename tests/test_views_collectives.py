@@ -1,16 +1,12 @@
 """Pictures of collectives: the ring and tree all-reduce step by step, before/after grids, the α-β model."""
 
-import matplotlib
+import numpy as np
+import pytest
+from matplotlib.text import Annotation
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.text import Annotation  # noqa: E402
-
-from d2lmp.parallel.allreduce_steps import ring_steps, tree_steps  # noqa: E402
-from d2lmp.parallel.alpha_beta import all_reduce_model  # noqa: E402
-from d2lmp.views.collectives import (  # noqa: E402
+from d2lmp.parallel.allreduce_steps import ring_steps, tree_steps
+from d2lmp.parallel.alpha_beta import all_reduce_model
+from d2lmp.views.collectives import (
     allreduce_model_widget,
     collective_examples,
     plot_allreduce_model,
@@ -37,7 +33,8 @@ def test_collective_pictures_follow_the_definitions():
     assert ex["reduce-scatter"][1][1] == ["·", "Σb", "·"]
     assert ex["all-gather"][1] == [["a0", "b1", "c2"]] * 3
     assert ex["broadcast (from rank 0)"][1] == [["a0", "b0", "c0"]] * 3
-    assert len(plot_collectives(3).axes) == 10
+    assert ex["all-to-all"][1] == [["a0", "a1", "a2"], ["b0", "b1", "b2"], ["c0", "c1", "c2"]]  # the transpose
+    assert len(plot_collectives(3).axes) == 12
     with pytest.raises(ValueError):
         collective_examples(1)
 

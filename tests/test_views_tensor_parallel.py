@@ -1,14 +1,10 @@
 """Tensor-parallel figures: W's slices per rank come from the layers' own shard arithmetic."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.parallel.tensor_parallel import shard_range  # noqa: E402
-from d2lmp.views import tensor_parallel as tp_views  # noqa: E402
+from d2lmp.parallel.tensor_parallel import shard_range
+from d2lmp.views import tensor_parallel as tp_views
 
 
 def _texts(ax):
@@ -56,3 +52,26 @@ def test_split_scaling_marks_the_perfect_split():
 def test_widget_builds():
     assert tp_views.comm_volume_widget().children
     plt.close("all")
+
+
+def test_saved_bytes_by_part_stacks_each_measurement_and_marks_the_formula():
+    from dataclasses import replace
+
+    from d2lmp.gpt import preset
+    from d2lmp.parallel.tp_accounting import PARTS, measure_full_block
+
+    one = measure_full_block(preset("tiny", dropout=0.1))
+    half = replace(one, tp=2, sequence_parallel=True, saved_by_part=tuple(n // 2 for n in one.saved_by_part))
+    fig = tp_views.plot_saved_bytes_by_part([one, half])
+    ax = fig.axes[0]
+    drawn = [p for p in ax.patches]  # one rectangle per part with bytes, per bar
+    parts = [i for i, n in enumerate(one.saved_by_part) if n]
+    assert len(drawn) == 2 * len(parts)
+    assert [round(p.get_height() * 1024) for p in drawn[::2]] == [one.saved_by_part[i] for i in parts]
+    assert [round(p.get_height() * 1024) for p in drawn[1::2]] == [half.saved_by_part[i] for i in parts]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["formula (per rank)", *(PARTS[i] for i in parts)]
+    assert ax.lines[0].get_ydata()[0] * 1024 == one.total.formula
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1 device\nrecompute\nnone",
+                                                            "TP + SP\nt = 2\nrecompute\nnone"]
+    with pytest.raises(ValueError):
+        tp_views.plot_saved_bytes_by_part([])

@@ -4,7 +4,8 @@ Checks are code that proves the library right on the machine at hand. Each topic
 ``conv``, ``training``, ``memory``, ``precision``, ``nccl``) lists its checks in ``CHECKS``: functions
 ``check(device, quick) -> CheckResult``; ``CHECKS`` here collects them, topic by topic, and a new
 topic adds its module to ``TOPICS``. Without a CUDA GPU the GPU checks are skipped with a message,
-never faked. ``ranks`` holds the rank functions that prove each parallel version equals one device.
+never faked. ``ranks`` holds the rank functions that prove each parallel version equals one device,
+``gpt_parallel`` those of the tensor-parallel GPT and the 3D grid.
 This layer imports the library (``d2lmp`` and ``d2lmp.parallel``), never the views or the CLI.
 """
 

@@ -2,13 +2,16 @@
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.commands.demo zero
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.commands.demo all
+    python -m torch.distributed.run --max-restarts 1 --standalone --nproc-per-node 2 -m d2lmp.commands.demo \
+        resilient --steps 8 --checkpoint-every 2 --kill-rank 1 --kill-step 5 --dir /tmp/run
 
 ``STRATEGIES`` maps each name to its rank check (from ``checks.ranks``), the largest error that still
 matches, the world sizes it can use and one line saying what it proves. Rank 0 prints every check's
 error; a rank that finds a mismatch names itself, the check, the error and the tolerance on stderr and
 the command exits 1, so torchrun (and a shell script or CI job around it) reports a failure. An unknown
 strategy, or a world size a strategy cannot use, is one line on stderr and exit status 2, before any
-rank joins the group.
+rank joins the group. ``resilient`` is the one strategy with options of its own (``commands.resilient``): a
+run that loses a rank, restarts from its checkpoint and ends equal to an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..checks.experts import check_all_to_all, check_expert_parallel
+from ..checks.gpt_parallel import TOLERANCE as GPT_TOLERANCE
+from ..checks.gpt_parallel import check_3d, check_gpt_tensor
 from ..checks.ranks import (
     check_collectives,
     check_context_parallel,
@@ -30,6 +36,7 @@ from ..checks.ranks import (
     check_zero,
 )
 from ..parallel.launch import exit_after_torchrun, run_from_env
+from . import resilient
 
 __all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
 
@@ -50,6 +57,7 @@ class Strategy:
     min_world: int = 1
     max_world: int | None = None
     even_world: bool = False
+    multiple_of: int = 1
 
     @property
     def worlds(self) -> str:
@@ -57,12 +65,13 @@ class Strategy:
         bounds = ([f"at least {self.min_world}"] if self.min_world > 1 else []) + \
             ([f"at most {self.max_world}"] if self.max_world is not None else [])
         text = f"{' and '.join(bounds)} ranks" if bounds else "any number of ranks"
-        return text + (", an even number" if self.even_world else "")
+        return (text + (", an even number" if self.even_world else "")
+                + (f", a multiple of {self.multiple_of}" if self.multiple_of > 1 else ""))
 
     def world_problem(self, world: int) -> str | None:
         """Why this strategy cannot run on ``world`` ranks, or None if it can."""
         too_many = self.max_world is not None and world > self.max_world
-        if world < self.min_world or too_many or (self.even_world and world % 2):
+        if world < self.min_world or too_many or (self.even_world and world % 2) or world % self.multiple_of:
             return f"needs {self.worlds}"
         return None
 
@@ -79,9 +88,18 @@ STRATEGIES: dict[str, Strategy] = {
                             "model's gradients and outputs", min_world=2, max_world=5),  # 11 layers in 2 x world chunks
     "context": Strategy(check_context_parallel, 1e-5, "ring attention (plain and balanced layouts) equals attention "
                         "on the whole sequence, forward and backward"),
+    "all-to-all": Strategy(check_all_to_all, 1e-5, "our all-to-all (send/recv) equals torch.distributed's and the "
+                           "exchange written out, even and uneven blocks"),
+    "experts": Strategy(check_expert_parallel, 1e-5, "the expert-parallel mixture of experts routes, drops and "
+                        "computes as the one-device layer, gradients included"),
     "tensor": Strategy(check_tensor_parallel, 1e-5,
                        "column- and row-split linear layers give the full layer's outputs"),
     "zero": Strategy(check_zero, 1e-5, "ZeRO stages 0-3 train to one device's Adam parameters"),
+    "gpt-tensor": Strategy(check_gpt_tensor, GPT_TOLERANCE, "Megatron's tensor-parallel GPT block, with and without "
+                           "sequence parallelism, and the whole GPT give one device's outputs and gradients",
+                           min_world=2, max_world=4),
+    "3d": Strategy(check_3d, GPT_TOLERANCE, "data x pipeline x tensor (a world/4 x 2 x 2 grid) trains the small GPT "
+                   "to one device's loss, gradients and parameters", min_world=4, multiple_of=4),
     "hybrid": Strategy(check_hybrid, 1e-5, "a data x tensor grid of process groups trains to one device's parameters",
                        min_world=4, even_world=True),  # 2-rank tensor groups, at least 2 of them
 }
@@ -139,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m torch.distributed.run --nproc-per-node N -m {PROG}",
         description="Run parallel strategies on torchrun's ranks and compare each with one device.",
-        epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items()),
+        epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items())
+        + f"\n  {'resilient':<12} a run that loses a rank and restarts equal to an uninterrupted one "
+          f"(its options: -m {PROG} resilient --help)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("strategies", nargs="+", metavar="STRATEGY", help=f"{', '.join(STRATEGIES)}, or all")
     return parser
@@ -148,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Run the strategies named in ``argv`` on this rank; return the exit status (0, 1: a mismatch, 2: bad input)."""
     env = os.environ if env is None else env
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["resilient"]:  # its own options: --steps, --checkpoint-every, --kill-rank, --kill-step, --dir
+        return resilient.main(argv[1:])
     args = _parser().parse_args(argv)
     speaks = env.get("LOCAL_RANK", "0") == "0"  # one copy of an input error per machine, not one per rank
     try:

@@ -36,6 +36,7 @@ BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "all_gather": lambda n: (n - 1) / n,
     "reduce_scatter": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
+    "all_to_all": lambda n: (n - 1) / n,  # a rank keeps 1/n of what it sends
 }
 
 

@@ -26,12 +26,13 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ProcessGroup
 
+from .all_to_all import all_to_all, torch_all_to_all_flat
 from .alpha_beta import bus_bandwidth
 from .launch import rank_device
 
 __all__ = ["SEGMENT_ELEMENTS", "global_rank", "RING_PHASES", "ring_send_chunk", "ring_schedule", "ring_all_reduce",
            "ring_reduce_scatter", "ring_all_gather", "naive_all_reduce", "TREE_PHASES", "tree_schedule",
-           "tree_all_reduce", "CollectiveTiming", "measure_collective"]
+           "tree_all_reduce", "all_to_all", "CollectiveTiming", "measure_collective"]
 
 SEGMENT_ELEMENTS = 2**20  # 4 MiB of float32: big messages are cut so that adding overlaps sending
 
@@ -278,6 +279,18 @@ def _collective_call(name: str, impl: str, tensor: torch.Tensor) -> Callable[[],
     elif name == "broadcast":
         if impl == "torch":
             return lambda: dist.broadcast(tensor, 0)
+    elif name == "all_to_all":  # equal blocks of numel // world elements, one per rank, into buffers made once
+        flat = tensor[: tensor.numel() // world * world]
+        received, blocks = torch.empty_like(flat), list(flat.view(world, -1))
+        if impl == "torch":  # all_to_all_single: the flat form, which takes uneven splits (gloo's all_to_all does not)
+            return lambda: dist.all_to_all_single(received, flat)
+        if impl == "pairwise":
+            outs = list(received.view(world, -1))
+            return lambda: all_to_all(blocks, out=outs)
+        if impl == "torch+sizes":  # as if the sizes were unknown: exchange them, allocate, send
+            return lambda: torch_all_to_all_flat(flat, [len(blocks[0])] * world)
+        if impl == "pairwise+sizes":
+            return lambda: all_to_all(blocks)
     raise ValueError(f"no implementation {impl!r} of {name!r}")
 
 
@@ -307,7 +320,9 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
     on shared CPUs a few calls wait a whole scheduler tick (milliseconds), and a mean over a
     block would report that tail instead of the typical call. S is the tensor's bytes (for
     all_gather, the gathered total: each rank contributes ``numel // world`` elements, so S is
-    that times ``world`` times 4 bytes; for reduce_scatter, the full input). Returns one
+    that times ``world`` times 4 bytes; for all_to_all, every block a rank sends, itself included,
+    ``numel // world`` elements each; for reduce_scatter, the full input). Our all_to_all is "pairwise";
+    "torch+sizes" and "pairwise+sizes" also exchange the sizes, as an all-to-all of unknown sizes must. Returns one
     ``CollectiveTiming`` per size.
     """
     world = dist.get_world_size()
@@ -333,7 +348,8 @@ def measure_collective(name: str = "all_reduce", impl: str = "torch", sizes_byte
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         seconds = slowest.item()
         # all_gather gathers world chunks of numel // world elements: fewer than the tensor when that does not divide
-        nbytes = (tensor.numel() // world) * world * 4 if name == "all_gather" else tensor.numel() * 4
+        blocks = name in ("all_gather", "all_to_all")
+        nbytes = (tensor.numel() // world) * world * 4 if blocks else tensor.numel() * 4
         algbw = nbytes / seconds / 1e9
         rows.append(CollectiveTiming(name, impl, world, nbytes, seconds, algbw, bus_bandwidth(algbw, name, world)))
     return rows

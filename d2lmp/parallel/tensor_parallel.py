@@ -15,6 +15,14 @@ Each is built from a full layer, so it starts with exactly the unsplit layer's w
 block of features a rank keeps comes from ``shard_range`` (pure arithmetic, also used to draw it).
 ``CommLog`` counts every collective and its bytes. Every operator and layer takes ``group``,
 the ranks that share the split (None: all).
+
+Sequence parallelism (Korthikanti et al. 2022) adds the conjugate pair that moves a tensor between a
+region split along the sequence and one split by features: ``all_gather_sequence`` (g: all-gather
+forward, reduce-scatter backward), ``reduce_scatter_sequence`` (ḡ: reduce-scatter forward, all-gather
+backward), ``scatter_sequence`` (keep this rank's chunk forward, all-gather backward) and
+``gather_linear``, g fused with the column-parallel product that follows it, which keeps only this
+rank's chunk of its input for backward and gathers it again there. ``CommLog.wire_bytes`` is what
+each rank sends for the logged collectives under ring algorithms (``ring_wire_bytes``).
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ from torch.nn import functional as F
 
 __all__ = ["CommCall", "CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel",
            "gather_from_parallel", "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
-           "InputChannelParallelConv2d", "parallel_mlp", "comm_volume"]
+           "InputChannelParallelConv2d", "parallel_mlp", "comm_volume", "all_gather_sequence",
+           "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged", "ring_wire_bytes"]
 
 _LOGS: list[CommLog] = []  # active logs; entered and left only through ``CommLog``
 
@@ -59,6 +68,12 @@ class CommLog:
 
     def total_bytes(self) -> int:
         return sum(c.bytes for c in self.calls)
+
+    def wire_bytes(self, world: int, backward: bool | None = None) -> int:
+        """Bytes each rank sends for the logged collectives over ``world`` ranks under ring algorithms
+        (``ring_wire_bytes``); ``backward`` True or False keeps only the backward (or forward) ones."""
+        return sum(ring_wire_bytes(c.op, c.bytes, world) for c in self.calls
+                   if backward is None or ("(backward" in c.label) == backward)
 
 
 def _log(op: str, tensor: torch.Tensor, label: str) -> None:
@@ -281,3 +296,116 @@ def comm_volume(batch: int, n_in: int, n_out: int, world: int, element_size: int
         "row, split input": {"forward": batch * n_out * e, "backward": 0},
         "data parallel (gradients)": {"forward": 0, "backward": (n_in * n_out + n_out) * e},
     }
+
+
+def ring_wire_bytes(op: str, logged_bytes: int, world: int) -> int:
+    """Bytes one rank sends in a ring collective, from what ``CommLog`` logs (the tensor handed to it).
+
+    All-reduce of n bytes: 2(t−1)/t·n (a reduce-scatter, then an all-gather); reduce-scatter of n bytes:
+    (t−1)/t·n; all-gather of a rank's n/t bytes into n: (t−1)·n/t. So an all-reduce of n bytes sends
+    exactly what a reduce-scatter of n bytes and an all-gather back to n bytes send together.
+    """
+    if world < 1:
+        raise ValueError(f"world must be at least 1, got {world}")
+    if op in ("all_reduce", "all_reduce_max"):
+        return 2 * (world - 1) * logged_bytes // world
+    if op == "reduce_scatter":
+        return (world - 1) * logged_bytes // world
+    if op == "all_gather":
+        return (world - 1) * logged_bytes
+    raise ValueError(f"unknown collective {op!r}")
+
+
+def all_reduce_logged(t: torch.Tensor, label: str, group: dist.ProcessGroup | None = None,
+                      op: str = "sum") -> torch.Tensor:
+    """A logged all-reduce (no autograd) of a copy of ``t``: ``op`` "sum" or "max"."""
+    if op not in ("sum", "max"):
+        raise ValueError(f"op must be 'sum' or 'max', got {op!r}")
+    t = t.contiguous().clone()
+    _log("all_reduce" if op == "sum" else "all_reduce_max", t, label)
+    dist.all_reduce(t, dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX, group=group)
+    return t
+
+
+def _chunk(t: torch.Tensor, dim: int, group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """This rank's chunk of ``t`` along ``dim`` (its size must divide by the group's ranks)."""
+    start, size = _shard(t.shape[dim], f"dimension {dim} of size", group)
+    return t.narrow(dim, start, size).contiguous()
+
+
+class _ReduceScatterSequence(torch.autograd.Function):
+    """ḡ: sum the partial outputs and keep this rank's chunk along ``dim`` forward; all-gather backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int, label: str, group: dist.ProcessGroup | None) -> torch.Tensor:
+        ctx.dim, ctx.label, ctx.group = dim, label, group
+        return _reduce_scatter(x, dim, label, group)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        return _all_gather(grad, ctx.dim, ctx.label + " (backward)", ctx.group), None, None, None
+
+
+class _ScatterSequence(torch.autograd.Function):
+    """Keep this rank's chunk along ``dim`` of a tensor every rank holds whole; all-gather backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, dim: int, label: str, group: dist.ProcessGroup | None) -> torch.Tensor:
+        ctx.dim, ctx.label, ctx.group = dim, label, group
+        return _chunk(x, dim, group)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        return _all_gather(grad, ctx.dim, ctx.label + " (backward)", ctx.group), None, None, None
+
+
+class _GatherLinear(torch.autograd.Function):
+    """All-gather the sequence chunks, then ``x·Wᵀ + b`` on this rank's output features.
+
+    Only the chunk is kept for backward, which gathers it again for the weight's gradient and
+    reduce-scatters the input's gradient (each rank's is a partial sum over its output features).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dim: int, label: str,
+                group: dist.ProcessGroup | None) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        ctx.dim, ctx.label, ctx.group, ctx.has_bias = dim, label, group, bias is not None
+        return F.linear(_all_gather(x, dim, label, group), weight, bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight = ctx.saved_tensors
+        whole = _all_gather(x, ctx.dim, ctx.label + " (backward, gathered again)", ctx.group)
+        grad_x = _reduce_scatter(grad @ weight, ctx.dim, ctx.label + " (backward)", ctx.group)
+        grad_w = grad.flatten(0, -2).t() @ whole.flatten(0, -2)
+        grad_b = grad.flatten(0, -2).sum(0) if ctx.has_bias else None
+        return grad_x, grad_w, grad_b, None, None, None
+
+
+def all_gather_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
+                        group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """g of sequence parallelism: all-gather the chunks along ``dim`` forward, reduce-scatter backward."""
+    out: torch.Tensor = _GatherForSplitCompute.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    return out
+
+
+def reduce_scatter_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
+                            group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """ḡ of sequence parallelism: reduce-scatter along ``dim`` forward, all-gather backward."""
+    out: torch.Tensor = _ReduceScatterSequence.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    return out
+
+
+def scatter_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
+                     group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """Enter the sequence-split region from a tensor every rank holds: keep this rank's chunk; all-gather backward."""
+    out: torch.Tensor = _ScatterSequence.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    return out
+
+
+def gather_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dim: int = 1, label: str = "",
+                  group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """``F.linear(all_gather_sequence(x, dim), weight, bias)``, keeping only ``x`` (this rank's chunk) for backward."""
+    out: torch.Tensor = _GatherLinear.apply(x, weight, bias, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    return out

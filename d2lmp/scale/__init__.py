@@ -6,7 +6,8 @@ the formulas); ``Cluster`` a sourced GPU preset and a GPU count; ``Plan`` the pa
 and says why the others lose. The modules, one job each: ``hardware`` (GPU presets), ``layout`` (a plan's
 checks), ``memory``, ``steptime`` (the step's terms), ``efficiency`` (the fitted parameters), ``published``
 (the published runs), ``calibration`` (the fit and the comparisons), ``planner``, ``presets`` (model
-shapes) and ``report`` (what the commands print).
+shapes), ``report`` (what the commands print) and ``comm_roofline`` (each strategy's FLOPs per byte sent against
+a link's ridge).
 """
 
 from ..transformer_accounting import Transformer

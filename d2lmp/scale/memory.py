@@ -18,15 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..parallel.costmodel import state_per_device
+from ..training_state import BUFFERS
 from ..transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
 from ..transformer_stage_memory import embedding_activation_bytes, output_activation_bytes, pipeline_layers_in_flight
 from .layout import Layout, Plan
 
-__all__ = ["STATE_BYTES", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
+__all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes",
            "stage_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes", "memory_per_gpu"]
 
-STATE_BYTES = {"weights": 2, "gradients": 2, "optimizer": 12}  # per parameter, Rajbhandari et al. (2020), §3.1
+OPTIMIZER = "adam_mixed"  # the row of training_state.OPTIMIZERS the runs train with (Rajbhandari et al. 2020, §3.1)
 ALLOWANCE_BYTES = 2e9  # CUDA context, NCCL and framework buffers: an assumption, not a sourced figure
 FRAGMENTATION = 0.05  # of everything else, lost to the allocator: an assumption
 
@@ -36,24 +38,25 @@ class MemoryBreakdown:
     """Bytes per GPU on the fuller pipeline stage (``stage``: "first" or "last"), by part."""
 
     stage: str
-    weights: float
+    parameters: float
     gradients: float
-    optimizer: float
-    activations: float
+    optimizer_state: float
+    saved_activations: float
     buffers: float
     capacity: float
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
+        return self.parameters + self.gradients + self.optimizer_state + self.saved_activations + self.buffers
 
     @property
     def fits(self) -> bool:
         return self.total <= self.capacity
 
     def parts(self) -> dict[str, float]:
-        return {"weights": self.weights, "gradients": self.gradients, "optimizer_state": self.optimizer,
-                "activations": self.activations, "buffers": self.buffers}
+        """Bytes by part, named as ``training_state.MEMORY_PARTS`` names them, then ``buffers``."""
+        return {"parameters": self.parameters, "gradients": self.gradients, "optimizer_state": self.optimizer_state,
+                "saved_activations": self.saved_activations, BUFFERS: self.buffers}
 
 
 @lru_cache(maxsize=4096)
@@ -88,11 +91,9 @@ def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: str)
 
 
 def state_bytes(params: float, zero: int, dp: int) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes of ``params`` parameters under ZeRO stage ``zero`` over ``dp`` ranks."""
-    weights = params * STATE_BYTES["weights"] / (dp if zero >= 3 else 1)
-    gradients = params * STATE_BYTES["gradients"] / (dp if zero >= 2 else 1)
-    optimizer = params * STATE_BYTES["optimizer"] / (dp if zero >= 1 else 1)
-    return weights, gradients, optimizer
+    """(parameters, gradients, optimizer state) bytes of ``params`` parameters under ZeRO ``zero`` over ``dp`` ranks."""
+    state = state_per_device(params, dp, zero, OPTIMIZER)
+    return state["parameters"], state["gradients"], state["optimizer_state"]
 
 
 def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:

@@ -144,6 +144,55 @@ def _no_fit_reason(smallest: MemoryBreakdown) -> str:
             f"{smallest.capacity / 1e9:.0f} GB (largest part: {largest}, {parts[largest] / 1e9:.1f} GB)")
 
 
+@dataclass(frozen=True)
+class _Family:
+    """What searching one family found: its fastest fitting member, the smallest that does not fit, the first
+    reason a member was invalid, every fitting member, and how many members' memory was computed."""
+
+    sizes: tuple[int, int, int, int]
+    best: Candidate | None
+    smallest: MemoryBreakdown | None
+    error: str
+    fitting: tuple[Candidate, ...]
+    considered: int
+
+    @property
+    def reason(self) -> str:
+        """Why nothing of this family runs ("" when something does)."""
+        if self.best is not None:
+            return ""
+        return _no_fit_reason(self.smallest) if self.smallest is not None else f"invalid: {self.error}"
+
+
+def _search_family(model: Transformer, cluster: Cluster, members: Sequence[Plan], sizes: tuple[int, int, int, int],
+                   efficiency: Efficiency) -> _Family:
+    """Memory first for every member (cheap), then a prediction for each one that fits."""
+    fitting: list[Candidate] = []
+    smallest: MemoryBreakdown | None = None
+    error, considered = "", 0
+    for member in members:
+        try:
+            layout: Layout = check_plan(model, cluster, member)
+        except ValueError as exc:
+            error = error or str(exc)
+            continue
+        considered += 1
+        memory = memory_per_gpu(model, member, layout, cluster.preset.memory_bytes)
+        if memory.fits:
+            fitting.append(Candidate(member, predict(model, cluster, member, efficiency)))
+        elif smallest is None or memory.total < smallest.total:
+            smallest = memory
+    best = min(fitting, key=lambda c: c.prediction.step_s, default=None)
+    return _Family(sizes, best, smallest, error, tuple(fitting), considered)
+
+
+def _verdict(family: _Family, winner: Candidate | None) -> FamilyVerdict:
+    reason = family.reason
+    if family.best is not None and winner is not None:
+        reason = "the winner" if family.best is winner else _why_slower(family.best, winner)
+    return FamilyVerdict(*family.sizes, family.best, reason)
+
+
 def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5,
          efficiency: Efficiency = FITTED, tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
          cp: Sequence[int] | None = None, zero: Sequence[int] = (0, 1, 2, 3),
@@ -157,45 +206,19 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
-    capacity = cluster.preset.memory_bytes
-    ranked: list[Candidate] = []
-    pending: list[tuple[tuple[int, int, int, int], Candidate | None, MemoryBreakdown | None, str]] = []
-    considered = 0
+    families = []
     for t, p, d, c in family_options(model, cluster, global_batch, tp, pp, cp):
-        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap)
         if global_batch % d:
-            pending.append(((t, p, d, c), None, None,
-                            f"invalid: the global batch ({global_batch}) does not split over dp = {d}"))
+            error = f"the global batch ({global_batch}) does not split over dp = {d}"
+            families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
-        best: Candidate | None = None
-        smallest: MemoryBreakdown | None = None
-        error = ""
-        for member in _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave):
-            try:
-                layout: Layout = check_plan(model, cluster, member)
-            except ValueError as exc:
-                error = error or str(exc)
-                continue
-            considered += 1
-            memory = memory_per_gpu(model, member, layout, capacity)
-            if not memory.fits:
-                if smallest is None or memory.total < smallest.total:
-                    smallest = memory
-                continue
-            candidate = Candidate(member, predict(model, cluster, member, efficiency))
-            ranked.append(candidate)
-            if best is None or candidate.prediction.step_s < best.prediction.step_s:
-                best = candidate
-        reason = ""
-        if best is None:
-            reason = _no_fit_reason(smallest) if smallest is not None else f"invalid: {error}"
-        pending.append(((t, p, d, c), best, smallest, reason))
-    ranked.sort(key=lambda cand: (cand.prediction.step_s, cand.prediction.memory.total))
+        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap)
+        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
+        families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
+    ranked = sorted((cand for f in families for cand in f.fitting),
+                    key=lambda cand: (cand.prediction.step_s, cand.prediction.memory.total))
     winner = ranked[0] if ranked else None
-    verdicts = []
-    for (t, p, d, c), best, _, reason in pending:
-        if best is not None and winner is not None:
-            reason = "the winner" if best is winner else _why_slower(best, winner)
-        verdicts.append(FamilyVerdict(t, p, d, c, best, reason))
-    verdicts.sort(key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
+    verdicts = sorted((_verdict(f, winner) for f in families),
+                      key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
+    considered = sum(f.considered for f in families)
     return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts), considered, top)

@@ -22,6 +22,11 @@ Every number here is read from its source, with the table and row it comes from:
   interleaving are assumed where the paper states neither. Times are compared, not HFU: the paper's HFU
   counts 12·b·s²·h recomputed FLOPs per layer for selective recomputation, where ``training_flops`` counts
   the one forward of the attention core, 4·b·s²·h (its MFU, model FLOPs, agrees; both are checked by a test).
+- ``MEGATRON_GPT3`` (check): Megatron-LM's README, "GPT-3 Example": GPT-3 175B on 1,024 A100s with tensor 8 ×
+  pipeline 16 (so data 8), micro-batch 1 and global batch 1,536 (``examples/gpt3/train_gpt3_175b_distributed.sh``),
+  about 32 s an iteration and 138 teraFLOP/s per GPU. Those two figures agree only if the FLOPs count a full
+  recomputation (eq. (3) of Narayanan et al.), so full recomputation is assumed, with the 80 GB A100s of Selene,
+  no interleaving and Megatron's local DDP.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from ..transformer_accounting import Transformer
 from .layout import Plan
 
 __all__ = ["PublishedRun", "METRICS", "gpt", "NARAYANAN_TABLE1", "NARAYANAN_TABLE2", "KORTHIKANTI_TABLE",
-           "CHECKED_TABLES"]
+           "MEGATRON_GPT3", "CHECKED_TABLES"]
 
 # What a published figure is: TFLOP/s per GPU counting hardware FLOPs (recomputation included), or seconds a step.
 METRICS = ("hardware_tflops_per_gpu", "step_s")
@@ -124,7 +129,16 @@ KORTHIKANTI_TABLE: tuple[PublishedRun, ...] = tuple(
     for label, recompute, sp, seconds in (("full recompute", "full", False, full_s),
                                           ("selective + SP", "selective", True, present_s)))
 
+MEGATRON_GPT3: tuple[PublishedRun, ...] = (
+    PublishedRun("Megatron-LM README, GPT-3 example", "GPT-3 175B, 1024 GPUs", ("megatron_lm_repo",), _GPT3,
+                 "A100-80GB", Plan(tp=8, pp=16, dp=8, micro_batch=1, global_batch=1536, recompute="full",
+                                   dp_overlap=False),
+                 "step_s", 32.0, "'around 32 seconds' an iteration; full recomputation, 80 GB A100s, no interleaving "
+                                 "and local DDP assumed"),
+)
+
 CHECKED_TABLES: dict[str, tuple[PublishedRun, ...]] = {
     "Narayanan et al. 2021, Table 2 (ZeRO-3 and PTD-P)": NARAYANAN_TABLE2,
     "Korthikanti et al. 2022, Table 5": KORTHIKANTI_TABLE,
+    "Megatron-LM README, GPT-3 example": MEGATRON_GPT3,
 }

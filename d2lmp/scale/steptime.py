@@ -25,8 +25,10 @@ from .hardware import Cluster
 from .layout import Layout, Plan
 from .memory import layer_activation_bytes, stage_parameters
 
-__all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_seconds", "gather_seconds", "p2p_seconds",
-           "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost", "step_seconds"]
+__all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
+           "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
+           "memory_bound_seconds", "StageCost", "stage_cost", "bubble_seconds", "pipeline_p2p_seconds",
+           "data_parallel_seconds", "step_seconds"]
 
 STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
@@ -39,18 +41,41 @@ def link_bytes_per_s(cluster: Cluster, link: str, efficiency: Efficiency) -> flo
     return cluster.network_bytes_per_s * efficiency.network
 
 
+def all_reduce_bytes(nbytes: float, ranks: int) -> float:
+    """Bytes each rank sends in a ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes`` (0 for one rank)."""
+    return 2 * (ranks - 1) / ranks * nbytes
+
+
+def gather_bytes(nbytes: float, ranks: int) -> float:
+    """Bytes each rank sends in a ring all-gather (or reduce-scatter) of a full result of ``nbytes``:
+    ``(n−1)/n · nbytes``."""
+    return (ranks - 1) / ranks * nbytes
+
+
+def activation_message_bytes(model: Transformer, micro_batch: int, cp: int = 1) -> float:
+    """One micro-batch's 16-bit activations at a block boundary, ``2·b·s·h`` bytes (a context-parallel rank holds
+    ``1/cp`` of the sequence): what a tensor-parallel all-reduce sums and what a pipeline stage sends on."""
+    return 2 * micro_batch * model.seq * model.hidden / cp
+
+
+def kv_chunk_bytes(model: Transformer, micro_batch: int, tp: int, cp: int) -> float:
+    """The 16-bit keys and values of one context-parallel chunk, ``2·2·b·(s/cp)·kv_hidden / tp`` bytes: what a
+    rank passes round the ring at each of its ``cp − 1`` steps."""
+    return 2 * 2 * micro_batch * (model.seq // cp) * model.kv_hidden / tp
+
+
 def all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
     """Ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes / bandwidth + 2(n−1)·α``."""
     if ranks == 1:
         return 0.0
-    return 2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * LATENCY_S
+    return all_reduce_bytes(nbytes, ranks) / bandwidth + 2 * (ranks - 1) * LATENCY_S
 
 
 def gather_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
     """Ring all-gather (or reduce-scatter) of a full result of ``nbytes``: ``(n−1)/n · nbytes / bw + (n−1)·α``."""
     if ranks == 1:
         return 0.0
-    return (ranks - 1) / ranks * nbytes / bandwidth + (ranks - 1) * LATENCY_S
+    return gather_bytes(nbytes, ranks) / bandwidth + (ranks - 1) * LATENCY_S
 
 
 def p2p_seconds(nbytes: float, bandwidth: float) -> float:
@@ -77,8 +102,7 @@ def _layer(model: Transformer, b: int, t: int, c: int, sp: bool) -> tuple[float,
     core = attention_core_flops(model, b) / (t * c)
     saved = layer_activation_bytes(model, b, t, sp, "none") / c
     scores = saved - layer_activation_bytes(model, b, t, sp, "selective") / c
-    kv = 2 * 2 * b * (model.seq // c) * model.kv_hidden / t
-    return flops, core, saved, scores, kv
+    return flops, core, saved, scores, kv_chunk_bytes(model, b, t, c)
 
 
 @dataclass(frozen=True)
@@ -102,7 +126,7 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
     flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel)
     tp_bw = link_bytes_per_s(cluster, layout.tp_link, efficiency)
-    tp_message = 2 * b * model.seq * model.hidden / c
+    tp_message = activation_message_bytes(model, b, c)
     tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
     ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
     core_s = matmul_seconds(core, cluster, efficiency)
@@ -130,8 +154,8 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     return StageCost(forward, backward)
 
 
-def _data_parallel(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
-                   params: float, slowest: StageCost) -> tuple[float, float]:
+def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
+                          params: float, slowest: StageCost) -> tuple[float, float]:
     """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step."""
     d, m = plan.dp, layout.microbatches
     if d == 1:
@@ -155,30 +179,49 @@ def _data_parallel(model: Transformer, cluster: Cluster, plan: Plan, layout: Lay
     return 0.0, m * exposed
 
 
+def bubble_seconds(plan: Plan, slowest: StageCost) -> float:
+    """The pipeline's fill and drain: ``(p−1)/v`` micro-batches' forward and backward on the slowest stage."""
+    return (plan.pp - 1) / plan.interleave * slowest.total
+
+
+def pipeline_p2p_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
+                         efficiency: Efficiency) -> float:
+    """Stage-to-stage messages: each micro-batch's activations forward and gradients back, on every virtual stage,
+    plus the fill and drain; split over the tensor-parallel ranks where sequence parallelism or scatter-gather do."""
+    if plan.pp == 1:
+        return 0.0
+    message = activation_message_bytes(model, plan.micro_batch, plan.cp)
+    bw = link_bytes_per_s(cluster, layout.pp_link, efficiency)
+    split = plan.tp if (plan.sequence_parallel or (plan.scatter_gather and layout.pp_link == "network")) else 1
+    one = p2p_seconds(message / split, bw)
+    if split > 1 and not plan.sequence_parallel:  # gather the split message back over NVLink
+        one += gather_seconds(message, plan.tp, link_bytes_per_s(cluster, layout.tp_link, efficiency))
+    m, p, v = layout.microbatches, plan.pp, plan.interleave
+    return (2 * v * m + 2 * (p - 1)) * one
+
+
+def _embedding_sync_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
+                            efficiency: Efficiency) -> float:
+    """The first and last stages sum their copies of a tied embedding's gradient."""
+    if plan.pp == 1 or not model.tied_embeddings:
+        return 0.0
+    return all_reduce_seconds(2 * model.vocab * model.hidden / plan.tp, 2,
+                              link_bytes_per_s(cluster, layout.pp_link, efficiency))
+
+
 def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
                  efficiency: Efficiency) -> dict[str, float]:
     """Seconds of one step by part (``STEP_PARTS``); they add up to the step time."""
     first = stage_cost(model, cluster, plan, layout, efficiency, "first")
     last = stage_cost(model, cluster, plan, layout, efficiency, "last") if plan.pp > 1 else first
     slowest = max(first, last, key=lambda cost: cost.total)
-    m, p, v = layout.microbatches, plan.pp, plan.interleave
+    m = layout.microbatches  # the slowest stage runs every micro-batch, then waits out the bubble
     parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp")}
-    parts["bubble"] = (p - 1) / v * slowest.total
-    parts["pp_p2p"] = 0.0
-    if p > 1:
-        message = 2 * plan.micro_batch * model.seq * model.hidden / plan.cp
-        bw = link_bytes_per_s(cluster, layout.pp_link, efficiency)
-        split = plan.tp if (plan.sequence_parallel or (plan.scatter_gather and layout.pp_link == "network")) else 1
-        one = p2p_seconds(message / split, bw)
-        if split > 1 and not plan.sequence_parallel:  # gather the split message back over NVLink
-            one += gather_seconds(message, plan.tp, link_bytes_per_s(cluster, layout.tp_link, efficiency))
-        parts["pp_p2p"] = (2 * v * m + 2 * (p - 1)) * one
+    parts["bubble"] = bubble_seconds(plan, slowest)
+    parts["pp_p2p"] = pipeline_p2p_seconds(model, cluster, plan, layout, efficiency)
     params = max(stage_parameters(model, plan, layout, "first"), stage_parameters(model, plan, layout, "last"))
-    parts["dp"], parts["zero"] = _data_parallel(model, cluster, plan, layout, efficiency, params, slowest)
-    parts["embedding_sync"] = 0.0
-    if p > 1 and model.tied_embeddings:  # the first and last stages sum their copies' gradients
-        parts["embedding_sync"] = all_reduce_seconds(2 * model.vocab * model.hidden / plan.tp, 2,
-                                                     link_bytes_per_s(cluster, layout.pp_link, efficiency))
+    parts["dp"], parts["zero"] = data_parallel_seconds(model, cluster, plan, layout, efficiency, params, slowest)
+    parts["embedding_sync"] = _embedding_sync_seconds(model, cluster, plan, layout, efficiency)
     local = params / (plan.dp if plan.zero >= 1 else 1)
     parts["optimizer_step"] = local * OPTIMIZER_BYTES_PER_PARAM / (cluster.preset.hbm_GBps * 1e9)
     return {name: parts[name] for name in STEP_PARTS}

@@ -65,9 +65,10 @@ def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool
 
 
 def collective_examples(world: int = 4) -> dict[str, tuple[list[list[str]], list[list[str]]]]:
-    """Before/after contents of each rank for the five NCCL collectives, as text cells.
+    """Before/after contents of each rank for the five NCCL collectives and all-to-all, as text cells.
 
-    Rank r starts with values a_r, b_r, ... (one per chunk); sums are written Σa.
+    Rank r starts with values a_r, b_r, ... (one per chunk); sums are written Σa. In all-to-all, rank r's
+    chunk c is addressed to rank c, so rank r ends with every rank's chunk r.
     """
     if world < 2:
         raise ValueError(f"collectives need at least 2 ranks to show anything, got {world}")
@@ -82,6 +83,7 @@ def collective_examples(world: int = 4) -> dict[str, tuple[list[list[str]], list
         "reduce-scatter": (start, [[summed[r] if c == r else "·" for c in range(world)] for r in range(world)]),
         "all-gather": ([[start[r][r] if c == r else "·" for c in range(world)] for r in range(world)],
                        [[f"{letters[c]}{c}" for c in range(world)] for _ in range(world)]),
+        "all-to-all": (start, [[f"{letters[r]}{c}" for c in range(world)] for r in range(world)]),
     }
 
 

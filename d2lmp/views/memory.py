@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
     from ..memory_records import LayerComparison, MemoryBar
 
-__all__ = ["MEMORY_PART_COLOURS", "part_label", "plot_memory_breakdown", "memory_widget", "plot_saved_per_layer"]
+__all__ = ["MEMORY_PART_COLOURS", "BUFFER_COLOUR", "part_label", "plot_memory_breakdown", "memory_widget",
+           "plot_saved_per_layer"]
 
 # One colour per part of memory (``training_state.MEMORY_PARTS``), in every figure that shows them.
 MEMORY_PART_COLOURS = dict(zip(MEMORY_PARTS, ("#8172b2", "#937860", "#da8bc3", "#55a868", "#64b5cd")))
+BUFFER_COLOUR = "#bbbbbb"  # communication buffers and allocator slack, where a figure shows them
 
 
 def part_label(part: str) -> str:

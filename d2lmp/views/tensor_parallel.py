@@ -1,5 +1,6 @@
 """Tensor parallelism: which slice of a weight each rank holds, what splitting a layer buys per rank,
-and a widget comparing how many bytes each way of splitting a Linear layer communicates."""
+a widget comparing how many bytes each way of splitting a Linear layer communicates, and where each rank's
+saved bytes of a transformer block go under tensor and sequence parallelism."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..parallel.tensor_parallel import shard_range
-from .figure import show
+from ..parallel.tp_accounting import PARTS, BlockMeasurement
+from .figure import fig_ax, show
+from .gpt import PART_COLOURS
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_weight_slices", "plot_split_scaling", "comm_volume_widget"]
+__all__ = ["plot_weight_slices", "plot_split_scaling", "comm_volume_widget", "saved_bar_label",
+           "plot_saved_bytes_by_part"]
 
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -124,3 +128,40 @@ def comm_volume_widget() -> ipywidgets.interactive:
                          width=w.SelectionSlider(options=[256, 512, 1024, 2048, 4096, 8192], value=4096,
                                                  description="features"),
                          world=w.SelectionSlider(options=[2, 4, 8], value=2, description="ranks"))
+
+
+def saved_bar_label(m: BlockMeasurement) -> str:
+    """A short label for one measurement's bar: the split, then the recomputation."""
+    split = "1 device" if m.tp == 1 else f"TP{' + SP' if m.sequence_parallel else ''}\nt = {m.tp}"
+    return f"{split}\nrecompute\n{m.config.recompute}"
+
+
+def plot_saved_bytes_by_part(rows: Sequence[BlockMeasurement], ax: Any = None,
+                             title: str = "What one rank saves for one block's backward") -> Any:
+    """One stacked bar per measurement (``tp_accounting.measure_block``): the bytes a rank saved, by part of the
+    block (``tp_accounting.PARTS``, the LayerNorms' own statistics counted with them); a black tick marks the
+    formula's total for that rank."""
+    if not rows:
+        raise ValueError("no measurements to draw")
+    fig, ax = fig_ax(ax, figsize=(1.25 * len(rows) + 2.5, 4.2))
+    colours = (*PART_COLOURS, "#937860")
+    unit = 2**10
+    bottoms = [0.0] * len(rows)
+    for i, (part, colour) in enumerate(zip(PARTS, colours)):
+        heights = [r.saved_by_part[i] / unit for r in rows]
+        if any(heights):
+            ax.bar(range(len(rows)), heights, bottom=bottoms, color=colour, edgecolor="white", width=0.6, label=part)
+        bottoms = [b + h for b, h in zip(bottoms, heights)]
+    for x, r in enumerate(rows):
+        ax.plot([x - 0.36, x + 0.36], [r.total.formula / unit] * 2, color="k", lw=2,
+                label="formula (per rank)" if x == 0 else None)
+        ax.annotate(f"{r.total.measured / unit:.3g}", (x, bottoms[x]), textcoords="offset points", xytext=(0, 3),
+                    ha="center", fontsize=8)
+    ax.set_xticks(range(len(rows)), [saved_bar_label(r) for r in rows], fontsize=8)
+    ax.set_ylabel("KiB per rank")
+    ax.set_ylim(0, max(bottoms + [r.total.formula / unit for r in rows]) * 1.15)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -28,6 +28,7 @@ BENCHMARKS = (
     "hybrid",
     "recompute",
     "ring_attention",
+    "all_to_all",
 )
 
 

@@ -7,7 +7,7 @@ a dict* when its return annotation is ``dict``/``Dict``/``Mapping`` (parameteris
 dict literal, a dict comprehension or a ``dict(...)`` call. Of those, a *record dict* is one whose type
 says nothing about its values: unannotated, bare ``dict``/``Dict``, or ``dict[str, Any]`` /
 ``dict[str, object]``; a ``dict[str, float]`` mapping is data, not a record. The script imports nothing
-from the package it reads, so it runs on any commit: ``python book/type_coverage.py [d2lmp] [--list]``.
+from the package it reads, so it runs on any commit: ``python -m tools.type_coverage [d2lmp] [--list]``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tools.notebooks import ROOT
 
 __all__ = ["Function", "Coverage", "functions", "coverage", "main"]
 
@@ -182,7 +184,7 @@ def coverage(package: Path) -> Coverage:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("package", nargs="?", default="d2lmp", type=Path)
+    parser.add_argument("package", nargs="?", default=ROOT / "d2lmp", type=Path)
     parser.add_argument("--list", action="store_true", help="list the functions not fully annotated and "
                         "those returning dicts")
     opts = parser.parse_args(argv)

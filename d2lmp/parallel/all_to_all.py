@@ -1,0 +1,156 @@
+"""All-to-all from point-to-point send/recv: every rank sends a different block to every other rank.
+
+Rank r holds ``world`` blocks, one per destination, and ends with the ``world`` blocks addressed
+to it, one from each source, in rank order: block d of rank s becomes block s of rank d (a
+transpose of the ranks × blocks grid). Blocks may differ in their first dimension (an expert
+parallel layer sends each rank as many tokens as were routed there), so each rank first tells
+every other rank how many rows to expect, then sends the rows. Cost per rank for S bytes on n
+ranks, with latency α per message and β seconds per byte: (n-1)·α + (n-1)/n·S·β, every message
+in flight at once, each rank sending and receiving (n-1)/n of its data. ``collectives.all_to_all``
+is this module's ``all_to_all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["all_to_all", "all_to_all_sizes", "torch_all_to_all_flat", "torch_all_to_all"]
+
+# The requests of the last exchange, dropped only when the next one ends: dropping a gloo request
+# right after it completes can spin until gloo's I/O thread lets go of its buffer (see
+# ``collectives._last_requests``, the ring's list for the same reason).
+_last_exchange: list[dist.Work] = []
+
+
+def _post(sends: Sequence[tuple[int, torch.Tensor]], recvs: Sequence[tuple[int, torch.Tensor]],
+          group: dist.ProcessGroup | None) -> list[dist.Work]:
+    """Post a send of every (peer, tensor) of ``sends`` and a receive of every (peer, buffer) of ``recvs``, all at once.
+
+    Peers are ranks in ``group``. A message of no elements is skipped on both sides (both know its
+    size). Gloo moves a message only once its receiver has posted the receive, so every receive is
+    posted before the first send, as the ring does; NCCL gets all of them in one
+    ``batch_isend_irecv``, one group call, so no two ranks wait for each other's send.
+    """
+    def peer(p: int) -> int:
+        return p if group is None else dist.get_global_rank(group, p)
+
+    sends = [(peer(p), t) for p, t in sends if t.numel()]
+    recvs = [(peer(p), t) for p, t in recvs if t.numel()]
+    if dist.get_backend(group) == "nccl":
+        ops = [dist.P2POp(dist.irecv, t, p, group) for p, t in recvs]
+        ops += [dist.P2POp(dist.isend, t, p, group) for p, t in sends]
+        return dist.batch_isend_irecv(ops) if ops else []
+    requests = [dist.irecv(t, p, group) for p, t in recvs] + [dist.isend(t, p, group) for p, t in sends]
+    return [r for r in requests if r is not None]  # None only on a rank outside the group
+
+
+def _wait(requests: list[dist.Work]) -> None:
+    """Wait for every request, and keep them until the next exchange ends (see ``_last_exchange``)."""
+    for request in requests:
+        request.wait()
+    _last_exchange[:] = requests
+
+
+def _order(rank: int, world: int) -> list[tuple[int, int]]:
+    """(destination, source) pairs, one per other rank: at offset k send to rank + k, receive from rank - k.
+
+    Every rank starts with a different peer, so no rank is everyone's first destination.
+    """
+    return [((rank + k) % world, (rank - k) % world) for k in range(1, world)]
+
+
+def all_to_all_sizes(send_sizes: Sequence[int], group: dist.ProcessGroup | None = None,
+                     device: torch.device | str = "cpu") -> list[int]:
+    """How many rows each rank of ``group`` sends here, given how many this one sends each: an all-to-all of counts."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    mine = torch.tensor(list(send_sizes), dtype=torch.int64, device=device).view(world, 1)
+    theirs = torch.empty_like(mine)
+    theirs[rank] = mine[rank]
+    order = _order(rank, world)
+    _wait(_post([(dst, mine[dst]) for dst, _ in order], [(src, theirs[src]) for _, src in order], group))
+    return [int(n) for n in theirs.view(-1).tolist()]
+
+
+def _check_inputs(inputs: Sequence[torch.Tensor], world: int) -> None:
+    if len(inputs) != world:
+        raise ValueError(f"all_to_all needs one tensor per rank: got {len(inputs)} for {world} ranks")
+    first = inputs[0]
+    for d, t in enumerate(inputs):
+        if t.dim() == 0:
+            raise ValueError(f"all_to_all sends blocks of rows: input {d} is a 0-dimensional tensor")
+        if t.shape[1:] != first.shape[1:] or t.dtype != first.dtype or t.device != first.device:
+            raise ValueError(f"input {d} is {t.dtype} {tuple(t.shape)} on {t.device}, input 0 is {first.dtype} "
+                             f"{tuple(first.shape)} on {first.device}: only the first dimension may differ")
+
+
+def _check_outputs(out: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor], rank: int) -> None:
+    first = inputs[0]
+    for s, o in enumerate(out):
+        if o.shape[1:] != first.shape[1:] or o.dtype != first.dtype or o.device != first.device:
+            raise ValueError(f"out[{s}] is {o.dtype} {tuple(o.shape)} on {o.device}: it must hold rows of the inputs' "
+                             f"{first.dtype} {tuple(first.shape[1:])} on {first.device}")
+        if not o.is_contiguous():
+            raise ValueError(f"out[{s}] must be contiguous: messages are received into it as they are")
+    if len(out) != len(inputs) or out[rank].shape[0] != inputs[rank].shape[0]:
+        raise ValueError(f"out must give {len(inputs)} blocks, with {inputs[rank].shape[0]} rows (this rank's block "
+                         f"to itself) at index {rank}; got {[o.shape[0] for o in out]}")
+
+
+def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None = None,
+               output_sizes: Sequence[int] | None = None,
+               out: Sequence[torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Send ``inputs[d]`` to rank d of ``group`` (None: all ranks); return the block each rank sent here, in rank order.
+
+    ``inputs`` holds one tensor per rank, all of the same dtype, device and trailing shape (the
+    same on every rank); first dimensions may differ. Equal to ``dist.all_to_all`` where they are
+    equal, and to ``dist.all_to_all_single`` with split sizes where they are not. Received sizes are
+    exchanged first, unless the caller knows them: ``output_sizes`` (an expert-parallel layer knows
+    them from its routing counts), or ``out``, one buffer per source to receive into and return
+    (reusing buffers saves allocating, and the page faults of fresh memory, on every call).
+    """
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    _check_inputs(inputs, world)
+    if out is not None:
+        _check_outputs(out, inputs, rank)
+        output_sizes = [o.shape[0] for o in out]  # shape[0]: len() of a tensor costs microseconds
+    elif output_sizes is None:
+        output_sizes = all_to_all_sizes([t.shape[0] for t in inputs], group, inputs[0].device)
+    if len(output_sizes) != world or output_sizes[rank] != inputs[rank].shape[0]:
+        raise ValueError(f"output_sizes {list(output_sizes)} must give {world} sizes, with "
+                         f"{inputs[rank].shape[0]} (this rank's block to itself) at index {rank}")
+    rows = inputs[0].shape[1:]
+    outputs = list(out) if out is not None else [inputs[0].new_empty((n, *rows)) for n in output_sizes]
+    order = _order(rank, world)
+    requests = _post([(dst, inputs[dst].contiguous()) for dst, _ in order], [(src, outputs[src]) for _, src in order],
+                     group)
+    outputs[rank].copy_(inputs[rank])  # the block a rank keeps never leaves it: copied while the others travel
+    _wait(requests)
+    return outputs
+
+
+def torch_all_to_all_flat(flat: torch.Tensor, send_sizes: Sequence[int],
+                         group: dist.ProcessGroup | None = None) -> tuple[torch.Tensor, list[int]]:
+    """torch's own all-to-all of the rows of ``flat``, ``send_sizes[d]`` of them to rank d, when the receivers do not
+    know how many to expect: the counts, then the rows, each by ``dist.all_to_all_single``. Returns the rows
+    received, in rank order, and how many came from each rank."""
+    world = dist.get_world_size(group)
+    if len(send_sizes) != world or sum(send_sizes) != len(flat):
+        raise ValueError(f"send_sizes {list(send_sizes)} must give {world} sizes adding up to the {len(flat)} rows")
+    sent = torch.tensor(list(send_sizes), dtype=torch.int64, device=flat.device)
+    counts = torch.empty_like(sent)
+    dist.all_to_all_single(counts, sent, group=group)
+    sizes = counts.tolist()
+    received = flat.new_empty((sum(sizes), *flat.shape[1:]))
+    dist.all_to_all_single(received, flat, sizes, list(send_sizes), group=group)
+    return received, sizes
+
+
+def torch_all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None = None) -> list[torch.Tensor]:
+    """``torch_all_to_all_flat`` of a list of blocks, the reference for ours where blocks differ in size
+    (gloo's ``dist.all_to_all`` refuses blocks of different sizes)."""
+    _check_inputs(inputs, dist.get_world_size(group))
+    received, sizes = torch_all_to_all_flat(torch.cat(list(inputs)), [len(t) for t in inputs], group)
+    return list(torch.split(received, sizes))

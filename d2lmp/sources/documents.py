@@ -1,0 +1,150 @@
+"""The documents the series cites: code repositories, vendor documents and datasheets, standards, library
+documentation.
+
+Data only: ``d2lmp.bibliography`` gathers these with the other sources into ``SOURCES`` and cites them.
+"""
+
+from __future__ import annotations
+
+from .record import Source
+
+__all__ = ["DOCUMENTS"]
+
+_NV = "NVIDIA"
+_PT = "PyTorch Contributors"
+_NVLINK = "https://www.nvidia.com/en-us/data-center/nvlink/"
+_S = Source
+DOCUMENTS: tuple[Source, ...] = (
+    # Code
+    _S("krizhevsky_cuda_convnet", "Krizhevsky, A.",
+       "cuda-convnet: High-performance C++/CUDA implementation of convolutional neural networks",
+       "Google Code project (archived)", 2011, "https://code.google.com/archive/p/cuda-convnet/",
+       "Example configuration `example-layers/layers-80sec.cfg`."),
+    _S("krizhevsky_cuda_convnet2", "Krizhevsky, A.", "cuda-convnet2", "GitHub repository", 2014,
+       "https://github.com/akrizhevsky/cuda-convnet2", "Convolution kernels in `cudaconv3/src/filter_acts.cu`."),
+    _S("pylearn2_cuda_convnet", "LISA lab, Université de Montréal",
+       "pylearn2.sandbox.cuda_convnet: Theano wrappers of cuda-convnet's kernels", "pylearn2, GitHub repository",
+       2013, "https://github.com/lisa-lab/pylearn2/tree/master/pylearn2/sandbox/cuda_convnet",
+       "Docstrings of `__init__.py` and `filter_acts.py`."),
+    _S("megatron_lm_repo", "Megatron-LM Contributors",
+       "Megatron-LM: GPU optimized techniques for training transformer models at-scale",
+       "GitHub repository NVIDIA/Megatron-LM", "n.d.", "https://github.com/NVIDIA/Megatron-LM",
+       "README, GPT-3 Example: 175B on 1,024 A100s with tensor 8 × pipeline 16, global batch 1,536, about 32 s an "
+       "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`."),
+    # NVIDIA documents
+    _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
+       "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications"),
+    _S("nvidia_pascal_whitepaper", _NV, "NVIDIA Tesla P100 (Pascal GP100 architecture)", "NVIDIA whitepaper", 2016,
+       "https://images.nvidia.com/content/pdf/tesla/whitepaper/pascal-architecture-whitepaper.pdf"),
+    _S("nvidia_volta_whitepaper", _NV, "NVIDIA Tesla V100 GPU Architecture", "NVIDIA whitepaper", 2017,
+       "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf"),
+    _S("nvidia_dgx1_v100_whitepaper", _NV, "NVIDIA DGX-1 With Tesla V100 System Architecture", "NVIDIA whitepaper",
+       2017, "https://images.nvidia.com/content/pdf/dgx1-v100-system-architecture-whitepaper.pdf"),
+    _S("nvidia_turing_whitepaper", _NV, "NVIDIA Turing GPU Architecture", "NVIDIA whitepaper", 2018,
+       "https://images.nvidia.com/aem-dam/en-zz/Solutions/design-visualization/technologies/turing-architecture/"
+       "NVIDIA-Turing-Architecture-Whitepaper.pdf"),
+    _S("nvidia_t4_datasheet", _NV, "NVIDIA T4 Tensor Core GPU", "NVIDIA datasheet", 2019,
+       "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf"),
+    _S("nvidia_ampere_whitepaper", _NV, "NVIDIA A100 Tensor Core GPU Architecture", "NVIDIA whitepaper", 2020,
+       "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"),
+    _S("nvidia_a100_datasheet", _NV, "NVIDIA A100 Tensor Core GPU", "NVIDIA datasheet", 2021,
+       "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+       "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
+    _S("nvidia_hopper_whitepaper", _NV, "NVIDIA H100 Tensor Core GPU Architecture", "NVIDIA whitepaper", 2022,
+       "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
+    _S("nvidia_h100_datasheet", _NV, "NVIDIA H100 Tensor Core GPU", "NVIDIA datasheet", 2022,
+       "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet",
+       "Tensor figures are quoted with 2:4 sparsity, twice the dense rate."),
+    _S("nvidia_nvswitch_blog", _NV, "Upgrading Multi-GPU Interconnectivity with the Third-Generation NVIDIA NVSwitch",
+       "NVIDIA Technical Blog", 2022,
+       "https://developer.nvidia.com/blog/upgrading-multi-gpu-interconnectivity-with-the-third-generation-nvidia-nvswitch/"),
+    _S("nvidia_h200_page", _NV, "NVIDIA H200 Tensor Core GPU", "NVIDIA product page", "n.d.",
+       "https://www.nvidia.com/en-us/data-center/h200/"),
+    _S("nvidia_nvlink_page", _NV, "NVLink and NVLink Switch", "NVIDIA product page", "n.d.", _NVLINK),
+    _S("nvidia_v100_page", _NV, "NVIDIA V100 Tensor Core GPU", "NVIDIA product page", "n.d.",
+       "https://www.nvidia.com/en-us/data-center/v100/",
+       "Specifications, V100 SXM2 column: 32 GB or 16 GB HBM2, 900 GB/s, 125 tensor TFLOPS, NVLink 300 GB/s, 300 W."),
+    _S("nvidia_ref_arch_basepod", _NV, "NVIDIA DGX BasePOD Reference Architecture: Core Components",
+       "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/"
+       "core-components.html",
+       "DGX H200 and H100 systems: eight GPUs, four OSFP ports serving eight single-port ConnectX-7 VPI, up to "
+       "400 Gb/s InfiniBand/Ethernet."),
+    _S("nvidia_cuda_programming_guide", _NV, "CUDA C++ Programming Guide", "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"),
+    _S("nvidia_nccl_user_guide", _NV, "NCCL User Guide", "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/index.html",
+       "Sections Collective Operations, Point-to-point communication and Environment Variables "
+       "(`NCCL_ALGO`, `NCCL_PROTO`)."),
+    _S("nvidia_nccl_tests_performance", _NV, "Performance reported by NCCL tests (nccl-tests, doc/PERFORMANCE.md)",
+       "GitHub repository NVIDIA/nccl-tests", "n.d.",
+       "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"),
+    _S("nvidia_nccl_2283_release", _NV, "NCCL Release 2.28.3", "NCCL Release Notes, NVIDIA documentation", 2025,
+       "https://docs.nvidia.com/deeplearning/nccl/release-notes/rel_2-28-3.html",
+       "New host collective APIs: ncclAlltoAll, ncclScatter, ncclGather."),
+    _S("jeaugey2019nccl24", "Jeaugey, S.", "Massively Scale Your Deep Learning Training with NCCL 2.4",
+       "NVIDIA Technical Blog", 2019, "https://developer.nvidia.com/blog/massively-scale-deep-learning-training-nccl-2-4/"),
+    _S("jeaugey2019nccl25", "Jeaugey, S.", "NCCL 2.5.6-1 (release pull request)",
+       "GitHub, NVIDIA/nccl pull request #255", 2019, "https://github.com/NVIDIA/nccl/pull/255",
+       "Release notes: \"Add model-based tuning to switch between the different algorithms and protocols.\""),
+    _S("nvidia_nccl_tuning", _NV, "NCCL 2.20.3-1 source: the tuning model (src/graph/tuning.cc)",
+       "GitHub repository NVIDIA/nccl", 2024, "https://github.com/NVIDIA/nccl/blob/v2.20.3-1/src/graph/tuning.cc",
+       "\"Latencies in us\": per-step hardware latency (hwLat) of a ring over NVLink 0.6 (LL), 1.9 (LL128), "
+       "3.4 (Simple) µs, over PCIe 1.0, 2.5, 5.7 µs; plus a base latency per collective (ring: 6.6, 14.0, 8.4 µs). "
+       "Later releases (2.30) keep these figures."),
+    # Other vendors and standards bodies
+    _S("intel_optimization_manual", "Intel", "Intel 64 and IA-32 Architectures Optimization Reference Manual",
+       "Intel documentation", "n.d.",
+       "https://www.intel.com/content/www/us/en/developer/articles/technical/intel64-and-ia32-architectures-optimization.html"),
+    _S("intel_atx3_psu_guide", "Intel",
+       "ATX Version 3 Multi Rail Desktop Platform Power Supply Design Guide, rev. 2.1a",
+       "Intel document 336521", 2023,
+       "https://edc.intel.com/content/www/us/en/design/ipla/software-development-platforms/client/platforms/"
+       "alder-lake-desktop/atx-version-3-0-multi-rail-desktop-platform-power-supply-design-guide/2.1a/"
+       "dc-output-current-required/"),
+    _S("clearesult_80plus", "CLEAResult", "80 PLUS Program Details", "80 PLUS certification program", "n.d.",
+       "https://www.clearesult.com/80plus/program-details"),
+    _S("pcisig_specifications", "PCI-SIG", "PCI Express Base Specifications", "PCI-SIG", "n.d.",
+       "https://pcisig.com/specifications", "Transfer rate per lane and line encoding of each generation."),
+    _S("google_bfloat16", "Google Cloud", "The bfloat16 numerical format", "Cloud TPU documentation", "n.d.",
+       "https://cloud.google.com/tpu/docs/bfloat16"),
+    # Library documentation
+    _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
+       "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
+       "Performance library of deep-learning primitives; its README lists PyTorch among the applications using it."),
+    _S("pytorch_ddp_docs_1_7", _PT, "torch.nn.parallel.DistributedDataParallel (PyTorch 1.7.0)",
+       "PyTorch documentation", 2020,
+       "https://pytorch.org/docs/1.7.0/generated/torch.nn.parallel.DistributedDataParallel.html",
+       "Signature: bucket_cap_mb=25; later versions keep 25 MiB as the default."),
+    _S("pytorch_amp_docs", _PT, "Automatic Mixed Precision package: torch.amp", "PyTorch documentation", "n.d.",
+       "https://pytorch.org/docs/stable/amp.html"),
+    _S("pytorch_cuda_semantics", _PT, "CUDA semantics: TensorFloat-32 (TF32) on Ampere (and later) devices",
+       "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/notes/cuda.html"),
+    _S("pytorch_lrn_docs", _PT, "torch.nn.LocalResponseNorm", "PyTorch documentation", "n.d.",
+       "https://pytorch.org/docs/stable/generated/torch.nn.LocalResponseNorm.html"),
+    _S("pytorch_pipelining_docs", _PT, "Pipeline Parallelism: torch.distributed.pipelining", "PyTorch documentation",
+       "n.d.", "https://pytorch.org/docs/stable/distributed.pipelining.html"),
+    _S("pytorch_tensor_parallel_docs", _PT, "Tensor Parallelism: torch.distributed.tensor.parallel",
+       "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/distributed.tensor.parallel.html"),
+    _S("torchvision_alexnet_docs", _PT, "torchvision.models.alexnet (AlexNet_Weights.IMAGENET1K_V1)",
+       "torchvision documentation", "n.d.",
+       "https://pytorch.org/vision/stable/models/generated/torchvision.models.alexnet.html",
+       "Weights metadata: `num_params` 61,100,840; `_ops` 0.714 GFLOPS."),
+    _S("perfetto_other_formats", "Perfetto Authors", "Visualizing external trace formats with Perfetto",
+       "Perfetto documentation", "n.d.", "https://perfetto.dev/docs/getting-started/other-formats",
+       "The Perfetto UI (ui.perfetto.dev) opens Chrome JSON traces, the format torch.profiler exports."),
+    _S("zhang2021opt_update", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.; Ott, M.",
+       "Update on 175B Training Run: 27% through", "metaseq repository, OPT chronicles (posted December 3, 2021)",
+       2021, "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/27_percent_update.md",
+       "40+ restarts in about two weeks, mostly hardware; a 1.6 TB checkpoint in 992 files of ~1.7 GB."),
+    _S("zhang2022opt_final", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.", "175B Training Run Completed",
+       "metaseq repository, OPT chronicles (posted January 7, 2022)", 2022,
+       "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/final_update.md",
+       "On 1024 80 GB A100s: ~2 machines go down every day; ~90 restarts over the training of the model's lineage."),
+    _S("pytorch_dcp_docs", _PT, "Distributed Checkpoint - torch.distributed.checkpoint", "PyTorch 2.13 documentation",
+       2026, "https://docs.pytorch.org/docs/2.13/distributed.checkpoint.html", "Load-time resharding; async_save."),
+    _S("pytorch_distributed_debug_docs", _PT, "Debugging torch.distributed applications",
+       "PyTorch 2.13 documentation (torch.distributed)", 2026,
+       "https://docs.pytorch.org/docs/2.13/distributed.html#debugging-torch-distributed-applications",
+       "TORCH_DISTRIBUTED_DEBUG=DETAIL checks that every rank runs the same collective with the same shapes."),
+)

@@ -1,0 +1,108 @@
+"""The communication roofline on screen: each link's roof drawn like notebook 03's, strategies placed under them,
+and a widget (strategy, model, batch, group size, link) that moves a point across the ridge.
+
+The arithmetic is ``scale.comm_roofline``'s; ``roofline_case`` (names in, a ``CommPoint`` out) is the pure
+function the widget wraps. The y axis is the FLOP/s the roof allows, ``min(P, I·B)``: the flat part is the
+matrix rate, the sloped parts one per link, and a point sits on the roof of the link its group crosses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..scale.comm_roofline import LINK_NAMES, LINKS, STRATEGIES, CommPoint, LinkRoof, link_roof, strategy_point
+from ..scale.presets import MODEL_PRESETS, model_preset
+from .figure import fig_ax, show
+
+__all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofline", "describe_point",
+           "comm_roofline_widget"]
+
+LINK_COLOURS = {"nvlink": "#55a868", "network": "#c44e52", "pcie": "#8172b2"}
+MARKERS = {"dp": "o", "zero3": "D", "tp": "s", "pp": "^", "cp": "v"}
+
+
+def roofline_case(strategy: str = "tp", model: str = "175B", link: str = "nvlink", gpu: str = "A100-80GB",
+                  ranks: int = 8, sequences: int = 1) -> CommPoint:
+    """The point of ``strategy`` for a named model on ``gpu`` sending over ``link``, with ``ranks`` in its group
+    and ``sequences`` per replica (DP), per device (ZeRO-3) or per micro-batch (TP, PP, CP)."""
+    return strategy_point(strategy, model_preset(model).model, link_roof(gpu, link), ranks, sequences)
+
+
+def available_roofs(gpu: str) -> list[LinkRoof]:
+    """The roofs of ``gpu`` over every link the tables give it (the V100 row names no PCIe generation)."""
+    roofs = []
+    for link in LINKS:
+        try:
+            roofs.append(link_roof(gpu, link))
+        except ValueError:
+            continue
+    return roofs
+
+
+def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = (), ax: Any = None,
+                       title: str = "Communication roofline") -> Any:
+    """A log-log roofline per link (TFLOP/s the roof allows against FLOPs per byte sent) with ``points`` on them.
+
+    ``roofs`` defaults to the roofs the points stand on; each ridge is a dotted line in its link's colour.
+    """
+    if not points and not roofs:
+        raise ValueError("nothing to draw: give points or roofs")
+    roofs = list(dict.fromkeys(list(roofs) + [p.roof for p in points]))
+    fig, ax = fig_ax(ax, figsize=(12, 4.8))
+    xs = [p.intensity for p in points] + [r.ridge for r in roofs]
+    lo, hi = min(xs) / 8, max(xs) * 8
+    for roof in roofs:  # the sloped part of each link's roof, up to its ridge
+        ai = np.logspace(np.log10(lo), np.log10(roof.ridge), 100)
+        ax.plot(ai, ai * roof.bytes_per_s / 1e12, "-", color=LINK_COLOURS[roof.link], lw=2,
+                label=f"{roof.name}: {roof.bytes_per_s / 1e9:,.3g} GB/s, ridge {roof.ridge:,.0f} FLOP/byte")
+        ax.axvline(roof.ridge, color=LINK_COLOURS[roof.link], ls=":", lw=1.2)
+    for rate in sorted({r.flops_per_s for r in roofs}):  # the flat part: the matrix rate
+        ax.plot([min(r.ridge for r in roofs if r.flops_per_s == rate), hi], [rate / 1e12] * 2, "k-", lw=2,
+                label=f"matrix products: {rate / 1e12:,.0f} TFLOP/s")
+    for p in points:
+        ax.plot(p.intensity, p.attainable_flops / 1e12, MARKERS[p.strategy], ms=9, ls="none",
+                color=LINK_COLOURS[p.roof.link], markeredgecolor="k",
+                label=f"{p.label}, over {LINK_NAMES[p.roof.link]}: {p.bound}-bound")
+    ax.set(xscale="log", yscale="log", xlabel="FLOPs a device computes per byte it sends",
+           ylabel="attainable TFLOP/s", title=title, xlim=(lo, hi))
+    low = min(r.attainable(lo) for r in roofs) / 1e12
+    ax.set_ylim(low / 1.5, max(r.flops_per_s for r in roofs) / 1e12 * 2)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def describe_point(point: CommPoint) -> str:
+    """One sentence: the point's intensity, the ridge, the bound, the attainable fraction and the crossing."""
+    return (f"{STRATEGIES[point.strategy]} ({point.label}) over {LINK_NAMES[point.roof.link]}: "
+            f"{point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent ({point.unit}) = {point.intensity:,.0f} "
+            f"FLOP/byte against a ridge of {point.ridge:,.0f}: {point.bound}-bound, at most "
+            f"{point.fraction:.0%} of the matrix rate; {point.needed}.")
+
+
+def comm_roofline_widget(gpu: str = "A100-80GB") -> Any:
+    """Strategy, model, batch, group size and link → the strategy's point under ``gpu``'s roofs."""
+    import ipywidgets as w
+
+    roofs = available_roofs(gpu)
+    links = [r.link for r in roofs]
+
+    def draw(strategy: str = "tp", model: str = "175B", sequences: int = 1, ranks: int = 8,
+             link: str = "nvlink") -> None:
+        point = roofline_case(strategy, model, link, gpu, ranks, sequences)
+        print(describe_point(point))
+        show(plot_comm_roofline([point], roofs, title=f"{model} on {gpu}: {STRATEGIES[strategy]}"))
+
+    return w.interactive(
+        draw,
+        strategy=w.Dropdown(options=[(name, key) for key, name in STRATEGIES.items()], value="tp",
+                            description="strategy"),
+        model=w.Dropdown(options=list(MODEL_PRESETS), value="175B", description="model"),
+        sequences=w.SelectionSlider(options=[2**k for k in range(12)], value=1, description="sequences"),
+        ranks=w.SelectionSlider(options=[2, 4, 8, 16, 32, 64, 128, 1024], value=8, description="ranks"),
+        link=w.Dropdown(options=[(LINK_NAMES[k], k) for k in links], value="nvlink", description="link"),
+    )

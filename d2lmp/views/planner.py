@@ -1,0 +1,100 @@
+"""The planner on screen: a plan's step time by part, memory per GPU by part, and a widget (model, GPUs, GPU type,
+global batch) that runs the planner and shows its best configurations.
+
+The arithmetic is ``scale``'s (``plan``, ``predict``, ``memory_per_gpu``); ``plan_for`` (preset names in, a
+``PlanReport`` out) is the pure function the widget wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scale import Cluster, PlanReport, Prediction, model_preset, plan
+from ..scale.hardware import GPU_PRESETS
+from ..scale.memory import MemoryBreakdown
+from ..scale.presets import MODEL_PRESETS
+from ..scale.report import format_plan
+from ..scale.steptime import STEP_PARTS
+from .figure import fig_ax, show
+from .memory import BUFFER_COLOUR, MEMORY_PART_COLOURS, part_label
+
+__all__ = ["PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
+
+PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854",
+                "pp_p2p": "#e5c494", "bubble": "#bbbbbb", "dp": "#c44e52", "zero": "#fc8d62",
+                "embedding_sync": "#937860", "optimizer_step": "#da8bc3"}
+
+
+def plan_for(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", global_batch: int = 1536,
+             **restrict: Any) -> PlanReport:
+    """The planner's report for a named model on ``gpus`` GPUs of a named preset; ``restrict`` goes to ``plan``."""
+    return plan(model_preset(model).model, Cluster(gpu=gpu, gpus=gpus), global_batch, **restrict)
+
+
+def plot_step_parts(predictions: Mapping[str, Prediction], ax: Any = None,
+                    title: str = "Predicted step time by part") -> Any:
+    """One horizontal bar per labelled prediction, its seconds stacked by part (``steptime.STEP_PARTS``)."""
+    fig, ax = fig_ax(ax, figsize=(9.5, 0.5 * max(3, len(predictions)) + 1.2))
+    if not predictions:
+        ax.text(0.5, 0.5, "no configuration fits in memory", ha="center", va="center", transform=ax.transAxes)
+        ax.set(title=title, xticks=[], yticks=[])
+        return fig
+    labels = list(predictions)[::-1]
+    for part in STEP_PARTS:
+        left = [sum(predictions[k].parts.seconds[q] for q in STEP_PARTS[:STEP_PARTS.index(part)]) for k in labels]
+        widths = [predictions[k].parts.seconds[part] for k in labels]
+        if any(widths):
+            ax.barh(labels, widths, left=left, color=PART_COLOURS[part], label=part)
+    for i, k in enumerate(labels):
+        ax.annotate(f"{predictions[k].step_s:.2f} s, MFU {predictions[k].mfu:.0%}", (predictions[k].step_s, i),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set(xlabel="seconds per step", title=title)
+    ax.set_xlim(0, max(p.step_s for p in predictions.values()) * 1.3)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Any = None,
+                      title: str = "Memory per GPU by part") -> Any:
+    """One horizontal bar per labelled breakdown (GB, stacked by part), and each one's capacity as a tick."""
+    if not memories:
+        raise ValueError("give at least one memory breakdown")
+    fig, ax = fig_ax(ax, figsize=(9.5, 0.5 * max(3, len(memories)) + 1.2))
+    labels = list(memories)[::-1]
+    parts = list(next(iter(memories.values())).parts())
+    for j, part in enumerate(parts):
+        left = [sum(memories[k].parts()[q] for q in parts[:j]) / 1e9 for k in labels]
+        widths = [memories[k].parts()[part] / 1e9 for k in labels]
+        ax.barh(labels, widths, left=left, color=MEMORY_PART_COLOURS.get(part, BUFFER_COLOUR), label=part_label(part))
+    for i, k in enumerate(labels):
+        m = memories[k]
+        ax.plot([m.capacity / 1e9] * 2, [i - 0.4, i + 0.4], "k-", lw=2)
+        ax.annotate(f"{m.total / 1e9:,.0f} GB" + ("" if m.fits else " (does not fit)"), (m.total / 1e9, i),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set(xlabel="GB per GPU; black tick: the GPU's memory", title=title)
+    ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.45)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def planner_widget() -> Any:
+    """Model, GPU count, GPU type and global batch → the planner's best configurations and their step times."""
+    import ipywidgets as w
+
+    def draw(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", global_batch: int = 1536) -> None:
+        report = plan_for(model, gpus, gpu, global_batch)
+        print(format_plan(report, families=False))
+        show(plot_step_parts({f"#{i} {c.plan.describe()}": c.prediction for i, c in enumerate(report.top, 1)},
+                             title=f"{model} on {gpus} × {gpu}, {global_batch} sequences a step: the best plans"))
+
+    return w.interactive(
+        draw,
+        model=w.Dropdown(options=list(MODEL_PRESETS), value="175B", description="model"),
+        gpus=w.SelectionSlider(options=[8 * 2**k for k in range(10)], value=1024, description="GPUs"),
+        gpu=w.Dropdown(options=list(GPU_PRESETS), value="A100-80GB", description="GPU"),
+        global_batch=w.SelectionSlider(options=[64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096], value=1536,
+                                       description="batch"),
+    )
