@@ -195,7 +195,7 @@ class MoE(nn.Module):
     ``last`` keeps the last ``run``'s record for a training loop to read.
     """
 
-    def __init__(self, spec: MoESpec):
+    def __init__(self, spec: MoESpec) -> None:
         super().__init__()
         self.spec = spec
         with torch.random.fork_rng():  # a fixed initialisation that leaves the caller's random state alone

@@ -16,6 +16,7 @@ import contextlib
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -90,7 +91,8 @@ def tf32_off() -> Iterator[None]:
     flags, which newer torch deprecates. cuDNN is enabled in the block; every setting is restored after it.
     Nothing changes on the CPU, which has no TF32 mode.
     """
-    cuda, cudnn = torch.backends.cuda, torch.backends.cudnn
+    # torch replaces the cudnn module with an object that has ``conv``; the module's annotations do not show it
+    cuda, cudnn = torch.backends.cuda, cast(Any, torch.backends.cudnn)
     if _has_precision_settings():
         saved = cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled
         cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled = "ieee", "ieee", True

@@ -43,7 +43,7 @@ LAYERS = {
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
         "d2lmp.parallel.pipeline_balance", "d2lmp.parallel.pipeline_schedule", "d2lmp.parallel.p2p_log",
-        "d2lmp.parallel.tensor_parallel",
+        "d2lmp.parallel.comm_log", "d2lmp.parallel.tensor_parallel",
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
         "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
         "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",

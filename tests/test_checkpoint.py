@@ -27,12 +27,12 @@ def test_a_checkpoint_of_4_ranks_loads_into_2_and_1_equal(tmp_path, kind):
 
 
 def test_state_difference_sees_one_changed_element():
-    a = {"model": {"w": torch.zeros(3)}, "optim": {"w": {"exp_avg": torch.ones(3), "step": torch.tensor(2.0)}}}
-    b = {"model": {"w": torch.zeros(3)}, "optim": {"w": {"exp_avg": torch.ones(3), "step": torch.tensor(2.0)}}}
+    a = ckpt.FullState({"w": torch.zeros(3)}, {"w": {"exp_avg": torch.ones(3), "step": torch.tensor(2.0)}})
+    b = ckpt.FullState({"w": torch.zeros(3)}, {"w": {"exp_avg": torch.ones(3), "step": torch.tensor(2.0)}})
     assert R.state_difference(a, b) == (True, 0.0)
-    b["optim"]["w"]["exp_avg"][1] = 1.5
+    b.optim["w"]["exp_avg"][1] = 1.5
     assert R.state_difference(a, b) == (False, 0.5)
-    del b["optim"]["w"]["step"]
+    del b.optim["w"]["step"]
     assert R.state_difference(a, b) == (False, float("inf"))
 
 

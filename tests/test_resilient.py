@@ -38,10 +38,10 @@ def test_a_killed_rank_restarts_under_torchrun_and_ends_equal(tmp_path, rank, st
     assert f"restart 1: killed at step {step}, resumed from step {resumed}: {recomputed} step(s) recomputed" \
         in result.stdout
     events = RS.read_events(tmp_path)
-    assert {e["attempt"] for e in events} == {0, 1}
-    kill = next(e for e in events if e["event"] == "kill")
-    assert (kill["rank"], kill["step"], kill["during"]) == (rank, step, during)
-    for pid in {e["pid"] for e in events}:  # every rank of both attempts is gone
+    assert {e.attempt for e in events} == {0, 1}
+    kill = next(e for e in events if e.event == "kill")
+    assert (kill.rank, kill.step, kill.during) == (rank, step, during)
+    for pid in {e.pid for e in events}:  # every rank of both attempts is gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert all(ckpt.is_complete(p) for p in tmp_path.glob("step_*")), "the restart rewrote the half-written one"

@@ -30,14 +30,19 @@ UNANNOTATED_ALLOWED = {
     "d2lmp.parallel.data_parallel.recording_hook": "DDP's register_comm_hook compares a hook's annotations with "
                                                    "its own types, and annotations here are strings",
 }
-# function -> why it may return a dict whose values are untyped. Only JSON documents: the selfcheck report and
-# its entries, as written to and read from the recorded files.
+# function -> why it may return a dict whose values are untyped. Only documents in someone else's format: JSON
+# (the selfcheck report and its entries, a Chrome trace, a notebook's cells) and the state dicts that PyTorch's
+# distributed checkpoint saves and loads in place.
 RECORD_DICT_ALLOWED = {
     "d2lmp.checks.run_selfcheck": "the selfcheck report, a JSON document",
     "d2lmp.checks.result.CheckResult.entry": "one entry of the JSON report",
     "d2lmp.recorded.load_json": "a recorded JSON document",
     "d2lmp.recorded.selfcheck_section": "one entry of a recorded JSON document",
     "d2lmp.recorded._Record.as_dict": "a recorded record as its JSON entry, to compare with the file",
+    "d2lmp.parallel.trace_events.load_trace": "a Chrome trace, a JSON document",
+    "d2lmp.exercises.cells._old_slots": "a notebook's cells as the .ipynb JSON holds them",
+    "d2lmp.parallel.checkpoint.training_state": "a state dict, the mapping DCP saves and fills in place",
+    "d2lmp.parallel.resilient._checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
 }
 
 

@@ -4,6 +4,7 @@ import matplotlib
 import pytest
 
 from d2lmp import checkpoint_interval as CI
+from d2lmp.parallel.resilient import LogEvent
 from d2lmp.views import failures as V
 
 
@@ -25,12 +26,12 @@ def test_waste_curve_marks_both_optima():
 
 
 def test_restart_events_draw_lost_steps_in_red():
-    events = [dict(attempt=0, rank=0, event="resume", step=0, time=0.0)]
-    events += [dict(attempt=0, rank=0, event="step", step=s, time=float(s)) for s in (1, 2, 3)]
-    events += [dict(attempt=0, rank=0, event="saved", step=2, time=2.1),
-               dict(attempt=0, rank=1, event="kill", step=4, time=4.0, during="step"),
-               dict(attempt=1, rank=0, event="resume", step=2, time=9.0)]
-    events += [dict(attempt=1, rank=0, event="step", step=s, time=9.0 + s) for s in (3, 4)]
+    events = [LogEvent(attempt=0, rank=0, event="resume", step=0, time=0.0, pid=100)]
+    events += [LogEvent(attempt=0, rank=0, event="step", step=s, time=float(s), pid=100) for s in (1, 2, 3)]
+    events += [LogEvent(attempt=0, rank=0, event="saved", step=2, time=2.1, pid=100),
+               LogEvent(attempt=0, rank=1, event="kill", step=4, time=4.0, pid=101, during="step"),
+               LogEvent(attempt=1, rank=0, event="resume", step=2, time=9.0, pid=102)]
+    events += [LogEvent(attempt=1, rank=0, event="step", step=s, time=9.0 + s, pid=102) for s in (3, 4)]
     fig = V.plot_restart_events(events)
     red = [p for p in fig.axes[0].collections if tuple(p.get_facecolor()[0][:3]) == matplotlib.colors.to_rgb(
         V.SEGMENT_COLOURS["lost"])]

@@ -22,7 +22,19 @@ from ..checks.reshard import _import_before_fork, build
 from ..parallel import checkpoint as ckpt
 from ..parallel.launch import launch
 
-__all__ = ["SaveTiming", "save_timing_rank", "save_timing"]
+__all__ = ["RankSaveTimes", "SaveTiming", "save_timing_rank", "save_timing"]
+
+
+@dataclass(frozen=True)
+class RankSaveTimes:
+    """One rank's seconds of each save (one entry per round), of the load, and what the saves wrote."""
+
+    blocking: tuple[float, ...]
+    async_wait: tuple[float, ...]
+    async_total: tuple[float, ...]
+    load: tuple[float, ...]
+    written: dict[int, int]  # bytes of data per rank, as the last blocking save reported them
+    parameters: int  # the model's global size
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,7 @@ class SaveTiming:
 
 
 def save_timing_rank(rank: int, world: int, folder: str, sizes: tuple[int, ...], rounds: int,
-                     steps_between: int = 2) -> dict[str, list[float] | dict[int, int] | int]:
+                     steps_between: int = 2) -> RankSaveTimes:
     """Worker: alternate blocking and asynchronous saves of an FSDP2 MLP; this rank's seconds of each."""
     model, optimizer = build("fsdp2", world, sizes)
     x = torch.randn(32, sizes[0], generator=torch.Generator().manual_seed(0))
@@ -48,7 +60,7 @@ def save_timing_rank(rank: int, world: int, folder: str, sizes: tuple[int, ...],
 
     def step() -> None:
         optimizer.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()  # type: ignore[no-untyped-call]
+        nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
 
     step()  # the optimizer's state exists before the first save
@@ -72,7 +84,8 @@ def save_timing_rank(rank: int, world: int, folder: str, sizes: tuple[int, ...],
                 out["async_total"].append(time.perf_counter() - start)
     state = ckpt.training_state(model, optimizer)
     out["load"].append(ckpt.load(state, ckpt.step_dir(folder, 0)).seconds)
-    return {**out, "written": written, "parameters": sum(p.numel() for p in model.parameters())}  # global sizes
+    return RankSaveTimes(tuple(out["blocking"]), tuple(out["async_wait"]), tuple(out["async_total"]),
+                         tuple(out["load"]), written, sum(p.numel() for p in model.parameters()))  # global sizes
 
 
 def save_timing(world: int = 4, sizes: tuple[int, ...] = (256, 1024, 1023, 10), rounds: int = 3,
@@ -83,7 +96,8 @@ def save_timing(world: int = 4, sizes: tuple[int, ...] = (256, 1024, 1023, 10), 
         per_rank = launch(save_timing_rank, world, folder, sizes, rounds, backend="gloo", timeout=timeout)
 
     def slowest(key: str) -> float:
-        return float(statistics.median(max(r[key][i] for r in per_rank) for i in range(len(per_rank[0][key]))))
+        seconds = [getattr(r, key) for r in per_rank]
+        return float(statistics.median(max(s[i] for s in seconds) for i in range(len(seconds[0]))))
 
-    return SaveTiming(world, per_rank[0]["parameters"], per_rank[0]["written"], slowest("blocking"),
+    return SaveTiming(world, per_rank[0].parameters, per_rank[0].written, slowest("blocking"),
                       slowest("async_wait"), slowest("async_total"), slowest("load"), rounds)

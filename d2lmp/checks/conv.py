@@ -10,7 +10,7 @@ import torch
 
 from ..config import pick
 from ..precision import tf32_off
-from .result import CheckResult, skip_without_gpu
+from .result import NO_GPU, CheckResult
 
 __all__ = ["CHECKS"]
 
@@ -21,8 +21,8 @@ def check_conv_cuda(device: str | None, quick: bool) -> CheckResult:
 
     from ..conv import ALEXNET_2012_CONV, check_layer, conv2d_im2col
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     with tf32_off():  # compare FP32 with FP32
         errors = [check_layer(layer, batch=4, device=device) for layer in ALEXNET_2012_CONV]
     worst = max(max(e.im2col, e.c01b) / e.max_abs_ref for e in errors)
@@ -49,8 +49,8 @@ def check_conv_speed(device: str | None, quick: bool) -> CheckResult:
     from ..bench.conv import ConvTiming, benchmark_conv
     from ..conv import ALEXNET_2012_CONV
 
-    if (skip := skip_without_gpu(device)):
-        return skip
+    if device is None:
+        return NO_GPU
     rows: list[ConvTiming] = []
     with tf32_off():  # FP32 against FP32, not TF32
         for batch in pick([16, 128], [16, 128]):

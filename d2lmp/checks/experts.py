@@ -159,10 +159,10 @@ def check_expert_parallel(rank: int, world: int, device: str = "auto") -> dict[s
         x, probe = x.to(dev), probe.to(dev)
         full = MoE(spec).to(dev)
         whole = full.run(x)
-        ((whole.output * probe).sum() + whole.aux_loss).backward()  # type: ignore[no-untyped-call]
+        ((whole.output * probe).sum() + whole.aux_loss).backward()
         split = ExpertParallelMoE(full)
         part = split.run(torch.tensor_split(x, world)[rank])
-        ((part.output * torch.tensor_split(probe, world)[rank]).sum() + part.aux_loss).backward()  # type: ignore[no-untyped-call]
+        ((part.output * torch.tensor_split(probe, world)[rank]).sum() + part.aux_loss).backward()
         split.all_reduce_router_grads()
 
         def mine(t: torch.Tensor, batch: int = len(x)) -> torch.Tensor:  # this rank's rows of a whole-batch tensor

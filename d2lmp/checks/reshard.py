@@ -36,7 +36,7 @@ TP_SIZES = (24, 48, 24)  # 48 columns and rows: 12 per rank on 4 ranks, 24 on 2
 class RankState:
     """What one rank found: the whole training state, the bytes it holds and wrote, the seconds it took."""
 
-    state: dict[str, Any]  # full_training_state: every tensor gathered whole
+    state: ckpt.FullState  # full_training_state: every tensor gathered whole
     held_bytes: int  # this rank's own shards of parameters and optimizer state
     seconds: float  # the save (or load) as this rank timed it
     written: dict[int, int]  # bytes of data each rank wrote (after a save; empty after a load)
@@ -111,7 +111,7 @@ def save_rank(rank: int, world: int, kind: str, folder: str, steps: int = 3,
     x, y = _batch(sizes or (FSDP_SIZES if kind == "fsdp2" else TP_SIZES))
     for _ in range(steps):
         optimizer.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()  # type: ignore[no-untyped-call]
+        nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
     state = ckpt.training_state(model, optimizer)
     report = ckpt.save(state, folder, steps)
@@ -130,15 +130,9 @@ def load_rank(rank: int, world: int, kind: str, path: str, sizes: tuple[int, ...
     return RankState(ckpt.full_training_state(model, optimizer), _held_bytes(state), seconds, {}, report.bytes_read)
 
 
-def state_difference(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, float]:
+def state_difference(a: ckpt.FullState, b: ckpt.FullState) -> tuple[bool, float]:
     """(exactly equal, max |difference|) of two ``full_training_state`` results; different names differ."""
-    def tensors(state: dict[str, Any]) -> dict[str, torch.Tensor]:
-        out = {f"model.{k}": v for k, v in state["model"].items()}
-        out.update({f"optim.{n}.{k}": v for n, per in state["optim"].items() for k, v in per.items()
-                    if torch.is_tensor(v)})
-        return out
-
-    ta, tb = tensors(a), tensors(b)
+    ta, tb = a.tensors(), b.tensors()
     if set(ta) != set(tb) or any(ta[k].shape != tb[k].shape for k in ta):
         return False, float("inf")
     worst = max(((ta[k].double() - tb[k].double()).abs().max().item() for k in ta if ta[k].numel()), default=0.0)

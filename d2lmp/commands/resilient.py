@@ -113,8 +113,8 @@ def _join_group(rank: int, world: int, attempt: int) -> None:
     wait = timedelta(seconds=60)
     host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
     serves = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"  # else the agent serves it
-    store = dist.TCPStore(host, port, world, is_master=serves, timeout=wait)  # type: ignore[attr-defined]
-    mine = dist.PrefixStore(f"attempt_{attempt}", store)  # type: ignore[attr-defined]
+    store = dist.TCPStore(host, port, world, is_master=serves, timeout=wait)
+    mine = dist.PrefixStore(f"attempt_{attempt}", store)
     dist.init_process_group("gloo", store=mine, rank=rank, world_size=world, timeout=wait)
 
 

@@ -13,6 +13,8 @@ The questions are in ``data_parallelism``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, no_type_check
 
 import torch
 import torch.distributed as dist
@@ -20,11 +22,14 @@ from torch import nn
 
 from ._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
 
+if TYPE_CHECKING:
+    from ..parallel.data_parallel import MLPSpec
+
 __all__ = ["my_dp_gradients", "uneven_checker", "UNEVEN_WRONG", "given_dp_step", "my_dp_step", "dp_step_checker",
            "DP_STEP_WRONG"]
 
 
-def _gradients_travel(run: Logged, grads) -> str | None:
+def _gradients_travel(run: Logged, grads: Sequence[torch.Tensor]) -> str | None:
     """None when ``run`` sent only gradients' worth of all-reduces (or messages); else what was asked."""
     other = [m.op for m in run.messages if m.collective and m.op != "all_reduce"]
     if other:
@@ -43,7 +48,8 @@ SPEC_SIZES = (6, 8, 3)
 CASES = ((2, 23), (3, 7))  # (ranks, global batch): 12 + 11 examples, and 3 + 2 + 2
 
 
-def my_dp_gradients(rank, world, model, x, y, global_batch):
+def my_dp_gradients(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                    global_batch: int) -> list[torch.Tensor | None]:
     """Full-batch mean-loss gradients on every rank, from this rank's slice (x, y) of an uneven batch."""
     loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
     loss.backward()
@@ -54,25 +60,25 @@ def my_dp_gradients(rank, world, model, x, y, global_batch):
     return grads
 
 
-def _spec():
+def _spec() -> MLPSpec:
     from d2lmp.parallel.data_parallel import MLPSpec
 
     return MLPSpec(SPEC_SIZES, seed=0)
 
 
-def _dp_worker(rank, world, fn, x, y):
+def _dp_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, y: torch.Tensor) -> Logged:
     model = _spec().build()
     xs, ys = torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
     return logged(fn, rank, world, model, xs.clone(), ys.clone(), len(x))
 
 
-def _sum_grads(x, y) -> list[torch.Tensor]:
+def _sum_grads(x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     model = _spec().build()
     nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
-    return [p.grad.clone() for p in model.parameters()]
+    return [p.grad.clone() for p in model.parameters()]  # type: ignore[union-attr]  # backward has set p.grad
 
 
-def _dp_run(fn):
+def _dp_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     from d2lmp.parallel.data_parallel import synthetic_data
 
     results = []
@@ -96,13 +102,13 @@ def _dp_run(fn):
     return results
 
 
-def _same(a, b) -> bool:
+def _same(a: Any, b: Sequence[torch.Tensor]) -> bool:
     return (isinstance(a, (list, tuple)) and len(a) == len(b)
             and all(isinstance(t, torch.Tensor) and t.shape == u.shape and torch.allclose(t, u, atol=1e-6, rtol=1e-5)
                     for t, u in zip(a, b)))
 
 
-def _dp_judge(case, run: Logged, context):
+def _dp_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, mistakes, counts, batch = context
     got = run.result
     if _same(got, expected):
@@ -133,30 +139,34 @@ def _dp_judge(case, run: Logged, context):
     return f"your gradients differ from one process's full-batch gradient by up to {worst:.3g}"
 
 
-def _dp_local_only(rank, world, model, x, y, global_batch):
+def _dp_local_only(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                   global_batch: int) -> list[torch.Tensor | None]:
     (nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch).backward()
     return [p.grad for p in model.parameters()]
 
 
-def _dp_mean_of_means(rank, world, model, x, y, global_batch):
+def _dp_mean_of_means(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                      global_batch: int) -> list[torch.Tensor | None]:
     nn.functional.cross_entropy(model(x), y).backward()  # the mean over this rank's examples
-    grads = []
+    grads: list[torch.Tensor | None] = []
     for p in model.parameters():
         dist.all_reduce(p.grad)
-        grads.append(p.grad / world)
+        grads.append(p.grad / world)  # type: ignore[operator, arg-type]  # backward has set p.grad
     return grads
 
 
-def _dp_gather_batch(rank, world, model, x, y, global_batch):
+def _dp_gather_batch(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                     global_batch: int) -> list[torch.Tensor | None]:
     """Right numbers, not data parallelism: every rank gathers the whole batch and computes its gradient."""
-    pieces = [None] * world
+    pieces: list[Any] = [None] * world
     dist.all_gather_object(pieces, (x, y))
     xs, ys = torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
     nn.functional.cross_entropy(model(xs), ys).backward()
     return [p.grad for p in model.parameters()]
 
 
-def _dp_no_divide(rank, world, model, x, y, global_batch):
+def _dp_no_divide(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                  global_batch: int) -> list[torch.Tensor | None]:
     nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
     for p in model.parameters():
         dist.all_reduce(p.grad)
@@ -178,7 +188,9 @@ STEP_CASES = ((2, 8), (4, 8))  # (ranks, global batch): equal shares of 4 and 2 
 STEPS, LR = 3, 0.5
 
 
-def given_dp_step(rank, world, model, x, y, lr):
+@no_type_check  # shown to the student as written, where torch types p.grad as Tensor | None
+def given_dp_step(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                  lr: float) -> list[torch.Tensor]:
     """One data-parallel SGD step on this rank's equal share (x, y) of the batch; the parameters after it."""
     loss = nn.functional.cross_entropy(model(x), y)  # the mean over this rank's examples
     loss.backward()
@@ -190,14 +202,16 @@ def given_dp_step(rank, world, model, x, y, lr):
     return [p.detach().clone() for p in model.parameters()]
 
 
-def my_dp_step(rank, world, model, x, y, lr):
+def my_dp_step(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+               lr: float) -> list[torch.Tensor]:
     """One data-parallel SGD step on this rank's equal share (x, y) of the batch; the parameters after it."""
     loss = nn.functional.cross_entropy(model(x), y)  # the mean over this rank's examples
     loss.backward()
     with torch.no_grad():
         for p in model.parameters():
             dist.all_reduce(p.grad)  # the sum of the ranks' means
-            p -= lr * p.grad / world  # their mean: equal shares make it the whole batch's mean gradient
+            # their mean: equal shares make it the whole batch's mean gradient (backward has set p.grad)
+            p -= lr * p.grad / world  # type: ignore[operator, misc]
             p.grad = None
     return [p.detach().clone() for p in model.parameters()]
 
@@ -215,13 +229,13 @@ def one_device_sgd(batch: int, lr: float) -> list[list[torch.Tensor]]:
         nn.functional.cross_entropy(model(x), y).backward()
         with torch.no_grad():
             for p in model.parameters():
-                p -= lr * p.grad
+                p -= lr * p.grad  # type: ignore[operator, misc]  # backward has set p.grad
                 p.grad = None
         out.append([p.detach().clone() for p in model.parameters()])
     return out
 
 
-def _step_worker(rank, world, fn, batch):
+def _step_worker(rank: int, world: int, fn: Callable[..., Any], batch: int) -> list[Logged]:
     model, runs = _spec().build(), []
     for x, y in _batches(batch):
         xs, ys = torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
@@ -229,7 +243,7 @@ def _step_worker(rank, world, fn, batch):
     return runs
 
 
-def _step_run(fn):
+def _step_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch in STEP_CASES:
         expected, scaled = one_device_sgd(batch, LR), one_device_sgd(batch, LR * world)
@@ -240,7 +254,7 @@ def _step_run(fn):
     return results
 
 
-def _step_judge(case, run: Logged, context):
+def _step_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, scaled, world = context
     got = run.result
     if not _same(got, expected):
@@ -256,12 +270,15 @@ def _step_judge(case, run: Logged, context):
     return _gradients_travel(run, expected)
 
 
-def _step_copy_of_given(rank, world, model, x, y, lr):
+def _step_copy_of_given(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                        lr: float) -> list[torch.Tensor]:
     """The given function called through another: it runs on the ranks, so the check explains its result."""
-    return given_dp_step(rank, world, model, x, y, lr)
+    result: list[torch.Tensor] = given_dp_step(rank, world, model, x, y, lr)
+    return result
 
 
-def _step_gather_batch(rank, world, model, x, y, lr):
+def _step_gather_batch(rank: int, world: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                       lr: float) -> list[torch.Tensor]:
     """Right numbers, not data parallelism: every rank gathers the batch and takes one process's step."""
     xs, ys = [torch.empty_like(x) for _ in range(world)], [torch.empty_like(y) for _ in range(world)]
     dist.all_gather(xs, x)
@@ -269,7 +286,7 @@ def _step_gather_batch(rank, world, model, x, y, lr):
     nn.functional.cross_entropy(model(torch.cat(xs)), torch.cat(ys)).backward()
     with torch.no_grad():
         for p in model.parameters():
-            p -= lr * p.grad
+            p -= lr * p.grad  # type: ignore[operator, misc]  # backward has set p.grad
             p.grad = None
     return [p.detach().clone() for p in model.parameters()]
 

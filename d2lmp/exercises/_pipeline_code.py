@@ -11,6 +11,8 @@ no collective, so sending the whole batch at once, right in every number, fails.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, no_type_check
 
 import torch
 import torch.distributed as dist
@@ -28,7 +30,8 @@ __all__ = ["my_pipeline_forward", "forward_checker", "FORWARD_WRONG", "given_pip
 WIDTH, LAYERS = 4, 6
 
 
-def my_pipeline_forward(rank, world, stage, x, micro_batches):
+def my_pipeline_forward(rank: int, world: int, stage: nn.Module, x: torch.Tensor,
+                        micro_batches: int) -> torch.Tensor | None:
     """Forward ``x`` through the pipeline in micro-batches; the last rank returns all outputs, the others None."""
     outputs = []
     for xb in torch.tensor_split(x, micro_batches):
@@ -53,13 +56,13 @@ def _pipeline_model() -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def _stage(rank: int, world: int) -> nn.Sequential:
+def _stage(rank: int, world: int) -> nn.Module:
     sizes = [LAYERS // world + (i < LAYERS % world) for i in range(world)]
     start = sum(sizes[:rank])
     return _pipeline_model()[start:start + sizes[rank]]
 
 
-def _pipeline_worker(rank, world, fn, x, micro_batches):
+def _pipeline_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, micro_batches: int) -> Logged:
     with torch.no_grad():
         return logged(fn, rank, world, _stage(rank, world), x.clone(), micro_batches)
 
@@ -67,7 +70,7 @@ def _pipeline_worker(rank, world, fn, x, micro_batches):
 PIPELINE_CASES = ((2, 7, 3), (3, 5, 4))  # (ranks, batch, micro-batches): micro-batches of unequal sizes
 
 
-def _pipeline_run(fn):
+def _pipeline_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, m in PIPELINE_CASES:
         x = torch.randn(batch, WIDTH, generator=torch.Generator().manual_seed(batch))
@@ -96,7 +99,7 @@ def _micro_batch_messages(runs: list[Logged], x: torch.Tensor, m: int) -> str | 
     return None
 
 
-def _pipeline_judge(case, run: Logged, context):
+def _pipeline_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, x, m, runs = context
     got = run.result
     if not isinstance(got, torch.Tensor):
@@ -115,14 +118,16 @@ def _pipeline_judge(case, run: Logged, context):
             "apply its own stage to what it receives, and pass the result on?")
 
 
-def _pipeline_last_only(rank, world, stage, x, micro_batches):
+def _pipeline_last_only(rank: int, world: int, stage: nn.Module, x: torch.Tensor,
+                        micro_batches: int) -> torch.Tensor | None:
     out = my_pipeline_forward(rank, world, stage, x, micro_batches)
     return None if out is None else torch.tensor_split(out, micro_batches)[-1]
 
 
 
 
-def _pipeline_whole_batch(rank, world, stage, x, micro_batches):
+def _pipeline_whole_batch(rank: int, world: int, stage: nn.Module, x: torch.Tensor,
+                          micro_batches: int) -> torch.Tensor | None:
     """Right numbers, no pipelining: the whole batch travels in one message per rank."""
     inp = x
     if rank > 0:
@@ -143,7 +148,9 @@ FORWARD_WRONG = [(_pipeline_last_only, "only the last micro-batch"), (_pipeline_
 # Find the bug: a pipeline's loss over micro-batches of unequal sizes
 
 
-def given_pipeline_loss(rank, world, stage, x, y, micro_batches):
+@no_type_check  # shown to the student as written: its loss starts as a float, then becomes a tensor
+def given_pipeline_loss(rank: int, world: int, stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                        micro_batches: int) -> torch.Tensor | float | None:
     """The whole batch's mean squared error, computed by a pipeline of micro-batches (last rank; the others None)."""
     loss = 0.0
     for xb, yb in zip(torch.tensor_split(x, micro_batches), torch.tensor_split(y, micro_batches)):
@@ -160,9 +167,10 @@ def given_pipeline_loss(rank, world, stage, x, y, micro_batches):
     return loss if rank == world - 1 else None
 
 
-def my_pipeline_loss(rank, world, stage, x, y, micro_batches):
+def my_pipeline_loss(rank: int, world: int, stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                     micro_batches: int) -> torch.Tensor | float | None:
     """The whole batch's mean squared error, computed by a pipeline of micro-batches (last rank; the others None)."""
-    loss = 0.0
+    loss: torch.Tensor | float = 0.0
     for xb, yb in zip(torch.tensor_split(x, micro_batches), torch.tensor_split(y, micro_batches)):
         if rank == 0:
             inp = xb
@@ -182,12 +190,13 @@ def _loss_inputs(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(batch, WIDTH, generator=g), torch.randn(batch, WIDTH, generator=g)
 
 
-def _loss_worker(rank, world, fn, x, y, micro_batches):
+def _loss_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, y: torch.Tensor,
+                 micro_batches: int) -> Logged:
     with torch.no_grad():
         return logged(fn, rank, world, _stage(rank, world), x.clone(), y.clone(), micro_batches)
 
 
-def _loss_run(fn):
+def _loss_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, m in PIPELINE_CASES:
         x, y = _loss_inputs(batch)
@@ -201,7 +210,7 @@ def _loss_run(fn):
     return results
 
 
-def _loss_judge(case, run: Logged, context):
+def _loss_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, mean_of_means, x, m, runs = context
     got = run.result
     try:
@@ -217,9 +226,11 @@ def _loss_judge(case, run: Logged, context):
     return f"your loss is {value:.6g}, the unsplit network's mean squared error is {float(expected):.6g}"
 
 
-def _loss_copy_of_given(rank, world, stage, x, y, micro_batches):
+def _loss_copy_of_given(rank: int, world: int, stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                        micro_batches: int) -> torch.Tensor | float | None:
     """The given function called through another: it runs on the ranks, so the check explains its result."""
-    return given_pipeline_loss(rank, world, stage, x, y, micro_batches)
+    result: torch.Tensor | float | None = given_pipeline_loss(rank, world, stage, x, y, micro_batches)
+    return result
 
 
 loss_checker = code_checker(_loss_run, _loss_judge, "on 2 and 3 ranks, with micro-batches of unequal sizes, the last "

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from typing import Any, cast, no_type_check
 
 import torch
 import torch.distributed as dist
@@ -31,14 +33,15 @@ FROM_MESSAGES = "the ring built from point-to-point messages (dist.isend / dist.
 def _rank_tensor(rank: int, shape: tuple[int, ...]) -> torch.Tensor:
     """(i + 1)·10^rank: every subset of ranks gives a different sum."""
     n = math.prod(shape)
-    return (torch.arange(1, n + 1, dtype=torch.float32) * 10**rank).reshape(shape)
+    values: torch.Tensor = torch.arange(1, n + 1, dtype=torch.float32) * 10**rank
+    return values.reshape(shape)
 
 
 def _chunk_bytes(shape: tuple[int, ...], world: int) -> list[int]:
     return [c.numel() * 4 for c in torch.tensor_split(torch.empty(math.prod(shape)), world)]
 
 
-def _run(worker, fn):
+def _run(worker: Callable[..., Any], fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     """``worker`` on 2 and 3 ranks: (case, Logged, (expected, shape, rank, world)) for every rank and shape."""
     results = []
     for world in (2, 3):
@@ -53,7 +56,7 @@ def _run(worker, fn):
 # A naive all-gather from send and receive
 
 
-def my_all_gather(tensor):
+def my_all_gather(tensor: torch.Tensor) -> torch.Tensor:
     """Every rank's ``tensor`` stacked in rank order, shape (world, *tensor.shape), from isend/irecv."""
     rank, world = dist.get_rank(), dist.get_world_size()
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype)
@@ -61,11 +64,11 @@ def my_all_gather(tensor):
     requests = [dist.isend(tensor.contiguous(), peer) for peer in range(world) if peer != rank]
     requests += [dist.irecv(out[peer], peer) for peer in range(world) if peer != rank]
     for request in requests:
-        request.wait()
+        request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
     return out
 
 
-def _gather_worker(rank, world, fn):
+def _gather_worker(rank: int, world: int, fn: Callable[..., Any]) -> list[tuple[tuple[int, ...], Logged, torch.Tensor]]:
     results = []
     for shape in SHAPES[world]:
         mine = _rank_tensor(rank, shape)
@@ -75,7 +78,7 @@ def _gather_worker(rank, world, fn):
     return results
 
 
-def _gather_judge(case, run: Logged, context):
+def _gather_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, shape, rank, world = context
     got = run.result
     if not isinstance(got, torch.Tensor):
@@ -94,7 +97,7 @@ def _gather_judge(case, run: Logged, context):
         wrong = [r for r in range(world) if not torch.equal(got[r], expected[r])]
         return f"row(s) {wrong} do not hold those ranks' tensors"
     traffic = no_collective(run, "an all-gather built from point-to-point messages (dist.isend / dist.irecv)")
-    peers = sorted(m.peer for m in run.sends)
+    peers = sorted(cast(int, m.peer) for m in run.sends)  # a message always has a peer
     size = math.prod(shape) * 4
     if traffic is None and (peers != [p for p in range(world) if p != rank] or any(m.nbytes != size
                                                                                     for m in run.sends)):
@@ -103,21 +106,21 @@ def _gather_judge(case, run: Logged, context):
     return traffic
 
 
-def _gather_own_only(tensor):
+def _gather_own_only(tensor: torch.Tensor) -> torch.Tensor:
     return torch.stack([tensor] * dist.get_world_size())
 
 
-def _gather_concatenated(tensor):
+def _gather_concatenated(tensor: torch.Tensor) -> torch.Tensor:
     return my_all_gather(tensor).reshape(-1)
 
 
-def _gather_library(tensor):
+def _gather_library(tensor: torch.Tensor) -> torch.Tensor:
     parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
     dist.all_gather(parts, tensor)
     return torch.stack(parts)
 
 
-def _gather_by_ring(tensor):
+def _gather_by_ring(tensor: torch.Tensor) -> torch.Tensor:
     return ring_all_gather(tensor)
 
 
@@ -132,7 +135,7 @@ GATHER_WRONG = [(_gather_own_only, "every row is this rank's own tensor"), (_gat
 # The ring's first half: reduce-scatter from send and receive
 
 
-def my_reduce_scatter(tensor):
+def my_reduce_scatter(tensor: torch.Tensor) -> torch.Tensor:
     """This rank's chunk of the sum over ranks, ``torch.tensor_split(sum.flatten(), world)[rank]``, by a ring."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
@@ -142,12 +145,13 @@ def my_reduce_scatter(tensor):
         incoming = torch.empty_like(chunks[recv_i])
         requests = [dist.isend(chunks[send_i], right), dist.irecv(incoming, left)]
         for request in requests:
-            request.wait()
+            request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
         chunks[recv_i] += incoming  # after the last step chunk `rank` holds every rank's contribution
     return chunks[rank]
 
 
-def _scatter_worker(rank, world, fn):
+def _scatter_worker(rank: int, world: int,
+                    fn: Callable[..., Any]) -> list[tuple[tuple[int, ...], Logged, torch.Tensor]]:
     results = []
     for shape in SHAPES[world]:
         mine = _rank_tensor(rank, shape)
@@ -158,11 +162,11 @@ def _scatter_worker(rank, world, fn):
     return results
 
 
-def _partial_sum_reason(got, shape, rank, world, whole: bool) -> str | None:
+def _partial_sum_reason(got: torch.Tensor, shape: tuple[int, ...], rank: int, world: int, whole: bool) -> str | None:
     """Which ranks' contributions ``got`` (this rank's chunk, or the whole tensor) lacks, if it is a partial sum."""
     for size in range(1, world):
         for subset in itertools.combinations(range(world), size):
-            partial = sum(_rank_tensor(r, shape) for r in subset).flatten()
+            partial = cast(torch.Tensor, sum(_rank_tensor(r, shape) for r in subset)).flatten()
             partial = partial if whole else torch.tensor_split(partial, world)[rank]
             if got.shape == partial.shape and torch.equal(got, partial):
                 missing = [r for r in range(world) if r not in subset]
@@ -175,13 +179,13 @@ def _partial_sum_reason(got, shape, rank, world, whole: bool) -> str | None:
     return None
 
 
-def _scatter_judge(case, run: Logged, context):
+def _scatter_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, shape, rank, world = context
     got = run.result
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
     if not (got.shape == expected.shape and torch.equal(got, expected)):
-        total = sum(_rank_tensor(r, shape) for r in range(world)).flatten()
+        total = cast(torch.Tensor, sum(_rank_tensor(r, shape) for r in range(world))).flatten()
         if got.numel() == total.numel() and torch.equal(got.flatten(), total):
             return "you returned the whole sum: a reduce-scatter leaves each rank only its own chunk, number `rank`"
         for j, chunk in enumerate(torch.tensor_split(total, world)):
@@ -200,13 +204,13 @@ def _scatter_judge(case, run: Logged, context):
         "a ring reduce-scatter (n − 1 steps of one chunk each: every chunk but its own)")
 
 
-def _scatter_whole_sum(tensor):
+def _scatter_whole_sum(tensor: torch.Tensor) -> torch.Tensor:
     total = tensor.flatten().clone()
     dist.all_reduce(total)
     return total
 
 
-def _scatter_one_step(tensor):
+def _scatter_one_step(tensor: torch.Tensor) -> torch.Tensor:
     """Stops after one ring step: on 3 ranks one contribution is missing."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
@@ -214,18 +218,18 @@ def _scatter_one_step(tensor):
     incoming = torch.empty_like(chunks[recv_i])
     requests = [dist.isend(chunks[send_i], (rank + 1) % world), dist.irecv(incoming, (rank - 1) % world)]
     for request in requests:
-        request.wait()
+        request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
     chunks[recv_i] += incoming
     return chunks[rank]
 
 
-def _scatter_library(tensor):
+def _scatter_library(tensor: torch.Tensor) -> torch.Tensor:
     total = tensor.flatten().clone()
     dist.all_reduce(total)
     return torch.tensor_split(total, dist.get_world_size())[dist.get_rank()]
 
 
-def _scatter_direct(tensor):
+def _scatter_direct(tensor: torch.Tensor) -> torch.Tensor:
     """Right numbers, not a ring: each rank sends chunk j straight to rank j and adds what it gets."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = torch.tensor_split(tensor.flatten(), world)
@@ -233,7 +237,7 @@ def _scatter_direct(tensor):
     requests = [dist.isend(chunks[j].contiguous(), j) for j in range(world) if j != rank]
     requests += [dist.irecv(incoming[j], j) for j in range(world) if j != rank]
     for request in requests:
-        request.wait()
+        request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
     return chunks[rank] + sum(incoming[j] for j in range(world) if j != rank)
 
 
@@ -248,7 +252,8 @@ SCATTER_WRONG = [(_scatter_whole_sum, "you returned the whole sum"), (_scatter_o
 # Find the bug: a ring all-reduce whose all-gather starts from the wrong chunk
 
 
-def given_ring_all_reduce(tensor):
+@no_type_check  # shown to the student as written, where torch types each request as Work | None
+def given_ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
     """The sum of ``tensor`` over the ranks, by a ring: n − 1 steps of reduce-scatter, then n − 1 of all-gather."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = list(torch.tensor_split(tensor.flatten().clone(), world))
@@ -268,7 +273,7 @@ def given_ring_all_reduce(tensor):
     return torch.cat(chunks).view_as(tensor)
 
 
-def my_ring_all_reduce(tensor):
+def my_ring_all_reduce(tensor: torch.Tensor) -> torch.Tensor:
     """The sum of ``tensor`` over the ranks, by a ring: n − 1 steps of reduce-scatter, then n − 1 of all-gather."""
     rank, world = dist.get_rank(), dist.get_world_size()
     chunks = list(torch.tensor_split(tensor.flatten().clone(), world))
@@ -281,7 +286,7 @@ def my_ring_all_reduce(tensor):
             incoming = torch.empty_like(chunks[recv_i])
             requests = [dist.isend(chunks[send_i], right), dist.irecv(incoming, left)]
             for request in requests:
-                request.wait()
+                request.wait()  # type: ignore[union-attr]  # isend/irecv return None only off the group
             if phase == "reduce-scatter":
                 chunks[recv_i] += incoming
             else:
@@ -289,7 +294,8 @@ def my_ring_all_reduce(tensor):
     return torch.cat(chunks).view_as(tensor)
 
 
-def _all_reduce_worker(rank, world, fn):
+def _all_reduce_worker(rank: int, world: int,
+                       fn: Callable[..., Any]) -> list[tuple[tuple[int, ...], Logged, torch.Tensor]]:
     results = []
     for shape in SHAPES[world]:
         mine = _rank_tensor(rank, shape)
@@ -299,7 +305,7 @@ def _all_reduce_worker(rank, world, fn):
     return results
 
 
-def _all_reduce_judge(case, run: Logged, context):
+def _all_reduce_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, shape, rank, world = context
     got = run.result
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
@@ -316,15 +322,16 @@ def _all_reduce_judge(case, run: Logged, context):
         "a ring all-reduce (2(n − 1) steps of one chunk each)")
 
 
-def _all_reduce_library(tensor):
+def _all_reduce_library(tensor: torch.Tensor) -> torch.Tensor:
     total = tensor.clone()
     dist.all_reduce(total)
     return total
 
 
-def _all_reduce_copy_of_given(tensor):
+def _all_reduce_copy_of_given(tensor: torch.Tensor) -> torch.Tensor:
     """The given function called through another: it runs on the ranks, so the check explains its result."""
-    return given_ring_all_reduce(tensor)
+    result: torch.Tensor = given_ring_all_reduce(tensor)
+    return result
 
 
 all_reduce_checker = code_checker(lambda fn: _run(_all_reduce_worker, fn), _all_reduce_judge,

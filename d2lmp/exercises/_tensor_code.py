@@ -12,6 +12,9 @@ initialisation of a column split that seeds every rank alike. The questions are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -27,7 +30,7 @@ CASES = ((2, 3, 5, 6), (3, 2, 5, 9))  # (ranks, batch, in, out): the weights out
 # the weights instead of the outputs sends more bytes
 
 
-def _layer(batch: int, n_in: int, n_out: int):
+def _layer(batch: int, n_in: int, n_out: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(n_out)
     return (torch.randn(batch, n_in, generator=g), torch.randn(n_out, n_in, generator=g),
             torch.randn(n_out, generator=g), torch.randn(batch, n_out, generator=g))
@@ -37,7 +40,7 @@ def _layer(batch: int, n_in: int, n_out: int):
 # The column split's forward
 
 
-def my_column_linear(rank, world, x, weight, bias):
+def my_column_linear(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """This rank computes its slice of the output features, then all ranks all-gather the full output."""
     k = weight.shape[0] // world
     mine = F.linear(x, weight[rank * k:(rank + 1) * k], bias[rank * k:(rank + 1) * k])
@@ -54,11 +57,12 @@ def _shard_only(t: torch.Tensor, rank: int, world: int) -> torch.Tensor:
     return out
 
 
-def _forward_worker(rank, world, fn, x, weight, bias):
+def _forward_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, weight: torch.Tensor,
+                    bias: torch.Tensor) -> Logged:
     return logged(fn, rank, world, x.clone(), _shard_only(weight, rank, world), _shard_only(bias, rank, world))
 
 
-def _forward_run(fn):
+def _forward_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, n_in, n_out in CASES:
         x, w, b, _ = _layer(batch, n_in, n_out)
@@ -68,7 +72,7 @@ def _forward_run(fn):
     return results
 
 
-def _forward_judge(case, run: Logged, context):
+def _forward_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, rank, world = context
     got = run.result
     if not isinstance(got, torch.Tensor):
@@ -92,12 +96,14 @@ def _forward_judge(case, run: Logged, context):
     return f"your output differs from nn.Linear's by up to {max_error(got, expected):.3g}"
 
 
-def _forward_no_gather(rank, world, x, weight, bias):
+def _forward_no_gather(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       bias: torch.Tensor) -> torch.Tensor:
     k = weight.shape[0] // world
     return F.linear(x, weight[rank * k:(rank + 1) * k], bias[rank * k:(rank + 1) * k])
 
 
-def _forward_whole_weight(rank, world, x, weight, bias):
+def _forward_whole_weight(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                          bias: torch.Tensor) -> torch.Tensor:
     return F.linear(x, weight, bias)
 
 
@@ -105,7 +111,8 @@ def _forward_whole_weight(rank, world, x, weight, bias):
 # The column split's backward
 
 
-def my_column_backward(rank, world, x, weight, grad_output):
+def my_column_backward(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(grad of x, grad of this rank's weight shard, grad of its bias shard) for Y_r = x W_rᵀ + b_r."""
     grad_weight = grad_output.t() @ x  # local: these weights only affect this rank's outputs
     grad_bias = grad_output.sum(0)
@@ -114,7 +121,8 @@ def my_column_backward(rank, world, x, weight, grad_output):
     return grad_x, grad_weight, grad_bias
 
 
-def _backward_worker(rank, world, fn, x, w, b, grad_out):
+def _backward_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
+                     grad_out: torch.Tensor) -> tuple[Logged, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     from d2lmp.parallel import tensor_parallel as TP
 
     full = nn.Linear(w.shape[1], w.shape[0])
@@ -128,11 +136,11 @@ def _backward_worker(rank, world, fn, x, w, b, grad_out):
     # The reference: autograd through the library's column-split layer. (A probe and .sum() rather than
     # .backward(mine): backward with an explicit gradient lazily imports sympy, seconds in every fresh rank.)
     (layer(xs) * mine).sum().backward()
-    reference = (xs.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone())
+    reference = (xs.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone())  # type: ignore[union-attr]
     return logged(fn, rank, world, x.clone(), w[rank * k:(rank + 1) * k].clone(), mine.clone()), reference
 
 
-def _backward_run(fn):
+def _backward_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, n_in, n_out in CASES:
         x, w, b, grad_out = _layer(batch, n_in, n_out)
@@ -145,7 +153,7 @@ def _backward_run(fn):
     return results
 
 
-def _backward_judge(case, run: Logged, context):
+def _backward_judge(case: str, run: Logged, context: Any) -> str | None:
     (gx, gw, gb), partial, summed_weight, world = context
     got = run.result
     if not (isinstance(got, (tuple, list)) and len(got) == 3 and all(isinstance(t, torch.Tensor) for t in got)):
@@ -178,11 +186,13 @@ def _backward_judge(case, run: Logged, context):
                         "one all-reduce of the input's gradient; the weight and bias gradients are local")
 
 
-def _backward_no_all_reduce(rank, world, x, weight, grad_output):
+def _backward_no_all_reduce(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                            grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return grad_output @ weight, grad_output.t() @ x, grad_output.sum(0)
 
 
-def _forward_gather_weights(rank, world, x, weight, bias):
+def _forward_gather_weights(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                            bias: torch.Tensor) -> torch.Tensor:
     """Right numbers, not a split layer: every rank gathers the others' weight rows and computes the whole layer."""
     k = weight.shape[0] // world
     rows = [torch.empty_like(weight[:k]) for _ in range(world)]
@@ -192,7 +202,8 @@ def _forward_gather_weights(rank, world, x, weight, bias):
     return F.linear(x, torch.cat(rows), torch.cat(biases))
 
 
-def _forward_all_reduce(rank, world, x, weight, bias):
+def _forward_all_reduce(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                        bias: torch.Tensor) -> torch.Tensor:
     """Right numbers, twice the bytes: each rank fills its slice of a zero output and all-reduces it."""
     k = weight.shape[0] // world
     out = torch.zeros(x.shape[0], weight.shape[0])
@@ -201,7 +212,8 @@ def _forward_all_reduce(rank, world, x, weight, bias):
     return out
 
 
-def _backward_gather_everything(rank, world, x, weight, grad_output):
+def _backward_gather_everything(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                                grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Right numbers, more bytes: gather every shard and output gradient, then compute grad_x locally."""
     weights = [torch.empty_like(weight) for _ in range(world)]
     grads = [torch.empty_like(grad_output) for _ in range(world)]
@@ -211,7 +223,8 @@ def _backward_gather_everything(rank, world, x, weight, grad_output):
     return grad_x, grad_output.t() @ x, grad_output.sum(0)
 
 
-def _backward_averaged(rank, world, x, weight, grad_output):
+def _backward_averaged(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     grad_x, grad_weight, grad_bias = my_column_backward(rank, world, x, weight, grad_output)
     return grad_x / world, grad_weight, grad_bias
 
@@ -234,7 +247,7 @@ BACKWARD_WRONG = [(_backward_no_all_reduce, "only this rank's partial sum"), (_b
 ROW_CASES = ((2, 3, 6, 5), (3, 2, 9, 4))  # (ranks, batch, in features, out features)
 
 
-def given_row_linear(rank, world, x, weight, bias):
+def given_row_linear(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """A row-split linear layer: ``x`` is this rank's slice of the input features (batch, in/world), ``weight``
     the matching columns (out, in/world), ``bias`` the whole bias; every rank returns the layer's full output."""
     partial = F.linear(x, weight, bias)  # this rank's share of the output
@@ -242,7 +255,7 @@ def given_row_linear(rank, world, x, weight, bias):
     return partial
 
 
-def my_row_linear(rank, world, x, weight, bias):
+def my_row_linear(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """A row-split linear layer: ``x`` is this rank's slice of the input features (batch, in/world), ``weight``
     the matching columns (out, in/world), ``bias`` the whole bias; every rank returns the layer's full output."""
     partial = F.linear(x, weight)  # this rank's partial sum of x Wᵀ, without the bias
@@ -250,13 +263,14 @@ def my_row_linear(rank, world, x, weight, bias):
     return partial + bias  # the bias once, after the sum
 
 
-def _row_worker(rank, world, fn, x, w, b):
+def _row_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, w: torch.Tensor,
+                b: torch.Tensor) -> Logged:
     k = x.shape[1] // world
     cols = slice(rank * k, (rank + 1) * k)
     return logged(fn, rank, world, x[:, cols].clone(), w[:, cols].clone(), b.clone())
 
 
-def _row_run(fn):
+def _row_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, batch, n_in, n_out in ROW_CASES:
         x, w, b, _ = _layer(batch, n_in, n_out)
@@ -266,7 +280,7 @@ def _row_run(fn):
     return results
 
 
-def _row_judge(case, run: Logged, context):
+def _row_judge(case: str, run: Logged, context: Any) -> str | None:
     expected, bias, world = context
     got = run.result
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
@@ -280,7 +294,8 @@ def _row_judge(case, run: Logged, context):
                         "one all-reduce of the partial outputs")
 
 
-def _row_copy_of_given(rank, world, x, weight, bias):
+def _row_copy_of_given(rank: int, world: int, x: torch.Tensor, weight: torch.Tensor,
+                       bias: torch.Tensor) -> torch.Tensor:
     """The given function called through another: it runs on the ranks, so the check explains its result."""
     return given_row_linear(rank, world, x, weight, bias)
 
@@ -296,7 +311,7 @@ ROW_WRONG = [(_row_copy_of_given, "the bias 2 times")]
 INIT_CASES = ((2, 5, 6, 3), (3, 4, 9, 7))  # (ranks, in features, out features, seed)
 
 
-def given_column_init(rank, world, n_in, n_out, seed):
+def given_column_init(rank: int, world: int, n_in: int, n_out: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """This rank's rows (weight, bias) of a column-split nn.Linear(n_in, n_out): together the ranks' rows must be
     the layer that ``torch.manual_seed(seed)`` and ``nn.Linear(n_in, n_out)`` give on one device."""
     torch.manual_seed(seed)  # the same seed on every rank, so that the ranks agree
@@ -304,7 +319,7 @@ def given_column_init(rank, world, n_in, n_out, seed):
     return shard.weight.detach(), shard.bias.detach()
 
 
-def my_column_init(rank, world, n_in, n_out, seed):
+def my_column_init(rank: int, world: int, n_in: int, n_out: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """This rank's rows (weight, bias) of a column-split nn.Linear(n_in, n_out): together the ranks' rows must be
     the layer that ``torch.manual_seed(seed)`` and ``nn.Linear(n_in, n_out)`` give on one device."""
     torch.manual_seed(seed)  # every rank draws the whole layer, the one device's numbers
@@ -313,12 +328,12 @@ def my_column_init(rank, world, n_in, n_out, seed):
     return full.weight.detach()[rank * k:(rank + 1) * k], full.bias.detach()[rank * k:(rank + 1) * k]
 
 
-def _init_worker(rank, world, fn, n_in, n_out, seed):
+def _init_worker(rank: int, world: int, fn: Callable[..., Any], n_in: int, n_out: int, seed: int) -> Logged:
     with torch.no_grad():
         return logged(fn, rank, world, n_in, n_out, seed)
 
 
-def _init_run(fn):
+def _init_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world, n_in, n_out, seed in INIT_CASES:
         torch.manual_seed(seed)
@@ -332,7 +347,7 @@ def _init_run(fn):
     return results
 
 
-def _init_judge(case, run: Logged, context):
+def _init_judge(case: str, run: Logged, context: Any) -> str | None:
     (weight, bias), every_rank, rank = context
     got = run.result
     if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
@@ -350,12 +365,12 @@ def _init_judge(case, run: Logged, context):
     return "your rows are not the rows this rank owns of the layer torch.manual_seed(seed) gives on one device"
 
 
-def _init_copy_of_given(rank, world, n_in, n_out, seed):
+def _init_copy_of_given(rank: int, world: int, n_in: int, n_out: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The given function called through another: it runs on the ranks, so the check explains its result."""
     return given_column_init(rank, world, n_in, n_out, seed)
 
 
-def _init_seed_per_rank(rank, world, n_in, n_out, seed):
+def _init_seed_per_rank(rank: int, world: int, n_in: int, n_out: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     torch.manual_seed(seed + rank)
     shard = nn.Linear(n_in, n_out // world)
     return shard.weight.detach(), shard.bias.detach()

@@ -11,6 +11,9 @@ are in ``beyond_one_device``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.distributed as dist
 
@@ -37,16 +40,16 @@ def _ring_share(world: int) -> float:
 # The stage-2 gradient step
 
 
-def my_grad_shard(rank, world, flat_grad):
+def my_grad_shard(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     """This rank's shard of the gradient summed over the ranks: a reduce-scatter."""
     return ring_reduce_scatter(flat_grad)
 
 
-def _shard_worker(rank, world, fn):
+def _shard_worker(rank: int, world: int, fn: Callable[..., Any]) -> Logged:
     return logged(fn, rank, world, _local(rank))
 
 
-def _shard_run(fn):
+def _shard_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world in (2, 4):
         total = sum(_local(r) for r in range(world))
@@ -55,7 +58,7 @@ def _shard_run(fn):
     return results
 
 
-def _shard_judge(case, run: Logged, context):
+def _shard_judge(case: str, run: Logged, context: Any) -> str | None:
     rank, world, total = context
     got, shards = run.result, total.chunk(world)
     if not isinstance(got, torch.Tensor):
@@ -79,21 +82,21 @@ def _shard_judge(case, run: Logged, context):
                         "a reduce-scatter leaves each rank only its shard of the sum, for half an all-reduce's bytes")
 
 
-def _only_local(rank, world, flat_grad):
+def _only_local(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     return flat_grad.chunk(world)[rank]
 
 
-def _whole_sum(rank, world, flat_grad):
+def _whole_sum(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     dist.all_reduce(flat_grad)
     return flat_grad
 
 
-def _mean_shard(rank, world, flat_grad):
+def _mean_shard(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     dist.all_reduce(flat_grad)
     return flat_grad.chunk(world)[rank] / world
 
 
-def _all_reduce_then_slice(rank, world, flat_grad):
+def _all_reduce_then_slice(rank: int, world: int, flat_grad: torch.Tensor) -> torch.Tensor:
     dist.all_reduce(flat_grad)
     return flat_grad.chunk(world)[rank]
 
@@ -111,7 +114,8 @@ SHARD_WRONG = [(_only_local, "your own gradient's shard"), (_whole_sum, "you ret
 MOMENTUM, LR, STEPS = 0.9, 0.1, 2
 
 
-def given_zero_step(rank, world, params, grad, momentum, lr):
+def given_zero_step(rank: int, world: int, params: torch.Tensor, grad: torch.Tensor, momentum: torch.Tensor,
+                    lr: float) -> tuple[torch.Tensor, torch.Tensor]:
     """One ZeRO-2 step of SGD with momentum 0.9: ``params`` is this rank's full copy, ``grad`` its own gradient,
     ``momentum`` its shard of the momentum; each rank updates its shard, then the shards are shared."""
     shards = params.chunk(world)  # views: shards[r] is rank r's part of params
@@ -124,7 +128,8 @@ def given_zero_step(rank, world, params, grad, momentum, lr):
     return params, momentum
 
 
-def my_zero_step(rank, world, params, grad, momentum, lr):
+def my_zero_step(rank: int, world: int, params: torch.Tensor, grad: torch.Tensor, momentum: torch.Tensor,
+                 lr: float) -> tuple[torch.Tensor, torch.Tensor]:
     """One ZeRO-2 step of SGD with momentum 0.9: ``params`` is this rank's full copy, ``grad`` its own gradient,
     ``momentum`` its shard of the momentum; each rank updates its shard, then the shards are shared."""
     shards = params.chunk(world)  # views: shards[r] is rank r's part of params
@@ -151,7 +156,7 @@ def one_device_steps(world: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return out
 
 
-def _step_worker(rank, world, fn):
+def _step_worker(rank: int, world: int, fn: Callable[..., Any]) -> list[Logged]:
     params, momentum, runs = _start(), torch.zeros(LENGTH // world), []
     for step in range(STEPS):
         run = logged(fn, rank, world, params.clone(), _local(rank, step), momentum.clone(), LR)
@@ -163,7 +168,7 @@ def _step_worker(rank, world, fn):
     return runs
 
 
-def _step_run(fn):
+def _step_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
     results = []
     for world in (2, 4):
         expected = one_device_steps(world)
@@ -176,7 +181,7 @@ def _step_run(fn):
     return results
 
 
-def _step_judge(case, run: Logged, context):
+def _step_judge(case: str, run: Logged, context: Any) -> str | None:
     rank, world, step, expected, every_rank = context
     result = run.result
     if not (isinstance(result, (tuple, list)) and len(result) == 2
@@ -206,12 +211,14 @@ def _step_judge(case, run: Logged, context):
                         "one reduce-scatter of the gradient and one all-gather of the updated shards")
 
 
-def _copy_of_given(rank, world, params, grad, momentum, lr):
+def _copy_of_given(rank: int, world: int, params: torch.Tensor, grad: torch.Tensor, momentum: torch.Tensor,
+                   lr: float) -> tuple[torch.Tensor, torch.Tensor]:
     """The given function called through another: it runs on the ranks, so the check explains its result."""
     return given_zero_step(rank, world, params, grad, momentum, lr)
 
 
-def _all_reduce_step(rank, world, params, grad, momentum, lr):
+def _all_reduce_step(rank: int, world: int, params: torch.Tensor, grad: torch.Tensor, momentum: torch.Tensor,
+                     lr: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Right numbers, without sharding the gradient: an all-reduce, then the shard, then an all-gather."""
     dist.all_reduce(grad)
     shards = params.chunk(world)

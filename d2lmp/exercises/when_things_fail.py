@@ -74,7 +74,7 @@ def pass_along(rank: int, world: int) -> torch.Tensor:
     left = (rank - 1) % world
     send = dist.isend(mine, right)
     dist.recv(got, left)
-    send.wait()
+    send.wait()  # type: ignore[union-attr]  # isend returns None only off the group
     return got
 
 
@@ -118,7 +118,7 @@ def load_into(rank: int, world: int, path: str) -> tuple[Any, Any, ckpt.LoadRepo
 
 
 @cache
-def _saved() -> tuple[str, dict[str, Any], int]:
+def _saved() -> tuple[str, ckpt.FullState, int]:
     """(path, the state 4 ranks saved, its bytes): saved once per process into a folder removed at exit."""
     folder = tempfile.mkdtemp(prefix="d2lmp-exercise-")
     atexit.register(shutil.rmtree, folder, True)
@@ -127,7 +127,7 @@ def _saved() -> tuple[str, dict[str, Any], int]:
     return str(ckpt.step_dir(folder, 3)), saved[0].state, sum(saved[0].written.values())
 
 
-def _load_worker(rank: int, world: int, fn: Any, path: str) -> tuple[dict[str, Any], int, int | None]:
+def _load_worker(rank: int, world: int, fn: Any, path: str) -> tuple[ckpt.FullState, int, int | None]:
     model, optimizer, report = fn(rank, world, path)
     state = ckpt.training_state(model, optimizer)
     return ckpt.full_training_state(model, optimizer), R._held_bytes(state), getattr(report, "bytes_read", None)
@@ -148,9 +148,8 @@ def _load_run(fn: Any) -> list[tuple[str, Any, Any]]:
     return results
 
 
-def _whole_bytes(state: dict[str, Any]) -> int:
-    tensors = list(state["model"].values()) + [v for per in state["optim"].values() for v in per.values()]
-    return sum(t.numel() * t.element_size() for t in tensors if torch.is_tensor(t))
+def _whole_bytes(state: ckpt.FullState) -> int:
+    return sum(t.numel() * t.element_size() for t in state.tensors().values())
 
 
 def _load_judge(case: str, got: Any, context: Any) -> str | None:
@@ -158,7 +157,7 @@ def _load_judge(case: str, got: Any, context: Any) -> str | None:
     saved, total, world = context
     if read is None:
         return "return (model, optimizer, the report that checkpoint.load returned)"
-    if not R.state_difference({"model": state["model"], "optim": {}}, {"model": saved["model"], "optim": {}})[0]:
+    if not R.state_difference(ckpt.FullState(state.model, {}), ckpt.FullState(saved.model, {}))[0]:
         return "the parameters are not the saved ones: was the checkpoint loaded into the model you return?"
     if not R.state_difference(state, saved)[0]:
         return ("the parameters match but Adam's state does not: load the optimizer's state too (training_state "

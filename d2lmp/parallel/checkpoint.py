@@ -37,9 +37,9 @@ from torch.distributed.checkpoint.state_dict_saver import async_save as dcp_asyn
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.checkpoint.storage import StorageWriter
 
-__all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport", "step_dir", "training_state",
-           "restore_training_state", "full_training_state", "save", "AsyncSaver", "read_marker", "is_complete",
-           "latest_complete", "load", "bytes_per_rank"]
+__all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport", "FullState", "step_dir",
+           "training_state", "restore_training_state", "full_training_state", "save", "AsyncSaver", "read_marker",
+           "is_complete", "latest_complete", "load", "bytes_per_rank"]
 
 MARKER = "COMPLETE.json"
 _STEP_DIR = re.compile(r"step_(\d{8})$")
@@ -77,6 +77,21 @@ class LoadReport:
     bytes_read: int
 
 
+@dataclass(frozen=True)
+class FullState:
+    """A training state with every tensor whole (``full_training_state``), to compare two states: the model's
+    parameters by name, and each parameter's optimizer state by the parameter's name (tensors, and numbers)."""
+
+    model: dict[str, torch.Tensor]
+    optim: dict[str, dict[str, Any]]
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Every tensor under one flat name: ``model.<parameter>`` and ``optim.<parameter>.<key>``."""
+        out = {f"model.{k}": v for k, v in self.model.items()}
+        out.update({f"optim.{n}.{k}": v for n, per in self.optim.items() for k, v in per.items() if torch.is_tensor(v)})
+        return out
+
+
 def step_dir(root: str | os.PathLike[str], step: int) -> Path:
     """The folder of the checkpoint taken after ``step`` steps."""
     if step < 0:
@@ -99,14 +114,14 @@ def restore_training_state(model: nn.Module, optimizer: torch.optim.Optimizer, s
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
 
 
-def full_training_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+def full_training_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> FullState:
     """Every parameter and optimizer tensor whole (gathered from the ranks), to compare two states."""
     model_state, optim_state = get_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True))
     per_param: dict[str, dict[str, Any]] = optim_state["state"]  # type: ignore[assignment]
     params: dict[str, torch.Tensor] = model_state  # type: ignore[assignment]
-    return {"model": {k: v.detach().clone() for k, v in params.items()},
-            "optim": {name: {k: v.detach().clone() if torch.is_tensor(v) else v for k, v in per.items()}
-                      for name, per in per_param.items()}}
+    return FullState({k: v.detach().clone() for k, v in params.items()},
+                     {name: {k: v.detach().clone() if torch.is_tensor(v) else v for k, v in per.items()}
+                      for name, per in per_param.items()})
 
 
 def save(state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id: str = "",

@@ -103,7 +103,7 @@ class ExpertParallelMoE(nn.Module):
     what the full layer computes on the concatenation of every rank's batch, each rank in rank order.
     """
 
-    def __init__(self, full: MoE, group: dist.ProcessGroup | None = None):
+    def __init__(self, full: MoE, group: dist.ProcessGroup | None = None) -> None:
         super().__init__()
         self.spec: MoESpec = full.spec
         self.group = group

@@ -91,7 +91,7 @@ def debug_level(detail: bool) -> Iterator[None]:
     """
     previous = os.environ.get(DEBUG_ENV)
     os.environ[DEBUG_ENV] = "DETAIL" if detail else "OFF"
-    dist.set_debug_level_from_env()  # type: ignore[attr-defined]
+    dist.set_debug_level_from_env()
     try:
         yield
     finally:
@@ -99,7 +99,7 @@ def debug_level(detail: bool) -> Iterator[None]:
             os.environ.pop(DEBUG_ENV, None)
         else:
             os.environ[DEBUG_ENV] = previous
-        dist.set_debug_level_from_env()  # type: ignore[attr-defined]
+        dist.set_debug_level_from_env()
 
 
 def stage(fault: str, detail: bool = False, world: int = 2, timeout: float = 3.0) -> Diagnosis:

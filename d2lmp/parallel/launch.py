@@ -162,7 +162,7 @@ def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[A
         # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
         dist.init_process_group(backend, store=store, rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=group_timeout),
-                                **({"device_id": torch.device("cuda", rank)} if backend == "nccl" else {}))
+                                device_id=torch.device("cuda", rank) if backend == "nccl" else None)
         result = fn(rank, world_size, *args)
         buffer = io.BytesIO()
         torch.save(result, buffer)  # by value: the parent may read it after this process is gone
@@ -279,7 +279,7 @@ def _collect(procs: list[BaseProcess], results: Queue[Any], world_size: int, tim
         if now > deadline:
             missing = [r for r in range(world_size) if r not in outputs]
             running = {r: stack_paths[r] for r, p in enumerate(procs) if p.exitcode is None}
-            _stacks.request(procs[r].pid for r in running)
+            _stacks.request(cast(int, procs[r].pid) for r in running)  # started, so each has a pid
             raise WorkerError(None, f"rank(s) {missing} did not finish within the {timeout:g} s timeout "
                                     "(a hang: often a collective that some rank never joined)",
                               stacks=_stacks.collect(running))

@@ -46,7 +46,7 @@ class TraceRecording:
 def profiler_activities(device: torch.device) -> list[ProfilerActivity]:
     """What to record: the CPU always, a GPU's kernels when ``device`` is one and this build can trace them."""
     activities = [ProfilerActivity.CPU]
-    if device.type == "cuda" and ProfilerActivity.CUDA in supported_activities():  # type: ignore[no-untyped-call]
+    if device.type == "cuda" and ProfilerActivity.CUDA in supported_activities():
         activities.append(ProfilerActivity.CUDA)
     return activities
 

@@ -35,8 +35,8 @@ from torch.distributed.checkpoint.state_dict import set_model_state_dict
 from ..models import mlp
 from . import checkpoint as ckpt
 
-__all__ = ["EVENTS", "FAULT_PLACES", "FORGETTABLE", "RunSpec", "Fault", "ShuffledBatches", "RunResult", "Restart",
-           "check_folder", "build", "train", "max_difference", "read_events", "lost_work"]
+__all__ = ["EVENTS", "FAULT_PLACES", "FORGETTABLE", "RunSpec", "Fault", "ShuffledBatches", "RunResult", "LogEvent",
+           "Restart", "check_folder", "build", "train", "max_difference", "read_events", "lost_work"]
 
 EVENTS = "events.jsonl"
 FAULT_PLACES = ("step", "save")
@@ -155,7 +155,7 @@ def _step_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, indices:
     """This rank's part of the global batch's loss, backward: its share of the gradient, not yet summed."""
     mine = indices.tensor_split(world)[rank]
     loss = nn.functional.cross_entropy(model(x[mine]), y[mine], reduction="sum") / len(indices)
-    loss.backward()  # type: ignore[no-untyped-call]
+    loss.backward()
 
 
 def _sum_gradients(model: nn.Module) -> None:
@@ -224,9 +224,8 @@ def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_i
             if rank == 0:
                 _log(folder, attempt, rank, "saved", step)
     full = ckpt.full_training_state(model, optimizer)
-    flat = {f"model.{k}": v for k, v in full["model"].items()}
-    flat.update({f"optim.{n}.{k}": v for n, per in full["optim"].items() for k, v in per.items() if torch.is_tensor(v)})
-    return RunResult(rank, world, attempt, start, tuple(range(start + 1, spec.steps + 1)), saves, load_seconds, flat)
+    return RunResult(rank, world, attempt, start, tuple(range(start + 1, spec.steps + 1)), saves, load_seconds,
+                     full.tensors())
 
 
 def _checkpoint_state(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBatches,
@@ -287,10 +286,24 @@ def _log(folder: str | os.PathLike[str] | None, attempt: int, rank: int, event: 
         os.close(fd)
 
 
-def read_events(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class LogEvent:
+    """One line of a run's ``EVENTS`` log: the attempt and rank, what happened ("resume", "step", "saved" or
+    "kill") at which step, when (``time.time()``), in which process; a kill says what the rank was ``during``."""
+
+    attempt: int
+    rank: int
+    event: str
+    step: int
+    time: float
+    pid: int
+    during: str | None = None
+
+
+def read_events(folder: str | os.PathLike[str]) -> list[LogEvent]:
     """The run's events in the order they were written (none when nothing was logged)."""
     path = Path(folder) / EVENTS
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [LogEvent(**json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 @dataclass(frozen=True)
@@ -305,17 +318,17 @@ class Restart:
     restart_seconds: float  # from the kill to the resumed state being loaded
 
 
-def lost_work(events: Sequence[dict[str, Any]]) -> list[Restart]:
+def lost_work(events: Sequence[LogEvent]) -> list[Restart]:
     """Each restart in a run's events: the steps computed again and the time they had cost."""
     out = []
-    for kill in (e for e in events if e["event"] == "kill"):
-        after = [e for e in events if e["event"] == "resume" and e["attempt"] > kill["attempt"]]
+    for kill in (e for e in events if e.event == "kill"):
+        after = [e for e in events if e.event == "resume" and e.attempt > kill.attempt]
         if not after:
             continue
-        resume = min(after, key=lambda e: e["time"])
-        before = [e for e in events if e["attempt"] == kill["attempt"] and e["time"] <= kill["time"]]
-        mark = [e["time"] for e in before if e["event"] in ("saved", "resume") and e["step"] == resume["step"]]
-        begun = min((e["time"] for e in before), default=kill["time"])
-        out.append(Restart(resume["attempt"], kill["step"], resume["step"], kill["step"] - resume["step"],
-                           kill["time"] - (mark[-1] if mark else begun), resume["time"] - kill["time"]))
+        resume = min(after, key=lambda e: e.time)
+        before = [e for e in events if e.attempt == kill.attempt and e.time <= kill.time]
+        mark = [e.time for e in before if e.event in ("saved", "resume") and e.step == resume.step]
+        begun = min((e.time for e in before), default=kill.time)
+        out.append(Restart(resume.attempt, kill.step, resume.step, kill.step - resume.step,
+                           kill.time - (mark[-1] if mark else begun), resume.time - kill.time))
     return out

@@ -28,7 +28,7 @@ class _AllReduceSum(torch.autograd.Function):
     """y = Σ over ranks of x; its backward is the same sum of the gradients (every rank's loss depends on y)."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, group: Any) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, group: dist.ProcessGroup | None) -> torch.Tensor:
         ctx.group = group
         total = x.clone()
         dist.all_reduce(total, group=group)
@@ -41,7 +41,7 @@ class _AllReduceSum(torch.autograd.Function):
         return total, None
 
 
-def all_reduce_sum(x: torch.Tensor, group: Any = None) -> torch.Tensor:
+def all_reduce_sum(x: torch.Tensor, group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """The sum of ``x`` over the ranks of ``group`` (None: all), differentiable."""
     out: torch.Tensor = _AllReduceSum.apply(x, group)  # type: ignore[no-untyped-call]
     return out
@@ -51,7 +51,8 @@ class SyncBatchNorm2d(nn.BatchNorm2d):
     """``nn.BatchNorm2d`` with statistics over the whole global batch: the same parameters and buffers, so a
     trained one loads into a plain ``nn.BatchNorm2d`` and back."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, group: Any = None):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 group: dist.ProcessGroup | None = None) -> None:
         super().__init__(num_features, eps=eps, momentum=momentum)
         self.group = group
 
@@ -88,7 +89,7 @@ class SyncBatchNorm2d(nn.BatchNorm2d):
         self.running_var.mul_(1 - factor).add_(var * (n / max(n - 1.0, 1.0)), alpha=factor)
 
 
-def to_sync_batchnorm(module: nn.Module, group: Any = None) -> nn.Module:
+def to_sync_batchnorm(module: nn.Module, group: dist.ProcessGroup | None = None) -> nn.Module:
     """``module`` with every ``nn.BatchNorm2d`` replaced by a ``SyncBatchNorm2d`` holding the same parameters and
     buffers (as ``nn.SyncBatchNorm.convert_sync_batchnorm`` does for PyTorch's own)."""
     if isinstance(module, nn.BatchNorm2d) and not isinstance(module, SyncBatchNorm2d):

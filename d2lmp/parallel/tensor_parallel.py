@@ -13,7 +13,7 @@ all-reduce forward and one backward. ``ChannelParallelConv2d`` splits output cha
 ``InputChannelParallelConv2d`` input channels, the same two ideas for convolutions.
 Each is built from a full layer, so it starts with exactly the unsplit layer's weights; which
 block of features a rank keeps comes from ``shard_range`` (pure arithmetic, also used to draw it).
-``CommLog`` counts every collective and its bytes. Every operator and layer takes ``group``,
+``CommLog`` (``parallel.comm_log``) counts every collective and its bytes. Every operator and layer takes ``group``,
 the ranks that share the split (None: all).
 
 Sequence parallelism (Korthikanti et al. 2022) adds the conjugate pair that moves a tensor between a
@@ -27,7 +27,6 @@ each rank sends for the logged collectives under ring algorithms (``ring_wire_by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
@@ -36,50 +35,13 @@ from torch import nn
 from torch.distributed import ProcessGroup
 from torch.nn import functional as F
 
+from .comm_log import CommCall, CommLog, ring_wire_bytes
+from .comm_log import record as _log
+
 __all__ = ["CommCall", "CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel",
            "gather_from_parallel", "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
            "InputChannelParallelConv2d", "parallel_mlp", "comm_volume", "all_gather_sequence",
            "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged", "ring_wire_bytes"]
-
-_LOGS: list[CommLog] = []  # active logs; entered and left only through ``CommLog``
-
-
-@dataclass(frozen=True)
-class CommCall:
-    """One collective a ``CommLog`` saw: the operation, the bytes of the tensor this rank put in, a label."""
-
-    op: str
-    bytes: int
-    label: str
-
-
-class CommLog:
-    """Records (operation, bytes, label) for collectives issued while the ``with`` block runs."""
-
-    def __init__(self) -> None:
-        self.calls: list[CommCall] = []
-
-    def __enter__(self) -> CommLog:
-        _LOGS.append(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _LOGS.remove(self)
-
-    def total_bytes(self) -> int:
-        return sum(c.bytes for c in self.calls)
-
-    def wire_bytes(self, world: int, backward: bool | None = None) -> int:
-        """Bytes each rank sends for the logged collectives over ``world`` ranks under ring algorithms
-        (``ring_wire_bytes``); ``backward`` True or False keeps only the backward (or forward) ones."""
-        return sum(ring_wire_bytes(c.op, c.bytes, world) for c in self.calls
-                   if backward is None or ("(backward" in c.label) == backward)
-
-
-def _log(op: str, tensor: torch.Tensor, label: str) -> None:
-    for log in _LOGS:
-        log.calls.append(CommCall(op, tensor.numel() * tensor.element_size(), label))
-
 
 def _all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
     t = t.contiguous().clone()
@@ -296,24 +258,6 @@ def comm_volume(batch: int, n_in: int, n_out: int, world: int, element_size: int
         "row, split input": {"forward": batch * n_out * e, "backward": 0},
         "data parallel (gradients)": {"forward": 0, "backward": (n_in * n_out + n_out) * e},
     }
-
-
-def ring_wire_bytes(op: str, logged_bytes: int, world: int) -> int:
-    """Bytes one rank sends in a ring collective, from what ``CommLog`` logs (the tensor handed to it).
-
-    All-reduce of n bytes: 2(t−1)/t·n (a reduce-scatter, then an all-gather); reduce-scatter of n bytes:
-    (t−1)/t·n; all-gather of a rank's n/t bytes into n: (t−1)·n/t. So an all-reduce of n bytes sends
-    exactly what a reduce-scatter of n bytes and an all-gather back to n bytes send together.
-    """
-    if world < 1:
-        raise ValueError(f"world must be at least 1, got {world}")
-    if op in ("all_reduce", "all_reduce_max"):
-        return 2 * (world - 1) * logged_bytes // world
-    if op == "reduce_scatter":
-        return (world - 1) * logged_bytes // world
-    if op == "all_gather":
-        return (world - 1) * logged_bytes
-    raise ValueError(f"unknown collective {op!r}")
 
 
 def all_reduce_logged(t: torch.Tensor, label: str, group: dist.ProcessGroup | None = None,

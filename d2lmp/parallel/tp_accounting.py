@@ -106,7 +106,7 @@ def measure_block(config: GPTConfig, tp: TPGroup, batch: int = 2, dtype: torch.d
     value_bytes = x.element_size()
     torch.manual_seed(seed)  # dropout where every rank holds the whole activation: the same mask everywhere
     measured = saved_bytes_by_module(block, x)
-    with CommLog() as log:  # type: ignore[no-untyped-call]
+    with CommLog() as log:
         out = block(x)
         out.backward(torch.ones_like(out))
     label = _label(config, tp.size, tp.sequence_parallel, tp.regather, dtype)

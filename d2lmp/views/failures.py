@@ -9,10 +9,13 @@ takes plain data and an optional ``ax``; ``interval_widget`` is a thin ipywidget
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import checkpoint_interval as CI
 from .figure import fig_ax, show
+
+if TYPE_CHECKING:
+    from ..parallel.resilient import LogEvent
 
 __all__ = ["SEGMENT_COLOURS", "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
            "interval_report", "interval_widget"]
@@ -76,7 +79,7 @@ def plot_waste_vs_interval(save_s: float, mtbf_s: float, restart_s: float = 0.0,
     return fig
 
 
-def plot_restart_events(events: Sequence[dict[str, Any]], ax: Any = None,
+def plot_restart_events(events: Sequence[LogEvent], ax: Any = None,
                         title: str = "The real run, step by step") -> Any:
     """A run's event log (``parallel.resilient.read_events``) on a step axis: one row per attempt.
 
@@ -89,25 +92,25 @@ def plot_restart_events(events: Sequence[dict[str, Any]], ax: Any = None,
 
     if not events:
         raise ValueError("no events to draw")
-    fig, ax = fig_ax(ax, figsize=(9, 0.9 + 0.8 * len({e["attempt"] for e in events})))
-    attempts = sorted({e["attempt"] for e in events})
-    resumed = {e["attempt"]: e["step"] for e in events if e["event"] == "resume" and e["rank"] == 0}
+    fig, ax = fig_ax(ax, figsize=(9, 0.9 + 0.8 * len({e.attempt for e in events})))
+    attempts = sorted({e.attempt for e in events})
+    resumed = {e.attempt: e.step for e in events if e.event == "resume" and e.rank == 0}
     for row, a in enumerate(attempts):
         later = [resumed[b] for b in attempts if b > a and b in resumed]
         keep_until = later[0] if later else None
-        for e in (e for e in events if e["attempt"] == a):
-            if e["event"] == "step":
-                lost = keep_until is not None and e["step"] > keep_until
-                ax.broken_barh([(e["step"] - 1, 1)], (row - 0.3, 0.6), edgecolor="white",
+        for e in (e for e in events if e.attempt == a):
+            if e.event == "step":
+                lost = keep_until is not None and e.step > keep_until
+                ax.broken_barh([(e.step - 1, 1)], (row - 0.3, 0.6), edgecolor="white",
                                color=SEGMENT_COLOURS["lost" if lost else "work"])
-            elif e["event"] == "saved":
-                ax.plot([e["step"]] * 2, [row - 0.42, row + 0.42], color=SEGMENT_COLOURS["save"], linewidth=3)
-            elif e["event"] == "kill":  # in the middle of its step, or at its end when it died saving
-                ax.plot([e["step"] - (0.1 if e.get("during") == "save" else 0.5)], [row], "X", color="black",
+            elif e.event == "saved":
+                ax.plot([e.step] * 2, [row - 0.42, row + 0.42], color=SEGMENT_COLOURS["save"], linewidth=3)
+            elif e.event == "kill":  # in the middle of its step, or at its end when it died saving
+                ax.plot([e.step - (0.1 if e.during == "save" else 0.5)], [row], "X", color="black",
                         markersize=10)
         if a in resumed and (a > attempts[0] or resumed[a]):
             ax.plot([resumed[a]], [row], ">", color=SEGMENT_COLOURS["restart"], markersize=10)
-    steps = max(e["step"] for e in events)
+    steps = max(e.step for e in events)
     ax.set_xticks(range(0, steps + 1))
     ax.set_yticks(range(len(attempts)))
     ax.set_yticklabels([f"attempt {a}" for a in attempts])
