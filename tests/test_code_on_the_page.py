@@ -20,7 +20,7 @@ NOTEBOOKS = {p.stem.split("_", 1)[1]: p for p in (ROOT / "notebooks").glob("[0-9
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
-    "parallel_strategies": ["comm_bytes", "zero_memory"],
+    "parallel_strategies": ["comm_bytes", "causal_attention", "CausalSelfAttention", "Block"],
     "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
     "network_partitioning": ["balance", "schedule", "pipeline_step"],
