@@ -181,8 +181,8 @@ EXERCISES = [
         question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
                  "its input's gradient (none for the first layer). Use notebook 14's "
                  "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
-                 f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 ranks, how many bytes "
-                 "does each rank feed into collectives per forward and backward in Megatron's split "
+                 f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 devices, how many "
+                 "bytes does each device feed into collectives per forward and backward in Megatron's split "
                  "(`TP.parallel_mlp`: the column layer's output stays split)? Compare with what the cost model's rule "
                  "charges.",
         hint_text="In Megatron's MLP the column layer's output is not gathered: it feeds the row layer directly. Take "
