@@ -21,7 +21,7 @@ __all__ = ["all_to_all", "all_to_all_sizes", "torch_all_to_all_flat", "torch_all
 
 # The requests of the last exchange, dropped only when the next one ends: dropping a gloo request
 # right after it completes can spin until gloo's I/O thread lets go of its buffer (see
-# ``collectives._last_requests``, the ring's list for the same reason).
+# ``ring_messages._last_requests``, the ring's list for the same reason).
 _last_exchange: list[dist.Work] = []
 
 
