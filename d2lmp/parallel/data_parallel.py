@@ -112,7 +112,7 @@ def grad_or_zeros(p: torch.Tensor) -> torch.Tensor:
 
 def unflatten_into_grads(flat: torch.Tensor, bucket: Sequence[nn.Parameter]) -> None:
     """Copy a bucket's flat tensor back into its parameters' ``.grad``, in bucket order."""
-    for p, part in zip(bucket, flat.split([p.numel() for p in bucket])):
+    for p, part in zip(bucket, flat.split([p.numel() for p in bucket])):  # type: ignore[no-untyped-call]
         grad_or_zeros(p).copy_(part.view_as(p))
 
 
