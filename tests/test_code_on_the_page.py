@@ -28,7 +28,7 @@ REQUIRED = {
     "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
                           "data_parallel_seconds"],
     "when_things_fail": ["save", "load", "_checkpoint_state", "_resume", "expected_wall_time", "daly_interval",
-                         "skipped_collective", "send_send", "shape_mismatch", "pass_along"],
+                         "skipped_collective", "send_send", "shape_mismatch"],
 }
 
 
