@@ -22,9 +22,11 @@ from d2lmp.parallel import costmodel as CM  # noqa: E402
 from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
 from d2lmp.views import collectives as collectives_views  # noqa: E402
 from d2lmp.views import comm_roofline as comm_roofline_views  # noqa: E402
+from d2lmp.views import context_parallel as context_parallel_views  # noqa: E402
 from d2lmp.views import conv as conv_views  # noqa: E402
 from d2lmp.views import costmodel as costmodel_views  # noqa: E402
 from d2lmp.views import data_parallel as data_parallel_views  # noqa: E402
+from d2lmp.views import experts as experts_views  # noqa: E402
 from d2lmp.views import graphics as graphics_views  # noqa: E402
 from d2lmp.views import matmul as matmul_views  # noqa: E402
 from d2lmp.views import memory as memory_views  # noqa: E402
@@ -63,6 +65,8 @@ FACTORIES = {
     "zero": lambda: zero_views.zero_widget(),
     "comm_roofline": lambda: comm_roofline_views.comm_roofline_widget(),
     "planner": lambda: planner_views.planner_widget(),
+    "ring_work": lambda: context_parallel_views.ring_work_widget(),
+    "capacity": lambda: experts_views.capacity_widget(),
 }
 
 
