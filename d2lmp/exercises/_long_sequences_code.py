@@ -1,0 +1,347 @@
+"""The code exercises of notebook 17: each reference answer, the run that checks it and its judge, and wrong answers.
+
+The merge is checked against softmax attention over all the blocks' keys, on blocks whose scores would overflow a
+naive exp. The three rank exercises (one ring step, causal ring attention, the all-to-all) run the student's
+function on 2, 3 and 4 real gloo ranks inside a ``_traffic.TrafficWatch`` and judge the messages each rank sent
+(peers, bytes, no collective) before the result, so that a library collective plus slicing fails with a sentence
+saying what was asked. ``long_sequences_and_experts`` turns them into exercises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn import functional as F
+
+from ..checks.experts import all_to_all_block
+from ..parallel.attention_blocks import attention_block, merge
+from ..parallel.context_layout import split_sequence
+from ._code import code_checker, detached, max_error, on_ranks
+from ._traffic import Traffic, TrafficWatch, collective_used
+
+__all__ = ["my_merge", "my_pass_right", "my_ring_forward", "my_all_to_all", "merge_checker", "pass_checker",
+           "ring_checker", "all_to_all_checker"]
+
+WORLDS = (2, 3, 4)
+
+
+def _close(a: Any, b: torch.Tensor) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# 1. The online-softmax merge, on one process
+
+
+def my_merge(a, b):
+    """(output, lse) over the keys of both blocks, from each block's (output, lse); ``a`` None: nothing yet."""
+    if a is None:
+        return b
+    (out_a, lse_a), (out_b, lse_b) = a, b
+    lse = torch.logaddexp(lse_a, lse_b)  # log(e^lse_a + e^lse_b), without overflowing
+    return out_a * torch.exp(lse_a - lse)[..., None] + out_b * torch.exp(lse_b - lse)[..., None], lse
+
+
+def _merge_run(fn):
+    g = torch.Generator().manual_seed(5)
+    results = []
+    for scale, sizes in ((1.0, (3, 5)), (40.0, (4, 4)), (1.0, (2, 3, 6))):  # 40: scores in the hundreds
+        q = torch.randn(2, 2, 4, 8, generator=g) * scale
+        keys, values = (torch.randn(2, 2, sum(sizes), 8, generator=g) for _ in range(2))
+        merged = None
+        for k, v in zip(torch.split(keys, sizes, dim=2), torch.split(values, sizes, dim=2)):
+            merged = fn(merged, attention_block(q, k, v, False))
+        scores = q @ keys.transpose(-2, -1) / 8 ** 0.5
+        expected = (F.scaled_dot_product_attention(q, keys, values), scores.logsumexp(dim=-1))
+        blocks = [attention_block(q, k, v, False) for k, v in zip(torch.split(keys, sizes, dim=2),
+                                                                   torch.split(values, sizes, dim=2))]
+        results.append((f"{len(sizes)} blocks of {list(sizes)} keys, scores × {scale:g}", merged, (expected, blocks)))
+    return results
+
+
+def _merge_judge(case, got, context):
+    (out, lse), blocks = context
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
+        return f"return a pair (output, lse) of tensors, got {type(got).__name__}"
+    got_out, got_lse = got
+    if _close(got_out, out) and _close(got_lse, lse):
+        return None
+    if not torch.isfinite(got_out).all() or not torch.isfinite(got_lse).all():
+        return ("your result holds inf or NaN: exp of a log-sum-exp in the hundreds overflows float32. Combine "
+                "them as torch.logaddexp(lse_a, lse_b), and weigh each output by exp(lse_block − lse)")
+    if _close(got_out, sum(o for o, _ in blocks) / len(blocks)):
+        return ("a plain average weighs every block alike; each block's output counts as much as its share of the "
+                "exp-sum, exp(lse_block − lse) with lse the merged log-sum-exp")
+    if _close(got_out, out):
+        return "the output is right, the lse is not: the merged lse is log(exp(lse_a) + exp(lse_b))"
+    return f"your output differs from softmax attention over all the keys by up to {max_error(got_out, out):.3g}"
+
+
+def _merge_average(a, b):
+    return b if a is None else ((a[0] + b[0]) / 2, torch.logaddexp(a[1], b[1]))
+
+
+def _merge_naive(a, b):
+    if a is None:
+        return b
+    total = torch.exp(a[1]) + torch.exp(b[1])
+    return ((a[0] * torch.exp(a[1])[..., None] + b[0] * torch.exp(b[1])[..., None]) / total[..., None],
+            torch.log(total))
+
+
+# --------------------------------------------------------------------------------------------
+# 2. One ring step: pass the K/V this rank holds to the right, receive the left neighbour's
+
+
+def my_pass_right(kv):
+    """Send ``kv`` to rank + 1 and return what rank − 1 sent here (the ring wraps round)."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    incoming = torch.empty_like(kv)
+    requests = [dist.irecv(incoming, (rank - 1) % world), dist.isend(kv.contiguous(), (rank + 1) % world)]
+    for request in requests:
+        request.wait()
+    return incoming
+
+
+def _chunk(rank: int) -> torch.Tensor:
+    """Rank ``rank``'s K and V stacked: [2, batch, heads, tokens, head dim], different on every rank."""
+    return torch.randn(2, 1, 2, 3, 4, generator=torch.Generator().manual_seed(rank))
+
+
+def _pass_worker(rank, world, fn):
+    held, seen = _chunk(rank), []
+    with TrafficWatch() as watch:
+        for _ in range(world - 1):
+            held = fn(held)
+            seen.append(detached(held).clone() if isinstance(held, torch.Tensor) else held)
+    dist.barrier()
+    return seen, watch.traffic()
+
+
+def _pass_run(fn):
+    results = []
+    for world in WORLDS:
+        for rank, (seen, traffic) in enumerate(on_ranks(_pass_worker, world, fn)):
+            results.append((f"{world} ranks, rank {rank}", (seen, traffic), (rank, world)))
+    return results
+
+
+def _ring_traffic_problem(traffic: Traffic, rank: int, world: int, nbytes: int, what: str) -> str | None:
+    """What is wrong with a rank's messages in one round of the ring: p − 1 of ``nbytes`` to the right."""
+    right, left = (rank + 1) % world, (rank - 1) % world
+    used = collective_used(traffic, f"pass {what} to the right neighbour")
+    if used:
+        return used
+    if any(peer != right for peer, _ in traffic.sent) or any(peer != left for peer, _ in traffic.received):
+        return (f"rank {rank} sent to {sorted({p for p, _ in traffic.sent})} and received from "
+                f"{sorted({p for p, _ in traffic.received})}: in the ring a rank sends only to rank + 1 = {right} and "
+                f"receives only from rank − 1 = {left}")
+    if traffic.bytes_sent != (world - 1) * nbytes:
+        return (f"rank {rank} sent {len(traffic.sent)} message(s), {traffic.bytes_sent} bytes, in {world - 1} steps: "
+                f"a round of the ring sends {what}, {nbytes} bytes, once a step, {(world - 1) * nbytes} bytes")
+    return None
+
+
+def _pass_judge(case, got, context):
+    (seen, traffic), (rank, world) = got, context
+    nbytes = _chunk(0).numel() * _chunk(0).element_size()
+    problem = _ring_traffic_problem(traffic, rank, world, nbytes, "the K/V chunk it holds")
+    if problem:
+        return problem
+    for step, held in enumerate(seen, 1):
+        if not _close(held, _chunk((rank - step) % world)):
+            if _close(held, _chunk((rank + step) % world)):
+                return (f"after {step} step(s) rank {rank} holds rank {(rank + step) % world}'s chunk: the ring passes "
+                        f"to the right, so after s steps rank r holds rank r − s's")
+            return f"after {step} step(s) rank {rank} does not hold rank {(rank - step) % world}'s chunk"
+    return None
+
+
+def _pass_by_all_gather(kv):
+    parts = [torch.empty_like(kv) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, kv)
+    return parts[(dist.get_rank() - 1) % dist.get_world_size()]
+
+
+def _pass_left(kv):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    incoming = torch.empty_like(kv)
+    requests = [dist.irecv(incoming, (rank + 1) % world), dist.isend(kv, (rank - 1) % world)]
+    for request in requests:
+        request.wait()
+    return incoming
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Causal ring attention's forward, plain layout
+
+
+def my_ring_forward(q, k, v):
+    """This rank's rows of causal attention over the whole sequence; rank r holds chunk r of q, k and v."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    kv, result = torch.stack([k, v]), None
+    for step in range(world):
+        holder = (rank - step) % world  # whose chunk of keys this rank holds now
+        if holder <= rank:  # a later chunk's keys are all in the future: skip them
+            result = merge(result, attention_block(q, kv[0], kv[1], diagonal=holder == rank))
+        if step < world - 1:
+            kv = my_pass_right(kv)
+    return result[0]
+
+
+SHAPE = (1, 2, 5, 4)  # batch, heads, tokens per rank, head dim
+
+
+def _ring_worker(rank, world, fn):
+    g = torch.Generator().manual_seed(world)
+    q, k, v = (split_sequence(torch.randn(SHAPE[0], SHAPE[1], SHAPE[2] * world, SHAPE[3], generator=g), world)[rank]
+               for _ in range(3))
+    with TrafficWatch() as watch:
+        out = fn(q, k, v)
+    dist.barrier()
+    return detached(out), watch.traffic()
+
+
+def _ring_run(fn):
+    results = []
+    for world in WORLDS:
+        g = torch.Generator().manual_seed(world)
+        whole = [torch.randn(SHAPE[0], SHAPE[1], SHAPE[2] * world, SHAPE[3], generator=g) for _ in range(3)]
+        causal = split_sequence(F.scaled_dot_product_attention(*whole, is_causal=True), world)
+        unmasked = split_sequence(F.scaled_dot_product_attention(*whole), world)
+        for rank, got in enumerate(on_ranks(_ring_worker, world, fn)):
+            results.append((f"{world} ranks, rank {rank}", got, (causal[rank], unmasked[rank], rank, world)))
+    return results
+
+
+def _ring_judge(case, got, context):
+    (out, traffic), (causal, unmasked, rank, world) = got, context
+    chunk = SHAPE[0] * SHAPE[1] * SHAPE[2] * SHAPE[3] * 4
+    problem = _ring_traffic_problem(traffic, rank, world, 2 * chunk, "its K and V chunks")
+    if problem:
+        return problem
+    if _close(out, causal):
+        return None
+    if _close(out, unmasked):
+        return ("your rows attend to future keys (they equal attention without the mask): skip the chunks of later "
+                "ranks and mask the diagonal block, where a chunk's queries meet its own keys")
+    if not isinstance(out, torch.Tensor) or out.shape != causal.shape:
+        return f"return this rank's rows of the output, shape {tuple(causal.shape)}"
+    return f"your rows differ from causal attention on the whole sequence by up to {max_error(out, causal):.3g}"
+
+
+def _ring_no_mask(q, k, v):
+    world = dist.get_world_size()
+    kv, result = torch.stack([k, v]), None
+    for step in range(world):
+        result = merge(result, attention_block(q, kv[0], kv[1], diagonal=False))
+        if step < world - 1:
+            kv = my_pass_right(kv)
+    return result[0]
+
+
+def _ring_by_all_gather(q, k, v):
+    world = dist.get_world_size()
+    keys, values = ([torch.empty_like(t) for _ in range(world)] for t in (k, v))
+    dist.all_gather(keys, k)
+    dist.all_gather(values, v)
+    rank, n = dist.get_rank(), q.shape[2]
+    mask = torch.ones(n, n * world, dtype=torch.bool).tril(rank * n)
+    return F.scaled_dot_product_attention(q, torch.cat(keys, dim=2), torch.cat(values, dim=2), attn_mask=mask)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. The all-to-all from send and receive
+
+
+def my_all_to_all(blocks, recv_sizes):
+    """Send ``blocks[d]`` to rank d; return the block each rank s sent here (``recv_sizes[s]`` rows), in rank order."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out = [torch.empty(n, *blocks[0].shape[1:], dtype=blocks[0].dtype) for n in recv_sizes]
+    out[rank] = blocks[rank].clone()  # a rank's block to itself never leaves it
+    peers = [p for p in range(world) if p != rank]
+    requests = [dist.irecv(out[s], s) for s in peers if recv_sizes[s]]
+    requests += [dist.isend(blocks[d].contiguous(), d) for d in peers if len(blocks[d])]
+    for request in requests:
+        request.wait()
+    return out
+
+
+def _a2a_worker(rank, world, fn):
+    blocks = [all_to_all_block(rank, d, torch.device("cpu")) for d in range(world)]
+    sizes = [len(all_to_all_block(s, rank, torch.device("cpu"))) for s in range(world)]
+    with TrafficWatch() as watch:
+        got = fn([b.clone() for b in blocks], sizes)
+    dist.barrier()
+    return detached(list(got)) if isinstance(got, (list, tuple)) else got, watch.traffic()
+
+
+def _a2a_run(fn):
+    results = []
+    for world in WORLDS:
+        for rank, got in enumerate(on_ranks(_a2a_worker, world, fn)):
+            cpu = torch.device("cpu")
+            sends = [all_to_all_block(rank, d, cpu) for d in range(world)]
+            expected = [all_to_all_block(s, rank, cpu) for s in range(world)]
+            results.append((f"{world} ranks, rank {rank}", got, (sends, expected, rank)))
+    return results
+
+
+def _a2a_judge(case, got, context):
+    (out, traffic), (sends, expected, rank) = got, context
+    used = collective_used(traffic, "build the all-to-all from point-to-point messages, n − 1 a rank,")
+    if used:
+        return used
+    if any(peer == rank for peer, _ in traffic.sent):
+        return f"rank {rank} sent a message to itself: the block a rank addresses to itself stays where it is"
+    others = sum(t.numel() * t.element_size() for d, t in enumerate(sends) if d != rank)
+    if traffic.bytes_sent != others:
+        return (f"rank {rank} sent {traffic.bytes_sent} bytes in {len(traffic.sent)} message(s); the blocks it "
+                f"addresses to other ranks hold {others}: send each rank only its own block")
+    if not isinstance(out, list) or len(out) != len(expected):
+        return f"return a list of {len(expected)} blocks, one per source rank, in rank order"
+    if all(_close(o, e) for o, e in zip(out, expected)):
+        return None
+    if all(_close(o, s) for o, s in zip(out, sends)):
+        return "you returned the blocks this rank sends: block s of the result is the one rank s sent here"
+    wrong = [s for s, (o, e) in enumerate(zip(out, expected)) if not _close(o, e)]
+    return f"block(s) {wrong} are not what those ranks sent here"
+
+
+def _a2a_single(blocks, recv_sizes):
+    flat = torch.cat(blocks)
+    out = flat.new_empty((sum(recv_sizes), *flat.shape[1:]))
+    dist.all_to_all_single(out, flat, list(recv_sizes), [len(b) for b in blocks])
+    return list(torch.split(out, list(recv_sizes)))
+
+
+def _a2a_everything(blocks, recv_sizes):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    whole = torch.cat(blocks)  # every block to every rank: right result, (n − 1) times the bytes
+    counts = [[len(all_to_all_block(s, d, torch.device("cpu"))) for d in range(world)] for s in range(world)]
+    incoming = {s: torch.empty(sum(counts[s]), *whole.shape[1:]) for s in range(world) if s != rank}
+    requests = [dist.irecv(t, s) for s, t in incoming.items()]
+    requests += [dist.isend(whole, d) for d in range(world) if d != rank]
+    for request in requests:
+        request.wait()
+    return [blocks[rank] if s == rank else torch.split(incoming[s], counts[s])[rank] for s in range(world)]
+
+
+merge_checker = code_checker(
+    _merge_run, _merge_judge, "your merge equals softmax attention over every block's keys, even where the scores "
+                              "are in the hundreds.")
+pass_checker = code_checker(
+    _pass_run, _pass_judge, "on 2, 3 and 4 ranks every rank sent p − 1 messages of its chunk to its right "
+                            "neighbour, and after s steps holds rank r − s's chunk.")
+ring_checker = code_checker(
+    _ring_run, _ring_judge, "on 2, 3 and 4 ranks your rows equal causal attention on the whole sequence, and each "
+                            "rank sent its K/V p − 1 times, to the right.")
+all_to_all_checker = code_checker(
+    _a2a_run, _a2a_judge, "on 2, 3 and 4 ranks, with uneven blocks (some empty), every block arrived, and each rank "
+                          "sent exactly its blocks for the others.")
+WRONG = {"merge": [(_merge_average, "a plain average"), (_merge_naive, "overflows float32")],
+         "pass": [(_pass_by_all_gather, "dist.all_gather"), (_pass_left, "sent to")],
+         "ring": [(_ring_no_mask, "attend to future keys"), (_ring_by_all_gather, "dist.all_gather")],
+         "all_to_all": [(_a2a_single, "dist.all_to_all_single"), (_a2a_everything, "send each rank only its own")]}

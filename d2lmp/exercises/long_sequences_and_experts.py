@@ -1,0 +1,230 @@
+"""Exercises for notebook 17 (long sequences and many experts): the online softmax, the ring, the all-to-all.
+
+Four code exercises (``_long_sequences_code``): the merge of two partial attentions on one process, and three
+functions that run on 2, 3 and 4 real gloo ranks, where the messages each rank sent are checked as well as the
+result: one ring step of K/V passing, causal ring attention's forward, and the all-to-all from send/recv. A
+bug hunt runs ring attention with one seeded mistake in its causal mask (``ring_attention_with_a_bug``), found
+with the notebook's own equality check; the capacity exercise is ``moe.expert_capacity`` on given loads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+from unittest import mock
+
+import torch
+import torch.distributed as dist
+
+from ..moe import expert_capacity
+from ..parallel import context_parallel as CP
+from ..parallel.context_layout import RingStep, ring_attention_schedule
+from . import _long_sequences_code as code
+from .core import Exercise, Verdict, choice_checker
+
+__all__ = ["EXERCISES", "online_merge", "pass_kv", "ring_forward_code", "find_the_bug", "capacity_drops",
+           "all_to_all_code", "top2_roofline", "ring_attention_with_a_bug"]
+
+
+# --------------------------------------------------------------------------------------------
+# The bug hunt: ring attention with one block masked that should not be
+
+
+def _own_chunks_masked(world: int, layout: str = "plain", causal: bool = True) -> list[list[RingStep]]:
+    """The schedule with the bug: at step 0, on a rank's own K/V, every block it computes is masked as if
+    queries and keys were the same chunk."""
+    steps = ring_attention_schedule(world, layout, causal)
+    if causal:
+        steps[0] = [replace(todo, blocks=tuple(replace(b, kind="diagonal") if b.kind == "full" else b
+                                               for b in todo.blocks)) for todo in steps[0]]
+    return steps
+
+
+class _RingWithABug(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, layout: str,
+                group: dist.ProcessGroup | None) -> torch.Tensor:
+        with mock.patch.object(CP, "ring_attention_schedule", _own_chunks_masked):
+            out, lse = CP.ring_forward(q, k, v, causal, layout, group)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.causal, ctx.layout, ctx.group = causal, layout, group
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, dout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        with mock.patch.object(CP, "ring_attention_schedule", _own_chunks_masked):
+            grads = CP.ring_backward(dout.contiguous(), *ctx.saved_tensors, ctx.causal, ctx.layout, ctx.group)
+        return (*grads, None, None, None)
+
+
+def ring_attention_with_a_bug(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True,
+                              group: dist.ProcessGroup | None = None, layout: str = "plain",
+                              kernel: str = "explicit") -> torch.Tensor:
+    """``ring_attention`` (same arguments) with one bug in which blocks it masks. It runs, and returns numbers."""
+    out: torch.Tensor = _RingWithABug.apply(q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Capacity and dropped tokens
+
+CAPACITY_CASE = dict(tokens=100, experts=8, top_k=2, capacity_factor=1.25, routed=(41, 18, 30, 25, 36, 12, 22, 16))
+
+
+def _capacity_answer(capacity: int) -> tuple[int, int]:
+    return capacity, sum(max(0, r - capacity) for r in CAPACITY_CASE["routed"])
+
+
+CAPACITY = _capacity_answer(expert_capacity(CAPACITY_CASE["tokens"], CAPACITY_CASE["experts"], CAPACITY_CASE["top_k"],
+                                            CAPACITY_CASE["capacity_factor"]))  # (32, 13)
+_FLOORED = _capacity_answer(math.floor(1.25 * 2 * 100 / 8))
+_NO_TOP_K = _capacity_answer(expert_capacity(100, 8, 1, 1.25))
+_NO_FACTOR = _capacity_answer(expert_capacity(100, 8, 2, 1.0))
+
+
+def _check_capacity(answer: Any) -> Verdict:
+    try:
+        capacity, dropped = (int(a) for a in answer)
+    except (TypeError, ValueError):
+        return Verdict(False, f"answer with a pair of whole numbers (capacity, dropped); got {answer!r}.")
+    if (capacity, dropped) == CAPACITY:
+        return Verdict(True, f"capacity ⌈1.25 × 2 × 100 / 8⌉ = ⌈31.25⌉ = {CAPACITY[0]}; experts 0 and 4 are over it "
+                             f"by 9 and 4: {CAPACITY[1]} of the 200 assignments are dropped. The tokens they belong to "
+                             "still reach the output through the residual (and, under top-2, through their other "
+                             "expert, if that one kept them).")
+    if capacity == _FLOORED[0]:
+        return Verdict(False, f"capacity {capacity}: 31.25 rounded down; the rule rounds up, ⌈31.25⌉, so that no expert "
+                              "gets less room than the factor asks for.")
+    if capacity == _NO_TOP_K[0]:
+        return Verdict(False, f"capacity {capacity} counts each token once; under top-2 each token makes two "
+                              "assignments, so the even share is 2 × 100 / 8.")
+    if capacity == _NO_FACTOR[0]:
+        return Verdict(False, f"capacity {capacity} is the even share; the capacity factor 1.25 gives every expert "
+                              "room for 25 % more.")
+    if capacity == CAPACITY[0]:
+        return Verdict(False, f"the capacity is right; {dropped} dropped is not: add, over the experts, what each "
+                              "holds beyond the capacity (0 where it is under).")
+    return Verdict(False, f"capacity {capacity} is not ⌈capacity factor × top-k × tokens / experts⌉.")
+
+
+# --------------------------------------------------------------------------------------------
+
+EXERCISES = [
+    Exercise(
+        key="online_merge", number=1,
+        question="Write the online-softmax merge yourself: `my_merge(a, b)` takes two partial attentions over "
+                 "disjoint sets of keys, each a pair `(output, lse)` as `AB.attention_block` returns it (output "
+                 "[..., queries, head dim], lse [..., queries]), and returns the pair over both sets of keys; `a` "
+                 "is None before anything is merged. It is checked against softmax attention over all the keys, "
+                 "on blocks of unequal sizes and on scores in the hundreds, where exp(lse) overflows float32.",
+        hint_text="The merged lse is log(exp(lse_a) + exp(lse_b)): `torch.logaddexp`. Each output is its keys' "
+                  "softmax-weighted values; weigh it by its block's share of the whole exp-sum, exp(lse_a − lse), "
+                  "and add.",
+        solution_text="lse = torch.logaddexp(lse_a, lse_b); output = out_a · exp(lse_a − lse) + out_b · exp(lse_b − "
+                      "lse), the weights broadcast over the head dimension. Both exponents are ≤ 0, so nothing "
+                      "overflows; this is the rule FlashAttention applies tile by tile and ring attention step by "
+                      "step, and it is exact: merging in any order or grouping gives the same result.",
+        checker=code.merge_checker, reference=code.my_merge, wrong=code.WRONG["merge"]),
+    Exercise(
+        key="pass_kv", number=2,
+        question="Write one step of the ring: `my_pass_right(kv)` sends the tensor `kv` (this rank's K and V, "
+                 "stacked) to rank + 1 and returns what rank − 1 sent here, the ring wrapping round. The check calls "
+                 "it p − 1 times on 2, 3 and 4 gloo ranks and looks at the messages: after s steps rank r must hold "
+                 "rank r − s's chunk, and each rank must have sent p − 1 messages of the chunk's size, only to its "
+                 "right neighbour, with no collective.",
+        hint_text="Post the receive and the send together, `dist.irecv(incoming, (rank - 1) % world)` and "
+                  "`dist.isend(kv, (rank + 1) % world)`, then wait for both: a blocking send on every rank at "
+                  "once waits for a receive that nobody has posted yet.",
+        solution_text="incoming = torch.empty_like(kv); post dist.irecv(incoming, left) and dist.isend(kv, right) and "
+                      "wait for both; return incoming. Posting both before waiting is what lets every rank send at "
+                      "the same time; ring_forward posts them before it computes, so the next chunk travels while "
+                      "this one is used.",
+        checker=code.pass_checker, reference=code.my_pass_right, wrong=code.WRONG["pass"]),
+    Exercise(
+        key="ring_forward_code", number=3,
+        question="Write causal ring attention's forward in the plain layout: `my_ring_forward(q, k, v)`, where rank r "
+                 "holds chunk r of the sequence's queries, keys and values ([batch, heads, tokens, head dim]), "
+                 "returns its rows of causal attention over the whole sequence. Use `AB.attention_block`, a merge "
+                 "(yours or `AB.merge`) and one ring step (yours or `isend`/`irecv`). It runs on 2, 3 and 4 gloo "
+                 "ranks; each rank must send its K/V p − 1 times to the right (as one message a step, or K and V "
+                 "apart) and call no collective.",
+        hint_text="At step s the rank holds the keys of chunk (rank − s) mod p. Chunks before its own are fully "
+                  "visible, its own needs the mask (`diagonal=True`), and later ones are entirely in the future: "
+                  "skip them, but keep passing them on.",
+        solution_text="kv = torch.stack([k, v]); for each step s: holder = (rank − s) mod p; if holder ≤ rank, merge "
+                      "attention_block(q, K, V, diagonal=(holder == rank)) into the running result; then, except "
+                      "after the last step, pass kv to the right. Return the merged output. Rank p − 1 computes p "
+                      "blocks and rank 0 one: the plain layout's imbalance.",
+        checker=code.ring_checker, reference=code.my_ring_forward, wrong=code.WRONG["ring"]),
+    Exercise(
+        key="find_the_bug", number=4,
+        question="`ex.ring_attention_with_a_bug` is ring attention (same arguments) with one seeded bug in which "
+                 "blocks it masks. Run the notebook's equality check with it, "
+                 "`launch(ring_vs_one_device, 4, ex.ring_attention_with_a_bug)`, and read the errors by layout. "
+                 "Which layout does it get wrong: 'plain', 'balanced', 'both' or 'neither'? Which rows, and why "
+                 "could a test of the plain layout alone never see it?",
+        hint_text="Compare the errors of the plain and the balanced runs, causal and not. Then look at the "
+                  "balanced layout's step 0 in the picture of the ring: which blocks does a rank compute on its own "
+                  "K/V, and which of them is a diagonal block?",
+        solution_text="'balanced'. The bug masks every block a rank computes at step 0, on its own K/V, as a "
+                      "diagonal block. In the plain layout step 0 holds only the diagonal block, so the plain runs "
+                      "agree with one device. In the balanced layout rank r holds chunks r and 2p − 1 − r, and at "
+                      "step 0 the late chunk's queries also see the early chunk's keys in full: that block gets a "
+                      "triangle it should not have, so the rows of every rank's second chunk (and the gradients) "
+                      "are wrong, under the causal mask only.",
+        checker=choice_checker("balanced", {
+            "balanced": "the balanced layout's step 0 has a full block (the late chunk's queries against the early "
+                        "chunk's keys) that the bug masks as if it were diagonal.",
+            "plain": "the plain runs agree with one device: at step 0 a plain rank holds only its own chunk, whose "
+                     "one block is the diagonal one, so masking every step-0 block changes nothing there.",
+            "both": "look again at the plain runs: their errors are at rounding level.",
+            "neither": "look at the balanced, causal run: its outputs and gradients differ from one device's."}),
+        reference="balanced", wrong=[("plain", "agree with one device"), ("neither", "balanced, causal")],
+        how_to_answer="Pass 'plain', 'balanced', 'both' or 'neither'."),
+    Exercise(
+        key="capacity_drops", number=5,
+        question="A mixture-of-experts layer with 8 experts routes 100 tokens top-2 with a capacity factor of 1.25, "
+                 "and the router sends the experts (41, 18, 30, 25, 36, 12, 22, 16) assignments. What is each "
+                 "expert's capacity, and how many assignments are dropped?",
+        hint_text="capacity = ⌈capacity factor × top-k × tokens / experts⌉ (`moe.expert_capacity`); an expert keeps "
+                  "at most that many and drops the rest. Answer with the pair `(capacity, dropped)`.",
+        solution_text="⌈1.25 × 2 × 100 / 8⌉ = ⌈31.25⌉ = 32. Experts 0 (41) and 4 (36) are over it, by 9 and 4: 13 "
+                      "assignments are dropped, although the experts together have room for 8 × 32 = 256: capacity "
+                      "cuts each queue on its own, which is why Switch adds a loss that evens the load.",
+        checker=_check_capacity, reference=CAPACITY,
+        wrong=[(_FLOORED, "rounded down"), (_NO_TOP_K, "counts each token once"), (_NO_FACTOR, "even share"),
+               ((32, 0), "the capacity is right")],
+        how_to_answer="Pass (capacity, dropped)."),
+    Exercise(
+        key="all_to_all_code", number=6,
+        question="Write the all-to-all from send and receive: `my_all_to_all(blocks, recv_sizes)` sends `blocks[d]` "
+                 "(rows × ...) to rank d and returns the list of blocks the ranks sent here, in rank order; "
+                 "`recv_sizes[s]` is how many rows rank s sends here. Blocks differ in size and some are empty. It "
+                 "runs on 2, 3 and 4 gloo ranks; each rank must send exactly its blocks for the other ranks (nothing "
+                 "to itself) and call no collective: `dist.all_to_all_single` will not pass.",
+        hint_text="Keep your own block. For every other rank post a receive into `torch.empty(recv_sizes[s], "
+                  "*blocks[0].shape[1:])` and a send of `blocks[d]`, all with isend/irecv before waiting on any; "
+                  "a block of no rows needs no message (both sides know its size).",
+        solution_text="out[rank] = blocks[rank]; for every peer p ≠ rank post dist.irecv(out[p], p) (a buffer of "
+                      "recv_sizes[p] rows) and dist.isend(blocks[p], p), skipping empty blocks; wait for all; "
+                      "return out. Each rank sends (n − 1) of its n blocks: for equal blocks, (n − 1)/n of its data, "
+                      "the all-to-all's bus-bandwidth factor.",
+        checker=code.all_to_all_checker, reference=code.my_all_to_all, wrong=code.WRONG["all_to_all"]),
+    Exercise(
+        key="top2_roofline", number=7,
+        question="Top-2 routing sends every token to two experts: twice top-1's all-to-all bytes. Does that move "
+                 "expert parallelism's point on the communication roofline? What does move it, and what in a real "
+                 "run puts it further left than the formula?",
+        hint_text="Write the FLOPs a rank computes and the bytes it sends per token assignment; which of them "
+                  "depend on k? Then think about a load that is not even.",
+        solution_text="No: top-2 doubles the expert FLOPs as well as the bytes, so the intensity, 1.5 · f · n/(n − 1) "
+                      "FLOP per byte for experts of width f, stays where it is. The expert's width moves it: "
+                      "fine-grained experts (small f) are communication-bound where wide ones are not. A real run "
+                      "sits further left: with an uneven load the busiest rank receives more than its share while "
+                      "the others wait for it, and an all-to-all across nodes, n − 1 messages a rank at once, "
+                      "reaches less of the link's bandwidth than the ring's one neighbour does."),
+]
+
+(online_merge, pass_kv, ring_forward_code, find_the_bug, capacity_drops, all_to_all_code,
+ top2_roofline) = EXERCISES
