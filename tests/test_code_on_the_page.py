@@ -27,6 +27,9 @@ REQUIRED = {
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
+    "long_sequences_and_experts": ["ring_attention_schedule", "attention_block", "merge", "ring_forward", "_KVRing",
+                                   "ring_backward", "top_k_gating", "expert_capacity", "route", "all_to_all", "_order",
+                                   "context_parallel_point", "expert_parallel_point"],
     "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
                           "data_parallel_seconds"],
 }

@@ -94,8 +94,8 @@ def _check_capacity(answer: Any) -> Verdict:
                              "still reach the output through the residual (and, under top-2, through their other "
                              "expert, if that one kept them).")
     if capacity == _FLOORED[0]:
-        return Verdict(False, f"capacity {capacity}: 31.25 rounded down; the rule rounds up, ⌈31.25⌉, so that no expert "
-                              "gets less room than the factor asks for.")
+        return Verdict(False, f"capacity {capacity}: 31.25 rounded down; the rule rounds up, ⌈31.25⌉, so that no "
+                              "expert gets less room than the factor asks for.")
     if capacity == _NO_TOP_K[0]:
         return Verdict(False, f"capacity {capacity} counts each token once; under top-2 each token makes two "
                               "assignments, so the even share is 2 × 100 / 8.")
@@ -161,7 +161,8 @@ EXERCISES = [
         key="find_the_bug", number=4,
         question="`ex.ring_attention_with_a_bug` is ring attention (same arguments) with one seeded bug in which "
                  "blocks it masks. Run the notebook's equality check with it, "
-                 "`launch(ring_vs_one_device, 4, ex.ring_attention_with_a_bug)`, and read the errors by layout. "
+                 "`launch(ring_vs_one_device, 4, ex.ring_attention_with_a_bug, backend=\"gloo\")`, and read the "
+                 "errors by layout. "
                  "Which layout does it get wrong: 'plain', 'balanced', 'both' or 'neither'? Which rows, and why "
                  "could a test of the plain layout alone never see it?",
         hint_text="Compare the errors of the plain and the balanced runs, causal and not. Then look at the "
