@@ -9,6 +9,7 @@ saying what was asked. ``long_sequences_and_experts`` turns them into exercises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -16,7 +17,7 @@ import torch.distributed as dist
 from torch.nn import functional as F
 
 from ..checks.experts import all_to_all_block
-from ..parallel.attention_blocks import attention_block, merge
+from ..parallel.attention_blocks import Partial, attention_block, merge
 from ..parallel.context_layout import split_sequence
 from ._code import code_checker, detached, max_error, on_ranks
 from ._traffic import Traffic, TrafficWatch, collective_used
@@ -25,6 +26,7 @@ __all__ = ["my_merge", "my_pass_right", "my_ring_forward", "my_all_to_all", "mer
            "ring_checker", "all_to_all_checker"]
 
 WORLDS = (2, 3, 4)
+Cases = list[tuple[str, Any, Any]]  # (case, what the student's code gave, what the judge needs to judge it)
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
@@ -35,7 +37,7 @@ def _close(a: Any, b: torch.Tensor) -> bool:
 # 1. The online-softmax merge, on one process
 
 
-def my_merge(a, b):
+def my_merge(a: Partial | None, b: Partial) -> Partial:
     """(output, lse) over the keys of both blocks, from each block's (output, lse); ``a`` None: nothing yet."""
     if a is None:
         return b
@@ -44,24 +46,24 @@ def my_merge(a, b):
     return out_a * torch.exp(lse_a - lse)[..., None] + out_b * torch.exp(lse_b - lse)[..., None], lse
 
 
-def _merge_run(fn):
+def _merge_run(fn: Callable[..., Any]) -> Cases:
     g = torch.Generator().manual_seed(5)
     results = []
     for scale, sizes in ((1.0, (3, 5)), (40.0, (4, 4)), (1.0, (2, 3, 6))):  # 40: scores in the hundreds
         q = torch.randn(2, 2, 4, 8, generator=g) * scale
         keys, values = (torch.randn(2, 2, sum(sizes), 8, generator=g) for _ in range(2))
         merged = None
-        for k, v in zip(torch.split(keys, sizes, dim=2), torch.split(values, sizes, dim=2)):
+        for k, v in zip(torch.split(keys, list(sizes), dim=2), torch.split(values, list(sizes), dim=2)):
             merged = fn(merged, attention_block(q, k, v, False))
         scores = q @ keys.transpose(-2, -1) / 8 ** 0.5
         expected = (F.scaled_dot_product_attention(q, keys, values), scores.logsumexp(dim=-1))
-        blocks = [attention_block(q, k, v, False) for k, v in zip(torch.split(keys, sizes, dim=2),
-                                                                   torch.split(values, sizes, dim=2))]
+        blocks = [attention_block(q, k, v, False) for k, v in zip(torch.split(keys, list(sizes), dim=2),
+                                                                   torch.split(values, list(sizes), dim=2))]
         results.append((f"{len(sizes)} blocks of {list(sizes)} keys, scores × {scale:g}", merged, (expected, blocks)))
     return results
 
 
-def _merge_judge(case, got, context):
+def _merge_judge(case: str, got: Any, context: Any) -> str | None:
     (out, lse), blocks = context
     if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
         return f"return a pair (output, lse) of tensors, got {type(got).__name__}"
@@ -79,11 +81,11 @@ def _merge_judge(case, got, context):
     return f"your output differs from softmax attention over all the keys by up to {max_error(got_out, out):.3g}"
 
 
-def _merge_average(a, b):
+def _merge_average(a: Partial | None, b: Partial) -> Partial:
     return b if a is None else ((a[0] + b[0]) / 2, torch.logaddexp(a[1], b[1]))
 
 
-def _merge_naive(a, b):
+def _merge_naive(a: Partial | None, b: Partial) -> Partial:
     if a is None:
         return b
     total = torch.exp(a[1]) + torch.exp(b[1])
@@ -95,11 +97,11 @@ def _merge_naive(a, b):
 # 2. One ring step: pass the K/V this rank holds to the right, receive the left neighbour's
 
 
-def my_pass_right(kv):
+def my_pass_right(kv: torch.Tensor) -> torch.Tensor:
     """Send ``kv`` to rank + 1 and return what rank − 1 sent here (the ring wraps round)."""
     rank, world = dist.get_rank(), dist.get_world_size()
     incoming = torch.empty_like(kv)
-    requests = [dist.irecv(incoming, (rank - 1) % world), dist.isend(kv.contiguous(), (rank + 1) % world)]
+    requests: list[Any] = [dist.irecv(incoming, (rank - 1) % world), dist.isend(kv.contiguous(), (rank + 1) % world)]
     for request in requests:
         request.wait()
     return incoming
@@ -110,7 +112,7 @@ def _chunk(rank: int) -> torch.Tensor:
     return torch.randn(2, 1, 2, 3, 4, generator=torch.Generator().manual_seed(rank))
 
 
-def _pass_worker(rank, world, fn):
+def _pass_worker(rank: int, world: int, fn: Callable[..., Any]) -> tuple[list[Any], Traffic]:
     held, seen = _chunk(rank), []
     with TrafficWatch() as watch:
         for _ in range(world - 1):
@@ -120,7 +122,7 @@ def _pass_worker(rank, world, fn):
     return seen, watch.traffic()
 
 
-def _pass_run(fn):
+def _pass_run(fn: Callable[..., Any]) -> Cases:
     results = []
     for world in WORLDS:
         for rank, (seen, traffic) in enumerate(on_ranks(_pass_worker, world, fn)):
@@ -135,16 +137,17 @@ def _ring_traffic_problem(traffic: Traffic, rank: int, world: int, nbytes: int, 
     if used:
         return used
     if any(peer != right for peer, _ in traffic.sent) or any(peer != left for peer, _ in traffic.received):
-        return (f"rank {rank} sent to {sorted({p for p, _ in traffic.sent})} and received from "
-                f"{sorted({p for p, _ in traffic.received})}: in the ring a rank sends only to rank + 1 = {right} and "
-                f"receives only from rank − 1 = {left}")
+        sent_to, received_from = sorted({p for p, _ in traffic.sent}, key=str), sorted(
+            {p for p, _ in traffic.received}, key=str)
+        return (f"rank {rank} sent to {sent_to} and received from {received_from}: in the ring a rank sends only to "
+                f"rank + 1 = {right} and receives only from rank − 1 = {left}")
     if traffic.bytes_sent != (world - 1) * nbytes:
         return (f"rank {rank} sent {len(traffic.sent)} message(s), {traffic.bytes_sent} bytes, in {world - 1} steps: "
                 f"a round of the ring sends {what}, {nbytes} bytes, once a step, {(world - 1) * nbytes} bytes")
     return None
 
 
-def _pass_judge(case, got, context):
+def _pass_judge(case: str, got: Any, context: Any) -> str | None:
     (seen, traffic), (rank, world) = got, context
     nbytes = _chunk(0).numel() * _chunk(0).element_size()
     problem = _ring_traffic_problem(traffic, rank, world, nbytes, "the K/V chunk it holds")
@@ -159,16 +162,16 @@ def _pass_judge(case, got, context):
     return None
 
 
-def _pass_by_all_gather(kv):
+def _pass_by_all_gather(kv: torch.Tensor) -> torch.Tensor:
     parts = [torch.empty_like(kv) for _ in range(dist.get_world_size())]
     dist.all_gather(parts, kv)
     return parts[(dist.get_rank() - 1) % dist.get_world_size()]
 
 
-def _pass_left(kv):
+def _pass_left(kv: torch.Tensor) -> torch.Tensor:
     rank, world = dist.get_rank(), dist.get_world_size()
     incoming = torch.empty_like(kv)
-    requests = [dist.irecv(incoming, (rank + 1) % world), dist.isend(kv, (rank - 1) % world)]
+    requests: list[Any] = [dist.irecv(incoming, (rank + 1) % world), dist.isend(kv, (rank - 1) % world)]
     for request in requests:
         request.wait()
     return incoming
@@ -178,7 +181,7 @@ def _pass_left(kv):
 # 3. Causal ring attention's forward, plain layout
 
 
-def my_ring_forward(q, k, v):
+def my_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """This rank's rows of causal attention over the whole sequence; rank r holds chunk r of q, k and v."""
     rank, world = dist.get_rank(), dist.get_world_size()
     kv, result = torch.stack([k, v]), None
@@ -188,13 +191,14 @@ def my_ring_forward(q, k, v):
             result = merge(result, attention_block(q, kv[0], kv[1], diagonal=holder == rank))
         if step < world - 1:
             kv = my_pass_right(kv)
+    assert result is not None  # every rank attends at least to its own chunk
     return result[0]
 
 
 SHAPE = (1, 2, 5, 4)  # batch, heads, tokens per rank, head dim
 
 
-def _ring_worker(rank, world, fn):
+def _ring_worker(rank: int, world: int, fn: Callable[..., Any]) -> tuple[Any, Traffic]:
     g = torch.Generator().manual_seed(world)
     q, k, v = (split_sequence(torch.randn(SHAPE[0], SHAPE[1], SHAPE[2] * world, SHAPE[3], generator=g), world)[rank]
                for _ in range(3))
@@ -204,19 +208,20 @@ def _ring_worker(rank, world, fn):
     return detached(out), watch.traffic()
 
 
-def _ring_run(fn):
+def _ring_run(fn: Callable[..., Any]) -> Cases:
     results = []
     for world in WORLDS:
         g = torch.Generator().manual_seed(world)
         whole = [torch.randn(SHAPE[0], SHAPE[1], SHAPE[2] * world, SHAPE[3], generator=g) for _ in range(3)]
-        causal = split_sequence(F.scaled_dot_product_attention(*whole, is_causal=True), world)
-        unmasked = split_sequence(F.scaled_dot_product_attention(*whole), world)
+        q, k, v = whole
+        causal = split_sequence(F.scaled_dot_product_attention(q, k, v, is_causal=True), world)
+        unmasked = split_sequence(F.scaled_dot_product_attention(q, k, v), world)
         for rank, got in enumerate(on_ranks(_ring_worker, world, fn)):
             results.append((f"{world} ranks, rank {rank}", got, (causal[rank], unmasked[rank], rank, world)))
     return results
 
 
-def _ring_judge(case, got, context):
+def _ring_judge(case: str, got: Any, context: Any) -> str | None:
     (out, traffic), (causal, unmasked, rank, world) = got, context
     chunk = SHAPE[0] * SHAPE[1] * SHAPE[2] * SHAPE[3] * 4
     problem = _ring_traffic_problem(traffic, rank, world, 2 * chunk, "its K and V chunks")
@@ -232,17 +237,18 @@ def _ring_judge(case, got, context):
     return f"your rows differ from causal attention on the whole sequence by up to {max_error(out, causal):.3g}"
 
 
-def _ring_no_mask(q, k, v):
+def _ring_no_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     world = dist.get_world_size()
     kv, result = torch.stack([k, v]), None
     for step in range(world):
         result = merge(result, attention_block(q, kv[0], kv[1], diagonal=False))
         if step < world - 1:
             kv = my_pass_right(kv)
+    assert result is not None
     return result[0]
 
 
-def _ring_by_all_gather(q, k, v):
+def _ring_by_all_gather(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     world = dist.get_world_size()
     keys, values = ([torch.empty_like(t) for _ in range(world)] for t in (k, v))
     dist.all_gather(keys, k)
@@ -256,20 +262,20 @@ def _ring_by_all_gather(q, k, v):
 # 4. The all-to-all from send and receive
 
 
-def my_all_to_all(blocks, recv_sizes):
+def my_all_to_all(blocks: list[torch.Tensor], recv_sizes: list[int]) -> list[torch.Tensor]:
     """Send ``blocks[d]`` to rank d; return the block each rank s sent here (``recv_sizes[s]`` rows), in rank order."""
     rank, world = dist.get_rank(), dist.get_world_size()
     out = [torch.empty(n, *blocks[0].shape[1:], dtype=blocks[0].dtype) for n in recv_sizes]
     out[rank] = blocks[rank].clone()  # a rank's block to itself never leaves it
     peers = [p for p in range(world) if p != rank]
-    requests = [dist.irecv(out[s], s) for s in peers if recv_sizes[s]]
+    requests: list[Any] = [dist.irecv(out[s], s) for s in peers if recv_sizes[s]]
     requests += [dist.isend(blocks[d].contiguous(), d) for d in peers if len(blocks[d])]
     for request in requests:
         request.wait()
     return out
 
 
-def _a2a_worker(rank, world, fn):
+def _a2a_worker(rank: int, world: int, fn: Callable[..., Any]) -> tuple[Any, Traffic]:
     blocks = [all_to_all_block(rank, d, torch.device("cpu")) for d in range(world)]
     sizes = [len(all_to_all_block(s, rank, torch.device("cpu"))) for s in range(world)]
     with TrafficWatch() as watch:
@@ -278,7 +284,7 @@ def _a2a_worker(rank, world, fn):
     return detached(list(got)) if isinstance(got, (list, tuple)) else got, watch.traffic()
 
 
-def _a2a_run(fn):
+def _a2a_run(fn: Callable[..., Any]) -> Cases:
     results = []
     for world in WORLDS:
         for rank, got in enumerate(on_ranks(_a2a_worker, world, fn)):
@@ -289,7 +295,7 @@ def _a2a_run(fn):
     return results
 
 
-def _a2a_judge(case, got, context):
+def _a2a_judge(case: str, got: Any, context: Any) -> str | None:
     (out, traffic), (sends, expected, rank) = got, context
     used = collective_used(traffic, "build the all-to-all from point-to-point messages, n − 1 a rank,")
     if used:
@@ -310,19 +316,19 @@ def _a2a_judge(case, got, context):
     return f"block(s) {wrong} are not what those ranks sent here"
 
 
-def _a2a_single(blocks, recv_sizes):
+def _a2a_single(blocks: list[torch.Tensor], recv_sizes: list[int]) -> list[torch.Tensor]:
     flat = torch.cat(blocks)
     out = flat.new_empty((sum(recv_sizes), *flat.shape[1:]))
     dist.all_to_all_single(out, flat, list(recv_sizes), [len(b) for b in blocks])
     return list(torch.split(out, list(recv_sizes)))
 
 
-def _a2a_everything(blocks, recv_sizes):
+def _a2a_everything(blocks: list[torch.Tensor], recv_sizes: list[int]) -> list[torch.Tensor]:
     rank, world = dist.get_rank(), dist.get_world_size()
     whole = torch.cat(blocks)  # every block to every rank: right result, (n − 1) times the bytes
     counts = [[len(all_to_all_block(s, d, torch.device("cpu"))) for d in range(world)] for s in range(world)]
     incoming = {s: torch.empty(sum(counts[s]), *whole.shape[1:]) for s in range(world) if s != rank}
-    requests = [dist.irecv(t, s) for s, t in incoming.items()]
+    requests: list[Any] = [dist.irecv(t, s) for s, t in incoming.items()]
     requests += [dist.isend(whole, d) for d in range(world) if d != rank]
     for request in requests:
         request.wait()
@@ -341,7 +347,8 @@ ring_checker = code_checker(
 all_to_all_checker = code_checker(
     _a2a_run, _a2a_judge, "on 2, 3 and 4 ranks, with uneven blocks (some empty), every block arrived, and each rank "
                           "sent exactly its blocks for the others.")
-WRONG = {"merge": [(_merge_average, "a plain average"), (_merge_naive, "overflows float32")],
-         "pass": [(_pass_by_all_gather, "dist.all_gather"), (_pass_left, "sent to")],
-         "ring": [(_ring_no_mask, "attend to future keys"), (_ring_by_all_gather, "dist.all_gather")],
-         "all_to_all": [(_a2a_single, "dist.all_to_all_single"), (_a2a_everything, "send each rank only its own")]}
+WRONG: dict[str, list[tuple[Any, str]]] = {
+    "merge": [(_merge_average, "a plain average"), (_merge_naive, "overflows float32")],
+    "pass": [(_pass_by_all_gather, "dist.all_gather"), (_pass_left, "sent to")],
+    "ring": [(_ring_no_mask, "attend to future keys"), (_ring_by_all_gather, "dist.all_gather")],
+    "all_to_all": [(_a2a_single, "dist.all_to_all_single"), (_a2a_everything, "send each rank only its own")]}

@@ -53,8 +53,9 @@ class _RingWithABug(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, dout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        q, k, v, out, lse = ctx.saved_tensors
         with mock.patch.object(CP, "ring_attention_schedule", _own_chunks_masked):
-            grads = CP.ring_backward(dout.contiguous(), *ctx.saved_tensors, ctx.causal, ctx.layout, ctx.group)
+            grads = CP.ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.causal, ctx.layout, ctx.group)
         return (*grads, None, None, None)
 
 
@@ -62,25 +63,26 @@ def ring_attention_with_a_bug(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                               group: dist.ProcessGroup | None = None, layout: str = "plain",
                               kernel: str = "explicit") -> torch.Tensor:
     """``ring_attention`` (same arguments) with one bug in which blocks it masks. It runs, and returns numbers."""
-    out: torch.Tensor = _RingWithABug.apply(q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group)
+    out: torch.Tensor = _RingWithABug.apply(  # type: ignore[no-untyped-call]
+        q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group)
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # Capacity and dropped tokens
 
-CAPACITY_CASE = dict(tokens=100, experts=8, top_k=2, capacity_factor=1.25, routed=(41, 18, 30, 25, 36, 12, 22, 16))
+TOKENS, EXPERTS, TOP_K, FACTOR = 100, 8, 2, 1.25  # the question's layer and batch
+ROUTED = (41, 18, 30, 25, 36, 12, 22, 16)  # assignments the router sent each expert
 
 
 def _capacity_answer(capacity: int) -> tuple[int, int]:
-    return capacity, sum(max(0, r - capacity) for r in CAPACITY_CASE["routed"])
+    return capacity, sum(max(0, r - capacity) for r in ROUTED)
 
 
-CAPACITY = _capacity_answer(expert_capacity(CAPACITY_CASE["tokens"], CAPACITY_CASE["experts"], CAPACITY_CASE["top_k"],
-                                            CAPACITY_CASE["capacity_factor"]))  # (32, 13)
-_FLOORED = _capacity_answer(math.floor(1.25 * 2 * 100 / 8))
-_NO_TOP_K = _capacity_answer(expert_capacity(100, 8, 1, 1.25))
-_NO_FACTOR = _capacity_answer(expert_capacity(100, 8, 2, 1.0))
+CAPACITY = _capacity_answer(expert_capacity(TOKENS, EXPERTS, TOP_K, FACTOR))  # (32, 13)
+_FLOORED = _capacity_answer(math.floor(FACTOR * TOP_K * TOKENS / EXPERTS))
+_NO_TOP_K = _capacity_answer(expert_capacity(TOKENS, EXPERTS, 1, FACTOR))
+_NO_FACTOR = _capacity_answer(expert_capacity(TOKENS, EXPERTS, TOP_K, 1.0))
 
 
 def _check_capacity(answer: Any) -> Verdict:
