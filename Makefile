@@ -31,27 +31,33 @@ browser-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "Chromium not installed: the browser tests will be skipped"
 
-# ruff (config in pyproject.toml) over the package, the tests, the book builder and the notebooks.
-LINT_PATHS := d2lmp tests book notebooks
+# ruff (config in pyproject.toml) over the package, the tests, the maintenance scripts and the notebooks.
+LINT_PATHS := d2lmp tests tools notebooks
 
 lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 
-# ruff, then the unit tests, the browser tests and every notebook under nbval-lax, all in quick mode.
+# pytest-xdist workers; WORKERS=0 runs everything in one process. --dist loadgroup keeps a notebook's cells
+# and its browser test on one worker, and the rank-launching tests on one (tests/notebook_runs.py).
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadgroup
+
+# ruff, then the unit tests, the browser tests and every notebook, all in quick mode. Each notebook runs once:
+# in JupyterLab for the browser tests, nbval checking its cells on that run (by itself where Chromium is missing).
 test: install browser-deps
 	$(PY) -m ruff check $(LINT_PATHS)
-	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=15
+	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=25
 
 unit: install
-	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider tests -q -m "not browser"
+	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider $(PARALLEL) tests -q -m "not browser"
 
 # Re-execute every notebook in place from a real (full-size) run, for committing.
 execute: install
-	$(PY) book/execute.py
+	$(PY) -m tools.execute
 
 # A static HTML book of the executed notebooks, with an index, in build/book.
 book: install
-	$(PY) book/build.py build/book
+	$(PY) -m tools.build build/book
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

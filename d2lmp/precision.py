@@ -7,17 +7,20 @@
   zero (or infinite) when cast to FP16 after multiplying by a loss scale.
 - ``train_mixed``: one small training loop in FP32, BF16 autocast (CPU or GPU) or FP16 autocast
   with ``torch.amp.GradScaler`` (CUDA).
+- ``tf32_off``: a block in which CUDA's FP32 matrix products and cuDNN's convolutions stay full FP32.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-__all__ = ["PRECISION_MODES", "format_table", "representable", "underflow_fractions", "gradients_of", "scale_sweep",
-           "exponent_histogram", "train_mixed", "lost_update_threshold", "bits_needed"]
+__all__ = ["PRECISION_MODES", "format_table", "representable", "tf32_off", "underflow_fractions", "gradients_of",
+           "scale_sweep", "exponent_histogram", "train_mixed", "lost_update_threshold", "bits_needed"]
 
 PRECISION_MODES = ("fp32", "bf16", "fp16")
 
@@ -52,6 +55,38 @@ def format_table() -> list[dict]:
 def representable(value: float, dtype: torch.dtype) -> float:
     """``value`` rounded to ``dtype`` and back to a Python float (0.0 when it underflows)."""
     return float(torch.tensor(value, dtype=torch.float32).to(dtype).float())
+
+
+def _has_precision_settings() -> bool:
+    """True on torch 2.9 and later, which sets TF32 per backend and operation (``...fp32_precision``)."""
+    return hasattr(torch.backends.cudnn, "conv") and hasattr(torch.backends.cuda.matmul, "fp32_precision")
+
+
+@contextlib.contextmanager
+def tf32_off() -> Iterator[None]:
+    """Inside the block, CUDA matrix products and cuDNN convolutions compute in full FP32, never TF32.
+
+    On torch 2.9 and later this sets ``torch.backends.cuda.matmul.fp32_precision`` and
+    ``torch.backends.cudnn.conv.fp32_precision`` to ``"ieee"``; older torch has only the ``allow_tf32``
+    flags, which newer torch deprecates. cuDNN is enabled in the block; every setting is restored after it.
+    Nothing changes on the CPU, which has no TF32 mode.
+    """
+    cuda, cudnn = torch.backends.cuda, torch.backends.cudnn
+    if _has_precision_settings():
+        saved = cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled
+        cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled = "ieee", "ieee", True
+        try:
+            yield
+        finally:
+            cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled = saved
+    else:
+        saved_matmul = cuda.matmul.allow_tf32
+        cuda.matmul.allow_tf32 = False
+        try:
+            with cudnn.flags(enabled=True, allow_tf32=False):
+                yield
+        finally:
+            cuda.matmul.allow_tf32 = saved_matmul
 
 
 # ---------------------------------------------------------------------------------------

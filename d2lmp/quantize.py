@@ -172,11 +172,15 @@ def weight_bytes(model: nn.Module) -> int:
 
 
 def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_time: float = 0.2,
-                      methods=("fp32", "bf16", "int8"), device: str = "cpu") -> list[dict]:
+                      methods=("fp32", "bf16", "int8"), device: str = "cpu",
+                      max_time: float | None = None) -> list[dict]:
     """Accuracy, agreement with FP32, weight bytes and median latency for each precision on ``device``.
 
     "bf16" casts the model and input to bfloat16; "int8" uses ``quantize_linear_layers``
     (with ``torch._int_mm`` where the build has it); "int8-int32" forces the widened int32 path.
+    The call that computes the accuracy is each variant's first warm-up. ``max_time`` bounds each
+    variant's timing (``timing.benchmark``): where one call is slow, fewer calls are timed; each row's
+    ``timed_calls`` and ``budget_cut`` say so.
     """
     from .timing import benchmark
 
@@ -199,11 +203,12 @@ def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_ti
     with torch.no_grad():
         reference = model(x).argmax(1)
         for name, (net, fn) in variants.items():
-            pred = fn().argmax(1)
-            t = benchmark(fn, device, min_time=min_time, label=name)
+            pred = fn().argmax(1)  # the first warm-up call
+            t = benchmark(fn, device, warmup=1, min_time=min_time, max_time=max_time, label=name)
             rows.append(dict(method=name, device=str(device), accuracy=float((pred == y).float().mean()),
                              agrees_with_fp32=float((pred == reference).float().mean()),
-                             weight_bytes=weight_bytes(net), median_s=t.median, spread=t.spread))
+                             weight_bytes=weight_bytes(net), median_s=t.median, spread=t.spread,
+                             timed_calls=t.calls, budget_cut=t.budget_cut))
     return rows
 
 

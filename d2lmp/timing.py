@@ -69,6 +69,13 @@ class Measurement:
     device: str
     label: str = ""
     extra: dict = field(default_factory=dict)
+    budget_s: float | None = None  # the ``max_time`` the measurement ran under, if any
+    budget_cut: bool = False  # True when the budget stopped it before ``min_time`` and ``min_blocks`` were met
+
+    @property
+    def calls(self) -> int:
+        """Timed calls: blocks × calls per block (warm-up and calibration calls not counted)."""
+        return len(self.times) * self.calls_per_block
 
     @property
     def median(self) -> float:
@@ -90,7 +97,8 @@ class Measurement:
     def __repr__(self) -> str:
         return (
             f"Measurement({self.label or 'fn'} on {self.device}: median {self.median * 1e3:.3f} ms, "
-            f"IQR {self.spread:.1%}, {len(self.times)} blocks × {self.calls_per_block} calls)"
+            f"IQR {self.spread:.1%}, {len(self.times)} blocks × {self.calls_per_block} calls"
+            + (f", cut by the {self.budget_s:g} s budget" if self.budget_cut else "") + ")"
         )
 
 
@@ -103,6 +111,7 @@ def benchmark(
     block_time: float = 0.01,
     min_blocks: int = 5,
     max_blocks: int = 1000,
+    max_time: float | None = None,
     label: str = "",
 ) -> Measurement:
     """Time ``fn()`` on ``device``: warm up, then time blocks of calls until ``min_time`` seconds.
@@ -110,26 +119,53 @@ def benchmark(
     Each block runs ``fn`` enough times to last about ``block_time`` seconds, so the cost
     of reading the clock and synchronising is spread over many calls for very fast
     functions. At least ``min_blocks`` blocks are timed. The result holds per-call times.
+
+    ``max_time`` is a budget in seconds for the whole measurement, warm-up included, for functions
+    whose single call can be slow on some machines: a warm-up call, the calibration call or another
+    block runs only while the time spent so far plus its expected time (and one timed call after it)
+    stays within the budget. One warm-up call (when ``warmup`` >= 1) and one timed block always run,
+    so the fewest calls is two; ``Measurement.budget_cut`` says when the budget ended it early.
     """
     if not callable(fn):
         raise TypeError(f"benchmark needs a callable, got {type(fn).__name__}")
     if min_time <= 0 or block_time <= 0 or min_blocks < 1 or max_blocks < min_blocks:
         raise ValueError("min_time and block_time must be positive and 1 <= min_blocks <= max_blocks")
+    if max_time is not None and not max_time > 0:
+        raise ValueError(f"max_time must be a positive number of seconds or None, got {max_time!r}")
     device = torch.device(device)
+    start = time.perf_counter()
+
+    def fits(seconds: float) -> bool:
+        return max_time is None or time.perf_counter() - start + seconds <= max_time
+
+    cut = False
+    last: float | None = None  # seconds of the latest single call
     for _ in range(warmup):
-        fn()
-    with Timer(device) as first:
-        fn()
-    calls = max(1, math.ceil(block_time / max(first.seconds, 1e-9)))
+        if last is not None and not fits(2 * last):  # this warm-up and one timed call after it
+            cut = True
+            break
+        with Timer(device) as t:
+            fn()
+        last = t.seconds
+    if last is not None and not fits(2 * last):
+        cut = True  # no room for a calibration call: the last warm-up call sizes the blocks
+    else:
+        with Timer(device) as first:
+            fn()
+        last = first.seconds
+    calls = max(1, math.ceil(block_time / max(last, 1e-9)))
     times: list[float] = []
     total = 0.0
     while (total < min_time or len(times) < min_blocks) and len(times) < max_blocks:
+        if times and not fits(calls * times[-1]):
+            cut = True
+            break
         with Timer(device) as t:
             for _ in range(calls):
                 fn()
         times.append(t.seconds / calls)
         total += t.seconds
-    return Measurement(times, calls, str(device), label)
+    return Measurement(times, calls, str(device), label, budget_s=max_time, budget_cut=cut)
 
 
 def torch_benchmark_median(fn: Callable[[], object], min_run_time: float = 0.2) -> float:

@@ -39,6 +39,14 @@ def killed_rank_1(rank, world, folder):
     dist.barrier()
 
 
+def aborts_on_rank_1(rank, world, folder):
+    note_pid(folder)
+    dist.barrier()
+    if rank == 1:
+        os.abort()  # a fatal signal (SIGABRT), as when a C++ library gives up
+    dist.barrier()
+
+
 def rank_0_hangs(rank, world, folder):
     note_pid(folder)
     dist.barrier()

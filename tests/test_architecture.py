@@ -52,6 +52,8 @@ LAYERS = {
         "d2lmp.parallel.all_to_all", "d2lmp.parallel.expert_parallel",
         "d2lmp.parallel.lr_scaling", "d2lmp.parallel.sync_batchnorm", "d2lmp.parallel.dp_training",
         "d2lmp.parallel.dp_batchnorm", "d2lmp.parallel.trace_events", "d2lmp.parallel.profiler_trace",
+        "d2lmp.checkpoint_interval", "d2lmp.parallel.stacks", "d2lmp.parallel.checkpoint",
+        "d2lmp.parallel.resilient", "d2lmp.parallel.faults",
     ),
     # Exercises check a student's answer against the library, as the checks check the library.
     "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
@@ -68,7 +70,7 @@ ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.paral
             "d2lmp.scale.hardware", "d2lmp.scale.layout",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
             "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
-            "d2lmp.scale.report", "d2lmp.scale.comm_roofline")
+            "d2lmp.scale.report", "d2lmp.scale.comm_roofline", "d2lmp.checkpoint_interval")
 RUNTIME = ("d2lmp.parallel.launch", "d2lmp.parallel.collectives", "torch.distributed.*")
 
 MAX_LINES = 400
@@ -303,14 +305,11 @@ def test_readme_names_every_module():
 
 
 def test_readme_notebook_table_matches_the_notebooks_imports():
-    """The README's notebook -> modules table is what the notebooks import (regenerate: book/notebook_modules.py)."""
-    import importlib.util
+    """The README's notebook -> modules table is what the notebooks import (regenerate: tools/notebook_modules.py)."""
+    from tools import notebook_modules
 
-    spec = importlib.util.spec_from_file_location("notebook_modules", ROOT / "book" / "notebook_modules.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
-        "README.md's notebook -> modules table is out of date: run python book/notebook_modules.py"
+    assert notebook_modules.table() in (ROOT / "README.md").read_text(encoding="utf-8"), \
+        "README.md's notebook -> modules table is out of date: run python -m tools.notebook_modules"
 
 
 def test_public_modules_declare_what_they_export():

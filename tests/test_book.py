@@ -1,18 +1,15 @@
 """The static book builds: a page per notebook, an index in chapter order, and working links."""
 
-import json
 import re
-import sys
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book"))
+import pytest
 
-import build as book  # noqa: E402
+from tools import build as book
+from tools.notebooks import paths, read
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = paths()
 
 
 class _Links(HTMLParser):
@@ -37,14 +34,14 @@ def _parse(path):
 
 
 def _png_outputs(notebook):
-    cells = json.loads(notebook.read_text())["cells"]
-    return sum("image/png" in out.get("data", {}) for c in cells if c["cell_type"] == "code" for out in c["outputs"])
+    return sum("image/png" in out.get("data", {}) for out in read(notebook).outputs())
 
 
 def test_link_rewriting_keeps_anchors():
     assert book.LINK.sub(r'href="\1.html\2"', 'href="03_general_purpose_gpus.ipynb#Summary"') == \
         'href="03_general_purpose_gpus.html#Summary"'
 
+@pytest.mark.slow
 
 def test_book_builds_with_every_page_link_and_plot(tmp_path):
     written = book.build(tmp_path)

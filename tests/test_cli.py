@@ -207,6 +207,7 @@ def test_bench_dp_prints_ratio_to_ddp(capsys):
     assert "goal: bucketed step / DDP step <= 1.15×: " in out and _one_goal_format(out)
 
 
+@pytest.mark.slow
 def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
     assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2"]) == 0
     out = capsys.readouterr().out

@@ -6,17 +6,15 @@ and classes a notebook must show; the show() cell must come before any other cod
 """
 
 import ast
-import json
 import re
-from pathlib import Path
 
 import pytest
 
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
+from tools.notebooks import notebooks
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = {p.stem.split("_", 1)[1]: p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
@@ -32,19 +30,9 @@ REQUIRED = {
                                    "context_parallel_point", "expert_parallel_point"],
     "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
                           "data_parallel_seconds"],
+    "when_things_fail": ["save", "load", "_checkpoint_state", "_resume", "expected_wall_time", "daly_interval",
+                         "skipped_collective", "send_send", "shape_mismatch", "pass_along"],
 }
-
-
-def _code_cells(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
-
-
-def _tree(src):
-    """The cell's syntax tree; IPython magics (``%pip ...``) become ``pass`` so the cell parses."""
-    lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-             for line in src.splitlines()]
-    return ast.parse("\n".join(lines))
 
 
 def _shown(tree) -> set[str]:
@@ -71,7 +59,7 @@ def _uses(tree, name: str) -> bool:
 @pytest.mark.parametrize("slug", sorted(REQUIRED))
 def test_notebook_shows_its_algorithms_before_using_them(slug):
     assert slug in NOTEBOOKS, f"no notebook NN_{slug}.ipynb"
-    cells = [(i, _tree(src)) for i, src in _code_cells(NOTEBOOKS[slug])]
+    cells = [(c.index, c.tree()) for c in NOTEBOOKS[slug].code()]
     for name in REQUIRED[slug]:
         shown_at = [i for i, tree in cells if name in _shown(tree)]
         assert shown_at, f"{slug}: no cell shows {name} (use d2lmp.views.source.show)"
@@ -104,16 +92,16 @@ LONG_LISTINGS: dict[tuple[str, str], str] = {}
 def _shown_listings() -> list[tuple[str, int, str, int]]:
     """(slug, cell, name, lines) for every object a notebook shows, its length read from the stored output."""
     found = []
-    for slug, path in sorted(NOTEBOOKS.items()):
-        for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
-            if cell["cell_type"] != "code" or not _shown(_tree("".join(cell["source"]))):
+    for slug, nb in sorted(NOTEBOOKS.items()):
+        for cell in nb.code():
+            if not _shown(cell.tree()):
                 continue
-            for out in cell.get("outputs", []):
+            for out in cell.outputs:
                 text = out.get("data", {}).get("text/plain", "")
                 text = "".join(text) if isinstance(text, list) else text
                 head = re.match(r"# d2lmp/\S+\n(?:@.*\n)*(?:class|def|async def) (\w+)", text)
                 if head:  # the header line names the file; the listing is what follows it
-                    found.append((slug, i, head.group(1), text.count("\n")))
+                    found.append((slug, cell.index, head.group(1), text.count("\n")))
     return found
 
 

@@ -1,26 +1,23 @@
 """Colab readiness: one repository address everywhere, badges, and GPU requests where they help."""
 
-import json
 import re
 
 try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from tools.notebooks import ROOT, paths, read
+
+NOTEBOOKS = paths()
 REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
 SLUG = REPOSITORY.removeprefix("https://github.com/")
 GPU_SECTIONS = {f"{n:02d}" for n in range(1, 10)}  # timing and training notebooks; 10-14 run CPU ranks either way
 
 
 def _setup_cell(path):
-    cell = json.loads(path.read_text())["cells"][1]
-    return "".join(cell["source"])
+    return read(path).cells[1].source
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -37,7 +34,7 @@ def test_readme_badges_and_install_line_use_the_repository():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_gpu_requested_where_it_helps(path):
-    metadata = json.loads(path.read_text())["metadata"]
+    metadata = read(path).metadata
     if path.name[:2] in GPU_SECTIONS:
         assert metadata.get("accelerator") == "GPU", "Colab should offer a GPU runtime for this notebook"
         assert metadata.get("colab", {}).get("gpuType")
@@ -47,7 +44,7 @@ def test_gpu_requested_where_it_helps(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_opens_with_its_colab_badge_and_says_what_a_gpu_changes(path):
-    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    first = read(path).cells[0].source
     link = f"https://colab.research.google.com/github/{SLUG}/blob/main/notebooks/{path.name}"
     assert f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({link})" in first
     assert "**GPU:**" in first, "the first cell says whether a GPU is needed"

@@ -177,6 +177,7 @@ def test_cuda_implementations_match():
         assert max(errs["im2col"], errs["c01b"]) < 1e-2 * errs["max_abs_ref"], errs
 
 
+@pytest.mark.slow
 def test_bench_conv_command_prints_ratios(capsys):
     from d2lmp.commands.main import main
 

@@ -2,34 +2,37 @@
 
 For each exercise with a check, the reference answer must pass and each listed typical wrong answer must
 fail with its specific message. The notebook must show each hint and each check call, and never the
-solution text.
+solution text; its Exercises section is generated from the module (``exercises.cells``), so that each
+question is written once. A find-the-bug exercise fails as the notebook shows it and passes once fixed;
+every ring or sharding exercise has a library shortcut (right numbers, wrong messages) that must fail
+with a message that says what was asked, and another right algorithm that must pass.
 """
 
+import dataclasses
 import importlib
 import json
 import re
 from pathlib import Path
 
 import pytest
+import torch
+import torch.distributed as dist
 
+from d2lmp.exercises._code import same_code
+from d2lmp.exercises.cells import HEADING, INTRO, check_code, section, section_bounds, update_section
 from d2lmp.exercises.core import Exercise, Verdict
+from tools.notebooks import paths, read
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = paths()
 MIN_CHECKS = 3
 
 
 def _slug(path: Path) -> str:
-    return path.stem.split("_", 1)[1]
+    return read(path).slug
 
 
 def _module(path: Path):
     return importlib.import_module(f"d2lmp.exercises.{_slug(path)}")
-
-
-def _cells(path: Path, kind: str) -> list[str]:
-    nb = json.loads(path.read_text())
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
 
 
 ALL = [(path.name, ex) for path in NOTEBOOKS for ex in _module(path).EXERCISES]
@@ -58,8 +61,8 @@ def test_every_exercise_has_a_hint_and_enough_have_checks(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_shows_hints_and_check_calls_but_not_solutions(path):
-    markdown = "\n".join(_cells(path, "markdown"))
-    code = "\n".join(_cells(path, "code"))
+    markdown = "\n".join(c.source for c in read(path).markdown())
+    code = "\n".join(c.source for c in read(path).code())
     for e in _module(path).EXERCISES:
         assert e.hint_text.strip() in markdown, f"{e.key}: the hint is not shown in the notebook"
         if e.checker is not None:
@@ -95,3 +98,257 @@ def test_open_question_check_points_to_the_solution(capsys):
         pytest.skip("every exercise has a check")
     assert open_ones[0].check("anything") is None
     assert "solution()" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# One source for each question: the notebook's Exercises section is generated from the module
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercise_cells_are_generated_from_the_module(path):
+    """The cells between ## Exercises and ## References are exactly what ``exercises.cells.section`` makes of the
+    module: run ``python -m tools.update_exercises`` after changing a question, a hint or a check cell."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    start, end = section_bounds(nb["cells"])
+    found = [(c["cell_type"], "".join(c["source"])) for c in nb["cells"][start:end]]
+    expected = section(_slug(path), _module(path).EXERCISES)
+    for i, (got, want) in enumerate(zip(found, expected)):
+        assert got == want, f"cell {start + i} differs (run python -m tools.update_exercises):\n{got!r}\n{want!r}"
+    assert len(found) == len(expected), "the section has more or fewer cells than the module makes; regenerate it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_one_style_a_title_and_a_check_cell_under_every_checked_exercise(path):
+    for e in _module(path).EXERCISES:
+        assert e.title.strip() and not e.question.lstrip().startswith("**"), f"{e.key}: a title, and no bold in front"
+        assert (check_code(e) is None) == (e.checker is None)
+        if callable(e.reference) and e.checker is not None:
+            assert e.function, f"{e.key}: a code exercise names the function the student writes"
+    markdown = [c for kind, c in section(_slug(path), _module(path).EXERCISES) if kind == "markdown"]
+    assert markdown[0] == f"{HEADING}\n\n{INTRO}", "the same introduction in every notebook"
+
+
+def test_update_keeps_unchanged_cells_and_their_outputs():
+    path = next(p for p in NOTEBOOKS if _slug(p) == "nccl_collectives")
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    start, end = section_bounds(nb["cells"])
+    before = [dict(c) for c in nb["cells"]]
+    assert not update_section(nb, _slug(path), _module(path).EXERCISES), "an up-to-date section stays as it is"
+    assert nb["cells"] == before
+    exercises = list(_module(path).EXERCISES)
+    exercises[2] = dataclasses.replace(exercises[2], hint_text="A new hint.")
+    assert update_section(nb, _slug(path), exercises)
+    assert nb["cells"][:start] == before[:start] and nb["cells"][end:] == before[end:], "other cells are untouched"
+    changed = [i for i, (a, b) in enumerate(zip(before[start:end], nb["cells"][start:end])) if a != b]
+    assert len(changed) == 1 and "A new hint." in "".join(nb["cells"][start + changed[0]]["source"])
+    assert nb["cells"][start + changed[0]]["id"] == before[start + changed[0]]["id"]
+    assert all(c.get("outputs") == b.get("outputs") for c, b in zip(nb["cells"], before) if c["cell_type"] == "code")
+
+
+def test_numbers_in_questions_come_from_the_library():
+    from d2lmp.exercises import nccl_collectives
+    from d2lmp.parallel.costmodel import PRESETS
+
+    preset = PRESETS["8x H100 (NVSwitch)"]
+    assert f"α = {preset.alpha * 1e6:g} µs" in nccl_collectives.ring_beats_tree.question
+    assert f"{preset.link_bytes_per_s / 1e9:g} GB/s" in nccl_collectives.ring_beats_tree.question
+    from d2lmp.exercises import gpu_memory, hardware_configurations, inference_accelerators
+    from d2lmp.gpu_specs import find_gpu_spec
+
+    h200, h100, t4 = (find_gpu_spec(name) for name in ("H200", "H100", "T4"))
+    assert f"{h200.bandwidth_gbs:,.0f} GB/s" in gpu_memory.gddr6_pins.question
+    assert f"{h200.bandwidth_gbs / 1000:g} instead of {h100.bandwidth_gbs / 1000:g} TB/s" in \
+        gpu_memory.h200_vs_h100.question
+    assert f"({t4.tdp_w:g} W each" in hardware_configurations.t4_power_supply.question
+    assert f"{t4.int8_tops:g} INT8 TOPS, {t4.fp16_tensor_tflops:g} FP16 TFLOPS, {t4.bandwidth_gbs:g} GB/s" in \
+        inference_accelerators.t4_compute_bound.question
+    assert f"a {t4.memory_gb:g} GB T4" in inference_accelerators.t4_models.question
+
+
+# --------------------------------------------------------------------------------------------
+# Find the bug: the function as given fails, as the notebook shows it too; the fixed one passes
+
+BUGS = [(name, ex) for name, ex in CHECKED if ex.given is not None]
+
+
+def test_every_parallel_notebook_has_a_bug_to_find():
+    notebooks = {name[:2] for name, _ in BUGS}
+    assert {"11", "12", "13", "14", "15"} <= notebooks, f"find-the-bug exercises only in {sorted(notebooks)}"
+
+
+@pytest.mark.parametrize("item", BUGS, ids=_id)
+def test_the_bug_as_the_notebook_shows_it_fails_and_the_fix_passes(item, capsys):
+    """The check cell, run as a notebook runs it (IPython compiles each statement of a cell on its own), gets
+    "bug included" without a diagnosis; the fixed function passes; a function that calls the given one is
+    run on the ranks, and fails (``wrong`` holds it, with the diagnosis it must get)."""
+    interactive = pytest.importorskip("IPython.core.interactiveshell")
+    _, ex = item
+    cell = check_code(ex)
+    code, call = cell.rsplit("\n\n\n", 1)
+    name = ex.function.split("(")[0]
+    assert call == f"ex.{ex.key}.check({name})"
+    shell = interactive.InteractiveShell.instance()
+    assert shell.run_cell(code).success
+    for shown in (shell.user_ns[name], _exec(code)[name]):  # with its source (IPython), and without (exec)
+        verdict = ex.check(shown)
+        assert verdict is not None and not verdict.correct and "bug included" in verdict.message
+    assert ex.check(ex.reference).correct
+    assert not same_code(ex.reference, ex.given), "the fix differs from the function given"
+
+
+def _exec(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "<a cell without its source>", "exec"), namespace)
+    return namespace
+
+
+def test_same_code_ignores_names_and_comments_not_a_changed_line():
+    def f(x):
+        return x + 1  # one
+
+    def g(y):
+        return y + 1
+
+    def h(x):
+        return x + 1  # another comment
+
+    def k(x):
+        return x - 1
+
+    assert same_code(f, h) and not same_code(f, k) and not same_code(f, g), "a renamed argument is a change"
+    assert not same_code(f, "not a function")
+
+
+# --------------------------------------------------------------------------------------------
+# Library shortcuts: right numbers, wrong messages; each must fail with a message that says what was asked
+
+
+def _all_gather_library(tensor):
+    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, tensor)
+    return torch.stack(parts)
+
+
+def _all_gather_into_tensor(tensor):
+    world = dist.get_world_size()
+    out = torch.empty((world * tensor.shape[0], *tensor.shape[1:]), dtype=tensor.dtype)
+    dist.all_gather_into_tensor(out, tensor.contiguous())
+    return out.view(world, *tensor.shape)
+
+
+def _reduce_scatter_by_all_reduce(tensor):
+    total = tensor.flatten().clone()
+    dist.all_reduce(total)
+    return torch.tensor_split(total, dist.get_world_size())[dist.get_rank()]
+
+
+def _all_reduce_library(tensor):
+    total = tensor.clone()
+    dist.all_reduce(total)
+    return total
+
+
+def _grad_shard_by_all_reduce(rank, world, flat_grad):
+    total = flat_grad.clone()
+    dist.all_reduce(total)
+    return total.chunk(world)[rank]
+
+
+def _zero_step_without_sharding(rank, world, params, grad, momentum, lr):
+    total = grad.clone()
+    dist.all_reduce(total)
+    momentum.mul_(0.9).add_(total.chunk(world)[rank])
+    shards = params.chunk(world)
+    shards[rank].sub_(lr * momentum)
+    gathered = torch.empty_like(params)
+    dist.all_gather_into_tensor(gathered, shards[rank].clone())
+    return gathered, momentum
+
+
+def _column_forward_by_all_reduce(rank, world, x, weight, bias):
+    k = weight.shape[0] // world
+    out = torch.zeros(x.shape[0], weight.shape[0])
+    out[:, rank * k:(rank + 1) * k] = torch.nn.functional.linear(x, weight[rank * k:(rank + 1) * k],
+                                                                 bias[rank * k:(rank + 1) * k])
+    dist.all_reduce(out)
+    return out
+
+
+def _pipeline_whole_batch(rank, world, stage, x, micro_batches):
+    inp = x
+    if rank > 0:
+        inp = torch.empty_like(x)
+        dist.recv(inp, rank - 1)
+    out = stage(inp)
+    if rank < world - 1:
+        dist.send(out, rank + 1)
+    return out if rank == world - 1 else None
+
+
+SHORTCUTS = [
+    ("nccl_collectives", "all_gather_code", _all_gather_library, "your function called dist.all_gather;"),
+    ("nccl_collectives", "all_gather_code", _all_gather_into_tensor, "called dist.all_gather_into_tensor"),
+    ("nccl_collectives", "reduce_scatter_code", _reduce_scatter_by_all_reduce, "your function called dist.all_reduce"),
+    ("nccl_collectives", "ring_bug", _all_reduce_library, "the ring built from point-to-point messages"),
+    ("beyond_one_device", "stage2_shard", _grad_shard_by_all_reduce, "2 times the 48 bytes of stage 2's"),
+    ("beyond_one_device", "stale_shard", _zero_step_without_sharding, "1.5 times the 96 bytes of a ZeRO-2 step"),
+    ("layerwise_partitioning", "column_forward", _column_forward_by_all_reduce, "2 times the"),
+    ("network_partitioning", "pipeline_forward", _pipeline_whole_batch, "one message per micro-batch"),
+]
+
+
+@pytest.mark.parametrize("item", SHORTCUTS, ids=lambda s: f"{s[1]}::{s[2].__name__}")
+def test_a_library_shortcut_fails_with_what_was_asked(item, capsys):
+    module, key, shortcut, fragment = item
+    ex = getattr(importlib.import_module(f"d2lmp.exercises.{module}"), key)
+    verdict = ex.check(shortcut)
+    assert verdict is not None and not verdict.correct, f"{key}: {shortcut.__name__} passed"
+    assert fragment in verdict.message, f"expected {fragment!r} in {verdict.message!r}"
+
+
+def test_every_ring_and_sharding_exercise_has_a_shortcut_that_fails():
+    ring_or_sharding = {"all_gather_code", "reduce_scatter_code", "ring_bug", "stage2_shard", "stale_shard",
+                        "column_forward"}
+    assert ring_or_sharding <= {key for _, key, _, _ in SHORTCUTS}
+
+
+def _grad_shard_by_reduce_scatter_tensor(rank, world, flat_grad):
+    out = torch.empty(flat_grad.numel() // world)
+    dist.reduce_scatter_tensor(out, flat_grad)
+    return out
+
+
+def _grad_shard_by_our_ring(rank, world, flat_grad):
+    from d2lmp.parallel.collectives import ring_reduce_scatter
+
+    return ring_reduce_scatter(flat_grad)
+
+
+def _reduce_scatter_batched(tensor):
+    """The ring with each step's send and receive in one batch_isend_irecv, as NCCL needs."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
+    for step in range(world - 1):
+        send_i, recv_i = (rank - step - 1) % world, (rank - step - 2) % world
+        incoming = torch.empty_like(chunks[recv_i])
+        ops = [dist.P2POp(dist.isend, chunks[send_i], (rank + 1) % world),
+               dist.P2POp(dist.irecv, incoming, (rank - 1) % world)]
+        for request in dist.batch_isend_irecv(ops):
+            request.wait()
+        chunks[recv_i] += incoming
+    return chunks[rank]
+
+
+ALTERNATIVES = [
+    ("beyond_one_device", "stage2_shard", _grad_shard_by_reduce_scatter_tensor),
+    ("beyond_one_device", "stage2_shard", _grad_shard_by_our_ring),
+    ("nccl_collectives", "reduce_scatter_code", _reduce_scatter_batched),
+]
+
+
+@pytest.mark.parametrize("item", ALTERNATIVES, ids=lambda s: f"{s[1]}::{s[2].__name__}")
+def test_another_right_algorithm_passes(item, capsys):
+    """The traffic checks ask for the algorithm, not for one way to write it."""
+    module, key, answer = item
+    verdict = getattr(importlib.import_module(f"d2lmp.exercises.{module}"), key).check(answer)
+    assert verdict is not None and verdict.correct, verdict

@@ -25,6 +25,7 @@ def test_results_come_back_in_rank_order(tmp_path, world):
     _assert_all_gone(tmp_path, world)
 
 
+@pytest.mark.slow
 def test_spawn_start_method_runs_module_workers(tmp_path):
     results = launch(W.rank_info, 2, str(tmp_path), start_method="spawn")
     assert [r["sum"] for r in results] == [3.0, 3.0]
@@ -41,7 +42,7 @@ def test_worker_defined_here_runs_with_fork(tmp_path):
 
 # fork starts a rank in milliseconds, spawn in seconds (a fresh interpreter imports torch):
 # the time limits allow for that start, and are far below the 60 s timeout.
-@pytest.mark.parametrize("method, limit", [("fork", 15), ("spawn", 30)])
+@pytest.mark.parametrize("method, limit", [("fork", 15), pytest.param("spawn", 30, marks=pytest.mark.slow)])
 def test_exception_names_rank_and_carries_traceback(tmp_path, method, limit):
     start = time.monotonic()
     with pytest.raises(WorkerError) as info:
@@ -70,6 +71,32 @@ def test_hanging_rank_ends_at_the_timeout(tmp_path):
     _assert_all_gone(tmp_path, 2)
 
 
+def test_a_hang_shows_where_every_rank_waits(tmp_path):
+    """At the timeout each rank still running writes its Python stack: the line of the hang, and the finished peer."""
+    import inspect
+
+    from d2lmp.parallel import stacks
+
+    with pytest.raises(WorkerError) as info:
+        launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
+    err = info.value
+    assert set(err.stacks) == {0, 1}, "both ranks were still running: both stacks come back"
+    sleep_line = inspect.getsourcelines(W.rank_0_hangs)[1] + 4  # the time.sleep(300) of rank 0
+    where = stacks.waiting_line(err.stacks[0])
+    assert where is not None and where.function == "rank_0_hangs" and where.line == sleep_line, where
+    assert f"rank 0: waits at {where}" in str(err)
+    assert "rank 1: finished its function" in str(err)
+    assert "parallel_workers.py" not in str(err).split("rank 1:", 1)[1], "the parent's frames are cut off"
+    _assert_all_gone(tmp_path, 2)
+
+
+def test_a_rank_that_aborts_leaves_its_stack(tmp_path):
+    with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 6\)") as info:
+        launch(W.aborts_on_rank_1, 2, str(tmp_path), timeout=60)
+    assert "rank 1: died of a fatal signal at" in str(info.value) and "in aborts_on_rank_1" in str(info.value)
+    _assert_all_gone(tmp_path, 2)
+
+
 @pytest.mark.parametrize("args, kwargs, message", [
     ((W.rank_info, 0), {}, "world_size must be an integer >= 1"),
     ((W.rank_info, "2"), {}, "world_size must be an integer >= 1"),
@@ -77,6 +104,7 @@ def test_hanging_rank_ends_at_the_timeout(tmp_path):
     ((W.rank_info, 2), dict(backend="mpi"), "available: auto, gloo, nccl"),
     ((W.rank_info, 2), dict(start_method="thread"), "available: auto, fork, spawn"),
     ((W.rank_info, 1), dict(start_method="fork", threads=2), "would hang in OpenMP"),
+    ((W.rank_info, 2), dict(group_timeout=0), "group_timeout must be positive"),
 ])
 def test_bad_input(args, kwargs, message):
     with pytest.raises(ValueError, match=message):

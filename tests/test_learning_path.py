@@ -5,14 +5,14 @@ only to earlier notebooks, Learn-after links only to later ones, link texts carr
 number, and following Learn-after and Related links from notebook 01 reaches every notebook.
 """
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+from tools.notebooks import NOTEBOOK_DIR, paths, read
+
+NOTEBOOKS = paths()
 LINK = re.compile(r"\[([^\]]*)\]\((?!https?://)([^)#]+\.ipynb)[^)]*\)")
 LABELS = ("Learn before", "Related", "Learn after")
 
@@ -22,7 +22,7 @@ def _number(name: str) -> int:
 
 
 def _links(path: Path) -> dict[str, list[tuple[str, str]]]:
-    first = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+    first = read(path).cells[0].source
     line = next(line for line in first.splitlines() if line.startswith("**Learn before:**"))
     parts = re.split(r"\*\*(Learn before|Related|Learn after):\*\*", line)
     found = dict(zip(parts[1::2], parts[2::2]))
@@ -61,5 +61,5 @@ def test_numbers_are_consecutive():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_title_carries_the_notebook_number(path):
-    title = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"]).splitlines()[0]
+    title = read(path).cells[0].source.splitlines()[0]
     assert title.startswith(f"# {path.name[:2]} · "), f"{path.name}: the title {title!r} should start with its number"

@@ -3,13 +3,15 @@
 import json
 import subprocess
 import time
-from pathlib import Path
 
+import pytest
 from serving import fetch_when_up, free_port, port_is_free, stop_group
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from tools.notebooks import ROOT, paths
 
+NOTEBOOKS = paths()
+
+@pytest.mark.slow
 
 def test_make_lab_serves_the_notebooks(tmp_path):
     """Start `make lab`, fetch the notebook listing and the tree page, stop it and check the port is released."""

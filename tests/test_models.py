@@ -53,6 +53,7 @@ def test_torchvision_names_shapes_and_count():
     assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == TORCHVISION_SHAPES
     assert count_parameters(model) == 61_100_840  # torchvision's AlexNet_Weights meta num_params
 
+@pytest.mark.slow
 
 def test_torchvision_state_dict_loads_unchanged_and_runs():
     model = alexnet_torchvision(num_classes=10)

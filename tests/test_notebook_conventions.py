@@ -1,29 +1,13 @@
 """Every notebook in notebooks/ follows the series' conventions (see CONTRIBUTING.md and README.md)."""
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+from tools.notebooks import NOTEBOOK_DIR, ROOT, paths, read, source_text
+
+NOTEBOOKS = paths()
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-
-
-def _load(path):
-    return json.loads(path.read_text())
-
-
-def _source(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def _outputs(nb):
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            yield from cell.get("outputs", [])
 
 
 def test_there_are_notebooks():
@@ -37,9 +21,9 @@ def test_file_name(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_first_cell_introduces_the_section(path):
-    first = _load(path)["cells"][0]
-    assert first["cell_type"] == "markdown"
-    text = _source(first)
+    first = read(path).cells[0]
+    assert first.is_markdown
+    text = first.source
     lines = text.splitlines()
     assert lines[0].startswith("# "), "the first line is the title"
     paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
@@ -56,9 +40,9 @@ def test_first_cell_introduces_the_section(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_setup_cell_installs_only_in_colab(path):
-    cell = _load(path)["cells"][1]
-    assert cell["cell_type"] == "code"
-    src = _source(cell)
+    cell = read(path).cells[1]
+    assert cell.is_code
+    src = cell.source
     assert re.search(r'if "google\.colab" in sys\.modules:', src), "the install is guarded by a Colab check"
     guarded = src.split('if "google.colab" in sys.modules:', 1)[1]
     assert "pip" in guarded and "install" in guarded
@@ -71,28 +55,28 @@ def test_setup_cell_installs_only_in_colab(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_has_widget_figure_summary_and_exercises(path):
-    nb = _load(path)
-    outputs = list(_outputs(nb))
+    nb = read(path)
+    outputs = list(nb.outputs())
     assert any(WIDGET_MIME in o.get("data", {}) for o in outputs), "at least one ipywidgets widget was displayed"
     assert any("image/png" in o.get("data", {}) for o in outputs), "at least one matplotlib figure"
-    headings = [line.strip() for c in nb["cells"] if c["cell_type"] == "markdown" for line in _source(c).splitlines()]
+    headings = [line.strip() for c in nb.markdown() for line in c.source.splitlines()]
     assert "## Summary" in headings and "## Exercises" in headings
     assert headings.index("## Summary") < headings.index("## Exercises")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_committed_executed_in_order_without_errors(path):
-    nb = _load(path)
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    counts = [c.get("execution_count") for c in code]
+    nb = read(path)
+    code = nb.code()
+    counts = [c.execution_count for c in code]
     assert counts == list(range(1, len(code) + 1)), f"cells must be run once, top to bottom: {counts}"
-    for o in _outputs(nb):
+    for o in nb.outputs():
         assert o["output_type"] != "error", f"error output: {o.get('ename')}: {o.get('evalue')}"
         if o["output_type"] == "stream" and o["name"] == "stderr":
-            assert "Traceback" not in "".join(o["text"])
-    checked = [c for c in code if "# NBVAL_CHECK_OUTPUT" in _source(c)]
+            assert "Traceback" not in source_text(o["text"])
+    checked = [c for c in code if "# NBVAL_CHECK_OUTPUT" in c.source]
     assert checked, "mark the deterministic cells with # NBVAL_CHECK_OUTPUT"
-    assert all(c.get("outputs") for c in checked), "a checked cell must have output to compare"
+    assert all(c.outputs for c in checked), "a checked cell must have output to compare"
 
 
 def test_readme_has_a_colab_badge_per_notebook():
@@ -105,7 +89,7 @@ def test_readme_has_a_colab_badge_per_notebook():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_committed_from_a_full_size_run(path):
     """Each notebook states its run mode; the committed outputs must come from a full-size run, not quick mode."""
-    text = "\n".join("".join(o.get("text", "")) for o in _outputs(_load(path)) if o["output_type"] == "stream")
+    text = "\n".join(c.stream_text() for c in read(path).code())
     assert re.search(r"Quick mode: False|full-size run", text), "no output states the run mode"
     assert not re.search(r"Quick mode: True|\| quick mode", text), "committed from a quick-mode run"
 
@@ -124,9 +108,7 @@ PROJECT_HISTORY = [
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_markdown_speaks_about_the_subject_not_the_project(path):
     found = []
-    for i, cell in enumerate(_load(path)["cells"]):
-        if cell["cell_type"] != "markdown":
-            continue
-        text = _source(cell).replace("**Learning goals**", "")
-        found += [(i, why, m.group()) for pattern, why in PROJECT_HISTORY for m in pattern.finditer(text)]
+    for cell in read(path).markdown():
+        text = cell.source.replace("**Learning goals**", "")
+        found += [(cell.index, why, m.group()) for pattern, why in PROJECT_HISTORY for m in pattern.finditer(text)]
     assert not found, f"(cell, reason, text): {found}"

@@ -60,6 +60,12 @@ def test_torch_range_admits_ci_and_colab_builds():
     assert "torch==2.13.0" in pinned
     for version in ["2.13.0", "2.9.0", "2.10.0", "2.14.1"]:  # CI's build and recent Colab releases
         assert torch_req.specifier.contains(Version(version)), version
+    # The floor is the oldest torch with every API d2lmp calls: 2.7 lacks FSDPModule.set_gradient_divide_factor.
+    assert not torch_req.specifier.contains(Version("2.7.1"))
+    assert torch_req.specifier.contains(Version("2.8.0"))
+    stated = re.findall(r"`torch([<>~][^`]*)`", (ROOT / "README.md").read_text())  # a range, not the CI pin
+    assert stated and all(Requirement(f"torch{s}").specifier == torch_req.specifier for s in stated), \
+        f"README states the range {stated}, pyproject.toml asks for {torch_req.specifier}"
 
 
 def test_ipywidgets_range_keeps_colabs_own():

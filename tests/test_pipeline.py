@@ -83,6 +83,7 @@ def _check(world, sizes, kinds=S.SCHEDULES, ms=(1, 3, 5)):
 def test_two_stages_equal_the_sequential_model():
     _check(2, [4, 5])
 
+@pytest.mark.slow
 
 def test_four_stages_equal_the_sequential_model():
     _check(4, [2, 2, 2, 3])

@@ -1,5 +1,6 @@
 """Number formats, underflow with and without loss scaling, mixed-precision training on the CPU."""
 
+import warnings
 
 import pytest
 import torch
@@ -39,6 +40,7 @@ def test_underflow_fractions_and_scaling():
     with pytest.raises(ValueError):
         precision.underflow_fractions(v, 0)
 
+@pytest.mark.slow
 
 def test_real_gradients_lose_less_with_scaling():
     # Gradients shrink as training converges: after a few epochs on the digits a clear share of the
@@ -82,3 +84,24 @@ def test_fp16_mode_needs_cuda_and_modes_are_checked():
         precision.train_mixed(models.mlp(64, (256, 256), 10), [], [], "fp64")
     with pytest.raises(ValueError):
         models.mlp(64, (), 10)
+
+
+@pytest.mark.skipif(not precision._has_precision_settings(), reason="torch before 2.9 has no fp32_precision settings")
+def test_tf32_off_asks_for_ieee_fp32_and_restores_the_settings():
+    cuda, cudnn = torch.backends.cuda, torch.backends.cudnn
+    before = cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the current API: no deprecation warning from torch
+        with precision.tf32_off():
+            assert (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled) == ("ieee", "ieee", True)
+    assert (cuda.matmul.fp32_precision, cudnn.conv.fp32_precision, cudnn.enabled) == before
+
+
+def test_tf32_off_uses_the_allow_tf32_flags_on_torch_without_precision_settings(monkeypatch):
+    """torch 2.8 has no fp32_precision settings; there the flags are the API, and they turn TF32 off too."""
+    monkeypatch.setattr(precision, "_has_precision_settings", lambda: False)
+    cuda, cudnn = torch.backends.cuda, torch.backends.cudnn
+    before = cuda.matmul.allow_tf32, cudnn.allow_tf32
+    with precision.tf32_off():
+        assert (cuda.matmul.allow_tf32, cudnn.allow_tf32, cudnn.enabled) == (False, False, True)
+    assert (cuda.matmul.allow_tf32, cudnn.allow_tf32) == before

@@ -3,16 +3,12 @@ the files say, and the overlap measured from a hand-made trace is the hand-compu
 
 import json
 
-import matplotlib
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from d2lmp.parallel.data_parallel import MLPSpec  # noqa: E402
-from d2lmp.parallel.profiler_trace import profiler_activities, record_ddp_trace  # noqa: E402
-from d2lmp.parallel.trace_events import (  # noqa: E402
+from d2lmp.parallel.data_parallel import MLPSpec
+from d2lmp.parallel.profiler_trace import profiler_activities, record_ddp_trace
+from d2lmp.parallel.trace_events import (
     BACKWARD_PREFIX,
     intersection_ms,
     load_trace,
@@ -22,7 +18,7 @@ from d2lmp.parallel.trace_events import (  # noqa: E402
     trace_spans,
     union_ms,
 )
-from d2lmp.views.trace import plot_trace, plot_trace_beside_timeline  # noqa: E402
+from d2lmp.views.trace import plot_trace, plot_trace_beside_timeline
 
 SPEC = MLPSpec((64, 128, 128, 128, 10), seed=0)  # 4 parameter tensors of 64 KiB and more: 4 buckets of 16 KiB
 BUCKET = 16 * 1024

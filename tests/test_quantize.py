@@ -49,6 +49,11 @@ def test_quantized_model_predictions_and_size():
     by = {r["method"]: r for r in rows}
     assert by["int8"]["agrees_with_fp32"] >= 0.9
     assert by["int8-int32"]["agrees_with_fp32"] == by["int8"]["agrees_with_fp32"]
+    assert all(r["timed_calls"] >= 5 and not r["budget_cut"] for r in rows)  # at least min_blocks blocks
+    # A budget smaller than any call: each variant runs its accuracy call, one warm-up and one timed block.
+    cut = quantize.compare_inference(model, x, y, min_time=0.01, methods=("fp32", "int8"), max_time=1e-6)
+    assert [(r["method"], r["budget_cut"]) for r in cut] == [("fp32", True), ("int8", True)]
+    assert [r["accuracy"] for r in cut] == [by["fp32"]["accuracy"], by["int8"]["accuracy"]]
     with pytest.raises(ValueError):
         quantize.compare_inference(model, x, y, methods=("int4",))
 

@@ -21,7 +21,7 @@ def _loopback(address):
     return (getattr(ip, "ipv4_mapped", None) or ip).is_loopback
 
 
-@pytest.mark.parametrize("world, method", [(2, "fork"), (4, "fork"), (2, "spawn")])
+@pytest.mark.parametrize("world, method", [(2, "fork"), (4, "fork"), pytest.param(2, "spawn", marks=pytest.mark.slow)])
 def test_every_listening_socket_is_loopback(monkeypatch, world, method):
     monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)  # the launcher's default, not the user's choice
     reports = launch(W.rank_listeners, world, start_method=method, timeout=60)

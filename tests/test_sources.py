@@ -1,9 +1,7 @@
 """Sources ship with the project: notebooks cite entries of d2lmp.bibliography, each notebook ends with a
 References cell that lists exactly what it cites, and nothing points to a file outside the repository."""
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,37 +17,29 @@ from d2lmp.bibliography import (
     year_text,
 )
 from d2lmp.parallel import costmodel
+from tools.notebooks import ROOT, paths, read
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = paths()
 # A reference sheet kept outside the repository, or any path outside it. The bracket in "wor[k]" keeps this
 # file from matching its own pattern.
 OUTSIDE = re.compile(r"facts\.md|\.\./shared|/wor[k]/")
 LINK = re.compile(r"\[([^\]]*)\]\(#ref-([A-Za-z0-9_]+)\)")
 
 
-def _cells(path):
-    return json.loads(path.read_text(encoding="utf-8"))["cells"]
-
-
-def _source(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
 def _prose(path):
     """The markdown of a notebook without its References cell (the last cell)."""
-    return "\n".join(_source(c) for c in _cells(path)[:-1] if c["cell_type"] == "markdown")
+    return "\n".join(c.source for c in read(path).cells[:-1] if c.is_markdown)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_points_only_inside_the_repository(path):
-    found = [(i, m.group()) for i, c in enumerate(_cells(path)) for m in OUTSIDE.finditer(_source(c))]
+    found = [(c.index, m.group()) for c in read(path).cells for m in OUTSIDE.finditer(c.source)]
     assert not found, f"cells cite files outside the repository (cite d2lmp.bibliography instead): {found}"
 
 
-def test_package_tests_book_and_readme_point_only_inside_the_repository():
-    files = sorted((ROOT / "d2lmp").rglob("*.py")) + sorted((ROOT / "tests").rglob("*.py"))
-    files += [ROOT / "book" / "build.py", ROOT / "README.md"]
+def test_package_tests_tools_and_readme_point_only_inside_the_repository():
+    files = [f for folder in ("d2lmp", "tests", "tools") for f in sorted((ROOT / folder).rglob("*.py"))]
+    files += [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
     offenders = [f"{f.relative_to(ROOT)}:{n}" for f in files
                  for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if OUTSIDE.search(line)]
     assert not offenders, "these lines cite files outside the repository:\n" + "\n".join(offenders)
@@ -91,14 +81,14 @@ def test_citation_text_matches_the_bibliography(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_ends_with_its_references(path):
-    cells = _cells(path)
-    last = cells[-1]
-    assert last["cell_type"] == "markdown", "the last cell is the References cell"
-    headings = [line.strip() for c in cells if c["cell_type"] == "markdown" for line in _source(c).splitlines()]
+    nb = read(path)
+    last = nb.cells[-1]
+    assert last.is_markdown, "the last cell is the References cell"
+    headings = [line.strip() for c in nb.markdown() for line in c.source.splitlines()]
     assert "## Exercises" in headings and headings.index("## Exercises") < headings.index("## References")
     keys = cited_keys(_prose(path))
     assert keys, "a notebook cites at least one source"
-    assert _source(last) == references_markdown(keys), \
+    assert last.source == references_markdown(keys), \
         "References cell out of date: regenerate it with d2lmp.bibliography.references_markdown(cited keys)"
 
 

@@ -45,6 +45,50 @@ def test_benchmark_honours_min_blocks_for_slow_functions(monkeypatch):
     assert m.calls_per_block == 1 and len(m.times) == 4 and m.median == 1.0
 
 
+def _slow_calls(monkeypatch, seconds):
+    """A function whose every call takes ``seconds`` on a fake clock, and the list of its calls."""
+    clock, calls = FakeClock(), []
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+
+    def fn():
+        calls.append(clock.now)
+        clock.now += seconds
+
+    return fn, calls, clock
+
+
+def test_budget_cuts_a_slow_function_to_one_warm_up_and_one_timed_call(monkeypatch):
+    fn, calls, clock = _slow_calls(monkeypatch, 1.0)
+    m = benchmark(fn, warmup=2, min_time=0.5, min_blocks=5, max_time=2.5)
+    # warm-up (1 s); a second warm-up, a calibration call or a second block would end past 2.5 s
+    assert len(calls) == 2 and clock.now == 2.0
+    assert m.times == [1.0] and m.calls == 1 and m.budget_cut and m.budget_s == 2.5
+    assert "cut by the 2.5 s budget" in repr(m)
+
+
+def test_budget_allows_what_fits(monkeypatch):
+    fn, calls, clock = _slow_calls(monkeypatch, 1.0)
+    m = benchmark(fn, warmup=2, min_time=0.5, min_blocks=5, max_time=5.5)
+    # two warm-ups and the calibration call end at 3 s (each left room for one timed call after it);
+    # blocks end at 4 and 5 s; a third would end at 6 s, past the budget
+    assert len(calls) == 5 and clock.now == 5.0
+    assert len(m.times) == 2 and m.budget_cut
+
+
+def test_budget_that_is_not_needed_changes_nothing(monkeypatch):
+    fn, calls, _ = _slow_calls(monkeypatch, 1.0)
+    m = benchmark(fn, warmup=1, min_time=0.5, min_blocks=3, max_time=100)
+    assert len(calls) == 1 + 1 + 3 and len(m.times) == 3 and not m.budget_cut  # warm-up, calibration, blocks
+    fn, calls, _ = _slow_calls(monkeypatch, 1.0)
+    unbounded = benchmark(fn, warmup=1, min_time=0.5, min_blocks=3)
+    assert len(calls) == 5 and unbounded.times == m.times and unbounded.budget_s is None
+
+
+def test_budget_must_be_positive():
+    with pytest.raises(ValueError, match="max_time"):
+        benchmark(lambda: None, max_time=0)
+
+
 def test_benchmark_measures_real_sleep():
     m = benchmark(lambda: time.sleep(0.002), min_time=0.05)
     assert 0.002 <= m.median < 0.02

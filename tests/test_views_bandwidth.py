@@ -1,29 +1,55 @@
 """Memory-bandwidth figures: known GPUs on bus width × rate, copy bandwidth against buffer size, the widget."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp import bandwidth  # noqa: E402
-from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
-from d2lmp.views.bandwidth import plot_bandwidth_sweep  # noqa: E402
+from d2lmp import bandwidth
+from d2lmp.views import bandwidth as bandwidth_views
+from d2lmp.views.bandwidth import plot_bandwidth_sweep
 
 
 def _labels(fig):
     return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
-def test_figures_build():
-    figs = [
-        bandwidth_views.plot_bus_bandwidth(bandwidth.gpu_memory_table(), marked=(384, 14)),
-        bandwidth_views.plot_bandwidth_curves(
-            {"cpu": [dict(bytes_touched=2**21, gbs=10.0), dict(bytes_touched=2**24, gbs=5.0)]}, {"spec": 20}),
-    ]
-    assert all(f.axes for f in figs)
-    plt.close("all")
+def _named_lines(ax):
+    """The axes' lines that carry a legend label, by label (matplotlib names the others "_child...")."""
+    return {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
+
+
+def test_bus_bandwidth_puts_each_gpu_at_its_bus_width_and_bandwidth():
+    table = bandwidth.gpu_memory_table()
+    ax = bandwidth_views.plot_bus_bandwidth(table, marked=(384, 14)).axes[0]
+    kinds = list(dict.fromkeys(r["memory_type"] for r in table))
+    lines = _named_lines(ax)
+    assert list(lines) == kinds + ["yours: 384-bit × 14 Gb/s = 672 GB/s"]  # 384 bits × 14 Gb/s / 8 bits per byte
+    for kind in kinds:
+        rows = [r for r in table if r["memory_type"] == kind]
+        assert list(lines[kind].get_xdata()) == [r["bus_bits"] for r in rows]
+        assert list(lines[kind].get_ydata()) == pytest.approx([r["bandwidth_gbs"] for r in rows])
+    star = lines["yours: 384-bit × 14 Gb/s = 672 GB/s"]
+    assert list(star.get_xdata()) == [384] and list(star.get_ydata()) == pytest.approx([672])
+    guides = [line for line in ax.lines if line.get_label().startswith("_")]
+    assert len(guides) == 5, "one dotted line per data rate 2, 4, 8, 16, 32 Gb/s per pin"
+    for guide, rate in zip(guides, (2, 4, 8, 16, 32)):
+        assert guide.get_ydata() == pytest.approx(guide.get_xdata() * rate / 8)
+    texts = [t.get_text() for t in ax.texts]
+    assert [t for t in texts if "per pin" in t] == [f"{r} Gb/s per pin" for r in (2, 4, 8, 16, 32)]
+    assert set(r["name"] for r in table) <= set(texts), "every GPU is labelled"
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+
+
+def test_bandwidth_curves_sort_each_series_and_draw_the_specs_flat():
+    rows = [dict(bytes_touched=2**24, gbs=5.0), dict(bytes_touched=2**21, gbs=10.0)]  # out of order on purpose
+    ax = bandwidth_views.plot_bandwidth_curves({"cpu": rows, "gpu, recorded": rows[:1]}, {"spec": 20}).axes[0]
+    lines = _named_lines(ax)
+    assert list(lines) == ["cpu", "gpu, recorded", "spec"]
+    assert list(lines["cpu"].get_xdata()) == [2, 16] and list(lines["cpu"].get_ydata()) == [10.0, 5.0]  # MiB, GB/s
+    assert lines["cpu"].get_linestyle() == "-" and lines["gpu, recorded"].get_linestyle() == ":"
+    assert list(lines["spec"].get_ydata()) == [20, 20]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cpu", "gpu, recorded", "spec"]
+    with pytest.raises(ValueError):
+        bandwidth_views.plot_bandwidth_curves({})
 
 
 def test_bandwidth_sweep_figure_marks_the_cache():
@@ -35,9 +61,11 @@ def test_bandwidth_sweep_figure_marks_the_cache():
         plot_bandwidth_sweep([])
 
 
-def test_widget_builds():
+def test_widget_draws_its_default_design(displayed, capsys):
     assert bandwidth_views.bandwidth_widget().children
-    plt.close("all")
+    assert "384-bit bus × 14 Gb/s per pin / 8 = 672 GB/s" in capsys.readouterr().out
+    (fig,) = displayed
+    assert "yours: 384-bit × 14 Gb/s = 672 GB/s" in _named_lines(fig.axes[0])
 
 
 def test_memory_capacities_on_a_log_axis():

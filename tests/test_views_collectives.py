@@ -1,16 +1,12 @@
 """Pictures of collectives: the ring and tree all-reduce step by step, before/after grids, the α-β model."""
 
-import matplotlib
+import numpy as np
+import pytest
+from matplotlib.text import Annotation
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.text import Annotation  # noqa: E402
-
-from d2lmp.parallel.allreduce_steps import ring_steps, tree_steps  # noqa: E402
-from d2lmp.parallel.alpha_beta import all_reduce_model  # noqa: E402
-from d2lmp.views.collectives import (  # noqa: E402
+from d2lmp.parallel.allreduce_steps import ring_steps, tree_steps
+from d2lmp.parallel.alpha_beta import all_reduce_model
+from d2lmp.views.collectives import (
     allreduce_model_widget,
     collective_examples,
     plot_allreduce_model,

@@ -1,16 +1,13 @@
 """The communication roofline's figure and widget: the pure case is the library's point, the figure draws every
 roof and point it is given, and moving a control moves the point."""
 
-import matplotlib
 
-matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.scale import model_preset  # noqa: E402
-from d2lmp.scale.comm_roofline import link_roof, tensor_parallel_point, zero3_point  # noqa: E402
-from d2lmp.views import comm_roofline as V  # noqa: E402
+from d2lmp.scale import model_preset
+from d2lmp.scale.comm_roofline import link_roof, tensor_parallel_point, zero3_point
+from d2lmp.views import comm_roofline as V
 
 
 def test_the_case_is_the_librarys_point():

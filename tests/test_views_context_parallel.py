@@ -1,14 +1,11 @@
 """The ring-attention pictures lay out the schedule ring_attention runs: holdings rotate, every block appears once."""
 
-import matplotlib
 
-matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.parallel.context_layout import chunks_of, workload  # noqa: E402
-from d2lmp.views import context_parallel as V  # noqa: E402
+from d2lmp.parallel.context_layout import chunks_of, workload
+from d2lmp.views import context_parallel as V
 
 
 @pytest.mark.parametrize("layout", ["plain", "balanced"])

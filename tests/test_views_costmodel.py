@@ -2,18 +2,15 @@
 is drawn in its one colour."""
 
 import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from d2lmp import models  # noqa: E402
-from d2lmp.parallel import costmodel as CM  # noqa: E402
-from d2lmp.parallel import model_size as MS  # noqa: E402
-from d2lmp.views import costmodel as V  # noqa: E402
-from d2lmp.views.memory import MEMORY_PART_COLOURS  # noqa: E402
+from d2lmp import models
+from d2lmp.parallel import costmodel as CM
+from d2lmp.parallel import model_size as MS
+from d2lmp.views import costmodel as V
+from d2lmp.views.memory import MEMORY_PART_COLOURS
 
 H100 = CM.PRESETS["8x H100 (NVSwitch)"]
 

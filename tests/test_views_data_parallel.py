@@ -1,16 +1,13 @@
 """Data-parallel figures: the replicas picture cuts the batch as the code does, and the scaling plot and widget
 draw the model's predictions at a stated latency α."""
 
-import matplotlib
 import pytest
 import torch
 
-matplotlib.use("Agg")
-
-from d2lmp import models, topology  # noqa: E402
-from d2lmp.parallel import dp_model  # noqa: E402
-from d2lmp.parallel.alpha_beta import GPU_ALPHA_S  # noqa: E402
-from d2lmp.views import data_parallel as V  # noqa: E402
+from d2lmp import models, topology
+from d2lmp.parallel import dp_model
+from d2lmp.parallel.alpha_beta import GPU_ALPHA_S
+from d2lmp.views import data_parallel as V
 
 
 def test_replicas_picture_labels_the_shards_that_shard_cuts():

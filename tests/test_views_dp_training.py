@@ -2,15 +2,11 @@
 
 import math
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-
-from d2lmp.parallel.dp_batchnorm import BatchNormAccuracy, BatchNormGap  # noqa: E402
-from d2lmp.parallel.dp_training import LRScalingRow  # noqa: E402
-from d2lmp.views.dp_training import plot_batchnorm_accuracy, plot_batchnorm_gaps, plot_lr_scaling  # noqa: E402
+from d2lmp.parallel.dp_batchnorm import BatchNormAccuracy, BatchNormGap
+from d2lmp.parallel.dp_training import LRScalingRow
+from d2lmp.views.dp_training import plot_batchnorm_accuracy, plot_batchnorm_gaps, plot_lr_scaling
 
 
 def _row(batch, rule, ranks_acc, one_acc):

@@ -1,15 +1,12 @@
 """The mixture-of-experts figures: load per expert and the dispatch between ranks, from computed data."""
 
-import matplotlib
 
-matplotlib.use("Agg")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from d2lmp.moe import MoE, MoESpec  # noqa: E402
-from d2lmp.parallel.expert_parallel import counts_per_rank, dispatch_counts  # noqa: E402
-from d2lmp.views.experts import describe_load, plot_dispatch, plot_expert_load, plot_experts  # noqa: E402
+from d2lmp.moe import MoE, MoESpec
+from d2lmp.parallel.expert_parallel import counts_per_rank, dispatch_counts
+from d2lmp.views.experts import describe_load, plot_dispatch, plot_expert_load, plot_experts
 
 
 def _run():

@@ -1,13 +1,9 @@
 """The feature comparison figure: one bar per kind of feature, measured and reported side by side."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.views.features import plot_feature_accuracies  # noqa: E402
+from d2lmp.views.features import plot_feature_accuracies
 
 
 def test_measured_and_reported_panels():

@@ -1,16 +1,13 @@
 """The GPT's figures draw the numbers they are given: shares that add up, one bar pair per comparison."""
 
-import matplotlib
 
-matplotlib.use("Agg")
+import pytest
 
-import pytest  # noqa: E402
-
-from d2lmp.gpt import preset  # noqa: E402
-from d2lmp.gpt_accounting import Comparison  # noqa: E402
-from d2lmp.gpt_train import LMHistory  # noqa: E402
-from d2lmp.transformer_accounting import BLOCK_PARTS, Transformer, block_anatomy  # noqa: E402
-from d2lmp.views import gpt as V  # noqa: E402
+from d2lmp.gpt import preset
+from d2lmp.gpt_accounting import Comparison
+from d2lmp.gpt_train import LMHistory
+from d2lmp.transformer_accounting import BLOCK_PARTS, Transformer, block_anatomy
+from d2lmp.views import gpt as V
 
 
 def test_anatomy_shares_add_up_and_follow_the_numbers():

@@ -2,15 +2,11 @@
 
 import math
 
-import matplotlib
+import matplotlib.pyplot as plt
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-
-from d2lmp import graphics  # noqa: E402
-from d2lmp.views.graphics import cube_matrix, format_matrix, plot_cube_view  # noqa: E402
+from d2lmp import graphics
+from d2lmp.views.graphics import cube_matrix, format_matrix, plot_cube_view
 
 
 def test_format_matrix_aligns_rows_and_drops_negative_zero():

@@ -1,14 +1,10 @@
 """Matmul sweep figure: live rows and a recorded sweep drawn apart, peaks dashed."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp import recorded  # noqa: E402
-from d2lmp.views.matmul import plot_matmul_sweep  # noqa: E402
+from d2lmp import recorded
+from d2lmp.views.matmul import plot_matmul_sweep
 
 
 def _rows(device="cpu", peak=100.0):

@@ -1,13 +1,9 @@
 """AlexNet figures: parameters vs FLOPs per layer, learned filters, the two-GPU split, and the widget."""
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")
-
-import torch  # noqa: E402
-
-from d2lmp.models import alexnet2012, layer_table, params_vs_flops  # noqa: E402
-from d2lmp.views.models import alexnet_widget, plot_filters, plot_params_vs_flops, plot_two_gpu_split  # noqa: E402
+from d2lmp.models import alexnet2012, layer_table, params_vs_flops
+from d2lmp.views.models import alexnet_widget, plot_filters, plot_params_vs_flops, plot_two_gpu_split
 
 
 def test_figures_and_widget_build():

@@ -1,12 +1,9 @@
 """The schedule comparison: 1F1B, interleaved 1F1B and ZB-H1 on one time axis, each with its bubble."""
 
-import matplotlib
 
-matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
-import matplotlib.pyplot as plt  # noqa: E402
-
-from d2lmp.views.pipeline import plot_schedule_comparison  # noqa: E402
+from d2lmp.views.pipeline import plot_schedule_comparison
 
 
 def test_schedule_comparison_draws_three_schedules_with_their_bubbles():

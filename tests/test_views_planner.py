@@ -1,15 +1,12 @@
 """The planner's figures and widget: the pure case is the library's plan, the bars add up to the step and the
 memory, and a plan that does not fit says so."""
 
-import matplotlib
 
-matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.scale import Cluster, Plan, model_preset, plan, predict  # noqa: E402
-from d2lmp.views import planner as V  # noqa: E402
+from d2lmp.scale import Cluster, Plan, model_preset, plan, predict
+from d2lmp.views import planner as V
 
 
 def test_the_case_is_the_librarys_plan():

@@ -1,13 +1,9 @@
 """Power-model figure: one budget spent on slower cores, with Amdahl's speedup marked."""
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-from d2lmp.power import many_slow_cores  # noqa: E402
-from d2lmp.views.power import plot_power_model  # noqa: E402
+from d2lmp.power import many_slow_cores
+from d2lmp.views.power import plot_power_model
 
 
 def test_power_model_marks_the_amdahl_speedup():

@@ -1,15 +1,11 @@
 """Roofline and speed-up figures: measured and estimated figures kept apart; the widget marks the bound."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.roofline import OpPoint  # noqa: E402
-from d2lmp.views import roofline as roofline_views  # noqa: E402
-from d2lmp.views.roofline import plot_roofline, plot_speedups  # noqa: E402
+from d2lmp.roofline import OpPoint
+from d2lmp.views import roofline as roofline_views
+from d2lmp.views.roofline import plot_roofline, plot_speedups
 
 
 def _labels(fig):

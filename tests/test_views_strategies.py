@@ -1,16 +1,12 @@
 """The three splits of one network: a box per (device, layer) exactly as the partitions given say."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from d2lmp.parallel.data_parallel import shard  # noqa: E402
-from d2lmp.parallel.pipeline_balance import balance  # noqa: E402
-from d2lmp.views.strategies import plot_three_splits  # noqa: E402
+from d2lmp.parallel.data_parallel import shard
+from d2lmp.parallel.pipeline_balance import balance
+from d2lmp.views.strategies import plot_three_splits
 
 LAYERS = ["Linear\n8→6", "ReLU", "Linear\n6→4"]
 COLUMNS = [[(0, 3), (3, 6)], None, [(0, 2), (2, 4)]]

@@ -1,14 +1,10 @@
 """Tensor-parallel figures: W's slices per rank come from the layers' own shard arithmetic."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.parallel.tensor_parallel import shard_range  # noqa: E402
-from d2lmp.views import tensor_parallel as tp_views  # noqa: E402
+from d2lmp.parallel.tensor_parallel import shard_range
+from d2lmp.views import tensor_parallel as tp_views
 
 
 def _texts(ax):

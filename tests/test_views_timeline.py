@@ -1,13 +1,9 @@
 """Gantt timelines: one row per rank and lane."""
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-
-from d2lmp.parallel.timeline import TimelineEvent  # noqa: E402
-from d2lmp.views.timeline import plot_timeline  # noqa: E402
+from d2lmp.parallel.timeline import TimelineEvent
+from d2lmp.views.timeline import plot_timeline
 
 
 def test_timeline_plot_has_a_row_per_rank_and_lane():

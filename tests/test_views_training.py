@@ -1,14 +1,10 @@
 """Training curves: the history figure, and the live plot that train() redraws after each epoch."""
 
-import matplotlib
+import torch
+from torch.utils.data import DataLoader, TensorDataset
 
-matplotlib.use("Agg")
-
-import torch  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
-
-from d2lmp.train import train  # noqa: E402
-from d2lmp.views.training import LivePlot, plot_history  # noqa: E402
+from d2lmp.train import train
+from d2lmp.views.training import LivePlot, plot_history
 
 
 def _blobs(n=200, seed=0):

@@ -1,15 +1,11 @@
 """The ZeRO picture and memory bars: what a rank keeps follows the stage, and the bars follow zero_memory."""
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from d2lmp.parallel.costmodel import zero_memory, zero_memory_by_stage  # noqa: E402
-from d2lmp.training_state import STATE_PARTS  # noqa: E402
-from d2lmp.views import zero as V  # noqa: E402
+from d2lmp.parallel.costmodel import zero_memory, zero_memory_by_stage
+from d2lmp.training_state import STATE_PARTS
+from d2lmp.views import zero as V
 
 
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])

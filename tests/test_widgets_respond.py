@@ -7,38 +7,34 @@ figures the callbacks display.
 
 import logging
 
-import matplotlib
+import ipywidgets as w
 import pytest
+import torch
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-w = pytest.importorskip("ipywidgets")
-
-from d2lmp import models, roofline  # noqa: E402
-from d2lmp.parallel import costmodel as CM  # noqa: E402
-from d2lmp.views import bandwidth as bandwidth_views  # noqa: E402
-from d2lmp.views import collectives as collectives_views  # noqa: E402
-from d2lmp.views import comm_roofline as comm_roofline_views  # noqa: E402
-from d2lmp.views import context_parallel as context_parallel_views  # noqa: E402
-from d2lmp.views import conv as conv_views  # noqa: E402
-from d2lmp.views import costmodel as costmodel_views  # noqa: E402
-from d2lmp.views import data_parallel as data_parallel_views  # noqa: E402
-from d2lmp.views import experts as experts_views  # noqa: E402
-from d2lmp.views import graphics as graphics_views  # noqa: E402
-from d2lmp.views import matmul as matmul_views  # noqa: E402
-from d2lmp.views import memory as memory_views  # noqa: E402
-from d2lmp.views import models as models_views  # noqa: E402
-from d2lmp.views import pipeline as pipeline_views  # noqa: E402
-from d2lmp.views import planner as planner_views  # noqa: E402
-from d2lmp.views import power as power_views  # noqa: E402
-from d2lmp.views import precision as precision_views  # noqa: E402
-from d2lmp.views import roofline as roofline_views  # noqa: E402
-from d2lmp.views import tensor_parallel as tensor_parallel_views  # noqa: E402
-from d2lmp.views import topology as topology_views  # noqa: E402
-from d2lmp.views import zero as zero_views  # noqa: E402
+from d2lmp import models, roofline
+from d2lmp.parallel import costmodel as CM
+from d2lmp.views import bandwidth as bandwidth_views
+from d2lmp.views import collectives as collectives_views
+from d2lmp.views import comm_roofline as comm_roofline_views
+from d2lmp.views import context_parallel as context_parallel_views
+from d2lmp.views import conv as conv_views
+from d2lmp.views import costmodel as costmodel_views
+from d2lmp.views import data_parallel as data_parallel_views
+from d2lmp.views import experts as experts_views
+from d2lmp.views import failures as failures_views
+from d2lmp.views import graphics as graphics_views
+from d2lmp.views import matmul as matmul_views
+from d2lmp.views import memory as memory_views
+from d2lmp.views import models as models_views
+from d2lmp.views import pipeline as pipeline_views
+from d2lmp.views import planner as planner_views
+from d2lmp.views import power as power_views
+from d2lmp.views import precision as precision_views
+from d2lmp.views import roofline as roofline_views
+from d2lmp.views import tensor_parallel as tensor_parallel_views
+from d2lmp.views import topology as topology_views
+from d2lmp.views import zero as zero_views
 
 
 def _alexnet_rows():
@@ -67,6 +63,7 @@ FACTORIES = {
     "planner": lambda: planner_views.planner_widget(),
     "ring_work": lambda: context_parallel_views.ring_work_widget(),
     "capacity": lambda: experts_views.capacity_widget(),
+    "checkpoint_interval": lambda: failures_views.interval_widget(),
 }
 
 
@@ -81,14 +78,6 @@ def _other_value(control):
     if hasattr(control, "max"):
         return control.min if control.value == control.max else control.max
     return None
-
-
-@pytest.fixture
-def displayed(monkeypatch):
-    """The objects the callbacks display, instead of a notebook's output."""
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda *objs, **kw: shown.extend(objs))
-    return shown
 
 
 @pytest.mark.parametrize("name", FACTORIES)

@@ -7,6 +7,7 @@ from dataclasses import asdict
 import torch
 
 from ..config import pick
+from ..precision import tf32_off
 from .result import CheckResult, skip_without_gpu
 
 __all__ = ["CHECKS"]
@@ -20,7 +21,7 @@ def check_conv_cuda(device, quick):
 
     if (skip := skip_without_gpu(device)):
         return skip
-    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # compare FP32 with FP32
+    with tf32_off():  # compare FP32 with FP32
         errors = [check_layer(layer, batch=4, device=device) for layer in ALEXNET_2012_CONV]
     worst = max(max(e["im2col"], e["c01b"]) / e["max_abs_ref"] for e in errors)
     g = torch.Generator().manual_seed(0)
@@ -47,7 +48,7 @@ def check_conv_speed(device, quick):
     if (skip := skip_without_gpu(device)):
         return skip
     rows = []
-    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # FP32 against FP32, not TF32
+    with tf32_off():  # FP32 against FP32, not TF32
         for batch in pick([16, 128], [16, 128]):
             rows += benchmark_conv(ALEXNET_2012_CONV, batch=batch, device=device, min_time=pick(0.3, 0.15))
     summary = "; ".join(f"b{b} {impl} {min(r.ratio for r in rows if r.impl == impl and r.batch == b):.1f}–"

@@ -2,13 +2,16 @@
 
     python -m torch.distributed.run --standalone --nproc-per-node 2 -m d2lmp.commands.demo zero
     python -m torch.distributed.run --standalone --nproc-per-node 4 -m d2lmp.commands.demo all
+    python -m torch.distributed.run --max-restarts 1 --standalone --nproc-per-node 2 -m d2lmp.commands.demo \
+        resilient --steps 8 --checkpoint-every 2 --kill-rank 1 --kill-step 5 --dir /tmp/run
 
 ``STRATEGIES`` maps each name to its rank check (from ``checks.ranks``), the largest error that still
 matches, the world sizes it can use and one line saying what it proves. Rank 0 prints every check's
 error; a rank that finds a mismatch names itself, the check, the error and the tolerance on stderr and
 the command exits 1, so torchrun (and a shell script or CI job around it) reports a failure. An unknown
 strategy, or a world size a strategy cannot use, is one line on stderr and exit status 2, before any
-rank joins the group.
+rank joins the group. ``resilient`` is the one strategy with options of its own (``commands.resilient``): a
+run that loses a rank, restarts from its checkpoint and ends equal to an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ..checks.ranks import (
     check_zero,
 )
 from ..parallel.launch import exit_after_torchrun, run_from_env
+from . import resilient
 
 __all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
 
@@ -153,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"python -m torch.distributed.run --nproc-per-node N -m {PROG}",
         description="Run parallel strategies on torchrun's ranks and compare each with one device.",
-        epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items()),
+        epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items())
+        + f"\n  {'resilient':<12} a run that loses a rank and restarts equal to an uninterrupted one "
+          f"(its options: -m {PROG} resilient --help)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("strategies", nargs="+", metavar="STRATEGY", help=f"{', '.join(STRATEGIES)}, or all")
     return parser
@@ -162,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Run the strategies named in ``argv`` on this rank; return the exit status (0, 1: a mismatch, 2: bad input)."""
     env = os.environ if env is None else env
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["resilient"]:  # its own options: --steps, --checkpoint-every, --kill-rank, --kill-step, --dir
+        return resilient.main(argv[1:])
     args = _parser().parse_args(argv)
     speaks = env.get("LOCAL_RANK", "0") == "0"  # one copy of an input error per machine, not one per rank
     try:

@@ -1,7 +1,8 @@
 """Checkers for answers that the core helpers do not cover: several numbers at once, a number this
 machine measures, and a function compared with a reference formula whose typical slips are recognised.
 
-Private to the exercise modules of notebooks 01-07; each builds on ``core.number_checker`` and
+``gpu`` and ``figure`` read the figures a question quotes from ``gpu_specs``. Private to the exercise
+modules of notebooks 01-07; each builds on ``core.number_checker`` and
 ``core.function_checker`` so that messages read the same everywhere.
 """
 
@@ -12,9 +13,25 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..gpu_specs import GPUSpec, find_gpu_spec
 from .core import Verdict, function_checker, number_checker
 
-__all__ = ["parts_checker", "MeasuredHere", "measured_checker", "formula_checker", "close"]
+__all__ = ["parts_checker", "MeasuredHere", "measured_checker", "formula_checker", "close", "gpu", "figure"]
+
+
+def gpu(name: str) -> GPUSpec:
+    """The row of ``gpu_specs.NOTABLE_GPUS`` for ``name``: a question quotes the library's figures, never its own."""
+    spec = find_gpu_spec(name)
+    if spec is None:
+        raise ValueError(f"no GPU matching {name!r} in gpu_specs.NOTABLE_GPUS")
+    return spec
+
+
+def figure(value: float | None, what: str) -> float:
+    """A figure of a ``GPUSpec`` that a question needs (a ValueError if the table leaves it out)."""
+    if value is None:
+        raise ValueError(f"gpu_specs has no {what}")
+    return value
 
 
 def parts_checker(*parts: tuple[str, Callable[[Any], Verdict]]) -> Callable[[Any], Verdict]:

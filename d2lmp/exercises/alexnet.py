@@ -182,7 +182,7 @@ def _check_batch_activations(answer: Any) -> Verdict:
 
 EXERCISES = [
     Exercise(
-        key="conv2_by_hand", number=1,
+        key="conv2_by_hand", number=1, title="conv2 by hand",
         question="Compute conv2's parameters and multiply-adds by hand from the paper's description (256 kernels of "
                  "5×5×48 on 27×27 maps, one bias per kernel) and check them against the layer table. How would both "
                  "change without the two-GPU grouping?",
@@ -200,7 +200,8 @@ EXERCISES = [
                ((256 * (5 * 5 * 96 + 1), CONV2_MACS), "without the grouping")],
         how_to_answer="Pass the pair (parameters, multiply_adds)."),
     Exercise(
-        key="fc6_inputs", number=2,
+        function="my_fc6_inputs(input_size)",
+        key="fc6_inputs", number=2, title="fc6's inputs for any image size",
         question="Write `my_fc6_inputs(input_size)`: the number of input features of fc6 (pool5's 256 channels × "
                  "s × s) in the paper's network for a square input of any size, by chaining the output-size formula "
                  "⌊(n + 2p − k)/s⌋ + 1 through conv1 (11×11, stride 4, padding 2), the three 3×3 stride-2 max-pools "
@@ -217,7 +218,7 @@ EXERCISES = [
         wrong=[(lambda input_size: 9216, "always return 9216"), (_fc6_wrong_no_padding, "conv1 pads by 2"),
                (_fc6_wrong_ceil, "rounds down")]),
     Exercise(
-        key="fc_share", number=3,
+        key="fc_share", number=3, title="Where the parameters are",
         question="Using the widget at width ×1, find the smallest input size at which the FC layers' share of the "
                  "parameters falls below 90 % (answer `None` if no size on the slider, 64 to 320, gets there). Why "
                  "does the input size change fc6 but no convolution's parameter count?",
@@ -232,7 +233,7 @@ EXERCISES = [
         checker=_check_fc_share, reference=None, wrong=[(64, "still hold 90.4%"), (224, "still hold 96.2%")],
         how_to_answer="Pass an input size, or None."),
     Exercise(
-        key="sigmoid_vs_relu", number=4,
+        key="sigmoid_vs_relu", number=4, title="Sigmoid against ReLU",
         question="Measure: train the small AlexNet with `torch.nn.Sigmoid` in place of every ReLU (rebuild it from "
                  "`models.alexnet_small`'s code) and compare the accuracy after 5 epochs with the ReLU version. Does "
                  "the paper's claim of faster training hold here?",
@@ -245,7 +246,7 @@ EXERCISES = [
                       "holds qualitatively here. Adam softens the effect compared with plain SGD; the exact numbers "
                       "depend on the seed and the machine."),
     Exercise(
-        key="dropout_gap", number=5,
+        key="dropout_gap", number=5, title="Without dropout",
         question="Measure: train with dropout switched off (`p=0`) and compare the gap between training and test "
                  "accuracy.",
         hint_text="Set `m.p = 0` for every `nn.Dropout` module of a fresh `alexnet_small`, train for the same "
@@ -256,7 +257,7 @@ EXERCISES = [
                       "and dropout slows that down, at the price of more epochs (the paper: about twice the "
                       "iterations)."),
     Exercise(
-        key="batch_activations", number=6,
+        key="batch_activations", number=6, title="Activations of a batch",
         question="The activations of one image take the memory shown in the table's total (4,917 KiB). Estimate the "
                  "activation memory of a batch of 128 images in FP32, in MiB, and compare it with a GTX 580's 3 GB "
                  "(remember that training keeps activations for the backward pass).",
@@ -271,7 +272,7 @@ EXERCISES = [
         wrong=[(629_376, "that is in KiB"), (4.8, "that is one image"), (1229.3, "twice the answer")],
         how_to_answer="Pass the activation memory of the batch in MiB."),
     Exercise(
-        key="gpu_speedup", number=7,
+        key="gpu_speedup", number=7, title="The GPU's speed-up",
         question="If your machine has a GPU, time one epoch on the CPU and on the GPU (`train.train(..., "
                  "device=\"cpu\")`); why is the speed-up much smaller for this tiny network than for the real AlexNet?",
         hint_text="Count the work per batch: the small network needs about 8 MFLOPs per image, so a batch of 64 is "

@@ -1,25 +1,26 @@
-"""Exercises for notebook 15 (beyond one device's memory): ZeRO's memory and traffic, a stage-2 step on ranks,
-1F1B's activations, and what accumulation and recomputation trade.
+"""Exercises for notebook 15 (beyond one device's memory), in two groups that can be read apart.
 
-The code exercise runs the student's stage-2 gradient step on 2 and 4 gloo ranks and compares each
-rank's result with its shard of the summed gradient; the typical mistakes (the local shard, the whole
-sum, the mean, another rank's shard) are recognised by computing each of them here. The numbers follow
-``parallel.costmodel.zero_memory`` and ``zero_traffic``.
+ZeRO and FSDP (exercises 1-4): memory per GPU and traffic per step by hand (``parallel.costmodel``'s
+``zero_memory`` and ``zero_traffic``), stage 2's gradient step on ranks, and a ZeRO-2 step given with a bug
+to find; both code exercises run on 2 and 4 gloo ranks and count each rank's bytes (``_zero_code``), so an
+all-reduce and a slice fails. Recomputation, pipeline memory and accumulation (exercises 5-7): 1F1B's
+activations, what accumulation saves under stage 3, and the best number of checkpointed segments.
 """
 
 from __future__ import annotations
 
-import torch
-import torch.distributed as dist
-
 from ..parallel.costmodel import zero_memory, zero_traffic
+from ..training_state import OPTIMIZERS
+from . import _zero_code as Z
 from ._answers import parts_checker
-from ._code import code_checker, on_ranks
+from ._code import DIST_IMPORT, bug_hunt
 from .core import Exercise, number_checker
 
-__all__ = ["EXERCISES", "zero_by_hand", "stage2_shard", "stage3_traffic", "pipeline_peak", "accumulate_stage3",
-           "segments"]
+__all__ = ["EXERCISES", "zero_by_hand", "stage2_shard", "stage3_traffic", "stale_shard", "pipeline_peak",
+           "accumulate_stage3", "segments"]
 
+_ADAM = OPTIMIZERS["adam_mixed"]
+_ADAM_BYTES = f"{_ADAM.param_bytes:g} + {_ADAM.grad_bytes:g} + {_ADAM.state_bytes:g}"
 
 # --------------------------------------------------------------------------------------------
 # Memory and traffic by hand
@@ -59,74 +60,6 @@ _check_stage3_traffic = number_checker(
 
 
 # --------------------------------------------------------------------------------------------
-# The stage-2 gradient step on real ranks, written by the student
-
-LENGTH = 24  # divides 2 and 4: the padding is done
-
-
-def my_grad_shard(rank, world, flat_grad):
-    """This rank's shard of the gradient summed over the ranks: a reduce-scatter."""
-    from d2lmp.parallel.collectives import ring_reduce_scatter
-
-    return ring_reduce_scatter(flat_grad)
-
-
-def _local(rank: int) -> torch.Tensor:
-    return torch.arange(LENGTH, dtype=torch.float32) * (rank + 1) + 0.5 * rank
-
-
-def _shard_worker(rank, world, fn):
-    flat = _local(rank)
-    out = fn(rank, world, flat.clone())
-    return out.detach().clone() if isinstance(out, torch.Tensor) else out
-
-
-def _shard_run(fn):
-    results = []
-    for world in (2, 4):
-        total = sum(_local(r) for r in range(world))
-        for rank, got in enumerate(on_ranks(_shard_worker, world, fn)):
-            results.append((f"{world} ranks, rank {rank}", got, (rank, world, total)))
-    return results
-
-
-def _shard_judge(case, got, context):
-    rank, world, total = context
-    shards = total.chunk(world)
-    if isinstance(got, torch.Tensor) and got.shape == shards[rank].shape and torch.allclose(got, shards[rank]):
-        return None
-    if not isinstance(got, torch.Tensor):
-        return f"return a tensor (this rank's shard), got {type(got).__name__}"
-    if got.shape == total.shape:
-        return (f"you returned all {LENGTH} elements: stage 2 keeps only this rank's 1/{world} of the summed "
-                "gradient (a reduce-scatter, not an all-reduce)")
-    if got.shape != shards[rank].shape:
-        return f"this rank's shard has {LENGTH // world} elements, got shape {tuple(got.shape)}"
-    if torch.allclose(got, _local(rank).chunk(world)[rank]):
-        return "you returned your own gradient's shard: it must be summed over the ranks first"
-    if torch.allclose(got, shards[rank] / world):
-        return "you averaged: the ranks' losses are already divided by the global batch, so sum the gradients"
-    for other in range(world):
-        if other != rank and torch.allclose(got, shards[other]):
-            return f"that is rank {other}'s shard: rank r keeps elements r·{LENGTH // world} to (r+1)·{LENGTH // world}"
-    return "not this rank's shard of the summed gradient"
-
-
-def _only_local(rank, world, flat_grad):
-    return flat_grad.chunk(world)[rank]
-
-
-def _whole_sum(rank, world, flat_grad):
-    dist.all_reduce(flat_grad)
-    return flat_grad
-
-
-def _mean_shard(rank, world, flat_grad):
-    dist.all_reduce(flat_grad)
-    return flat_grad.chunk(world)[rank] / world
-
-
-# --------------------------------------------------------------------------------------------
 # Pipeline activations
 
 PIPE_STAGES, PIPE_M, PIPE_MB = 4, 16, 50
@@ -147,12 +80,14 @@ _check_pipeline = parts_checker(
 
 
 EXERCISES = [
+    # ZeRO and FSDP
     Exercise(
-        key="zero_by_hand", number=1,
-        question="A model of 10 billion parameters trains with mixed-precision Adam on 16 GPUs under ZeRO stage 2. "
-                 "How many GB (10^9 bytes) of parameters, gradients and optimizer state does each GPU keep?",
-        hint_text="Mixed-precision Adam keeps 2 + 2 + 12 bytes per parameter. Which of the three does stage 2 divide "
-                  "by the number of GPUs, and which does it keep whole? Compare with `zero_memory`'s formula.",
+        key="zero_by_hand", number=1, title="ZeRO stage 2 by hand",
+        question=f"A model of {PSI / 1e9:g} billion parameters trains with mixed-precision Adam on {WORLD} GPUs under "
+                 "ZeRO stage 2. How many GB (10^9 bytes) of parameters, gradients and optimizer state does each GPU "
+                 "keep?",
+        hint_text=f"Mixed-precision Adam keeps {_ADAM_BYTES} bytes per parameter. Which of the three does stage 2 "
+                  "divide by the number of GPUs, and which does it keep whole? Compare with `zero_memory`'s formula.",
         solution_text="2 × 10 B = 20 GB of fp16 parameters (whole), plus (2 + 12) × 10 B / 16 = 8.75 GB of gradient "
                       "and optimizer shards: 28.75 GB per GPU, against 160 GB without sharding, 47.5 GB under "
                       "stage 1 and 10 GB under stage 3 (activations come on top).",
@@ -160,26 +95,27 @@ EXERCISES = [
         wrong=[(_gb(1), "that is stage 1"), (_gb(3), "that is stage 3"), (STAGE2_GB * 1e9 / 2**30, "GiB")],
         how_to_answer="Pass a number of GB."),
     Exercise(
-        key="stage2_shard", number=2,
+        key="stage2_shard", number=2, title="Stage 2's gradient step", function="my_grad_shard(rank, world, flat_grad)",
+        imports=DIST_IMPORT,
         question="Write the gradient step of stage 2: `my_grad_shard(rank, world, flat_grad)` gets this rank's own "
                  "gradient as one flat tensor (its length divisible by `world`) and returns this rank's shard (the "
                  "`rank`-th of `world` equal pieces) of the gradient summed over all ranks. It runs on 2 and 4 "
-                 "ranks.",
-        hint_text="A reduce-scatter does exactly this: `from d2lmp.parallel.collectives import ring_reduce_scatter`. "
-                  "(An all-reduce followed by slicing gives the same numbers but sends twice the bytes: try it, then "
-                  "think about what stage 2 is for.)",
-        solution_text="`return ring_reduce_scatter(flat_grad)`: each rank receives only its 1/n of the sum, after "
-                      "(n-1) steps around the ring, sending (n-1)/n of the bytes: half an all-reduce. ZeroAdam in "
-                      "stage 2 then updates that shard with Adam and all-gathers the parameters.",
-        checker=code_checker(_shard_run, _shard_judge, "on 2 and 4 ranks every rank holds its shard of the summed "
-                                                       "gradient."),
-        reference=my_grad_shard,
-        wrong=[(_only_local, "your own gradient's shard"), (_whole_sum, "you returned all"),
-               (_mean_shard, "you averaged")]),
+                 "ranks, and the check also counts the bytes each rank sends (a collective counted as a ring runs "
+                 "it): no more than stage 2 needs.",
+        hint_text="Each rank needs only its own piece of the sum, never the whole sum. Which collective of notebook 11 "
+                  "leaves each rank one chunk of a sum, and what fraction of an all-reduce's bytes does it send? The "
+                  "library's implementation or yours will do.",
+        solution_text="A reduce-scatter: `return ring_reduce_scatter(flat_grad)` (from d2lmp.parallel.collectives), or "
+                      "`dist.reduce_scatter_tensor` into a tensor of the shard's size. Each rank receives only its "
+                      "1/n of the sum, after (n-1) steps around the ring, sending (n-1)/n of the bytes: half an "
+                      "all-reduce. An all-reduce followed by a slice gives the same numbers for twice the bytes, and "
+                      "saving those bytes (and the memory of the whole summed gradient) is what stage 2 is for. "
+                      "ZeroAdam in stage 2 then updates that shard with Adam and all-gathers the parameters.",
+        checker=Z.shard_checker, reference=Z.my_grad_shard, wrong=Z.SHARD_WRONG),
     Exercise(
-        key="stage3_traffic", number=3,
-        question="A model of 1 billion parameters trains under ZeRO stage 3 on 8 ranks, with parameters and "
-                 "gradients in fp16 and ring collectives. How many GB does each rank send per step?",
+        key="stage3_traffic", number=3, title="Stage 3's traffic",
+        question=f"A model of {PSI3 / 1e9:g} billion parameters trains under ZeRO stage 3 on {WORLD3} ranks, with "
+                 "parameters and gradients in fp16 and ring collectives. How many GB does each rank send per step?",
         hint_text="Count the collectives of one step: which are all-gathers of the parameters, which "
                   "reduce-scatters of the gradients? A ring all-gather or reduce-scatter of S bytes sends "
                   "(n-1)/n · S per rank.",
@@ -190,11 +126,37 @@ EXERCISES = [
         wrong=[(zero_traffic(PSI3, WORLD3, 0) / 1e9, "one all-reduce"), (6.0, "(n-1)/n")],
         how_to_answer="Pass a number of GB."),
     Exercise(
-        key="pipeline_peak", number=4,
-        question="A pipeline of 4 stages runs 16 micro-batches per step; each micro-batch's saved activations on "
-                 "stage 0 take 50 MB. What is stage 0's peak of saved activations under GPipe and under 1F1B?",
+        key="stale_shard", number=4, title="Find the bug: a ZeRO-2 step",
+        function="my_zero_step(rank, world, params, grad, momentum, lr)",
+        imports="import torch\n\nfrom d2lmp.parallel.collectives import ring_all_gather, ring_reduce_scatter",
+        question="The function below is one ZeRO-2 step of SGD with momentum: every rank keeps a full copy of the "
+                 "parameters but only its shard of the momentum, reduce-scatters the gradient, updates its own shard "
+                 "and shares it with the others. It runs, the ranks' losses go down, and yet it has a bug. Find it "
+                 "with this notebook's kind of check: run two steps on 2 ranks with `launch` and compare every "
+                 "rank's parameters with one device's SGD-with-momentum step on the summed gradient, with "
+                 "`torch.testing.assert_close`, and the ranks' copies with each other. Fix it in the cell and run "
+                 "the check (2 and 4 gloo ranks, two steps, and each rank's bytes).",
+        hint_text="After one step, which parts of a rank's copy agree with one device, and which still hold the "
+                  "starting values? Follow the shard of rank 1 in the copy of rank 0: when was it sent?",
+        solution_text="The all-gather runs before the update: each rank shares its shard as it was before the step, so "
+                      "every rank's own shard is new and every other shard is one step behind, and the ranks' "
+                      "copies differ. Training still goes on, with stale parameters, which is why it looks "
+                      "plausible. Move the all-gather after `shards[rank].sub_(...)`: gather the updated shards. "
+                      "Each rank then sends a reduce-scatter's and an all-gather's bytes, 2(n − 1)/n · S per step, "
+                      "as much as one all-reduce, while it keeps only 1/n of the momentum.",
+        checker=bug_hunt(Z.given_zero_step, Z.zero_step_checker,
+                         "Run two steps on 2 ranks and compare each rank's parameters with one device's step, part by "
+                         "part, and with the other ranks' copies."),
+        reference=Z.my_zero_step, given=Z.given_zero_step,
+        wrong=[(Z.given_zero_step, "bug included"), *Z.ZERO_STEP_WRONG]),
+    # Recomputation, pipeline memory and accumulation
+    Exercise(
+        key="pipeline_peak", number=5, title="Activations in a pipeline",
+        question=f"A pipeline of {PIPE_STAGES} stages runs {PIPE_M} micro-batches per step; each micro-batch's saved "
+                 f"activations on stage 0 take {PIPE_MB} MB. What is stage 0's peak of saved activations under GPipe "
+                 "and under 1F1B?",
         hint_text="Count the micro-batches stage 0 has run forward but not yet backward, at the worst moment of each "
-                  "schedule (`schedule('1f1b', 4, 0, 16)` lists stage 0's operations). Answer with "
+                  f"schedule (`schedule('1f1b', {PIPE_STAGES}, 0, {PIPE_M})` lists stage 0's operations). Answer with "
                   "`(MB under GPipe, MB under 1F1B)`.",
         solution_text="GPipe: all 16 forwards come first, so 16 × 50 = 800 MB. 1F1B: stage 0 runs p = 4 forwards "
                       "(3 of warm-up, then the first of its steady state) before its first backward, and from then "
@@ -205,7 +167,7 @@ EXERCISES = [
                ((800, 800), "that is GPipe")],
         how_to_answer="Pass (MB under GPipe, MB under 1F1B)."),
     Exercise(
-        key="accumulate_stage3", number=5,
+        key="accumulate_stage3", number=6, title="Accumulation under stage 3",
         question="Gradient accumulation with k micro-steps turned k all-reduces into one. Does it cut the "
                  "communication of ZeRO stage 3 by k as well? What would it cost to make it do so?",
         hint_text="List the collectives stage 3 runs in one micro-step's forward and backward. Which of them could "
@@ -217,7 +179,7 @@ EXERCISES = [
                       "every micro-step and accumulate the shard, k reduce-scatters). Accumulation helps stages 0-2, "
                       "whose parameters are whole on every rank, fully, and stage 3 only a little."),
     Exercise(
-        key="segments", number=6,
+        key="segments", number=7, title="How many segments",
         question="A chain of n equal layers, each saving A bytes, is cut into k checkpointed segments. Roughly how "
                  "many bytes are held at the peak of backward, and which k makes that smallest? Try it with "
                  "`predict_saved_with_recompute` on the MLP of the notebook.",
@@ -230,4 +192,4 @@ EXERCISES = [
                       "that arithmetic exactly."),
 ]
 
-zero_by_hand, stage2_shard, stage3_traffic, pipeline_peak, accumulate_stage3, segments = EXERCISES
+zero_by_hand, stage2_shard, stage3_traffic, stale_shard, pipeline_peak, accumulate_stage3, segments = EXERCISES

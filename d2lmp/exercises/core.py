@@ -48,9 +48,13 @@ class Verdict:
 class Exercise:
     """One exercise of a notebook.
 
-    ``checker`` is None for open questions, which have a model answer in ``solution_text`` only.
-    ``reference`` is the answer that the solution gives (a number, a choice or a function); CI checks
-    that it passes. ``wrong`` lists typical wrong answers with a fragment of the message each must get.
+    ``title`` (a few words) and ``question`` and ``hint_text`` are written here only: the notebook's
+    exercise cells are generated from them (``exercises.cells``). ``checker`` is None for open questions,
+    which have a model answer in ``solution_text`` only. ``reference`` is the answer that the solution
+    gives (a number, a choice or a function); CI checks that it passes. ``wrong`` lists typical wrong
+    answers with a fragment of the message each must get. A code exercise names the function the
+    student writes in ``function`` ("my_all_gather(tensor)"), with any ``imports`` its cell needs; a
+    find-the-bug exercise also has ``given``, the buggy function its cell shows under that name.
     """
 
     key: str
@@ -62,6 +66,10 @@ class Exercise:
     reference: Any = None
     wrong: Sequence[tuple[Any, str]] = field(default_factory=tuple)
     how_to_answer: str = ""
+    title: str = ""
+    function: str = ""
+    imports: str = ""
+    given: Callable[..., Any] | None = None
 
     def hint(self) -> None:
         """Print the hint."""

@@ -16,7 +16,8 @@ __all__ = ["EXERCISES", "per_core_peak", "float64_ratio", "lanes_fill", "power_e
 
 per_core_peak = Exercise(
     key="per_core_peak", number=1,
-    question="**Per-core peak.** Run the sweep with one thread (`previous = config.set_threads(1)`, then "
+    title="Per-core peak",
+    question="Run the sweep with one thread (`previous = config.set_threads(1)`, then "
              "`config.set_threads(previous)` to set it back) and compare the GFLOP/s at the largest n with "
              "`cpu.peak_gflops_fp32 / cpu.cores`. Is the gap to peak the same as with all cores? What does the ratio "
              "of the two measurements tell you about how well the matrix product scales over cores?",
@@ -61,7 +62,8 @@ def measured_float64_slowdown(n: int = 1024, rounds: int = 5) -> float:
 
 float64_ratio = Exercise(
     key="float64_ratio", number=2,
-    question="**Half the lanes.** Using the widget, measure n = 1024 in `float32` and `float64` on the CPU. Predict "
+    title="Half the lanes",
+    question="Using the widget, measure n = 1024 in `float32` and `float64` on the CPU. Predict "
              "the ratio float32 GFLOP/s ÷ float64 GFLOP/s from the SIMD width, then check your measured ratio (the "
              "check measures it on this machine as well). If you have a GPU, repeat with `float32` against "
              "`bfloat16` and compare with the recorded H200 figures.",
@@ -99,7 +101,8 @@ _FILL_N = math.ceil(math.sqrt(16 * _H200_LANES))
 
 lanes_fill = Exercise(
     key="lanes_fill", number=3,
-    question="**Where does the GPU fill up?** From the outputs-per-lane table, predict the smallest n at which an "
+    title="Where does the GPU fill up?",
+    question="From the outputs-per-lane table, predict the smallest n at which an "
              "n×n product gives a GPU with 16,896 lanes at least 16 outputs per lane. On a GPU (Colab will do), "
              "extend the sweep to `[64, 128, ..., 8192]` and find the n at which it first reaches half of its best "
              "GFLOP/s. Do the same for the CPU.",
@@ -124,7 +127,8 @@ lanes_fill = Exercise(
 
 power_exponent = Exercise(
     key="power_exponent", number=4,
-    question="**Other exponents.** Show that with P ∝ f^k a fixed budget spent on cores at clock fraction f gives "
+    title="Other exponents",
+    question="Show that with P ∝ f^k a fixed budget spent on cores at clock fraction f gives "
              "throughput f^(1−k). What throughput does a ¼-clock design give for k = 2.5? For which k does slowing "
              "down stop paying at all? Answer with a tuple `(throughput, k)`.",
     hint_text="Each slow core draws f^k of the budget, so 1 / f^k of them fit, and each does f of a fast core's "
@@ -178,7 +182,8 @@ def _speedup_checker(p: float):
 
 fast_plus_slow = Exercise(
     key="fast_plus_slow", number=5,
-    question="**One fast core plus many slow ones.** Under the cubic law, spend half the budget (the power of one "
+    title="One fast core plus many slow ones",
+    question="Under the cubic law, spend half the budget (the power of one "
              "full-speed core) on one big core for the serial part: on half the power it runs at clock "
              "0.5^(1/3) ≈ 0.79. Spend the other half on cores at ¼ clock for the parallel part. Work out the speedup "
              "over one full-speed core for p = 0.9 and p = 0.99 and compare with the all-slow design in the table "
@@ -204,7 +209,8 @@ fast_plus_slow = Exercise(
 
 lanes_not_cores = Exercise(
     key="lanes_not_cores", number=6,
-    question="**Lanes, not cores.** An 8-core laptop CPU with one AVX-512 FMA unit per core runs at 3.5 GHz. How many "
+    title="Lanes, not cores",
+    question="An 8-core laptop CPU with one AVX-512 FMA unit per core runs at 3.5 GHz. How many "
              "FP32 FMA lanes does it have, and what is its peak in GFLOP/s? Compare it with the GTX 580 that trained "
              "AlexNet (512 lanes at 1.544 GHz). Answer with a tuple `(lanes, GFLOP/s)`.",
     hint_text="An AVX-512 register holds 16 FP32 numbers. Lanes = cores × FMA units × SIMD width; peak = lanes × 2 "

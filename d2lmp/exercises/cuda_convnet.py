@@ -154,7 +154,7 @@ def _check_over_3gb(answer: Any) -> Verdict:
 
 EXERCISES = [
     Exercise(
-        key="im2col_blowup", number=1,
+        key="im2col_blowup", number=1, title="im2col's blow-up",
         question="Derive the im2col blow-up $\\approx k^2/s^2$ from the output size formula, and check it against the "
                  "table for conv1 (11×11, stride 4, padding 2, 224×224 input): what is conv1's exact blow-up (im2col "
                  "values over input values)? Why is it not exactly $121/16$?",
@@ -171,7 +171,8 @@ EXERCISES = [
         reference=CONV1_BLOWUP, wrong=[(121 / 16, "the approximation")],
         how_to_answer="Pass conv1's exact blow-up (a number such as 7.1)."),
     Exercise(
-        key="im2col_code", number=2,
+        function="my_im2col(x, kernel_size, stride=1, padding=0)",
+        key="im2col_code", number=2, title="im2col by hand",
         question="Write `my_im2col(x, kernel_size, stride, padding)` for a square kernel: from an NCHW input return "
                  "the matrix of receptive fields of shape (N, C·k·k, Ho·Wo), rows ordered like `F.unfold`'s (channel, "
                  "then kernel row, then kernel column) and columns output position by output position, row by row. "
@@ -189,7 +190,7 @@ EXERCISES = [
         reference=my_im2col,
         wrong=[(_im2col_no_padding, "you left out the padding"), (_im2col_kernel_major, "rows in the wrong order")]),
     Exercise(
-        key="batch_scaling", number=3,
+        key="batch_scaling", number=3, title="Batch size and speed",
         question="Measure: time `conv.conv2d_im2col` on conv3 at batches 1, 4, 16 and 64 "
                  "(`conv.benchmark_conv([...], batch=...)`). How do GFLOP/s and the ratio to `F.conv2d` change with "
                  "the batch? Relate your answer to the GEMM's shape.",
@@ -201,7 +202,7 @@ EXERCISES = [
                       "F.conv2d improves with the batch for the same reason, but stays above 1 on most CPUs because "
                       "the copy grows with the batch too (9× conv3's input)."),
     Exercise(
-        key="copy_vs_gemm", number=4,
+        key="copy_vs_gemm", number=4, title="Copy or product",
         question="Measure: split `conv.conv2d_im2col` into its copy and its matrix product (time `F.unfold` alone on "
                  "the same input). Which part dominates on your machine, and for which layers?",
         hint_text="Time `F.unfold(x, k, padding=p, stride=s)` and, separately, the `torch.matmul` of the reshaped "
@@ -212,7 +213,7 @@ EXERCISES = [
                       "take as long as the product. The notebook's 'copy only' and 'GEMM only' rows show this "
                       "machine's split."),
     Exercise(
-        key="four_images_per_thread", number=5,
+        key="four_images_per_thread", number=5, title="Batches cuda-convnet accepts",
         question="cuda-convnet asks for a batch that is a multiple of 128. Using `conv.cuda_convnet_fit`, which batch "
                  "sizes between 64 and 256 (inclusive) get 4 images per thread? What would a batch of 100 cost, in "
                  "idle threads, compared with 128?",
@@ -227,7 +228,7 @@ EXERCISES = [
         wrong=[([128], "256"), ([64, 128, 192, 256], "get 2 images per thread")],
         how_to_answer="Pass a list of batch sizes."),
     Exercise(
-        key="im2col_over_3gb", number=6,
+        key="im2col_over_3gb", number=6, title="An im2col matrix over 3 GB",
         question="With the im2col widget, find a layer whose im2col matrix exceeds 3 GB (a GTX 580's memory) at batch "
                  "128; answer with its (kernel, stride, channels, input size), padding k // 2 as in the widget. How "
                  "did cuda-convnet avoid building such matrices?",
@@ -241,7 +242,7 @@ EXERCISES = [
         checker=_check_over_3gb, reference=(5, 1, 96, 55), wrong=[((5, 1, 96, 27), "under the 3 GB")],
         how_to_answer="Pass (kernel, stride, channels, input size)."),
     Exercise(
-        key="gpu_bench", number=7,
+        key="gpu_bench", number=7, title="The benchmark on a GPU",
         question="If you have a GPU: run `d2lmp bench conv` and compare the ratios of im2col and c01b to cuDNN with "
                  "the CPU ratios.",
         hint_text="On the GPU the ratio compares our copy + cuBLAS GEMM with cuDNN's kernels; on the CPU with "

@@ -1,10 +1,9 @@
-"""Exercises for notebook 12 (data parallelism): buckets, uneven batches on real ranks, and scaling.
+"""Exercises for notebook 12 (data parallelism): buckets, uneven batches on real ranks, scaling, and a bug to find.
 
-The gradient exercise runs the student's data-parallel backward on 2 and 3 gloo ranks with batches
-that do not split evenly, and compares every rank's gradients with one process's full-batch
-gradient; the typical mistakes (the local gradient, averaged per-rank means, no division by the
-global batch, dividing twice) are recognised by computing each of them here. The scaling question
-uses the notebook's latency-bandwidth model of a data-parallel step, written out below.
+The two code exercises (gradients from an uneven batch, and a data-parallel SGD step given with a bug)
+run on real gloo ranks against one process's arithmetic, and only the gradients may travel (``_dp_code``).
+The scaling question uses the notebook's latency-bandwidth model of a data-parallel step, written out
+below.
 """
 
 from __future__ import annotations
@@ -13,15 +12,15 @@ import math
 from typing import Any
 
 import torch
-import torch.distributed as dist
-from torch import nn
 
 from ..parallel.alpha_beta import GPU_ALPHA_S as ALPHA
 from ..parallel.dp_model import DDP_BUCKET_BYTES as BUCKET
-from ._code import code_checker, max_error, on_ranks
+from . import _dp_code as D
+from ._code import DIST_IMPORT, bug_hunt
 from .core import Exercise, Verdict
 
-__all__ = ["EXERCISES", "bucket_count", "uneven_batch", "bench_dp", "bandwidth_for_80", "bf16_gradients"]
+__all__ = ["EXERCISES", "bucket_count", "uneven_batch", "bench_dp", "bandwidth_for_80", "bf16_gradients",
+           "summed_gradients"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,124 +67,6 @@ def _check_buckets(answer: Any) -> Verdict:
     if large != BUCKETS[1]:
         problems.append(f"{large} buckets at 64 MiB? All the gradients together are about 42 MB")
     return Verdict(False, "; ".join(problems) + ".")
-
-
-# --------------------------------------------------------------------------------------------
-# Uneven batches on ranks, written by the student
-
-SPEC_SIZES = (6, 8, 3)
-CASES = ((2, 23), (3, 7))  # (ranks, global batch): 12 + 11 examples, and 3 + 2 + 2
-
-
-def my_dp_gradients(rank, world, model, x, y, global_batch):
-    """Full-batch mean-loss gradients on every rank, from this rank's slice (x, y) of an uneven batch."""
-    loss = nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch
-    loss.backward()
-    grads = []
-    for p in model.parameters():
-        dist.all_reduce(p.grad)  # sum over ranks: Σ_r Σ_{i in r} ∇ℓ_i / B = the full-batch mean
-        grads.append(p.grad)
-    return grads
-
-
-def _spec():
-    from d2lmp.parallel.data_parallel import MLPSpec
-
-    return MLPSpec(SPEC_SIZES, seed=0)
-
-
-def _dp_worker(rank, world, fn, x, y):
-    model = _spec().build()
-    xs, ys = torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
-    grads = fn(rank, world, model, xs.clone(), ys.clone(), len(x))
-    return [g.detach().clone() if isinstance(g, torch.Tensor) else g for g in grads] if grads is not None else None
-
-
-def _sum_grads(x, y) -> list[torch.Tensor]:
-    model = _spec().build()
-    nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
-    return [p.grad.clone() for p in model.parameters()]
-
-
-def _dp_run(fn):
-    from d2lmp.parallel.data_parallel import synthetic_data
-
-    results = []
-    for world, batch in CASES:
-        x, y = synthetic_data(_spec(), batch)
-        local = [_sum_grads(xs, ys) for xs, ys in zip(torch.tensor_split(x, world), torch.tensor_split(y, world))]
-        counts = [len(xs) for xs in torch.tensor_split(x, world)]
-        total = [sum(g) for g in zip(*local)]
-        mistakes = {
-            "average": [t / batch / world for t in total],
-            "mean_of_means": [sum(g[i] / counts[r] for r, g in enumerate(local)) / world for i in range(len(total))],
-            "sum_of_means": [sum(g[i] / counts[r] for r, g in enumerate(local)) for i in range(len(total))],
-            "no_divide": total,
-        }
-        expected = [t / batch for t in total]
-        for rank, got in enumerate(on_ranks(_dp_worker, world, fn, x, y)):
-            own = {"local_global": [g / batch for g in local[rank]],
-                   "local_mean": [g / counts[rank] for g in local[rank]]}
-            results.append((f"{world} ranks, a batch of {batch} split {counts}, rank {rank}", got,
-                            (expected, {**mistakes, **own}, counts, batch)))
-    return results
-
-
-def _same(a, b) -> bool:
-    return (isinstance(a, (list, tuple)) and len(a) == len(b)
-            and all(isinstance(t, torch.Tensor) and t.shape == u.shape and torch.allclose(t, u, atol=1e-6, rtol=1e-5)
-                    for t, u in zip(a, b)))
-
-
-def _dp_judge(case, got, context):
-    expected, mistakes, counts, batch = context
-    if _same(got, expected):
-        return None
-    if not isinstance(got, (list, tuple)) or len(got) != len(expected):
-        return (f"return a list with one gradient per parameter, in model.parameters() order ({len(expected)} "
-                "tensors)")
-    explanations = {
-        "local_global": "you returned the local gradient: it covers only this rank's examples; all-reduce (sum) "
-                        "the gradients over the ranks",
-        "local_mean": "you returned the local gradient of this rank's mean loss: all-reduce the gradients over the "
-                      "ranks, and divide the summed loss by the global batch",
-        "mean_of_means": f"you averaged per-rank means: with an uneven split ({' + '.join(map(str, counts))}) each "
-                         "rank's mean weighs its examples by 1/n_r, not 1/B. Sum the loss over your examples, "
-                         "divide by the global batch, then sum over the ranks",
-        "sum_of_means": "you summed per-rank mean-loss gradients: each is divided by its local batch. Divide the "
-                        "summed loss by the global batch instead",
-        "no_divide": f"you forgot to divide by the global batch: your gradients are {batch} times too large (the "
-                     "loss is the mean over the whole batch)",
-        "average": "you divided twice: the all-reduce sums the ranks' contributions, which are already divided by "
-                   "the global batch; do not also divide by the world size",
-    }
-    for name, why in explanations.items():
-        if _same(got, mistakes[name]):
-            return why
-    worst = max(max_error(g, e) if isinstance(g, torch.Tensor) and g.shape == e.shape else math.inf
-                for g, e in zip(got, expected))
-    return f"your gradients differ from one process's full-batch gradient by up to {worst:.3g}"
-
-
-def _dp_local_only(rank, world, model, x, y, global_batch):
-    (nn.functional.cross_entropy(model(x), y, reduction="sum") / global_batch).backward()
-    return [p.grad for p in model.parameters()]
-
-
-def _dp_mean_of_means(rank, world, model, x, y, global_batch):
-    nn.functional.cross_entropy(model(x), y).backward()  # the mean over this rank's examples
-    grads = []
-    for p in model.parameters():
-        dist.all_reduce(p.grad)
-        grads.append(p.grad / world)
-    return grads
-
-
-def _dp_no_divide(rank, world, model, x, y, global_batch):
-    nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
-    for p in model.parameters():
-        dist.all_reduce(p.grad)
-    return [p.grad for p in model.parameters()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,7 +154,7 @@ def _check_bandwidth(answer: Any) -> Verdict:
 
 EXERCISES = [
     Exercise(
-        key="bucket_count", number=1,
+        key="bucket_count", number=1, title="How many buckets",
         question="Change the bucket size in the timeline experiment to 256 KiB and to 64 MiB. How many buckets (red "
                  "bars per step) does our bucketed version send for the full-size network (1024 → 2048 → 2048 → 2048 "
                  "→ 10) with each, how does the exposed communication change, and why is one huge bucket no better "
@@ -291,13 +172,15 @@ EXERCISES = [
         wrong=[((161, 1), "never cuts one"), ((3, 2), "about 42 MB")],
         how_to_answer="Pass (buckets at 256 KiB, buckets at 64 MiB)."),
     Exercise(
-        key="uneven_batch", number=2,
+        function="my_dp_gradients(rank, world, model, x, y, global_batch)", imports=DIST_IMPORT,
+        key="uneven_batch", number=2, title="Uneven batches",
         question="Show on paper that averaging per-rank *mean* losses gives the wrong gradient when the batch does not "
                  "split evenly. Then check it in code: write `my_dp_gradients(rank, world, model, x, y, "
                  "global_batch)`, which gets this rank's slice (x, y) of an uneven batch and a fresh copy of the "
                  "model, and returns one gradient per parameter (in `model.parameters()` order) equal on every rank "
                  "to one process's gradient of the cross-entropy averaged over the whole batch. It runs on 2 ranks "
-                 "(23 examples: 12 + 11) and 3 ranks (7: 3 + 2 + 2); try the per-rank mean too, to see the message.",
+                 "(23 examples: 12 + 11) and 3 ranks (7: 3 + 2 + 2), and only gradients may travel between the ranks; "
+                 "try the per-rank mean too, to see the message.",
         hint_text="The full-batch gradient is (1/B) Σ_i ∇ℓ_i. Which loss on each rank makes a plain sum over ranks "
                   "(`dist.all_reduce` of each `p.grad`) give exactly that? Compare with the notebook's "
                   "`DP.local_loss`.",
@@ -306,13 +189,9 @@ EXERCISES = [
                       "count 12/11 times too much. Correct: each rank backpropagates its loss summed over its own "
                       "examples divided by the global batch B, then all-reduces (sums) every gradient: Σ_r Σ_{i∈r} "
                       "∇ℓ_i / B, exactly the full-batch mean, for any split.",
-        checker=code_checker(_dp_run, _dp_judge, "on 2 and 3 ranks, with uneven splits, every rank holds one "
-                                                 "process's full-batch gradient."),
-        reference=my_dp_gradients,
-        wrong=[(_dp_local_only, "you returned the local gradient"), (_dp_mean_of_means, "you averaged per-rank means"),
-               (_dp_no_divide, "you forgot to divide by the global batch")]),
+        checker=D.uneven_checker, reference=D.my_dp_gradients, wrong=D.UNEVEN_WRONG),
     Exercise(
-        key="bench_dp", number=3,
+        key="bench_dp", number=3, title="Which version is fastest here",
         question="Run `d2lmp bench dp` and `d2lmp bench dp --world 4` in a terminal. Which version is fastest here, "
                  "and does that change with `--bucket-mb 1`?",
         hint_text="Compare each version's median step time within one run (the machine's load changes between "
@@ -324,7 +203,7 @@ EXERCISES = [
                       "versions slower; DDP and our bucketed version usually stay close to each other since they "
                       "build the same buckets. On GPUs with separate communication hardware, overlap wins clearly."),
     Exercise(
-        key="bandwidth_for_80", number=4,
+        key="bandwidth_for_80", number=4, title="Bandwidth for 80 %",
         question="With the widget, find the smallest link bandwidth at which 8 GPUs reach 80 % efficiency for AlexNet "
                  f"with a global batch of 1024 ({BUCKET / 2**20:g} MiB buckets, overlap on), with the widget's assumed "
                  f"α of {ALPHA * 1e6:g} µs (its default), not the one fitted here. What if the global batch is "
@@ -343,7 +222,7 @@ EXERCISES = [
         wrong=[((150.0, None), "the model gives"), ((BANDWIDTH_1024, 1000.0), "no bandwidth reaches 80 %")],
         how_to_answer=f"Pass (GB/s at batch 1024, GB/s at batch {SMALL_BATCH} or None)."),
     Exercise(
-        key="bf16_gradients", number=5,
+        key="bf16_gradients", number=5, title="Gradients in BF16",
         question="Gradients could be all-reduced in BF16 instead of FP32. What would that do to the communication "
                  "time, and what could go wrong?",
         hint_text="BF16 has the same exponent range as FP32 but only 8 bits of mantissa (about 3 decimal digits). "
@@ -355,6 +234,32 @@ EXERCISES = [
                       "is noisier; small updates can vanish. Common remedies: accumulate in FP32 and only "
                       "communicate in BF16, use error feedback or compensated summation, or keep FP32 for the "
                       "sensitive layers (DDP's bf16 compression hook casts for the transfer and back)."),
+    Exercise(
+        key="summed_gradients", number=6, title="Find the bug: a data-parallel step",
+        function="my_dp_step(rank, world, model, x, y, lr)",
+        imports="import torch\nimport torch.distributed as dist\nfrom torch import nn",
+        question="The function below is one step of data-parallel SGD: each rank computes the mean loss over its equal "
+                 "share of the batch, the ranks combine their gradients, and every rank updates its copy of the "
+                 "model. It runs, the loss goes down, and it even trains a little faster than one process; yet it has "
+                 "a bug. Find it with this notebook's check: run a few steps on 2 and on 4 ranks with `launch` and "
+                 "compare the parameters with one process's SGD on the whole batch, with `torch.testing.assert_close`. "
+                 "How does the difference grow with the number of ranks? Fix it in the cell and run the check (2 and "
+                 "4 gloo ranks, three steps).",
+        hint_text="On one process the step uses the gradient of the mean loss over the whole batch. What does each "
+                  "rank contribute to the combined gradient, and what does `dist.all_reduce` do with the "
+                  "contributions?",
+        solution_text="`dist.all_reduce` sums: with equal shares each rank's gradient is the mean over its examples, "
+                      "so the sum is world times the whole batch's mean gradient, and the step is that of one process "
+                      "with a learning rate world times larger. It trains, faster at first, which is why it looks "
+                      "plausible, but it is not the same training, and it diverges where the larger rate is too "
+                      "large. Divide the summed gradient by the world size (or the loss by it before backward); with "
+                      "uneven shares, sum the loss over the examples and divide by the global batch instead "
+                      "(exercise 2). DistributedDataParallel averages for the same reason.",
+        checker=bug_hunt(D.given_dp_step, D.dp_step_checker,
+                         "Run a few steps on 2 and 4 ranks and compare the parameters with one process's SGD on the "
+                         "whole batch."),
+        reference=D.my_dp_step, given=D.given_dp_step,
+        wrong=[(D.given_dp_step, "bug included"), *D.DP_STEP_WRONG]),
 ]
 
-bucket_count, uneven_batch, bench_dp, bandwidth_for_80, bf16_gradients = EXERCISES
+bucket_count, uneven_batch, bench_dp, bandwidth_for_80, bf16_gradients, summed_gradients = EXERCISES

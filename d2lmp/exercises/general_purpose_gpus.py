@@ -12,7 +12,8 @@ __all__ = ["EXERCISES", "fused_relu_axpy", "find_the_caches", "matvec_intensity"
 
 fused_relu_axpy = Exercise(
     key="fused_relu_axpy", number=1,
-    question="**ReLU after axpy.** Count FLOPs and minimum bytes for `z = relu(a*x + y)` in FP32 written as three "
+    title="ReLU after axpy",
+    question="Count FLOPs and minimum bytes for `z = relu(a*x + y)` in FP32 written as three "
              "kernels (multiply, add, ReLU, each reading from and writing to memory) and as one fused kernel (count "
              "the ReLU as one FLOP per element). Check your predicted speed-up from fusion (unfused time ÷ fused "
              "time), then measure both versions with `timing.benchmark` as in section 5.",
@@ -39,7 +40,8 @@ fused_relu_axpy = Exercise(
 
 find_the_caches = Exercise(
     key="find_the_caches", number=2,
-    question="**Find the caches.** Run `bandwidth.device_copy_sweep` with buffers from 0.25 MiB to 256 MiB "
+    title="Find the caches",
+    question="Run `bandwidth.device_copy_sweep` with buffers from 0.25 MiB to 256 MiB "
              "(doubling each time) and plot it with `bandwidth_views.plot_bandwidth_sweep`. Where does the bandwidth "
              "drop, and how do those sizes compare with the cache sizes in "
              "`/sys/devices/system/cpu/cpu0/cache/index*/size` (or `lscpu`)?",
@@ -82,9 +84,11 @@ def _matrix_only(n, b, itemsize=4):
 
 
 matvec_intensity = Exercise(
+    function="my_batched_matvec_intensity(n, b, itemsize=4)",
     key="matvec_intensity", number=3,
-    question="**Matrix-vector products.** Count the FLOPs and minimum bytes of y = Ax with A of n×n, and of Y = AX "
-             "with X of n×b (b vectors at once). Write `batched_matvec_intensity(n, b, itemsize=4)` returning the "
+    title="Matrix-vector products",
+    question="Count the FLOPs and minimum bytes of y = Ax with A of n×n, and of Y = AX "
+             "with X of n×b (b vectors at once). Write `my_batched_matvec_intensity(n, b, itemsize=4)` returning the "
              "FLOP/byte of Y = AX (b = 1 is y = Ax), show that for b = 1 it is about 1/2 whatever n is, and find the "
              "b at which it crosses the ridge point of this CPU and of the recorded H200. What does this say about "
              "batch sizes in training?",
@@ -117,7 +121,8 @@ matvec_intensity = Exercise(
 
 double_precision = Exercise(
     key="double_precision", number=4,
-    question="**Double precision.** Repeat `roofline.measure_operations` with `dtype=\"float64\"`. Predict first: what "
+    title="Double precision",
+    question="Repeat `roofline.measure_operations` with `dtype=\"float64\"`. Predict first: what "
              "happens to the intensity of every operation, to the GB/s of the vector operations, and to the best "
              "matmul's GFLOP/s (notebook 02)? Choose one: 'a' intensity halves, vector GB/s stay, matmul GFLOP/s "
              "halves; 'b' intensity halves, vector GB/s halve, matmul GFLOP/s halves; 'c' intensity stays, vector "
@@ -145,7 +150,8 @@ double_precision = Exercise(
 
 read_bandwidth = Exercise(
     key="read_bandwidth", number=5,
-    question="**Reads versus copies.** `sum` and `dot` can sit above the sloped roof. Measure a read-only bandwidth, "
+    title="Reads versus copies",
+    question="`sum` and `dot` can sit above the sloped roof. Measure a read-only bandwidth, "
              "bytes of `x` divided by the time of `x.sum()`, for vectors of 16 MiB to 256 MiB, and compare it with the "
              "copy bandwidth. Which would you use for the roof of an operation that only reads: 'copy' (the copy "
              "bandwidth), 'read' (the read-only bandwidth) or 'vendor' (the memory's specified bandwidth), and why?",
@@ -171,7 +177,8 @@ read_bandwidth = Exercise(
 
 your_gpu = Exercise(
     key="your_gpu", number=6,
-    question="**Your GPU.** On a machine with a GPU (a Colab GPU runtime will do), run this notebook and compare your "
+    title="Your GPU",
+    question="On a machine with a GPU (a Colab GPU runtime will do), run this notebook and compare your "
              "GPU's ridge point with the H200's and with the CPU's. Which operations change class, and which speed-up "
              "ratios change most?",
     hint_text="The ridge point is measured peak ÷ copy bandwidth. An operation changes class only if its intensity "

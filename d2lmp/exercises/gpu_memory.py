@@ -6,18 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._answers import formula_checker
+from ._answers import formula_checker, gpu
 from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "gddr6_pins", "cache_drop", "add_bandwidth", "h200_vs_h100", "pinned_copies",
            "add_gbs"]
 
-_PINS = 4800 * 8 / 14
+_H200, _H100 = gpu("H200"), gpu("H100")
+_H200_GBS, _H100_GBS = _H200.bandwidth_gbs, _H100.bandwidth_gbs
+_PINS = _H200_GBS * 8 / 14
 
 gddr6_pins = Exercise(
     key="gddr6_pins", number=1,
-    question="**A GDDR6 bus for 4.8 TB/s.** Using the table, how many 14 Gb/s GDDR6 pins (data wires) would a GPU "
-             "need to match the H200's 4,800 GB/s? Why is such a bus impractical on a circuit board?",
+    title=f"A GDDR6 bus for {_H200_GBS / 1000:g} TB/s",
+    question="Using the table, how many 14 Gb/s GDDR6 pins (data wires) would a GPU "
+             f"need to match the H200's {_H200_GBS:,.0f} GB/s? Why is such a bus impractical on a circuit board?",
     hint_text="Bandwidth = pins × Gb/s per pin / 8 bits per byte; solve for the pins.",
     solution_text="4,800 GB/s × 8 bits/byte / 14 Gb/s per pin ≈ 2,743 pins, in practice 86 GDDR6 chips of 32 bits "
                   "(2,752). That is more than 7 times the widest GDDR bus in the table (384 bits). Each GDDR chip "
@@ -26,18 +29,19 @@ gddr6_pins = Exercise(
                   "driving them would cost a lot of power. HBM reaches the same width with 6 stacks of 1,024 short "
                   "wires each through a silicon interposer on the package.",
     checker=number_checker(_PINS, "pins", rel_tol=0.01, near_misses=[
-        (4800 / 14, "you divided GB/s by Gb/s: one byte is 8 bits, so multiply by 8."),
-        (4800 * 8 * 14, "solve B = pins × rate / 8 for the pins: divide by the rate, do not multiply."),
+        (_H200_GBS / 14, "you divided GB/s by Gb/s: one byte is 8 bits, so multiply by 8."),
+        (_H200_GBS * 8 * 14, "solve B = pins × rate / 8 for the pins: divide by the rate, do not multiply."),
         (6144, "that is the H200's HBM bus at 6.25 Gb/s per pin; at 14 Gb/s fewer pins suffice."),
     ], why="about 7× the widest GDDR bus in the table."),
     reference=_PINS,
-    wrong=[(4800 / 14, "multiply by 8"), (6144, "HBM bus")],
+    wrong=[(_H200_GBS / 14, "multiply by 8"), (6144, "HBM bus")],
     how_to_answer="Answer with a number of pins, e.g. ex.gddr6_pins.check(1000).",
 )
 
 cache_drop = Exercise(
     key="cache_drop", number=2,
-    question="**Where the curve drops.** Run the bandwidth sweep with buffers from 0.25× to 8× this CPU's last-level "
+    title="Where the curve drops",
+    question="Run the bandwidth sweep with buffers from 0.25× to 8× this CPU's last-level "
              "cache (use finer steps). Where exactly does the curve drop, and does it drop at the cache size or "
              "earlier? Why might it drop earlier?",
     hint_text="The sweep names the size of one buffer, but a copy touches two. What else competes for the cache?",
@@ -112,11 +116,13 @@ def _check_add(fn: Any) -> Verdict:
 
 
 add_bandwidth = Exercise(
+    function="my_add_gbs(n, seconds, itemsize=4)",
     key="add_bandwidth", number=3,
-    question="**The bandwidth of x + y.** Time `x + y` for two vectors of 64 MiB on this machine with "
-             "`d2lmp.timing.benchmark`, and compute the GB/s it achieves (it reads two vectors and writes one). "
-             "Write `add_gbs(n, seconds, itemsize=4)` for vectors of n numbers of itemsize bytes; the check tests it "
-             "and then uses it on a timing it takes here. How does it compare with the copy bandwidth measured "
+    title="The bandwidth of x + y",
+    question="Time `x + y` for two vectors of 64 MiB on this machine with `d2lmp.timing.benchmark`, and compute "
+             "the GB/s it achieves (it reads two vectors and writes one). Write `my_add_gbs(n, seconds, itemsize=4)` "
+             "for vectors of n numbers of itemsize bytes; the check tests it and then uses it on a timing it takes "
+             "here. How does it compare with the copy bandwidth measured "
              "above?",
     hint_text="Bytes moved = 3 vectors × n numbers × itemsize bytes; GB/s divides by the seconds and by 10^9.",
     solution_text="add_gbs = 3 · n · itemsize / seconds / 1e9. With vectors far beyond the cache, x + y moves about "
@@ -131,7 +137,9 @@ add_bandwidth = Exercise(
 
 h200_vs_h100 = Exercise(
     key="h200_vs_h100", number=4,
-    question="**H200 against H100.** The H200 has the same compute as the H100 but 4.8 instead of 3.35 TB/s "
+    title="H200 against H100",
+    question=f"The H200 has the same compute as the H100 but {_H200_GBS / 1000:g} instead of "
+             f"{_H100_GBS / 1000:g} TB/s "
              "([NVIDIA, n.d.-c](#ref-nvidia_h200_page), "
              "[NVIDIA, 2022a](#ref-nvidia_h100_datasheet)). For which operations of notebook 03 would you expect it "
              "to be faster, and by how much at most? "
@@ -142,19 +150,21 @@ h200_vs_h100 = Exercise(
                   "at all, as the peak FLOP/s is the same. The H200's ridge point falls from 67 / 3.35 = 20 to 14 "
                   "FLOP/byte, so operations between 14 and 20 FLOP/byte gain part of the 1.43×. Its other advantage "
                   "is capacity: 141 GB instead of 80 GB.",
-    checker=number_checker(4.8 / 3.35, "×", rel_tol=0.01, near_misses=[
+    checker=number_checker(_H200_GBS / _H100_GBS, "×", rel_tol=0.01, near_misses=[
         (1.0, "1× holds for compute-bound operations; memory-bound ones gain the bandwidth ratio."),
-        (3.35 / 4.8, "that is H200 time ÷ H100 time; the speed-up is the H100's time over the H200's."),
-        ((4.8 / 3.35) ** 2, "the speed-up of a memory-bound operation is the bandwidth ratio itself, not its square."),
+        (_H100_GBS / _H200_GBS, "that is H200 time ÷ H100 time; the speed-up is the H100's time over the H200's."),
+        ((_H200_GBS / _H100_GBS) ** 2, "the speed-up of a memory-bound operation is the bandwidth ratio itself, not "
+                                       "its square."),
     ], why="the bandwidth ratio, for operations that are memory-bound on both."),
-    reference=4.8 / 3.35,
-    wrong=[(1.0, "compute-bound"), (3.35 / 4.8, "H100's time over the H200's")],
+    reference=_H200_GBS / _H100_GBS,
+    wrong=[(1.0, "compute-bound"), (_H100_GBS / _H200_GBS, "H100's time over the H200's")],
     how_to_answer="Answer with the largest speed-up, e.g. ex.h200_vs_h100.check(1.2).",
 )
 
 pinned_copies = Exercise(
     key="pinned_copies", number=5,
-    question="**Pinned copies.** On a machine with a GPU, measure pageable and pinned host→device copies for 1, 16 "
+    title="Pinned copies",
+    question="On a machine with a GPU, measure pageable and pinned host→device copies for 1, 16 "
              "and 256 MiB. At which size does pinned memory help most, and how close does it come to the PCIe figure "
              "`d2lmp.topology.pcie_bandwidth_gbs` gives for the generation and width that `d2lmp info` reports?",
     hint_text="Pageable copies go through a staging buffer: an extra host copy that costs more, the more data there "

@@ -17,25 +17,28 @@ __all__ = ["EXERCISES", "rotate_then_shift", "vertex_flops", "vertex_intensity",
            "half_peak_batch_reference"]
 
 # ---------------------------------------------------------------------------------------------------
-# 1. The order of two transforms
+# 1. The order of two transforms: a rotation about x, then a shift along y, which do not commute
 
-_EXPECTED_MATRIX = translation(2, 0, 0) @ rotation_x(math.radians(45))
+_ANGLE = math.radians(45)
+_EXPECTED_MATRIX = translation(0, 2, 0) @ rotation_x(_ANGLE)
+_OTHER_ORDER = rotation_x(_ANGLE) @ translation(0, 2, 0)
 
 
 def _matrix_slips() -> list[tuple[torch.Tensor, str]]:
     right = _EXPECTED_MATRIX
     return [
+        (_OTHER_ORDER, "that is the other order: it shifts first and then rotates, so the rotation turns the shift "
+                       "too, from (0, 2, 0) to (0, 2 cos 45°, 2 sin 45°) ≈ (0, 1.41, 1.41). With column vectors, "
+                       "v' = M v, the transform applied first stands on the right: M = second @ first."),
         (right.T, "the shift sits in the bottom row: that is the transpose, the convention for row vectors "
                   "(v' = v M). graphics uses column vectors, v' = M v, so the shift goes in the last column; "
                   "transform_batched then computes V Mᵀ for a stack of row vectors."),
-        (translation(2, 0, 0) @ rotation_x(45.0), "you rotated by 45 radians, not 45 degrees: "
-                                                  "pass math.radians(45)."),
-        (translation(-2, 0, 0) @ rotation_x(math.radians(45)), "the cube moved 2 units to the left: "
-                                                                "right is +x."),
-        (translation(0, 2, 0) @ rotation_x(math.radians(45)), "the shift is along y (up); right is +x."),
-        (rotation_x(math.radians(45)), "this only rotates: multiply by a translation as well."),
-        (translation(2, 0, 0), "this only shifts: multiply by a rotation about x as well."),
-        (translation(2, 0, 0) @ rotation_x(math.radians(-45)), "the rotation goes the other way (−45°)."),
+        (translation(0, 2, 0) @ rotation_x(45.0), "you rotated by 45 radians, not 45 degrees: pass math.radians(45)."),
+        (translation(0, -2, 0) @ rotation_x(_ANGLE), "the cube moved 2 units down: up is +y."),
+        (translation(2, 0, 0) @ rotation_x(_ANGLE), "the shift is along x (right); the question asks for +y (up)."),
+        (rotation_x(_ANGLE), "this only rotates: multiply by a translation as well."),
+        (translation(0, 2, 0), "this only shifts: multiply by a rotation about x as well."),
+        (translation(0, 2, 0) @ rotation_x(-_ANGLE), "the rotation goes the other way (−45°)."),
     ]
 
 
@@ -48,34 +51,38 @@ def _check_matrix(answer: Any) -> Verdict:
         return Verdict(False, f"expected a 4×4 matrix, got shape {tuple(m.shape)}: homogeneous coordinates need "
                               "a 4th row and column.")
     if torch.allclose(m, _EXPECTED_MATRIX.double(), atol=1e-4):
-        return Verdict(True, "the shift is in the last column and the rotation in the top-left 3×3 block. "
-                             "Here rotation_x(...) @ translation(2, 0, 0) gives the same matrix: a rotation about x "
-                             "leaves x alone, so a shift along x commutes with it. Try a shift along y: then the two "
-                             "orders differ.")
+        return Verdict(True, "the shift (0, 2, 0) is in the last column and the rotation in the top-left 3×3 block. "
+                             "The other order, rotation_x(...) @ translation(0, 2, 0), rotates the shift too: its last "
+                             "column is (0, 1.41, 1.41). With a shift along x the two orders agree, because a rotation "
+                             "about x leaves x alone.")
     for wrong, message in _matrix_slips():
         if torch.allclose(m, wrong.double(), atol=1e-4):
             return Verdict(False, message)
-    return Verdict(False, "this matrix does not rotate by 45° about x and then shift by 2 along +x. Build it from "
+    return Verdict(False, "this matrix does not rotate by 45° about x and then shift by 2 along +y. Build it from "
                           "graphics.translation and graphics.rotation_x and compare transform_batched(cube, M) with "
                           "what you expect for one corner.")
 
 
 rotate_then_shift = Exercise(
     key="rotate_then_shift", number=1,
-    question="**Order of transforms.** Build the 4×4 matrix that first rotates the cube by 45° about the x axis and "
-             "then moves it 2 units to the right (+x), from `graphics.rotation_x`, `graphics.translation` and "
-             "`math.radians`, and pass it to the check. Does the order of the two factors matter? Compare both orders "
-             "with `graphics.transform_batched(cube, M)`, then repeat with a shift along y.",
+    title="Order of transforms",
+    question="Build the 4×4 matrix that first rotates the cube by 45° about the x axis and then moves it 2 units up "
+             "(+y), from `graphics.rotation_x`, `graphics.translation` and `math.radians`, and pass it to the check. "
+             "Does the order of the two factors matter? Build the other order too and compare "
+             "`graphics.transform_batched(cube, M)` for both: where does the cube's first corner end up? Then repeat "
+             "with a shift along x instead: why do the two orders agree there?",
     hint_text="With column vectors, v' = M v, the transform applied first stands on the right of the product: "
               "M = second @ first. The rotation functions take radians.",
-    solution_text="M = graphics.translation(2, 0, 0) @ graphics.rotation_x(math.radians(45)): the top-left 3×3 block "
-                  "is the rotation, the last column holds the shift (2, 0, 0, 1). For this pair the order does not "
-                  "matter: a rotation about x leaves x-coordinates alone, so a shift along x commutes with it and "
-                  "rotation_x(...) @ translation(2, 0, 0) is the same matrix. With a shift along y the orders differ: "
-                  "rotating after the shift turns the shift vector (0, 2, 0) into (0, 2 cos 45°, 2 sin 45°). Matrix "
-                  "products do not commute in general, so the order of the factors is part of the transform.",
+    solution_text="M = graphics.translation(0, 2, 0) @ graphics.rotation_x(math.radians(45)): the top-left 3×3 block "
+                  "is the rotation, the last column holds the shift (0, 2, 0, 1). The other order, "
+                  "rotation_x(...) @ translation(0, 2, 0), shifts first and then rotates the shifted cube, so the "
+                  "shift vector turns with it, to (0, 2 cos 45°, 2 sin 45°) ≈ (0, 1.41, 1.41): the cube ends up "
+                  "lower and further along z. Matrix products do not commute in general, so the order of the factors "
+                  "is part of the transform. A shift along x is the exception here: a rotation about x leaves "
+                  "x-coordinates alone, so it commutes with that shift and both orders give the same matrix.",
     checker=_check_matrix, reference=_EXPECTED_MATRIX,
-    wrong=[(_EXPECTED_MATRIX.T, "bottom row"), (translation(2, 0, 0) @ rotation_x(45.0), "radians")],
+    wrong=[(_OTHER_ORDER, "the other order"), (_EXPECTED_MATRIX.T, "bottom row"),
+           (translation(0, 2, 0) @ rotation_x(45.0), "radians")],
     how_to_answer="Pass a 4×4 tensor, e.g. ex.rotate_then_shift.check(graphics.translation(...) @ ...).",
 )
 
@@ -84,7 +91,8 @@ rotate_then_shift = Exercise(
 
 vertex_flops = Exercise(
     key="vertex_flops", number=2,
-    question="**FLOPs per vertex.** Count the FLOPs of transforming one vertex (x, y, z, 1) with a general 4×4 "
+    title="FLOPs per vertex",
+    question="Count the FLOPs of transforming one vertex (x, y, z, 1) with a general 4×4 "
              "matrix, and with a matrix whose last row is (0, 0, 0, 1), counting each multiplication and each "
              "addition as one FLOP. Which operations can a renderer skip? Answer with a tuple `(general, affine)`.",
     hint_text="Each output coordinate is a dot product of one matrix row with (x, y, z, 1). How many additions does "
@@ -118,7 +126,8 @@ vertex_flops = Exercise(
 
 vertex_intensity = Exercise(
     key="vertex_intensity", number=3,
-    question="**Memory, not arithmetic.** Extend the vertex measurement to 16 million vertices "
+    title="Memory, not arithmetic",
+    question="Extend the vertex measurement to 16 million vertices "
              "(`graphics.measure_transforms([16_000_000], devices)`). Where does the batched CPU rate stop growing? "
              "To see why memory might be the limit, give the arithmetic intensity of the batched transform in "
              "FLOP/byte: the 28 FLOPs per vertex of exercise 2 over the bytes each FP32 vertex reads and writes "
@@ -182,9 +191,11 @@ _HALF_PEAK_CASES = [
 ]
 
 half_peak_batch = Exercise(
+    function="my_half_peak_batch(rows)",
     key="half_peak_batch", number=4,
-    question="**Half of the best.** In the linear-layer sweep, find the smallest batch that reaches half of the best "
-             "measured GFLOP/s on your machine. Write `half_peak_batch(rows)`: it takes rows like `layer_rows` (dicts "
+    title="Half of the best",
+    question="In the linear-layer sweep, find the smallest batch that reaches half of the best measured GFLOP/s "
+             "on your machine. Write `my_half_peak_batch(rows)`: it takes rows like `layer_rows` (dicts "
              "with \"batch\" and \"gflops\", one device, in any order) and returns that batch. Apply it to this "
              "notebook's sweep, then repeat with a 4096 → 4096 layer (`timing.linear_sweep(batches, 4096, 4096, "
              "devices)`). What changes?",
@@ -221,7 +232,8 @@ _BOARD_BYTES = 3 * 2**30
 
 fc6_bytes = Exercise(
     key="fc6_bytes", number=5,
-    question="**fc6 on a GTX 580.** AlexNet's fc6 has 9216 × 4096 weights. How many bytes is that in FP32, and what "
+    title="fc6 on a GTX 580",
+    question="AlexNet's fc6 has 9216 × 4096 weights. How many bytes is that in FP32, and what "
              "fraction of one 3 GB GTX 580 did it take (take 3 GB as 3 × 2³⁰ bytes: GPU memory sizes are binary)? "
              "Answer with a tuple `(bytes, fraction)`, the fraction as a number between 0 and 1.",
     hint_text="Weights × bytes per FP32 number gives the bytes; divide by the board's memory in bytes.",

@@ -7,13 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..topology import hop_counts, hybrid_cube_mesh, pcie_bandwidth_gbs
+from ._answers import gpu
 from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "shared_lanes", "cube_mesh_ring", "fp16_exchange", "link_fraction", "t4_power_supply"]
 
 shared_lanes = Exercise(
     key="shared_lanes", number=1,
-    question="**Sharing the lanes.** A desktop CPU offers 20 PCIe 4.0 lanes for slots. With two GPUs at ×8 each, how "
+    title="Sharing the lanes",
+    question="A desktop CPU offers 20 PCIe 4.0 lanes for slots. With two GPUs at ×8 each, how "
              "much bandwidth does each GPU get per direction (GB/s)? Would a PCIe 5.0 ×8 slot be faster than "
              "PCIe 4.0 ×16?",
     hint_text="Per direction: GT/s per lane × encoding efficiency (128b/130b from PCIe 3.0 on) / 8 bits × lanes; "
@@ -73,7 +75,8 @@ def _check_ring(answer: Any) -> Verdict:
 
 cube_mesh_ring = Exercise(
     key="cube_mesh_ring", number=2,
-    question="**A ring on the cube-mesh.** Using `topology.hop_counts`, list the GPU pairs of the hybrid cube-mesh "
+    title="A ring on the cube-mesh",
+    question="Using `topology.hop_counts`, list the GPU pairs of the hybrid cube-mesh "
              "that need two hops. Then find a ring through all eight GPUs that uses only direct links (the DGX-1 "
              "text says there are three such rings) and check it as a list of GPU numbers.",
     hint_text="In this model each group of four (GPU0-3 and GPU4-7) is fully linked, and GPU i links to GPU i+4. "
@@ -98,7 +101,8 @@ _EXCHANGE_MS = _D2L_PARAMS * 2 / (pcie_bandwidth_gbs(4, 16) * 1e9) * 1e3
 
 fp16_exchange = Exercise(
     key="fp16_exchange", number=3,
-    question="**FP16 gradients.** Repeat section 4 for D2L's AlexNet (46.8 million parameters) with gradients in "
+    title="FP16 gradients",
+    question="Repeat section 4 for D2L's AlexNet (46.8 million parameters) with gradients in "
              "FP16. How long does sending them once take over PCIe 4.0 ×16 (one direction), in milliseconds?",
     hint_text="Bytes = parameters × 2 (FP16); time = bytes / (GB/s × 10^9), then convert seconds to ms.",
     solution_text="46.8 × 10^6 × 2 bytes = 93.6 MB over 31.5 GB/s = 2.97 ms, against 15.5 ms for the 2012 AlexNet's "
@@ -121,7 +125,8 @@ fp16_exchange = Exercise(
 
 link_fraction = Exercise(
     key="link_fraction", number=4,
-    question="**How much of the link?** On a machine with a GPU, measure pinned host-to-device copies "
+    title="How much of the link?",
+    question="On a machine with a GPU, measure pinned host-to-device copies "
              "(`bandwidth.transfer_sweep`) and compare with `topology.pcie_bandwidth_gbs` for the generation and width "
              "NVML reports. What fraction of the link do you reach?",
     hint_text="Compare with the one-direction figure, use the largest pinned copy, and check the generation NVML "
@@ -137,12 +142,14 @@ link_fraction = Exercise(
 # ---------------------------------------------------------------------------------------------------
 # 5. A power supply for four T4s
 
-_T4_LOAD = 4 * 70 + 250 + 300
+_T4_W = gpu("T4").tdp_w
+_T4_LOAD = 4 * _T4_W + 250 + 300
 _T4_PSU = _T4_LOAD / (1 - 0.2)
 
 t4_power_supply = Exercise(
     key="t4_power_supply", number=5,
-    question="**Four T4s.** Find the smallest power supply (W) for four T4 cards (70 W each, "
+    title="Four T4s",
+    question=f"Find the smallest power supply (W) for four T4 cards ({_T4_W:g} W each, "
              "[NVIDIA, 2019](#ref-nvidia_t4_datasheet)) in a server "
              "with a 250 W CPU and 300 W for the rest, keeping 20 % headroom (the load may use at most 80 % of the "
              "supply). Why can T4 servers hold many more cards than servers of 700 W GPUs?",
@@ -157,8 +164,8 @@ t4_power_supply = Exercise(
         (_T4_LOAD * 1.2, "20 % headroom means the load may use 80 % of the supply: divide by 0.8 rather than "
                          "multiply by 1.2 (996 W would run at 83 %)."),
         (_T4_LOAD, "that is the load without headroom: keep 20 % of the supply free."),
-        (4 * 70 / 0.8, "the CPU (250 W) and the rest (300 W) draw from the same supply as the GPUs."),
-        (4 * 700 / 0.8 + 550 / 0.8, "that is four 700 W GPUs; a T4 draws 70 W."),
+        (4 * _T4_W / 0.8, "the CPU (250 W) and the rest (300 W) draw from the same supply as the GPUs."),
+        (4 * 700 / 0.8 + 550 / 0.8, f"that is four 700 W GPUs; a T4 draws {_T4_W:g} W."),
     ]),
     reference=_T4_PSU,
     wrong=[(_T4_LOAD * 1.2, "divide by 0.8"), (_T4_LOAD, "without headroom")],

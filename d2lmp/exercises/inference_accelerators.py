@@ -1,5 +1,5 @@
 """Exercises of notebook 06 (accelerators for inference): per-tensor INT8 quantisation written by hand,
-weight-only INT8, the steps of Int8Linear, when the T4 becomes compute-bound, and models per 16 GB.
+weight-only INT8, the steps of Int8Linear, when the T4 becomes compute-bound, and models per T4.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ._answers import parts_checker
+from ._answers import figure, gpu, parts_checker
 from .core import Exercise, Verdict, choice_checker, function_checker, number_checker
 
 __all__ = ["EXERCISES", "per_tensor_int8", "weight_only", "int8_steps", "t4_compute_bound", "t4_models",
@@ -132,9 +132,11 @@ def _quant_diagnose(case: str, got: Any, expected: Any) -> str:
 
 
 per_tensor_int8 = Exercise(
+    function="my_quantize_per_tensor(w)",
     key="per_tensor_int8", number=1,
-    question="**One scale per tensor.** Quantise with one scale per tensor instead of per channel. Write "
-             "`quantize_per_tensor(w)` returning `(q, scale)`: int8 values in [−127, 127] and one scale, with "
+    title="One scale per tensor",
+    question="Quantise with one scale per tensor instead of per channel. Write "
+             "`my_quantize_per_tensor(w)` returning `(q, scale)`: int8 values in [−127, 127] and one scale, with "
              "w ≈ scale · q (symmetric, as in section 2); the check runs it on awkward tensors. Then write a variant "
              "of `Int8Linear` that uses it for the weights. How much accuracy does the digits network lose? Which "
              "layer suffers most, and why?",
@@ -157,7 +159,8 @@ per_tensor_int8 = Exercise(
 
 weight_only = Exercise(
     key="weight_only", number=2,
-    question="**Weight-only INT8.** Quantise only the weights and keep the activations in FP32 (dequantise the "
+    title="Weight-only INT8",
+    question="Quantise only the weights and keep the activations in FP32 (dequantise the "
              "weights once). Measure accuracy and latency. Which part of `Int8Linear`'s time did you remove: "
              "'input' (quantising each input row and rescaling the int32 sums), 'weights' (quantising the weights), "
              "or 'product' (the matrix product)?",
@@ -185,7 +188,8 @@ weight_only = Exercise(
 
 int8_steps = Exercise(
     key="int8_steps", number=3,
-    question="**Where the INT8 layer spends its time.** Measure the time of `Int8Linear` split into its steps "
+    title="Where the INT8 layer spends its time",
+    question="Measure the time of `Int8Linear` split into its steps "
              "(quantising the input, the integer product, rescaling) with `timing.benchmark`. Which step dominates on "
              "this CPU?",
     hint_text="Time each step on its own with inputs prepared beforehand: quantize.quantize_symmetric(x, dim=1); "
@@ -217,17 +221,22 @@ def _smallest_batch(ridge: float, bytes_per_value: float, weights_only: bool = F
         b += 1
 
 
-_INT8_RIDGE, _FP16_RIDGE = 130e3 / 320, 65e3 / 320
+_T4 = gpu("T4")
+_T4_INT8, _T4_FP16 = figure(_T4.int8_tops, "T4 INT8 TOPS"), figure(_T4.fp16_tensor_tflops, "T4 FP16 TFLOPS")
+_INT8_RIDGE, _FP16_RIDGE = _T4_INT8 * 1e3 / _T4.bandwidth_gbs, _T4_FP16 * 1e3 / _T4.bandwidth_gbs
 _INT8_BATCH, _FP16_BATCH = _smallest_batch(_INT8_RIDGE, 1), _smallest_batch(_FP16_RIDGE, 2)
 
 t4_compute_bound = Exercise(
     key="t4_compute_bound", number=4,
-    question="**When does the T4 compute?** For the 4096×4096 layer, at which batch size does INT8 inference on the "
-             "T4 become compute-bound? And FP16? Use `quantize.linear_intensity` and the T4's vendor figures (130 INT8 "
-             "TOPS, 65 FP16 TFLOPS, 320 GB/s). Answer with a tuple `(INT8 batch, FP16 batch)` of the smallest whole "
+    title="When does the T4 compute?",
+    question="For the 4096×4096 layer, at which batch size does INT8 inference on the "
+             "T4 become compute-bound? And FP16? Use `quantize.linear_intensity` and the T4's vendor figures "
+             f"({_T4_INT8:g} INT8 TOPS, {_T4_FP16:g} FP16 TFLOPS, {_T4.bandwidth_gbs:g} GB/s). "
+             "Answer with a tuple `(INT8 batch, FP16 batch)` of the smallest whole "
              "batches.",
-    hint_text="Compute-bound means intensity ≥ ridge point = peak ÷ bandwidth: 406 op/byte for INT8, 203 FLOP/byte "
-              "for FP16. Raise the batch until `linear_intensity(batch, 4096, 4096, bytes_per_value)` reaches it.",
+    hint_text=f"Compute-bound means intensity ≥ ridge point = peak ÷ bandwidth: {_INT8_RIDGE:.0f} op/byte for INT8, "
+              f"{_FP16_RIDGE:.0f} FLOP/byte for FP16. Raise the batch until "
+              "`linear_intensity(batch, 4096, 4096, bytes_per_value)` reaches it.",
     solution_text="INT8: 2b · 4096² / (4096² + 8192 b) ≥ 406.25 gives b ≥ 225.5, so batch 226. FP16: the same with 2 "
                   "bytes per value against the ridge 203.1: again 226. INT8 doubles both the intensity (half the "
                   "bytes) and the ridge (twice the peak), so the crossover does not move: INT8 doubles the speed at "
@@ -251,7 +260,11 @@ t4_compute_bound = Exercise(
 )
 
 # ---------------------------------------------------------------------------------------------------
-# 5. Models per 16 GB
+# 5. Models per T4
+
+_T4_GB = _T4.memory_gb
+_T4_BYTES = int(_T4_GB * 2**30)
+_DECIMAL = f"you took {_T4_GB:g} GB as {_T4_GB:g} × 10⁹ bytes; GPU memory is {_T4_GB:g} × 2³⁰ bytes."
 
 
 @functools.cache
@@ -273,7 +286,7 @@ def _count_checker(kind: str, slips: list[tuple[str, float, str]]):
     def check(answer: Any) -> Verdict:
         sizes = _t4_bytes_per_model()
         misses = [(capacity // sizes[k], text) for k, capacity, text in slips]
-        return number_checker(16 * 2**30 // sizes[kind], "models", rel_tol=0, abs_tol=0.5,
+        return number_checker(_T4_BYTES // sizes[kind], "models", rel_tol=0, abs_tol=0.5,
                               near_misses=misses)(answer)
 
     return check
@@ -281,15 +294,16 @@ def _count_checker(kind: str, slips: list[tuple[str, float, str]]):
 
 t4_models = Exercise(
     key="t4_models", number=5,
-    question="**Serving and training on a T4.** Using `memory.predict_step_memory` and "
-             "`memory.inference_activation_peak`, how many D2L AlexNets could a 16 GB T4 serve at batch 8 with INT8 "
-             "weights (activations in FP32), and how many could it train at batch 128 in FP32 with Adam? Build the "
-             "model on the `meta` device as in notebook 07, take 16 GB as 16 × 2³⁰ bytes, count dropout masks as on a "
-             "GPU (`device_type=\"cuda\"`), and leave the CUDA context and workspaces aside. Answer with a tuple "
-             "`(served, trained)` of whole models.",
+    title="Serving and training on a T4",
+    question="Using `memory.predict_step_memory` and `memory.inference_activation_peak`, how many D2L AlexNets "
+             f"could a {_T4_GB:g} GB T4 serve at batch 8 with INT8 weights (activations in FP32), and how many could "
+             "it train at batch 128 in FP32 with Adam? Build the model on the `meta` device as in notebook 07, take "
+             f"{_T4_GB:g} GB as {_T4_GB:g} × 2³⁰ bytes, count dropout masks as on a GPU (`device_type=\"cuda\"`), "
+             "and leave the CUDA context and workspaces aside. Answer with a tuple `(served, trained)` of whole "
+             "models.",
     hint_text="Serving one model holds its weights (1 byte each in INT8) and the activation peak of one batch-8 "
-              "forward pass; training one holds the four parts predict_step_memory returns. Divide 16 × 2³⁰ bytes by "
-              "each and round down.",
+              "forward pass; training one holds the four parts predict_step_memory returns. Divide "
+              f"{_T4_GB:g} × 2³⁰ bytes by each and round down.",
     solution_text="Serving: 46,764,746 weights × 1 byte = 44.6 MiB plus an activation peak of 18.6 MiB at batch 8: "
                   "63.2 MiB per model, 16,384 / 63.2 → 259 models. Training: parameters 178 MiB, gradients 178 MiB, "
                   "Adam's state 357 MiB and saved activations 485 MiB: 1,199 MiB per model → 13 models. The card "
@@ -297,11 +311,11 @@ t4_models = Exercise(
                   "with less and slower memory (and, with FP32 weights, 83 would still fit).",
     checker=parts_checker(
         ("served", _count_checker("serve", [
-            ("serve", 16e9, "you took 16 GB as 16 × 10⁹ bytes; GPU memory is 16 × 2³⁰ bytes."),
-            ("serve_fp32", 16 * 2**30, "that is with FP32 weights (4 bytes each); INT8 weights are 1 byte.")])),
+            ("serve", _T4_GB * 1e9, _DECIMAL),
+            ("serve_fp32", _T4_BYTES, "that is with FP32 weights (4 bytes each); INT8 weights are 1 byte.")])),
         ("trained", _count_checker("train", [
-            ("train", 16e9, "you took 16 GB as 16 × 10⁹ bytes; GPU memory is 16 × 2³⁰ bytes."),
-            ("train_sgd", 16 * 2**30, "that leaves out Adam's two buffers per parameter (357 MiB per model).")])),
+            ("train", _T4_GB * 1e9, _DECIMAL),
+            ("train_sgd", _T4_BYTES, "that leaves out Adam's two buffers per parameter (357 MiB per model).")])),
     ),
     reference=(259, 13),
     wrong=[((241, 12), "16 × 10⁹ bytes"), ((83, 13), "FP32 weights"), ((259, 19), "Adam's two buffers")],

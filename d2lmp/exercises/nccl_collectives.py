@@ -1,25 +1,23 @@
 """Exercises for notebook 11 (collectives): ring arithmetic, the α-β model, and collectives from send/recv.
 
-The two code exercises run the student's all-gather and ring reduce-scatter on 2 and 3 real gloo
-ranks, on tensors of odd sizes (chunks of unequal length), and compare them with torch.distributed's
-own collectives computed on the same ranks. Each rank's input is (i + 1)·10^rank, so a wrong sum
-shows which ranks' contributions are missing.
+The three code exercises (a naive all-gather, the ring's reduce-scatter, and a ring all-reduce given with
+a bug to find) run the student's function on 2 and 3 real gloo ranks and compare it with
+torch.distributed's own collective; each rank's messages are then checked against the algorithm's, so a
+library collective and a slice fails (``_ring_code``). The α-β numbers come from the cost model's H100
+preset, the one the notebook's table uses.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
-import torch
-import torch.distributed as dist
-
 from ..parallel.costmodel import PRESETS
-from ._code import code_checker, detached, on_ranks
+from . import _ring_code as R
+from ._code import bug_hunt
 from .core import Exercise, number_checker
 
 __all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all_gather_busbw", "slow_link",
-           "reduce_scatter_code"]
+           "reduce_scatter_code", "ring_bug"]
 
 RING_GIB = 2 * 7 / 8  # bytes each rank sends for a 1 GiB all-reduce on 8 ranks, in GiB
 
@@ -30,173 +28,9 @@ CROSSOVER_BYTES = (2 * (N - 1) - 2 * math.ceil(math.log2(N))) * ALPHA / (
 _DECADE = 10 ** math.floor(math.log10(CROSSOVER_BYTES))  # the table's sizes are powers of ten
 
 
-def _rank_tensor(rank: int, shape) -> torch.Tensor:
-    """(i + 1)·10^rank: every subset of ranks gives a different sum."""
-    n = math.prod(shape)
-    return (torch.arange(1, n + 1, dtype=torch.float32) * 10**rank).reshape(shape)
-
-
-SHAPES = {2: ((2, 3), (9,)), 3: ((7,), (2, 5))}  # odd sizes: chunks of unequal length
-
-
-# --------------------------------------------------------------------------------------------
-# All-gather from send and receive
-
-
-def my_all_gather(tensor):
-    """Every rank's ``tensor`` stacked in rank order, shape (world, *tensor.shape), from isend/irecv."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    out = torch.empty((world, *tensor.shape), dtype=tensor.dtype)
-    out[rank] = tensor
-    requests = [dist.isend(tensor.contiguous(), peer) for peer in range(world) if peer != rank]
-    requests += [dist.irecv(out[peer], peer) for peer in range(world) if peer != rank]
-    for request in requests:
-        request.wait()
-    return out
-
-
-def _gather_worker(rank, world, fn):
-    results = []
-    for shape in SHAPES[world]:
-        mine = _rank_tensor(rank, shape)
-        parts = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(parts, mine)  # torch's own all-gather: the reference
-        got = fn(mine.clone())
-        results.append((shape, detached(got), torch.stack(parts)))
-    return results
-
-
-def _run(worker, fn):
-    """``worker`` on 2 and 3 ranks: (case, got, (expected, shape, rank, world)) for every rank and shape."""
-    results = []
-    for world in (2, 3):
-        for rank, per_shape in enumerate(on_ranks(worker, world, fn)):
-            for shape, got, expected in per_shape:
-                results.append((f"{world} ranks, a tensor of shape {shape}, rank {rank}", got,
-                                (expected, shape, rank, world)))
-    return results
-
-
-def _gather_run(fn):
-    return _run(_gather_worker, fn)
-
-
-def _gather_judge(case, got, context):
-    expected, _, rank, world = context
-    if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {type(got).__name__}"
-    if got.shape == expected.shape and torch.equal(got, expected):
-        return None
-    if got.shape != expected.shape:
-        if got.numel() == expected.numel():
-            return (f"your result has shape {tuple(got.shape)}: stack the ranks' tensors along a new first axis, "
-                    f"shape {tuple(expected.shape)} = (world, *tensor.shape)")
-        return f"your result has shape {tuple(got.shape)}, expected {tuple(expected.shape)} = (world, *tensor.shape)"
-    if all(torch.equal(got[r], expected[rank]) for r in range(world)):
-        return "every row is this rank's own tensor: receive each peer's tensor into its own row"
-    for order in itertools.permutations(range(world)):
-        if torch.equal(got, expected[list(order)]):
-            return f"the rows are not in rank order (you have ranks {list(order)}): row r must hold rank r's tensor"
-    wrong = [r for r in range(world) if not torch.equal(got[r], expected[r])]
-    return f"row(s) {wrong} do not hold those ranks' tensors"
-
-
-def _gather_own_only(tensor):
-    return torch.stack([tensor] * dist.get_world_size())
-
-
-def _gather_concatenated(tensor):
-    return my_all_gather(tensor).reshape(-1)
-
-
-# --------------------------------------------------------------------------------------------
-# Ring reduce-scatter from send and receive
-
-
-def my_reduce_scatter(tensor):
-    """This rank's chunk of the sum over ranks, ``torch.tensor_split(sum.flatten(), world)[rank]``, by a ring."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
-    right, left = (rank + 1) % world, (rank - 1) % world
-    for step in range(world - 1):
-        send_i, recv_i = (rank - step - 1) % world, (rank - step - 2) % world
-        incoming = torch.empty_like(chunks[recv_i])
-        requests = [dist.isend(chunks[send_i], right), dist.irecv(incoming, left)]
-        for request in requests:
-            request.wait()
-        chunks[recv_i] += incoming  # after the last step chunk `rank` holds every rank's contribution
-    return chunks[rank]
-
-
-def _scatter_worker(rank, world, fn):
-    results = []
-    for shape in SHAPES[world]:
-        mine = _rank_tensor(rank, shape)
-        total = mine.clone()
-        dist.all_reduce(total)  # torch's own sum, cut like a reduce-scatter (gloo's refuses unequal chunks)
-        expected = torch.tensor_split(total.flatten(), world)[rank]
-        got = fn(mine.clone())
-        results.append((shape, detached(got), expected))
-    return results
-
-
-def _scatter_run(fn):
-    return _run(_scatter_worker, fn)
-
-
-def _scatter_judge(case, got, context):
-    expected, shape, rank, world = context
-    if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {type(got).__name__}"
-    got = got.detach()
-    if got.shape == expected.shape and torch.equal(got, expected):
-        return None
-    total = sum(_rank_tensor(r, shape) for r in range(world)).flatten()
-    if got.numel() == total.numel() and torch.equal(got.flatten(), total):
-        return "you returned the whole sum: a reduce-scatter leaves each rank only its own chunk, number `rank`"
-    chunks = torch.tensor_split(total, world)
-    for j, chunk in enumerate(chunks):
-        if j != rank and got.shape == chunk.shape and torch.equal(got, chunk):
-            return (f"you returned the sum of chunk {j}, not of chunk {rank}: after n − 1 ring steps each rank "
-                    "completes a different chunk; shift your chunk indices so that rank r ends with chunk r")
-    for size in range(1, world):
-        for subset in itertools.combinations(range(world), size):
-            partial = torch.tensor_split(sum(_rank_tensor(r, shape) for r in subset).flatten(), world)[rank]
-            if got.shape == partial.shape and torch.equal(got, partial):
-                missing = [r for r in range(world) if r not in subset]
-                if subset == (rank,):
-                    return ("your chunk holds only this rank's own values: nothing from the other ranks was added "
-                            f"to chunk {rank} (check which chunk receives the incoming data in each step, and that "
-                            f"the ring runs n − 1 = {world - 1} step(s))")
-                return (f"your chunk lacks the contribution of rank(s) {missing}: a ring needs n − 1 = {world - 1} "
-                        "steps, each adding the chunk received from the left neighbour")
-    if got.shape != expected.shape:
-        return f"your result has shape {tuple(got.shape)}, expected {tuple(expected.shape)} (this rank's chunk)"
-    return "your chunk's values are not the sum of that chunk over the ranks"
-
-
-def _scatter_whole_sum(tensor):
-    total = tensor.flatten().clone()
-    dist.all_reduce(total)
-    return total
-
-
-def _scatter_one_step(tensor):
-    """Stops after one ring step: on 3 ranks one contribution is missing."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    chunks = [c.clone() for c in torch.tensor_split(tensor.flatten(), world)]
-    send_i, recv_i = (rank - 1) % world, (rank - 2) % world
-    incoming = torch.empty_like(chunks[recv_i])
-    requests = [dist.isend(chunks[send_i], (rank + 1) % world), dist.irecv(incoming, (rank - 1) % world)]
-    for request in requests:
-        request.wait()
-    chunks[recv_i] += incoming
-    return chunks[rank]
-
-
 EXERCISES = [
     Exercise(
-        key="ring_bytes", number=1,
+        key="ring_bytes", number=1, title="The ring's bytes",
         question="Derive the ring all-reduce's bytes per rank, $2\\frac{n-1}{n}S$, from the reduce-scatter and "
                  "all-gather steps in the grid. How many GiB does each rank send to all-reduce 1 GiB on 8 ranks?",
         hint_text="The buffer is cut into n chunks of S/n bytes. Count the steps of each phase and what one rank "
@@ -211,7 +45,7 @@ EXERCISES = [
         reference=RING_GIB, wrong=[(0.875, "one phase only"), (2.0, "limit for many ranks")],
         how_to_answer="Pass the GiB each rank sends."),
     Exercise(
-        key="ring_beats_tree", number=2,
+        key="ring_beats_tree", number=2, title="Ring against tree",
         question=f"In the α-β table (α = {ALPHA * 1e6:g} µs, {1 / BETA / 1e9:g} GB/s, {N} ranks), find the message "
                  "size at which the ring overtakes the tree, analytically and with the widget. Answer in bytes.",
         hint_text="Tree: 2⌈log₂ n⌉(α + Sβ); ring: 2(n − 1)(α + Sβ/n). Set them equal and solve for S.",
@@ -226,11 +60,13 @@ EXERCISES = [
         reference=CROSSOVER_BYTES, wrong=[(11 * ALPHA / (1.25 * BETA), "6 steps")],
         how_to_answer="Pass the message size in bytes."),
     Exercise(
-        key="all_gather_code", number=3,
+        function="my_all_gather(tensor)",
+        key="all_gather_code", number=3, title="An all-gather from messages",
         question="Implement a naive all-gather from point-to-point messages (every rank sends its tensor to every "
                  "other rank) in a notebook-defined function, `my_all_gather(tensor)`, returning every rank's tensor "
                  "stacked in rank order, shape (world, *tensor.shape), as `torch.stack` of `dist.all_gather`'s list. "
-                 "It is checked against `dist.all_gather` on 2 and 3 gloo ranks with tensors of odd sizes.",
+                 "It is checked against `dist.all_gather` on 2 and 3 gloo ranks with tensors of odd sizes, and each "
+                 "rank's messages are counted: one to every other rank, no library collective.",
         hint_text="Get `dist.get_rank()` and `dist.get_world_size()` inside the function. Post all sends and receives "
                   "without blocking (`dist.isend`, `dist.irecv` into row `peer` of the result), then wait for all "
                   "of them: blocking sends in the same order on every rank can deadlock.",
@@ -239,11 +75,9 @@ EXERCISES = [
                       "all requests. Each rank sends (n − 1) × S and receives as much: the same bytes as a ring "
                       "all-gather, but in n − 1 messages at once per rank instead of n − 1 steps, fine for small n "
                       "and a full-bisection network.",
-        checker=code_checker(_gather_run, _gather_judge, "on 2 and 3 ranks your all-gather equals dist.all_gather."),
-        reference=my_all_gather,
-        wrong=[(_gather_own_only, "every row is this rank's own tensor"), (_gather_concatenated, "stack the ranks")]),
+        checker=R.gather_checker, reference=R.my_all_gather, wrong=R.GATHER_WRONG),
     Exercise(
-        key="all_gather_busbw", number=4,
+        key="all_gather_busbw", number=4, title="All-gather's bus bandwidth",
         question="Measure gloo's `all_gather` with `C.measure_collective(\"all_gather\", \"torch\", ...)` and compare "
                  "its busbw with all-reduce's. Why should they be close?",
         hint_text="Run both inside one `launch`ed worker at the same sizes (they must be called on every rank). "
@@ -255,7 +89,7 @@ EXERCISES = [
                       "close at large sizes; all-reduce is often a little lower because it also adds numbers, and at "
                       "small sizes latency dominates both."),
     Exercise(
-        key="slow_link", number=5,
+        key="slow_link", number=5, title="One slow link",
         question="A ring over 8 GPUs where one link is four times slower than the others: which term of the model "
                  "changes, and by how much? Answer with the factor by which the bandwidth term grows.",
         hint_text="In every step of a ring all ranks send at once and the next step needs the previous one's data: "
@@ -272,13 +106,15 @@ EXERCISES = [
         reference=4.0, wrong=[(1.375, "averaging over the links")],
         how_to_answer="Pass the factor."),
     Exercise(
-        key="reduce_scatter_code", number=6,
+        function="my_reduce_scatter(tensor)",
+        key="reduce_scatter_code", number=6, title="The ring's first half",
         question="Build the ring's first half yourself: `my_reduce_scatter(tensor)` from `dist.isend`/`dist.irecv` "
                  "(or `send`/`recv`), returning this rank's chunk of the sum over ranks, "
                  "`torch.tensor_split(total.flatten(), world)[rank]`. Use a ring: n − 1 steps, in each a rank sends "
                  "one chunk to its right neighbour and adds the chunk received from its left one. It is checked "
                  "against torch's sum (all-reduce, cut like a reduce-scatter) on 2 and 3 gloo ranks, with sizes whose "
-                 "chunks are unequal.",
+                 "chunks are unequal, and each rank's messages are counted: n − 1 chunks, to the right neighbour "
+                 "only, and no library collective.",
         hint_text="In step s (0 … n−2), rank r sends chunk (r − s − 1) mod n and receives, into a fresh buffer of the "
                   "same size, chunk (r − s − 2) mod n, which it adds to its own copy; after the last step chunk r is "
                   "complete. Post the send and the receive together (isend, irecv, then wait on both).",
@@ -288,11 +124,32 @@ EXERCISES = [
                       "is the one its left neighbour sent, so the sizes always match; each partial sum travels n − 1 "
                       "hops and collects one contribution per hop, ending complete at rank r. Each rank sends "
                       "(n − 1)·S/n bytes.",
-        checker=code_checker(_scatter_run, _scatter_judge, "on 2 and 3 ranks, with unequal chunks, your ring "
-                                                           "reduce-scatter equals torch's sum."),
-        reference=my_reduce_scatter,
-        wrong=[(_scatter_whole_sum, "you returned the whole sum"), (_scatter_one_step, "only this rank's own values")]),
+        checker=R.scatter_checker, reference=R.my_reduce_scatter, wrong=R.SCATTER_WRONG),
+    Exercise(
+        key="ring_bug", number=7, title="Find the bug: a ring all-reduce", function="my_ring_all_reduce(tensor)",
+        imports="import torch\nimport torch.distributed as dist",
+        question="The function below is a whole ring all-reduce from `dist.isend`/`dist.irecv`: a reduce-scatter, then "
+                 "an all-gather, n − 1 steps each. It runs without an error and returns numbers of the right size and "
+                 "about the right magnitude, but it has a bug. Find it the way this notebook checks its own "
+                 "collectives: in a `launch`ed worker, compare its result with `dist.all_reduce`'s with `torch.equal`, "
+                 "on 2 and 3 ranks and on a tensor whose values tell the ranks apart; look at which chunks differ and "
+                 "what they hold. Fix it in the cell and run the check (2 and 3 gloo ranks, unequal chunks, and the "
+                 "messages of a ring).",
+        hint_text="Return the chunks right after the reduce-scatter, before the all-gather, and compare them with the "
+                  "sum: which chunk is complete on rank r? Then ask which chunk the first step of the all-gather "
+                  "sends.",
+        solution_text="The all-gather starts from the wrong chunk: it uses the reduce-scatter's index, "
+                      "rank − step − 1, so rank r first sends chunk r − 1, which holds only a partial sum, and its "
+                      "complete chunk r is overwritten by a partial one. After the reduce-scatter rank r holds the "
+                      "complete chunk r; the all-gather must send rank − step (no lag), so that each step passes on "
+                      "the chunk completed or received in the step before. Each rank then sends 2(n − 1) chunks, every "
+                      "one to its right neighbour.",
+        checker=bug_hunt(R.given_ring_all_reduce, R.all_reduce_checker,
+                         "Compare it with dist.all_reduce on 2 and 3 ranks, chunk by chunk, as the notebook's "
+                         "check_collectives does."),
+        reference=R.my_ring_all_reduce, given=R.given_ring_all_reduce,
+        wrong=[(R.given_ring_all_reduce, "bug included"), *R.ALL_REDUCE_WRONG]),
 ]
 
-ring_bytes, ring_beats_tree, all_gather_code, all_gather_busbw, slow_link, reduce_scatter_code = EXERCISES
+ring_bytes, ring_beats_tree, all_gather_code, all_gather_busbw, slow_link, reduce_scatter_code, ring_bug = EXERCISES
 

@@ -2,8 +2,8 @@
 
 Numbers are checked against ``d2lmp.parallel.pipeline_schedule`` (its bubble formula, simulator and schedules).
 The balancing exercise compares the student's partition with the exact ``pipeline_balance.balance`` on awkward
-layer costs; the pipeline exercise runs the student's micro-batched forward on 2 and 3 real gloo ranks
-and compares the last stage's output with the unsplit network's.
+layer costs; the pipeline exercises (a micro-batched forward, and a pipeline's loss given with a bug) run on
+2 and 3 real gloo ranks against the unsplit network, and count each rank's messages (``_pipeline_code``).
 """
 
 from __future__ import annotations
@@ -11,16 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
-import torch.distributed as dist
-from torch import nn
-
 from ..parallel import pipeline_balance
-from ._code import code_checker, detached, max_error, on_ranks
+from . import _pipeline_code as P
+from ._code import DIST_IMPORT, bug_hunt, code_checker
 from .core import Exercise, Verdict, choice_checker, number_checker
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
-           "bytes_pipeline_vs_data", "balance_code", "pipeline_forward"]
+           "bytes_pipeline_vs_data", "balance_code", "pipeline_forward", "pipeline_loss"]
 
 
 def _smallest_m(stages: int, target: float = 0.1) -> int:
@@ -186,85 +183,9 @@ def _balance_equal(costs, stages):
     return [len(costs) // stages + (i < len(costs) % stages) for i in range(stages)]
 
 
-# --------------------------------------------------------------------------------------------
-# A micro-batched pipeline forward on ranks, written by the student
-
-WIDTH, LAYERS = 4, 6
-
-
-def my_pipeline_forward(rank, world, stage, x, micro_batches):
-    """Forward ``x`` through the pipeline in micro-batches; the last rank returns all outputs, the others None."""
-    outputs = []
-    for xb in torch.tensor_split(x, micro_batches):
-        if rank == 0:
-            inp = xb
-        else:
-            inp = torch.empty_like(xb)  # every stage keeps the width here, so the shape is the micro-batch's
-            dist.recv(inp, rank - 1)
-        out = stage(inp)
-        if rank < world - 1:
-            dist.send(out, rank + 1)
-        else:
-            outputs.append(out)
-    return torch.cat(outputs) if rank == world - 1 else None
-
-
-def _pipeline_model() -> nn.Sequential:
-    torch.manual_seed(0)
-    layers: list[nn.Module] = []
-    for _ in range(LAYERS // 2):
-        layers += [nn.Linear(WIDTH, WIDTH), nn.Tanh()]
-    return nn.Sequential(*layers)
-
-
-def _pipeline_worker(rank, world, fn, x, micro_batches):
-    sizes = [LAYERS // world + (i < LAYERS % world) for i in range(world)]
-    start = sum(sizes[:rank])
-    stage = _pipeline_model()[start:start + sizes[rank]]
-    with torch.no_grad():
-        return detached(fn(rank, world, stage, x.clone(), micro_batches))
-
-
-PIPELINE_CASES = ((2, 7, 3), (3, 5, 4))  # (ranks, batch, micro-batches): micro-batches of unequal sizes
-
-
-def _pipeline_run(fn):
-    results = []
-    for world, batch, m in PIPELINE_CASES:
-        x = torch.randn(batch, WIDTH, generator=torch.Generator().manual_seed(batch))
-        with torch.no_grad():
-            expected = _pipeline_model()(x)
-        got = on_ranks(_pipeline_worker, world, fn, x, m)[-1]
-        results.append((f"{world} ranks, batch {batch} in {m} micro-batches, last rank", got, (expected, x, m)))
-    return results
-
-
-def _pipeline_judge(case, got, context):
-    expected, x, m = context
-    if not isinstance(got, torch.Tensor):
-        return f"the last rank returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
-    if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5):
-        return None
-    chunks = torch.tensor_split(expected, m)
-    if got.shape == chunks[-1].shape and torch.allclose(got, chunks[-1], atol=1e-5):
-        return "the last rank returned only the last micro-batch's output: keep every micro-batch's output and " \
-               "concatenate them in order"
-    if got.shape == expected.shape and torch.allclose(got, torch.cat(chunks[::-1]), atol=1e-5):
-        return "the micro-batches come out in reverse order: concatenate them in the order they were sent"
-    if got.shape != expected.shape:
-        return f"the last rank returned shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
-    return (f"the output differs from the unsplit network by up to {max_error(got, expected):.3g}: does every rank "
-            "apply its own stage to what it receives, and pass the result on?")
-
-
-def _pipeline_last_only(rank, world, stage, x, micro_batches):
-    out = my_pipeline_forward(rank, world, stage, x, micro_batches)
-    return None if out is None else torch.tensor_split(out, micro_batches)[-1]
-
-
 EXERCISES = [
     Exercise(
-        key="micro_batches_for_bubble", number=1,
+        key="micro_batches_for_bubble", number=1, title="A bubble under 10 %",
         question="From the bubble formula, how many micro-batches keep the bubble under 10 % with 4 stages, and with "
                  "8? (The smallest m for each.) What limits m in practice?",
         hint_text="Solve (p − 1)/(m + p − 1) < 0.1 for m; 'under' means strictly less. Answer with the pair "
@@ -278,10 +199,12 @@ EXERCISES = [
         wrong=[((27, 63), "exactly 10 %"), ((20, 40), "still leaves a bubble")],
         how_to_answer="Pass (m for 4 stages, m for 8 stages)."),
     Exercise(
-        key="equal_times_bubble", number=2,
-        question="Change the widget's backward time to equal the forward time (call `S.simulate(kind, 4, 4, "
-                 "forward=1.0, backward=1.0)` in a cell and measure it with `S.measured_bubble(events, 4)`). What "
-                 "bubble fraction do you get for GPipe with 4 stages and 4 micro-batches? Does the bubble change? Why?",
+        key="equal_times_bubble", number=2, title="A backward as fast as the forward",
+        question="The widget keeps the backward at twice the forward, as its title says. Set it to GPipe with 4 stages "
+                 "and 4 micro-batches and note the bubble it prints. Then simulate the same pipeline with the backward "
+                 "as fast as the forward yourself, `events = S.simulate(\"gpipe\", 4, 4, forward=1.0, backward=1.0)`, "
+                 "and measure it with `S.measured_bubble(events, 4)`. What bubble fraction do you get? Does the "
+                 "bubble change? Why?",
         hint_text="Count slots: with equal stages every stage idles p − 1 forward slots and p − 1 backward slots "
                   "out of m + p − 1 of each.",
         solution_text="3/7 ≈ 0.429, the same as with backward = 2 × forward, and the same as (p − 1)/(m + p − 1). "
@@ -295,7 +218,7 @@ EXERCISES = [
         reference=3 / 7, wrong=[(0.75, "(p − 1)/m"), (4 / 7, "busy share")],
         how_to_answer="Pass the bubble fraction (between 0 and 1)."),
     Exercise(
-        key="peak_alive", number=3,
+        key="peak_alive", number=3, title="Micro-batches alive at once",
         question="Count, for GPipe and for 1F1B on rank 0 with 4 stages and 6 micro-batches (the schedules printed "
                  "above), the largest number of micro-batches whose activations are alive at once, using "
                  "`S.schedule`.",
@@ -307,7 +230,7 @@ EXERCISES = [
         checker=_check_peak_alive, reference=(6, 4), wrong=[((6, 3), "warms up with"), ((4, 4), "all 6")],
         how_to_answer="Pass (GPipe, 1F1B)."),
     Exercise(
-        key="unequal_stages", number=4,
+        key="unequal_stages", number=4, title="Unequal stages",
         question="The measured bubble exceeds the formula. Use the measured per-stage busy times from the timeline to "
                  "predict the step time of an unequal two-stage pipeline, and compare.",
         hint_text="With stage times t1 and t2 per micro-batch (forward + backward), the slower stage sets the pace: "
@@ -319,7 +242,7 @@ EXERCISES = [
                       "within 10-20 % of the measured span; the remainder is message latency (gloo: tens to "
                       "hundreds of µs per send) and the cost of small micro-batches, which the formula also ignores."),
     Exercise(
-        key="bytes_pipeline_vs_data", number=5,
+        key="bytes_pipeline_vs_data", number=5, title="Activations or gradients",
         question="Pipeline parallelism sends activations, data parallelism all-reduces gradients. For AlexNet (about "
                  "61 M parameters; pool5 output 9216 values per image), which sends fewer bytes per step at batch "
                  "128, and how does the answer change with the batch size?",
@@ -339,7 +262,8 @@ EXERCISES = [
         reference="pipeline", wrong=[("data", "244 MB")],
         how_to_answer="Pass 'pipeline' or 'data'."),
     Exercise(
-        key="balance_code", number=6,
+        function="my_balance(costs, stages)",
+        key="balance_code", number=6, title="Balance the stages",
         question="Write `my_balance(costs, stages)`: the number of layers per stage of the contiguous split that "
                  "minimises the slowest stage's cost, like `B.balance`, without calling it. It is checked on awkward "
                  "costs (one huge layer at either end, ties, costs where a greedy fill overshoots); any optimal split "
@@ -360,7 +284,8 @@ EXERCISES = [
         reference=my_balance,
         wrong=[(_balance_equal, "equal split by layer count"), (_greedy, "greedy fill")]),
     Exercise(
-        key="pipeline_forward", number=7,
+        function="my_pipeline_forward(rank, world, stage, x, micro_batches)", imports=DIST_IMPORT,
+        key="pipeline_forward", number=7, title="A pipeline from messages",
         question="Write the forward pass of a micro-batched pipeline, from `dist.send` and `dist.recv`: "
                  "`my_pipeline_forward(rank, world, stage, x, micro_batches)`. `stage` is this rank's slice of a "
                  "network whose layers all keep the width of `x`; every rank gets the whole batch `x` (only rank 0 "
@@ -368,7 +293,8 @@ EXERCISES = [
                  "rank 0 runs its stage on each micro-batch and sends the result to rank 1, every middle rank "
                  "receives, runs and sends on, and the last rank returns the outputs of all micro-batches "
                  "concatenated in order (the other ranks return None). It runs on 2 and 3 gloo ranks with "
-                 "micro-batches of unequal sizes.",
+                 "micro-batches of unequal sizes, and each rank's messages are counted: one per micro-batch, to the "
+                 "next rank.",
         hint_text="A rank r > 0 receives each micro-batch from r − 1 into `torch.empty_like(micro_batch)`; a rank "
                   "r < world − 1 sends its output to r + 1. Loop over the micro-batches in the same order on every "
                   "rank, so each send meets its recv.",
@@ -377,11 +303,33 @@ EXERCISES = [
                       "rank dist.send the output to rank + 1, the last rank collects it, and returns torch.cat of the "
                       "outputs. Because the ranks work on different micro-batches at the same time (rank 1 on "
                       "micro-batch 0 while rank 0 computes micro-batch 1), the pipeline fills.",
-        checker=code_checker(_pipeline_run, _pipeline_judge, "on 2 and 3 ranks the last stage returns exactly the "
-                                                             "unsplit network's output."),
-        reference=my_pipeline_forward,
-        wrong=[(_pipeline_last_only, "only the last micro-batch")]),
+        checker=P.forward_checker, reference=P.my_pipeline_forward, wrong=P.FORWARD_WRONG),
+    Exercise(
+        key="pipeline_loss", number=8, title="Find the bug: a pipeline's loss",
+        function="my_pipeline_loss(rank, world, stage, x, y, micro_batches)",
+        imports="import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F",
+        question="The function below extends exercise 7: the last rank also computes the whole batch's mean squared "
+                 "error against the targets `y`, micro-batch by micro-batch, as a pipeline does before its backward. "
+                 "It runs and its loss is close to the right one, but it has a bug. Find it with this notebook's kind "
+                 "of check: compare its loss with the unsplit network's `F.mse_loss(model(x), y)` on the same batch, "
+                 "with `torch.testing.assert_close`, first with micro-batches that divide the batch and then with "
+                 "micro-batches that do not. Fix it in the cell and run the check (2 and 3 gloo ranks, micro-batches "
+                 "of unequal sizes, one message per micro-batch).",
+        hint_text="`F.mse_loss` of a micro-batch is a mean over that micro-batch. When do the m means, averaged, give "
+                  "the mean over the whole batch, and what weight should each get otherwise?",
+        solution_text="It averages the micro-batches' means, each with weight 1/m. That is the batch's mean only when "
+                      "every micro-batch holds as many examples; with 7 examples in 3 micro-batches (3, 2, 2) the "
+                      "examples of the small ones count more. Weigh each micro-batch's mean by its share of the "
+                      "examples, `F.mse_loss(out, yb) * len(yb) / len(y)` (or sum the squared errors and divide by "
+                      "the number of elements once). Gradient accumulation has the same trap when it divides each "
+                      "micro-step's mean loss by the number of steps; the gradients a pipeline backpropagates from "
+                      "this loss are then wrong by the same weights.",
+        checker=bug_hunt(P.given_pipeline_loss, P.loss_checker,
+                         "Compare its loss with the unsplit network's on the same batch, with micro-batches that "
+                         "divide the batch and with micro-batches that do not."),
+        reference=P.my_pipeline_loss, given=P.given_pipeline_loss,
+        wrong=[(P.given_pipeline_loss, "bug included"), *P.LOSS_WRONG]),
 ]
 
 (micro_batches_for_bubble, equal_times_bubble, peak_alive, unequal_stages, bytes_pipeline_vs_data, balance_code,
- pipeline_forward) = EXERCISES
+ pipeline_forward, pipeline_loss) = EXERCISES

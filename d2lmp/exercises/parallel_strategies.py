@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from ._code import code_checker, detached, max_error, on_ranks
+from ._code import DIST_IMPORT, Logged, code_checker, logged, max_error, on_ranks, sent_at_most
 from .core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "bench_noise", "adam_fit",
@@ -131,7 +131,7 @@ def _hybrid_inputs(world: int):
 
 def _hybrid_worker(rank, world, fn, x, weights, biases):
     features = x[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH].clone()
-    return detached(fn(rank, world, features, weights[rank].clone(), biases[rank].clone()))
+    return logged(fn, rank, world, features, weights[rank].clone(), biases[rank].clone())
 
 
 def _hybrid_run(fn):
@@ -145,12 +145,14 @@ def _hybrid_run(fn):
     return results
 
 
-def _hybrid_judge(case, got, context):
+def _hybrid_judge(case, run: Logged, context):
     expected, x, world, rank = context
+    got = run.result
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {type(got).__name__}"
     if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5):
-        return None
+        return sent_at_most(run, (world - 1) / world * x.numel() * 4, "the hybrid's forward",
+                            "an all-gather of the ranks' features; the weights stay where they are")
     local = expected[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH]
     if got.shape == local.shape and torch.allclose(got, local, atol=1e-5):
         return (f"you computed only this rank's own {LOCAL_BATCH} examples. The layer is split by neurons, so "
@@ -169,6 +171,14 @@ def _hybrid_local_only(rank, world, features, weight, bias):
     return F.linear(features, weight, bias)
 
 
+def _hybrid_all_reduce(rank, world, features, weight, bias):
+    """Right numbers, twice the bytes: each rank places its features in a zero batch and all-reduces it."""
+    batch = torch.zeros(world * len(features), features.shape[1])
+    batch[rank * len(features):(rank + 1) * len(features)] = features
+    dist.all_reduce(batch)
+    return F.linear(batch, weight, bias)
+
+
 def _hybrid_reversed(rank, world, features, weight, bias):
     parts = [torch.empty_like(features) for _ in range(world)]
     dist.all_gather(parts, features)
@@ -177,7 +187,7 @@ def _hybrid_reversed(rank, world, features, weight, bias):
 
 EXERCISES = [
     Exercise(
-        key="pipeline_beats_data", number=1,
+        key="pipeline_beats_data", number=1, title="When the pipeline wins",
         question="In the widget, find a preset, a number of devices and a (global) batch where pipeline partitioning "
                  "beats data parallelism for AlexNet. What changed?",
         hint_text="Data parallelism's communication is the gradients, the same size whatever the batch; the "
@@ -192,7 +202,7 @@ EXERCISES = [
         wrong=[(("V100", 8, 1024), "data parallelism takes")],
         how_to_answer="Pass (preset, devices, batch)."),
     Exercise(
-        key="wide_fc", number=2,
+        key="wide_fc", number=2, title="Ten times wider",
         question="Make AlexNet's fully connected layers ten times wider (4096 → 40,960 neurons: rebuild fc6, fc7 and "
                  "fc8 as `nn.Linear` layers of that width on the meta device and recompute the layer table, or scale "
                  "the rows: fc6's and fc8's params and FLOPs tenfold, fc7's a hundredfold). Which strategy wins now on "
@@ -209,7 +219,7 @@ EXERCISES = [
         wrong=[("data", "more than the V100's"), ("pipeline", "the model gives")],
         how_to_answer="Pass the name of a strategy."),
     Exercise(
-        key="megatron_bytes", number=3,
+        key="megatron_bytes", number=3, title="Tensor parallelism's bytes",
         question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
                  "its input's gradient (none for the first layer). Use notebook 14's "
                  "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
@@ -238,7 +248,7 @@ EXERCISES = [
                (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "kept the column layer's all-gather")],
         how_to_answer="Pass the bytes per rank per step."),
     Exercise(
-        key="bench_noise", number=4,
+        key="bench_noise", number=4, title="How noisy the measurements are",
         question="Run `d2lmp bench costmodel` twice. How much do the measured times move between runs, and what does "
                  "that mean when judging a model whose predictions fall within 0.75–1.33× of the measurement?",
         hint_text="Compare each strategy's measured time across the two runs as a ratio, and compare that spread "
@@ -249,7 +259,7 @@ EXERCISES = [
                       "near a bound can pass in one run and fail in the next, so one should repeat the measurement "
                       "and report the spread, not one number."),
     Exercise(
-        key="adam_fit", number=5,
+        key="adam_fit", number=5, title="When Adam no longer fits",
         question="Memory: with Adam (two optimizer copies instead of one), at what model size does data parallelism "
                  "stop fitting on an 80 GB GPU? Count FP32 weights, gradients and the two Adam moments, ignore "
                  "activations, take 80 GB = 80 × 10⁹ bytes as the presets do, and answer in billions of parameters.",
@@ -269,7 +279,8 @@ EXERCISES = [
         wrong=[(80e9 / 12 / 1e9, "one optimizer copy"), (20.0, "weights only")],
         how_to_answer="Pass the model size in billions of parameters."),
     Exercise(
-        key="hybrid_fc", number=6,
+        function="my_hybrid_fc(rank, world, features, weight, bias)", imports=DIST_IMPORT,
+        key="hybrid_fc", number=6, title="The hybrid on ranks",
         question="The hybrid for real (\"one weird trick\"): the convolutions run data parallel, so after them each "
                  "rank holds the features of its own examples; the fully connected layer runs model parallel, each "
                  "rank owning a slice of its output neurons. Write `my_hybrid_fc(rank, world, features, weight, "
@@ -287,7 +298,8 @@ EXERCISES = [
         checker=code_checker(_hybrid_run, _hybrid_judge, "on 2 and 3 ranks every rank's neurons equal one F.linear "
                                                          "on the whole batch."),
         reference=my_hybrid_fc,
-        wrong=[(_hybrid_local_only, "only this rank's own"), (_hybrid_reversed, "wrong order")]),
+        wrong=[(_hybrid_local_only, "only this rank's own"), (_hybrid_reversed, "wrong order"),
+               (_hybrid_all_reduce, "2 times the")]),
 ]
 
 pipeline_beats_data, wide_fc, megatron_bytes, bench_noise, adam_fit, hybrid_fc = EXERCISES

@@ -43,7 +43,8 @@ def _width_checker(answer: Any) -> Verdict:
 
 activation_growth = Exercise(
     key="activation_growth", number=1,
-    question="**Batch or width?** Predict, then measure with `memory.compare_saved_activations`, how the saved "
+    title="Batch or width?",
+    question="Predict, then measure with `memory.compare_saved_activations`, how the saved "
              "activations of the small AlexNet (batch 64) change when you double the batch size and when you double "
              "`width` (16 → 32). Which grows faster, and why? Answer with a tuple of the two factors "
              "`(doubled batch, doubled width)`.",
@@ -69,7 +70,8 @@ activation_growth = Exercise(
 
 inplace_relu = Exercise(
     key="inplace_relu", number=2,
-    question="**In-place ReLU.** Replace every `nn.ReLU()` in a copy of the small AlexNet by `nn.ReLU(inplace=True)` "
+    title="In-place ReLU",
+    question="Replace every `nn.ReLU()` in a copy of the small AlexNet by `nn.ReLU(inplace=True)` "
              "and measure again. Do the saved activations come out 'less', the 'same' or 'more'? Why does in-place "
              "ReLU save memory without changing the gradients?",
     hint_text="A convolution saves its input and a ReLU its output. Is the convolution's output, the tensor that "
@@ -98,7 +100,8 @@ inplace_relu = Exercise(
 
 untrained_gradients = Exercise(
     key="untrained_gradients", number=3,
-    question="**Before training.** Re-run the underflow measurement on the untrained network (before calling "
+    title="Before training",
+    question="Re-run the underflow measurement on the untrained network (before calling "
              "`train_mixed`). Are the gradients 'larger', 'smaller' or about the 'same', and what does that mean for "
              "loss scaling late in training?",
     hint_text="The gradient of the cross-entropy with respect to the logits is softmax − one-hot. How far from zero "
@@ -160,7 +163,8 @@ def _gtx580_checker(answer: Any) -> Verdict:
 
 gtx580_batch = Exercise(
     key="gtx580_batch", number=4,
-    question="**Fitting on a GTX 580.** Using `memory.predict_step_memory` (Adam, FP32, dropout masks as on a GPU: "
+    title="Fitting on a GTX 580",
+    question="Using `memory.predict_step_memory` (Adam, FP32, dropout masks as on a GPU: "
              "`device_type=\"cuda\"`), find the largest batch of D2L's AlexNet whose training step fits in the "
              "GTX 580's 3 GB (3 × 2³⁰ bytes; the boards AlexNet was trained on, "
              "[Krizhevsky et al., 2012](#ref-krizhevsky2012imagenet)). Compare with the batch "
@@ -264,8 +268,10 @@ def _round_trip_diagnose(case: str, got: Any, expected: torch.Tensor) -> str:
 
 
 round_trip = Exercise(
+    function="my_fp16_round_trip(grads, scale)",
     key="round_trip", number=5,
-    question="**A round trip through FP16.** Implement `fp16_round_trip(grads, scale)`, returning the gradients after "
+    title="A round trip through FP16",
+    question="Implement `my_fp16_round_trip(grads, scale)`, returning the gradients after "
              "multiplying by `scale`, casting to FP16, back to FP32 and dividing by `scale`, without changing "
              "`grads`; the check runs it on tiny, huge and ordinary gradients. Then measure the relative error of the "
              "whole gradient vector, ‖round trip − g‖ / ‖g‖, for the activation gradients of section 3 at scales 1, "

@@ -28,7 +28,8 @@ DP_TOKENS = _A100_IB.ridge * 4 * (REPLICAS - 1) / REPLICAS / 6
 
 dp_tokens = Exercise(
     key="dp_tokens", number=1,
-    question=f"**Data parallelism's crossing.** {REPLICAS} replicas of GPT-3 175B, one in each of {REPLICAS} DGX "
+    title="Data parallelism's crossing",
+    question=f"{REPLICAS} replicas of GPT-3 175B, one in each of {REPLICAS} DGX "
              "A100 nodes, sum their 16-bit gradients with a ring all-reduce over InfiniBand. Counting 6 FLOPs per "
              "parameter and token for a training step, how many tokens must each replica work on per step for the "
              "all-reduce to hide behind the computing, on the fitted InfiniBand ridge printed in section 1?",
@@ -91,7 +92,8 @@ def _per_device_flops(hidden: int, seq: int, tp: int) -> float:
 
 tp_intensity_function = Exercise(
     key="tp_intensity_function", number=2,
-    question="**Tensor parallelism's intensity.** Write `my_tp_intensity(hidden, seq, tp)`: the FLOPs a "
+    title="Tensor parallelism's intensity", function="my_tp_intensity(hidden, seq, tp)",
+    question="Write `my_tp_intensity(hidden, seq, tp)`: the FLOPs a "
              "tensor-parallel rank computes per byte it sends, for one GPT block (the 4h MLP, multi-head attention), "
              "forward and backward, no recomputation, 16-bit activations and ring all-reduces. Check it against "
              "`tensor_parallel_point`, then find the hidden size at which tp = 8 over InfiniBand reaches the ridge.",
@@ -132,7 +134,8 @@ _TP16 = tensor_parallel_point(_GPT3, _A100_IB, 16)
 
 tp16 = Exercise(
     key="tp16", number=3,
-    question="**Why not tp = 16?** The planner ranks every family with tp = 16 for GPT-3 on 1,024 A100s far "
+    title="Why not tp = 16?",
+    question="The planner ranks every family with tp = 16 for GPT-3 on 1,024 A100s far "
              "behind those with tp = 8. Why? 'a' 96 heads do not split into 16; 'b' sixteen ranks span two nodes, "
              "so their all-reduces cross InfiniBand, whose ridge the tensor-parallel point does not reach; 'c' "
              "sixteen ranks need more memory per GPU than eight; 'd' the pipeline bubble grows with tp.",
@@ -166,7 +169,8 @@ _TABLE2_ZERO, _TABLE2_PTDP = (next(r for r in NARAYANAN_TABLE2 if r.row == f"{sc
 
 zero3_tokens = Exercise(
     key="zero3_tokens", number=4,
-    question=f"**ZeRO-3's batch.** Narayanan et al.'s Table 2 runs GPT-3 with ZeRO-3 and no model parallelism on "
+    title="ZeRO-3's batch",
+    question=f"Narayanan et al.'s Table 2 runs GPT-3 with ZeRO-3 and no model parallelism on "
              f"{ZERO_GPUS:,} A100s, one sequence of 2,048 tokens per GPU, with full recomputation. Using "
              "`comm_roofline.zero3_point` (or by hand), how many tokens per GPU per micro-batch would ZeRO-3 need to "
              "be compute-bound over InfiniBand?",
@@ -200,7 +204,8 @@ _H100_NV, _H100_IB = link_roof("H100-SXM", "nvlink"), link_roof("H100-SXM", "net
 
 new_hardware = Exercise(
     key="new_hardware", number=5,
-    question="**New hardware.** Draw GPT-3's tensor, pipeline and data-parallel points of Megatron's configuration "
+    title="New hardware",
+    question="Draw GPT-3's tensor, pipeline and data-parallel points of Megatron's configuration "
              "on DGX H100 roofs (`link_roof('H100-SXM', ...)`) instead of DGX A100 ones. Which ridges move, by how "
              "much, and why? Which configuration does the planner choose there?",
     hint_text="A ridge is the matrix rate over the link's bandwidth. Compare how much the dense 16-bit peak grew "
@@ -215,7 +220,8 @@ new_hardware = Exercise(
 
 plan_llama = Exercise(
     key="plan_llama", number=6,
-    question="**A newer model.** Run the planner for `llama3-405b` on 16,384 H100s with 2,048 sequences of 8,192 "
+    title="A newer model",
+    question="Run the planner for `llama3-405b` on 16,384 H100s with 2,048 sequences of 8,192 "
              "tokens a step and compare its choice with how the Llama 3 report splits the model. What keeps the "
              "planner from the report's configuration?",
     hint_text="Look at the families the planner considers: which pipeline sizes divide the model's 126 layers? "

@@ -15,6 +15,10 @@ Rendezvous. The ranks meet through rank 0's key-value store, which has no authen
 everything a launch listens on is bound to loopback: the store serves on a socket the parent
 bound to 127.0.0.1, and gloo's pair connections and NCCL's bootstrap use the loopback interface.
 Nothing outside this machine can reach a rank.
+
+Hangs. Each rank arms ``stacks.arm`` before it joins the group, so when ranks are still running at the
+timeout, ``launch`` asks each for its Python stack (faulthandler, on SIGUSR1) and the error names the
+line where every rank waits; a rank that dies of a fatal signal leaves its stack the same way.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import io
 import multiprocessing as mp
 import os
 import queue
+import shutil
 import socket
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -33,6 +39,8 @@ from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
+
+from . import stacks as _stacks
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "loopback_listener", "choose_backend",
            "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun"]
@@ -46,12 +54,17 @@ T = TypeVar("T")
 class WorkerError(RuntimeError):
     """A rank failed: raised an exception, died, or did not finish in time."""
 
-    def __init__(self, rank: int | None, message: str, remote_traceback: str = ""):
+    def __init__(self, rank: int | None, message: str, remote_traceback: str = "",
+                 stacks: dict[int, str] | None = None):
         self.rank = rank
         self.remote_traceback = remote_traceback
+        self.stacks = dict(stacks or {})  # rank -> faulthandler's report of that rank's Python stack
         text = message if rank is None else f"rank {rank}: {message}"
         if remote_traceback:
             text += "\n\n--- traceback from the worker ---\n" + remote_traceback
+        if self.stacks:
+            text += ("\n\n--- where each rank was (Python stacks, innermost call first) ---\n"
+                     + _stacks.format_stacks(self.stacks))
         super().__init__(text)
 
 
@@ -125,7 +138,8 @@ def _rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: fl
     return dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
 
 
-def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, results):
+def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, results, stack_path, group_timeout):
+    stack_file = _stacks.arm(stack_path)  # noqa: F841 - kept open: the rank's stack is written there on request
     port = listener.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
@@ -142,7 +156,7 @@ def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, res
         store = _rendezvous(rank, world_size, listener, timeout)
         # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
         dist.init_process_group(backend, store=store, rank=rank,
-                                world_size=world_size, timeout=timedelta(seconds=timeout),
+                                world_size=world_size, timeout=timedelta(seconds=group_timeout),
                                 **({"device_id": torch.device("cuda", rank)} if backend == "nccl" else {}))
         result = fn(rank, world_size, *args)
         buffer = io.BytesIO()
@@ -168,14 +182,17 @@ def _worker(rank, world_size, fn, args, backend, listener, timeout, threads, res
 
 
 def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str = "auto",
-           timeout: float = 120.0, threads: int | None = None):
+           timeout: float = 120.0, threads: int | None = None, group_timeout: float | None = None):
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` ranks; return the results in rank order.
 
     A rank that raises makes ``launch`` raise ``WorkerError`` with that rank's traceback
     as soon as it arrives; a rank that dies without one (killed, segfault) is reported
     the same way; ranks still running after ``timeout`` seconds are stopped and reported.
     In every case all ranks are stopped before ``launch`` returns or raises.
-    ``timeout`` also bounds ``init_process_group``. ``threads`` is each rank's compute
+    Ranks still running at the timeout are asked for their Python stacks first, and the error shows
+    where each one waits (``WorkerError.stacks``). ``timeout`` also bounds ``init_process_group`` and
+    every collective, unless ``group_timeout`` sets the group's own limit: a longer one keeps the
+    ranks blocked, so that ``launch``'s timeout finds them where they hang. ``threads`` is each rank's compute
     thread count: forked ranks always use one (see below); spawned ranks default to
     usable cores / world size, at least 1.
 
@@ -188,6 +205,8 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
         raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
     if timeout <= 0:
         raise ValueError(f"timeout must be positive, got {timeout}")
+    if group_timeout is not None and group_timeout <= 0:
+        raise ValueError(f"group_timeout must be positive, got {group_timeout}")
     backend, _ = choose_backend(world_size, backend)
     method = choose_start_method(backend, start_method)
     if method == "spawn" and getattr(fn, "__module__", None) == "__main__":
@@ -207,21 +226,25 @@ def launch(fn, world_size: int, *args, backend: str = "auto", start_method: str 
     # through multiprocessing (which passes a socket argument to the child as an open descriptor).
     listener = loopback_listener()
     threads = threads or threads_per_rank(world_size)
-    procs = [ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, timeout, threads, results),
+    stack_dir = tempfile.mkdtemp(prefix="d2lmp-stacks-")
+    stack_paths = {r: os.path.join(stack_dir, f"rank{r}.txt") for r in range(world_size)}
+    procs = [ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, timeout, threads, results,
+                                               stack_paths[r], group_timeout or timeout),
                          daemon=True, name=f"d2lmp-rank{r}") for r in range(world_size)]
     try:
         for p in procs:
             p.start()
         listener.close()  # the ranks hold their own copies now; rank 0 serves on its copy
-        return _collect(procs, results, world_size, timeout)
+        return _collect(procs, results, world_size, timeout, stack_paths)
     finally:
         listener.close()
         _stop(procs)
         results.close()
         results.join_thread()
+        shutil.rmtree(stack_dir, ignore_errors=True)
 
 
-def _collect(procs, results, world_size, timeout):
+def _collect(procs, results, world_size, timeout, stack_paths):
     outputs: dict[int, object] = {}
     deadline = time.monotonic() + timeout
     dead_since: dict[int, float] = {}
@@ -233,7 +256,7 @@ def _collect(procs, results, world_size, timeout):
         if message is not None:
             if message[0] == "error":
                 error = _first_error(message, results)
-                raise _killed_rank(procs, {error.rank}) or error
+                raise _killed_rank(procs, {error.rank}, stack_paths) or error
             _, rank, payload = message
             outputs[rank] = torch.load(io.BytesIO(payload), weights_only=False)
             continue
@@ -244,11 +267,15 @@ def _collect(procs, results, world_size, timeout):
             # Exited without a result: allow a moment for a message still in the pipe.
             if now - dead_since.setdefault(rank, now) > 1.0:
                 how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
-                raise WorkerError(rank, f"died without reporting an error ({how})")
+                raise WorkerError(rank, f"died without reporting an error ({how})",
+                                  stacks=_every_stack(procs, stack_paths))
         if now > deadline:
             missing = [r for r in range(world_size) if r not in outputs]
+            running = {r: stack_paths[r] for r, p in enumerate(procs) if p.exitcode is None}
+            _stacks.request(procs[r].pid for r in running)
             raise WorkerError(None, f"rank(s) {missing} did not finish within the {timeout:g} s timeout "
-                                    "(a hang: often a collective that some rank never joined)")
+                                    "(a hang: often a collective that some rank never joined)",
+                              stacks=_stacks.collect(running))
     return [outputs[r] for r in range(world_size)]
 
 
@@ -273,12 +300,21 @@ def _first_error(message, results, grace: float = 0.5) -> WorkerError:
     return WorkerError(rank, f"raised {summary}{note}", remote_tb)
 
 
-def _killed_rank(procs, reported) -> WorkerError | None:
+def _killed_rank(procs, reported, stack_paths) -> WorkerError | None:
     """A rank that died by a signal without reporting: the cause, not an echo, of its peers' errors."""
     for rank, p in enumerate(procs):
         if rank not in reported and p.exitcode is not None and p.exitcode < 0:
-            return WorkerError(rank, f"died without reporting an error (killed by signal {-p.exitcode})")
+            return WorkerError(rank, f"died without reporting an error (killed by signal {-p.exitcode})",
+                               stacks=_every_stack(procs, stack_paths))
     return None
+
+
+def _every_stack(procs, stack_paths) -> dict[int, str]:
+    """The stacks of the ranks still running (asked for now) and of any that died of a fatal signal."""
+    running = [r for r, p in enumerate(procs) if p.exitcode is None]
+    _stacks.request(procs[r].pid for r in running)
+    written = {r: path for r, path in stack_paths.items() if r in running or os.path.getsize(path) > 0}
+    return _stacks.collect(written, wait=1.0)
 
 
 def _stop(procs):

@@ -278,7 +278,7 @@ def memory_cuda_rows(name: str = H200_SELFCHECK) -> list[MemoryPeakRow]:
     """The recorded allocator peaks (check "memory_cuda"); a report without the "accounting" field is refused.
 
     Reports written before that field existed counted only the bytes allocated during each call; such a
-    report must be recorded again (``book/record_gpu.sh``), not read as if it counted everything.
+    report must be recorded again (``tools/record_gpu.sh``), not read as if it counted everything.
     """
     from ..memory import predict_inference_memory, predict_step_memory
 

@@ -209,4 +209,13 @@ PAPERS: tuple[Source, ...] = (
        "Batch Normalization: Accelerating Deep Network Training by Reducing Internal Covariate Shift",
        "Proceedings of the 32nd International Conference on Machine Learning (ICML 2015); arXiv:1502.03167", 2015,
        "https://arxiv.org/abs/1502.03167", "Algorithm 1: normalise with the mini-batch's mean and variance."),
+    _S("young1974first", "Young, J. W.", "A first order approximation to the optimum checkpoint interval",
+       "Communications of the ACM 17(9)", 1974, "https://doi.org/10.1145/361147.361115", "Poisson failures: √(2δM)."),
+    _S("daly2006higher", "Daly, J. T.", "A higher order estimate of the optimum checkpoint interval for restart dumps",
+       "Future Generation Computer Systems 22(3)", 2006, "https://doi.org/10.1016/j.future.2004.11.016",
+       "Figs. 3-5: τ_opt = 117, 57, 9.1 min for M = 24 h, 6 h, 15 min (δ = 5 min, R = 10 min)."),
+    _S("kokolis2025reliability", "Kokolis, A.; Kuchnik, M.; Hoffman, J.; Kumar, A.; Malani, P.; Ma, F.; DeVito, Z.; "
+       "Sengupta, S.; Saladi, K.; Wu, C.-J.", "Revisiting Reliability in Large-Scale Machine Learning "
+       "Research Clusters", "IEEE HPCA 2025; arXiv:2410.21680", 2025, "https://arxiv.org/abs/2410.21680",
+       "11 months, 4 million jobs, over 150 million A100 GPU-hours; MTTF falls as a job's GPUs grow."),
 )

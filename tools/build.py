@@ -1,6 +1,6 @@
 """Render the executed notebooks into a static HTML book: one page per notebook and an index.
 
-    python book/build.py [OUTPUT_DIR]        (default: build/book; `make book` runs this)
+    python -m tools.build [OUTPUT_DIR]        (default: build/book; `make book` runs this)
 
 Pages come from the committed notebooks, which are stored executed, so the plots are there;
 widgets show the plain plot printed beside them. Links between notebooks (NN_slug.ipynb)
@@ -10,21 +10,13 @@ become links between pages (NN_slug.html).
 from __future__ import annotations
 
 import html
-import json
 import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
+from tools.notebooks import NOTEBOOK_DIR, ROOT, paths, read
+
 LINK = re.compile(r'href="(\d\d_[a-z0-9_]+)\.ipynb(#[^"]*)?"')
-
-
-def title_of(path: Path) -> str:
-    """The notebook's title: the first line of its first (markdown) cell, without the '# '."""
-    first = json.loads(path.read_text())["cells"][0]
-    source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
-    return source.splitlines()[0].lstrip("# ").strip()
 
 
 def render(path: Path) -> str:
@@ -52,15 +44,15 @@ to run them and use the widgets.</p>
 def build(output: Path) -> list[Path]:
     """Write every page and the index into ``output``; return the written paths."""
     output.mkdir(parents=True, exist_ok=True)
-    notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    notebooks = paths()
     if not notebooks:
-        raise SystemExit(f"no notebooks found in {NOTEBOOKS}")
+        raise SystemExit(f"no notebooks found in {NOTEBOOK_DIR}")
     written, entries = [], []
     for nb in notebooks:
         page = output / f"{nb.stem}.html"
         page.write_text(render(nb), encoding="utf-8")
         written.append(page)
-        entries.append((page.name, title_of(nb)))
+        entries.append((page.name, read(nb).title))
         print(f"rendered {nb.name} -> {page}")
     index = output / "index.html"
     index.write_text(index_page(entries), encoding="utf-8")

@@ -1,27 +1,23 @@
 """Which d2lmp modules each notebook imports, as the README's notebook -> modules table.
 
-Usage: python book/notebook_modules.py        prints the table (paste it into README.md)
+Usage: python -m tools.notebook_modules        prints the table (paste it into README.md)
 tests/test_architecture.py checks that the README's table equals this one.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools.notebooks import ROOT, paths, read
+
 COMMON = ("config", "hardware")  # every notebook uses these; the README says so once
 
 
 def _imports(path: Path) -> set[str]:
     found = set()
-    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-                 for line in "".join(cell["source"]).split("\n")]
-        for node in ast.walk(ast.parse("\n".join(lines))):
+    for cell in read(path).code():
+        for node in ast.walk(cell.tree()):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("d2lmp"):
                 for alias in node.names:
                     candidate = f"{node.module}.{alias.name}"
@@ -39,7 +35,7 @@ def _is_module(name: str) -> bool:
 def table() -> str:
     """The markdown table: notebook number, library modules, checks and benchmarks, views."""
     rows = ["| notebook | library | checks and benchmarks | views |", "|---|---|---|---|"]
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for path in paths():
         names = sorted(m.removeprefix("d2lmp.") for m in _imports(path))
         views = [m.removeprefix("views.") for m in names if m.startswith("views.")]
         checks = [m for m in names if m.startswith(("checks", "bench", "exercises"))]

@@ -1,6 +1,6 @@
 """Execute notebooks in place at full size, cell by cell, for committing (what `make execute` runs).
 
-Usage: python book/execute.py [--timeout SECONDS] [NOTEBOOK ...]   (default: every notebook in notebooks/, in order)
+Usage: python -m tools.execute [--timeout SECONDS] [NOTEBOOK ...]   (default: every notebook in notebooks/, in order)
 
 Why not `jupyter nbconvert --execute`: on these 2-core machines, under load, its whole-notebook run now and
 then waited forever for a reply the idle kernel had already sent; driving nbclient one cell at a time has
@@ -20,7 +20,7 @@ from queue import Empty
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools.notebooks import paths as notebook_paths
 
 
 def _poll_in_slices(channel, slice_seconds: float = 0.5) -> None:
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if args.timeout < 1:
         parser.error(f"--timeout must be at least 1 second, got {args.timeout}")
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = args.notebooks or notebook_paths()
     for path in paths:
         print(f"{path.name}: {execute(path, args.timeout):.0f} s", flush=True)
 

@@ -1,6 +1,6 @@
 """Regenerate the References cell at the end of each notebook from the citations in its markdown.
 
-Usage: python book/update_references.py [NOTEBOOK ...]   (default: every notebook in notebooks/)
+Usage: python -m tools.update_references [NOTEBOOK ...]   (default: every notebook in notebooks/)
 
 The References cell lists exactly the sources the notebook's prose cites (``#ref-KEY`` links), in the
 bibliography's format (``d2lmp.bibliography.references_markdown``); tests/test_sources.py fails when a
@@ -14,19 +14,18 @@ import sys
 from pathlib import Path
 
 from d2lmp.bibliography import cited_keys, references_markdown
-
-ROOT = Path(__file__).resolve().parents[1]
+from tools.notebooks import paths, read
 
 
 def update(path: Path) -> bool:
     """Rewrite ``path``'s last cell as its References; return True when the file changed."""
+    *cells, last = read(path).cells
+    if not last.is_markdown or not last.source.startswith("## References"):
+        raise ValueError(f"{path.name}: the last cell is not a '## References' markdown cell")
+    prose = "\n".join(c.source for c in cells if c.is_markdown)
     text = path.read_text(encoding="utf-8")
     nb = json.loads(text)
-    *cells, last = nb["cells"]
-    if last["cell_type"] != "markdown" or not "".join(last["source"]).startswith("## References"):
-        raise ValueError(f"{path.name}: the last cell is not a '## References' markdown cell")
-    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    last["source"] = references_markdown(cited_keys(prose)).splitlines(keepends=True)
+    nb["cells"][-1]["source"] = references_markdown(cited_keys(prose)).splitlines(keepends=True)
     new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
     if new != text:
         path.write_text(new, encoding="utf-8")
@@ -34,8 +33,8 @@ def update(path: Path) -> bool:
 
 
 def main(argv: list[str]) -> None:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for path in paths:
+    targets = [Path(a) for a in argv] or paths()
+    for path in targets:
         print(f"{path.name}: {'updated' if update(path) else 'up to date'}")
 
 
