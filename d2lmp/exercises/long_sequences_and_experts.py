@@ -1,71 +1,28 @@
 """Exercises for notebook 17 (long sequences and many experts): the online softmax, the ring, the all-to-all.
 
-Four code exercises (``_long_sequences_code``): the merge of two partial attentions on one process, and three
-functions that run on 2, 3 and 4 real gloo ranks, where the messages each rank sent are checked as well as the
-result: one ring step of K/V passing, causal ring attention's forward, and the all-to-all from send/recv. A
-bug hunt runs ring attention with one seeded mistake in its causal mask (``ring_attention_with_a_bug``), found
-with the notebook's own equality check; the capacity exercise is ``moe.expert_capacity`` on given loads.
+Five code exercises (``_long_sequences_code``): the merge of two partial attentions on one process, and four
+functions that run on 2, 3 and 4 real gloo ranks, where each rank's messages are checked as well as its result:
+one ring step of K/V passing, causal ring attention in the plain layout, the balanced layout's ring given with a
+seeded bug in its causal mask (to find with the notebook's own equality check, and fix), and the all-to-all
+from send/recv. The capacity exercise is ``moe.expert_capacity`` on given loads; the last is an open question
+about the communication roofline.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
-from unittest import mock
-
-import torch
-import torch.distributed as dist
 
 from ..moe import expert_capacity
-from ..parallel import context_parallel as CP
-from ..parallel.context_layout import RingStep, ring_attention_schedule
 from . import _long_sequences_code as code
-from .core import Exercise, Verdict, choice_checker
+from ._code import DIST_IMPORT, bug_hunt
+from .core import Exercise, Verdict
 
-__all__ = ["EXERCISES", "online_merge", "pass_kv", "ring_forward_code", "find_the_bug", "capacity_drops",
-           "all_to_all_code", "top2_roofline", "ring_attention_with_a_bug"]
+__all__ = ["EXERCISES", "online_merge", "pass_kv", "ring_forward_code", "balanced_bug", "capacity_drops",
+           "all_to_all_code", "top2_roofline"]
 
-
-# --------------------------------------------------------------------------------------------
-# The bug hunt: ring attention with one block masked that should not be
-
-
-def _own_chunks_masked(world: int, layout: str = "plain", causal: bool = True) -> list[list[RingStep]]:
-    """The schedule with the bug: at step 0, on a rank's own K/V, every block it computes is masked as if
-    queries and keys were the same chunk."""
-    steps = ring_attention_schedule(world, layout, causal)
-    if causal:
-        steps[0] = [replace(todo, blocks=tuple(replace(b, kind="diagonal") if b.kind == "full" else b
-                                               for b in todo.blocks)) for todo in steps[0]]
-    return steps
-
-
-class _RingWithABug(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, layout: str,
-                group: dist.ProcessGroup | None) -> torch.Tensor:
-        with mock.patch.object(CP, "ring_attention_schedule", _own_chunks_masked):
-            out, lse = CP.ring_forward(q, k, v, causal, layout, group)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.causal, ctx.layout, ctx.group = causal, layout, group
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, dout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        q, k, v, out, lse = ctx.saved_tensors
-        with mock.patch.object(CP, "ring_attention_schedule", _own_chunks_masked):
-            grads = CP.ring_backward(dout.contiguous(), q, k, v, out, lse, ctx.causal, ctx.layout, ctx.group)
-        return (*grads, None, None, None)
-
-
-def ring_attention_with_a_bug(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True,
-                              group: dist.ProcessGroup | None = None, layout: str = "plain",
-                              kernel: str = "explicit") -> torch.Tensor:
-    """``ring_attention`` (same arguments) with one bug in which blocks it masks. It runs, and returns numbers."""
-    out: torch.Tensor = _RingWithABug.apply(  # type: ignore[no-untyped-call]
-        q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group)
-    return out
+RING_IMPORTS = ("import torch\nimport torch.distributed as dist\n\n"
+                "from d2lmp.parallel.attention_blocks import attention_block, merge")
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,12 +71,12 @@ def _check_capacity(answer: Any) -> Verdict:
 
 EXERCISES = [
     Exercise(
-        key="online_merge", number=1,
-        question="Write the online-softmax merge yourself: `my_merge(a, b)` takes two partial attentions over "
-                 "disjoint sets of keys, each a pair `(output, lse)` as `AB.attention_block` returns it (output "
-                 "[..., queries, head dim], lse [..., queries]), and returns the pair over both sets of keys; `a` "
-                 "is None before anything is merged. It is checked against softmax attention over all the keys, "
-                 "on blocks of unequal sizes and on scores in the hundreds, where exp(lse) overflows float32.",
+        key="online_merge", number=1, title="The online-softmax merge", function="my_merge(a, b)",
+        question="Write the merge yourself: `my_merge(a, b)` takes two partial attentions over disjoint sets of "
+                 "keys, each a pair `(output, lse)` as `AB.attention_block` returns it (output [..., queries, head "
+                 "dim], lse [..., queries]), and returns the pair over both sets of keys; `a` is None before anything "
+                 "is merged. It is checked against softmax attention over all the keys, on blocks of unequal sizes "
+                 "and on scores in the hundreds, where exp(lse) overflows float32.",
         hint_text="The merged lse is log(exp(lse_a) + exp(lse_b)): `torch.logaddexp`. Each output is its keys' "
                   "softmax-weighted values; weigh it by its block's share of the whole exp-sum, exp(lse_a − lse), "
                   "and add.",
@@ -129,7 +86,7 @@ EXERCISES = [
                       "step, and it is exact: merging in any order or grouping gives the same result.",
         checker=code.merge_checker, reference=code.my_merge, wrong=code.WRONG["merge"]),
     Exercise(
-        key="pass_kv", number=2,
+        key="pass_kv", number=2, title="One step of the ring", function="my_pass_right(kv)", imports=DIST_IMPORT,
         question="Write one step of the ring: `my_pass_right(kv)` sends the tensor `kv` (this rank's K and V, "
                  "stacked) to rank + 1 and returns what rank − 1 sent here, the ring wrapping round. The check calls "
                  "it p − 1 times on 2, 3 and 4 gloo ranks and looks at the messages: after s steps rank r must hold "
@@ -144,13 +101,13 @@ EXERCISES = [
                       "this one is used.",
         checker=code.pass_checker, reference=code.my_pass_right, wrong=code.WRONG["pass"]),
     Exercise(
-        key="ring_forward_code", number=3,
+        key="ring_forward_code", number=3, title="Causal ring attention", function="my_ring_forward(q, k, v)",
+        imports=f"{DIST_IMPORT}\n\nfrom d2lmp.parallel.attention_blocks import attention_block, merge  # noqa: F401",
         question="Write causal ring attention's forward in the plain layout: `my_ring_forward(q, k, v)`, where rank r "
                  "holds chunk r of the sequence's queries, keys and values ([batch, heads, tokens, head dim]), "
-                 "returns its rows of causal attention over the whole sequence. Use `AB.attention_block`, a merge "
-                 "(yours or `AB.merge`) and one ring step (yours or `isend`/`irecv`). It runs on 2, 3 and 4 gloo "
-                 "ranks; each rank must send its K/V p − 1 times to the right (as one message a step, or K and V "
-                 "apart) and call no collective.",
+                 "returns its rows of causal attention over the whole sequence. Use `attention_block`, `merge` (or "
+                 "your own) and `isend`/`irecv`. It runs on 2, 3 and 4 gloo ranks; each rank must send its K/V "
+                 "p − 1 times to the right (as one message a step, or K and V apart) and call no collective.",
         hint_text="At step s the rank holds the keys of chunk (rank − s) mod p. Chunks before its own are fully "
                   "visible, its own needs the mask (`diagonal=True`), and later ones are entirely in the future: "
                   "skip them, but keep passing them on.",
@@ -160,36 +117,33 @@ EXERCISES = [
                       "blocks and rank 0 one: the plain layout's imbalance.",
         checker=code.ring_checker, reference=code.my_ring_forward, wrong=code.WRONG["ring"]),
     Exercise(
-        key="find_the_bug", number=4,
-        question="`ex.ring_attention_with_a_bug` is ring attention (same arguments) with one seeded bug in which "
-                 "blocks it masks. Run the notebook's equality check with it, "
-                 "`launch(ring_vs_one_device, 4, ex.ring_attention_with_a_bug, backend=\"gloo\")`, and read the "
-                 "errors by layout. "
-                 "Which layout does it get wrong: 'plain', 'balanced', 'both' or 'neither'? Which rows, and why "
-                 "could a test of the plain layout alone never see it?",
-        hint_text="Compare the errors of the plain and the balanced runs, causal and not. Then look at the "
-                  "balanced layout's step 0 in the picture of the ring: which blocks does a rank compute on its own "
-                  "K/V, and which of them is a diagonal block?",
-        solution_text="'balanced'. The bug masks every block a rank computes at step 0, on its own K/V, as a "
-                      "diagonal block. In the plain layout step 0 holds only the diagonal block, so the plain runs "
-                      "agree with one device. In the balanced layout rank r holds chunks r and 2p − 1 − r, and at "
-                      "step 0 the late chunk's queries also see the early chunk's keys in full: that block gets a "
-                      "triangle it should not have, so the rows of every rank's second chunk (and the gradients) "
-                      "are wrong, under the causal mask only.",
-        checker=choice_checker("balanced", {
-            "balanced": "the balanced layout's step 0 has a full block (the late chunk's queries against the early "
-                        "chunk's keys) that the bug masks as if it were diagonal.",
-            "plain": "the plain runs agree with one device: at step 0 a plain rank holds only its own chunk, whose "
-                     "one block is the diagonal one, so masking every step-0 block changes nothing there.",
-            "both": "look again at the plain runs: their errors are at rounding level.",
-            "neither": "look at the balanced, causal run: its outputs and gradients differ from one device's."}),
-        reference="balanced", wrong=[("plain", "agree with one device"), ("neither", "balanced, causal")],
-        how_to_answer="Pass 'plain', 'balanced', 'both' or 'neither'."),
+        key="balanced_bug", number=4, title="Find the bug: the balanced layout's mask",
+        function="my_balanced_ring_forward(q, k, v)", imports=RING_IMPORTS,
+        question="The function below is causal ring attention's forward in the balanced layout, where rank r holds "
+                 "chunks r and 2p − 1 − r of q, k and v (as `CL.split_sequence(x, world, \"balanced\")` cuts them). "
+                 "It runs, passes its chunks round the ring as it should, and returns rows of the right shape, but "
+                 "it has one bug in where it applies the causal mask. Find it the way this notebook checks its "
+                 "ring: on 2 and 4 `launch`ed ranks, compare each rank's rows with `F.scaled_dot_product_attention` "
+                 "on the whole sequence, split the same way, and look at which rows differ. Fix it in the cell and "
+                 "run the check (2, 3 and 4 gloo ranks, and the messages of a ring).",
+        hint_text="Look at the picture of the balanced ring, step 0: which blocks does a rank compute on its own "
+                  "K/V chunks, and which of them is a chunk's queries against its own keys? Is that what the code "
+                  "masks?",
+        solution_text="It masks every block it computes at step 0 (diagonal=step == 0), as if a rank's own K/V were "
+                      "always the diagonal block. That holds in the plain layout, whose step 0 has only that block; "
+                      "in the balanced layout step 0 also holds the late query chunk against the early key chunk, a "
+                      "full block, which the bug cuts to a triangle, so the rows of every rank's second chunk are "
+                      "wrong. The mask belongs to the blocks where key_chunk == query_chunk.",
+        checker=bug_hunt(code.given_balanced_ring_forward, code.balanced_checker,
+                         "Compare its rows with F.scaled_dot_product_attention on the whole sequence, split the same "
+                         "way, as the notebook's ring_vs_one_device does, and see which query chunk is off."),
+        reference=code.my_balanced_ring_forward, given=code.given_balanced_ring_forward,
+        wrong=code.WRONG["balanced"]),
     Exercise(
-        key="capacity_drops", number=5,
-        question="A mixture-of-experts layer with 8 experts routes 100 tokens top-2 with a capacity factor of 1.25, "
-                 "and the router sends the experts (41, 18, 30, 25, 36, 12, 22, 16) assignments. What is each "
-                 "expert's capacity, and how many assignments are dropped?",
+        key="capacity_drops", number=5, title="Capacity and dropped tokens",
+        question=f"A mixture-of-experts layer with {EXPERTS} experts routes {TOKENS} tokens top-{TOP_K} with a "
+                 f"capacity factor of {FACTOR:g}, and the router sends the experts {ROUTED} assignments. What is "
+                 "each expert's capacity, and how many assignments are dropped?",
         hint_text="capacity = ⌈capacity factor × top-k × tokens / experts⌉ (`moe.expert_capacity`); an expert keeps "
                   "at most that many and drops the rest. Answer with the pair `(capacity, dropped)`.",
         solution_text="⌈1.25 × 2 × 100 / 8⌉ = ⌈31.25⌉ = 32. Experts 0 (41) and 4 (36) are over it, by 9 and 4: 13 "
@@ -197,10 +151,11 @@ EXERCISES = [
                       "cuts each queue on its own, which is why Switch adds a loss that evens the load.",
         checker=_check_capacity, reference=CAPACITY,
         wrong=[(_FLOORED, "rounded down"), (_NO_TOP_K, "counts each token once"), (_NO_FACTOR, "even share"),
-               ((32, 0), "the capacity is right")],
+               ((CAPACITY[0], 0), "the capacity is right")],
         how_to_answer="Pass (capacity, dropped)."),
     Exercise(
-        key="all_to_all_code", number=6,
+        key="all_to_all_code", number=6, title="An all-to-all from messages",
+        function="my_all_to_all(blocks, recv_sizes)", imports=DIST_IMPORT,
         question="Write the all-to-all from send and receive: `my_all_to_all(blocks, recv_sizes)` sends `blocks[d]` "
                  "(rows × ...) to rank d and returns the list of blocks the ranks sent here, in rank order; "
                  "`recv_sizes[s]` is how many rows rank s sends here. Blocks differ in size and some are empty. It "
@@ -215,7 +170,7 @@ EXERCISES = [
                       "the all-to-all's bus-bandwidth factor.",
         checker=code.all_to_all_checker, reference=code.my_all_to_all, wrong=code.WRONG["all_to_all"]),
     Exercise(
-        key="top2_roofline", number=7,
+        key="top2_roofline", number=7, title="Top-2 on the roofline",
         question="Top-2 routing sends every token to two experts: twice top-1's all-to-all bytes. Does that move "
                  "expert parallelism's point on the communication roofline? What does move it, and what in a real "
                  "run puts it further left than the formula?",
@@ -229,5 +184,4 @@ EXERCISES = [
                       "reaches less of the link's bandwidth than the ring's one neighbour does."),
 ]
 
-(online_merge, pass_kv, ring_forward_code, find_the_bug, capacity_drops, all_to_all_code,
- top2_roofline) = EXERCISES
+(online_merge, pass_kv, ring_forward_code, balanced_bug, capacity_drops, all_to_all_code, top2_roofline) = EXERCISES
