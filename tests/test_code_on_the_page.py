@@ -18,7 +18,7 @@ NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
-    "parallel_strategies": ["comm_bytes", "zero_memory"],
+    "parallel_strategies": ["comm_bytes", "causal_attention", "CausalSelfAttention", "Block"],
     "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
     "network_partitioning": ["balance", "schedule", "pipeline_step"],

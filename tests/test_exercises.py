@@ -421,3 +421,24 @@ def test_another_right_algorithm_passes(item, capsys):
     module, key, answer = item
     verdict = getattr(importlib.import_module(f"d2lmp.exercises.{module}"), key).check(answer)
     assert verdict is not None and verdict.correct, verdict
+def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
+    """Notebook 10's new answers, each computed a second way: the one weird trick's fc6 through the cost model's
+    comm_bytes, the block under tensor parallelism through Korthikanti et al.'s closed form, the crossing by hand."""
+    import torch
+    from torch import nn
+
+    from d2lmp import models
+    from d2lmp.exercises import parallel_strategies as ps
+    from d2lmp.parallel import costmodel as CM
+    from d2lmp.transformer_accounting import korthikanti_bytes_per_layer
+
+    with torch.device("meta"):
+        fc6 = models.layer_table(nn.Sequential(nn.Linear(ps.FC6_IN, 4096)), (1, ps.FC6_IN))
+    images = ps.TRICK_DEVICES * ps.TRICK_IMAGES
+    assert CM.comm_bytes(fc6, CM.WEIRD_TRICK, ps.TRICK_DEVICES, images) == pytest.approx(ps.TRICK_BYTES)
+    assert CM.comm_bytes(fc6, "data", ps.TRICK_DEVICES, images) == pytest.approx(ps.FC6_DP_BYTES)
+    g = ps._GPT3
+    assert ps.TP_GB * 1e9 == pytest.approx(korthikanti_bytes_per_layer(g.seq, 1, g.hidden, g.heads, tp=ps.TP))
+    d = ps.REPLICAS
+    by_hand = ps._IB.ridge * (2 * (d - 1) / d * 2 * ps._PSI) / (ps._PER_TOKEN)
+    assert ps.DP_TOKENS == pytest.approx(by_hand, rel=1e-9)

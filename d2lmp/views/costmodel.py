@@ -92,7 +92,7 @@ def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from ..parallel.costmodel import STRATEGIES
+    from ..parallel.costmodel import STRATEGIES, WEIRD_TRICK
     from ..parallel.model_size import fits, predictions, widen
     from ..training_state import OPTIMIZERS
 
@@ -101,7 +101,7 @@ def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 
     sizes = [(f"{_size_label(own)} (as built)", own)] + [(_size_label(n), n) for n in
                                                         (2.5e8, 1e9, 4e9, 16e9, 64e9) if n > own]
 
-    def draw(strategy="hybrid", preset=first_preset, devices=8, batch=1024, params=own, optimizer="momentum"):
+    def draw(strategy=WEIRD_TRICK, preset=first_preset, devices=8, batch=1024, params=own, optimizer="momentum"):
         hw = presets[preset].with_devices(devices)
         preds = predictions(widen(rows, params), hw, batch, optimizer, batch_of_table=batch_of_table)
         ok = fits(preds, hw.memory_bytes)
@@ -123,7 +123,7 @@ def costmodel_widget(rows: list[LayerRow], presets: dict, batch_of_table: int = 
 
     return w.interactive(
         draw,
-        strategy=w.Dropdown(options=list(STRATEGIES), value="hybrid", description="strategy"),
+        strategy=w.Dropdown(options=list(STRATEGIES), value=WEIRD_TRICK, description="strategy"),
         preset=w.Dropdown(options=list(presets), description="hardware"),
         devices=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64], value=8, description="devices"),
         batch=w.SelectionSlider(options=[32, 128, 512, 1024, 4096, 16384], value=1024, description="batch"),
