@@ -357,3 +357,15 @@ def test_another_right_algorithm_passes(item, capsys):
     module, key, answer = item
     verdict = getattr(importlib.import_module(f"d2lmp.exercises.{module}"), key).check(answer)
     assert verdict is not None and verdict.correct, verdict
+
+
+@pytest.mark.parametrize("p, m, v", [(4, 8, 2), (2, 4, 2), (4, 4, 3), (3, 6, 2)])
+def test_interleaved_warmup_answer_follows_the_rule(p, m, v):
+    """Exercise 9 of notebook 13 reads its answer off the schedule: the warm-up 2(p - r - 1) + (v - 1)p, plus the
+    steady phase's opening forward (every forward first when m = p)."""
+    from d2lmp.exercises import network_partitioning as ex
+
+    for r in range(p):
+        rule = m * v if m == p else 2 * (p - r - 1) + (v - 1) * p + 1
+        assert ex.forwards_before_first_backward(p, r, m, v) == rule
+    assert ex.WARMUP == tuple(2 * (4 - r - 1) + 4 + 1 for r in (0, 3))

@@ -18,8 +18,7 @@ from torch import nn
 from ..models import pipeline_model
 from ..parallel import data_parallel as DP
 from ..parallel.launch import launch
-from ..parallel.p2p_log import MessageLog
-from ..parallel.pipeline import pipeline_step, pipeline_steps
+from ..parallel.pipeline import counted_pipeline_step, pipeline_step, pipeline_steps
 from ..parallel.pipeline_balance import balance, balance_schedule, equal_split, layer_costs
 from ..parallel.pipeline_schedule import (
     bubble_fraction,
@@ -164,9 +163,9 @@ def _interleaved_worker(rank: int, world: int, build: Callable[[], nn.Sequential
     sent = [0] * len(plans)
     for _ in range(steps):
         for n, (kind, m, chunks, sizes) in enumerate(plans):
-            with MessageLog() as log:
-                events[n].append(pipeline_step(rank, world, build, sizes, x, y, kind, m, chunks=chunks).events)
-            sent[n] = len(log.sent)
+            counted = counted_pipeline_step(rank, world, build, sizes, x, y, kind, m, chunks)
+            events[n].append(counted.result.events)
+            sent[n] = counted.sent
     return list(zip(events, sent))
 
 
