@@ -21,7 +21,7 @@ REQUIRED = {
     "parallel_strategies": ["comm_bytes", "causal_attention", "CausalSelfAttention", "Block"],
     "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
-    "network_partitioning": ["balance", "schedule", "pipeline_step"],
+    "network_partitioning": ["balance", "schedule", "pipeline_step", "interleaved_schedule", "balance_schedule"],
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],

@@ -462,3 +462,15 @@ def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
     d = ps.REPLICAS
     by_hand = ps._IB.ridge * (2 * (d - 1) / d * 2 * ps._PSI) / (ps._PER_TOKEN)
     assert ps.DP_TOKENS == pytest.approx(by_hand, rel=1e-9)
+
+
+@pytest.mark.parametrize("p, m, v", [(4, 8, 2), (2, 4, 2), (4, 4, 3), (3, 6, 2)])
+def test_interleaved_warmup_answer_follows_the_rule(p, m, v):
+    """Exercise 9 of notebook 13 reads its answer off the schedule: the warm-up 2(p - r - 1) + (v - 1)p, plus the
+    steady phase's opening forward (every forward first when m = p)."""
+    from d2lmp.exercises import network_partitioning as ex
+
+    for r in range(p):
+        rule = m * v if m == p else 2 * (p - r - 1) + (v - 1) * p + 1
+        assert ex.forwards_before_first_backward(p, r, m, v) == rule
+    assert ex.WARMUP == tuple(2 * (4 - r - 1) + 4 + 1 for r in (0, 3))

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from .timeline import TimelineEvent
+
 __all__ = ["ActivationLedger", "Key", "peak_in_flight"]
 
 Key = int | tuple[int, int]  # a micro-batch, or (virtual stage, micro-batch) where a rank holds several stages
@@ -69,7 +71,7 @@ class ActivationLedger:
                     micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
 
 
-def peak_in_flight(events, rank: int = 0) -> int:
+def peak_in_flight(events: Iterable[TimelineEvent], rank: int = 0) -> int:
     """The most micro-batches ``rank`` has run forward but not yet backward at once, from its timeline events
     (``timeline.TimelineEvent`` of kind "forward" and "backward", in order of their start)."""
     alive = peak = 0
