@@ -95,9 +95,13 @@ def rank_listeners(rank, world):
 
 
 def collectives_in_small_segments(rank, world, segment_elements):
-    """``check_collectives`` with the ring's segments cut to ``segment_elements``, so chunks span many segments."""
+    """``check_collectives`` with the ring's segments cut to ``segment_elements``, so chunks span many segments,
+    with gloo's posting (every receive up front) and then with NCCL's (one batch per step) on these gloo ranks."""
     from d2lmp.checks.ranks import check_collectives
-    from d2lmp.parallel import collectives as C
+    from d2lmp.parallel import ring_messages as RM
 
-    C.SEGMENT_ELEMENTS = segment_elements
-    return check_collectives(rank, world, sizes=(16, 29, 1001))
+    RM.SEGMENT_ELEMENTS = segment_elements
+    results = {"receives up front": check_collectives(rank, world, sizes=(16, 29, 1001))}
+    RM.BATCHED_BACKENDS = ("nccl", "gloo")  # NCCL's posting, which gloo's point-to-point calls also run
+    results["one batch per step"] = check_collectives(rank, world, sizes=(16, 29, 1001))
+    return results

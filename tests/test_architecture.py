@@ -41,6 +41,7 @@ LAYERS = {
         "d2lmp.moe",
         "d2lmp.parallel",  # the subpackage's __init__ only
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
+        "d2lmp.parallel.ring_messages", "d2lmp.parallel.nccl_published",
         "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
         "d2lmp.parallel.pipeline_balance", "d2lmp.parallel.pipeline_schedule", "d2lmp.parallel.p2p_log",
         "d2lmp.parallel.comm_log", "d2lmp.parallel.tensor_parallel",
@@ -66,7 +67,7 @@ ORDER = list(LAYERS)
 
 # Pure arithmetic that must work without a process group.
 ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.parallel.costmodel",
-            "d2lmp.parallel.model_size", "d2lmp.training_state",
+            "d2lmp.parallel.model_size", "d2lmp.training_state", "d2lmp.parallel.nccl_published",
             "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.scale",
             "d2lmp.scale.hardware", "d2lmp.scale.layout",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",

@@ -18,17 +18,20 @@ NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
-    "parallel_strategies": ["comm_bytes", "zero_memory"],
+    "parallel_strategies": ["comm_bytes", "causal_attention", "CausalSelfAttention", "Block"],
     "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
-    "network_partitioning": ["balance", "schedule", "pipeline_step"],
+    "network_partitioning": ["balance", "schedule", "pipeline_step", "interleaved_schedule", "balance_schedule"],
     "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear"],
     "beyond_one_device": ["zero_memory", "FlatUnit", "ZeroAdam", "zero_traffic", "fsdp2_train", "CheckpointedSegment",
                           "checkpointed", "ActivationLedger", "accumulated_gradients", "grid_groups", "hybrid_step"],
+    "long_sequences_and_experts": ["ring_attention_schedule", "attention_block", "merge", "ring_forward", "_KVRing",
+                                   "ring_backward", "top_k_gating", "expert_capacity", "route", "all_to_all", "_order",
+                                   "context_parallel_point", "expert_parallel_point"],
     "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
                           "data_parallel_seconds"],
     "when_things_fail": ["save", "load", "_checkpoint_state", "_resume", "expected_wall_time", "daly_interval",
-                         "skipped_collective", "send_send", "shape_mismatch", "pass_along"],
+                         "skipped_collective", "send_send", "shape_mismatch"],
 }
 
 

@@ -181,6 +181,9 @@ def test_alpha_beta_model_orders_algorithms():
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_ring_equals_torch_when_chunks_span_many_segments(world):
-    """Segments of 7 elements: every receive, add and send of a chunk is cut into several messages."""
-    for rank, ok in enumerate(launch(W.collectives_in_small_segments, world, 7)):
-        assert ok and all(ok.values()), f"rank {rank}: {ok}"
+    """Segments of 7 elements: every receive, add and send of a chunk is cut into several messages; posted both
+    as gloo needs (ring_messages.ReceivesUpFront) and as NCCL needs (ring_messages.BatchPerStep)."""
+    for rank, per_posting in enumerate(launch(W.collectives_in_small_segments, world, 7)):
+        assert set(per_posting) == {"receives up front", "one batch per step"}
+        for posting, ok in per_posting.items():
+            assert ok and all(ok.values()), f"rank {rank}, {posting}: {ok}"

@@ -15,6 +15,7 @@ from d2lmp.scale.comm_roofline import (
     context_parallel_point,
     crossing,
     data_parallel_point,
+    expert_parallel_point,
     link_roof,
     pipeline_point,
     plan_points,
@@ -45,7 +46,7 @@ def _every_point(model, roof):
             tensor_parallel_point(model, roof, 8, 2), tensor_parallel_point(model, roof, 4, 1, "selective"),
             tensor_parallel_point(model, roof, 8, 1, "full"), pipeline_point(model, roof, 8, 1, tp=8),
             pipeline_point(model, roof, 4, 2, tp=2, interleave=2, scatter_gather=False, recompute="full"),
-            context_parallel_point(model, roof, 4, 1, tp=2)]
+            context_parallel_point(model, roof, 4, 1, tp=2), expert_parallel_point(model, roof, 8, 2, top_k=2)]
 
 
 @pytest.mark.parametrize("model", [GPT3, LLAMA], ids=["gpt3", "llama3-70b"])
@@ -80,7 +81,11 @@ def test_bad_inputs_say_what_is_wrong():
     with pytest.raises(ValueError, match="recompute"):
         zero3_point(GPT3, NVLINK, 8, 1, "some")
     with pytest.raises(ValueError, match="strategy must be one of"):
-        strategy_point("ep", GPT3, NVLINK, 8)
+        strategy_point("xp", GPT3, NVLINK, 8)
+    with pytest.raises(ValueError, match="at least 2 ranks"):
+        expert_parallel_point(GPT3, NETWORK, 1)
+    with pytest.raises(ValueError, match="top_k"):
+        expert_parallel_point(GPT3, NETWORK, 8, top_k=3)
 
 
 def test_the_gpt_closed_forms_of_the_docstring():
@@ -96,6 +101,11 @@ def test_the_gpt_closed_forms_of_the_docstring():
         for c in (2, 4, 8):
             point = context_parallel_point(model, NVLINK, c, 2, tp=4)
             assert point.intensity == pytest.approx(model.seq * model.hidden / ((c - 1) * model.kv_hidden))
+    for model, gated in ((GPT3, 1.0), (LLAMA, 1.5)):  # the tokens and top-k cancel: only the expert's width counts
+        for n, b, k in ((2, 1, 1), (8, 4, 2), (64, 2, 1)):
+            point = expert_parallel_point(model, NETWORK, n, b, top_k=k)
+            assert point.intensity == pytest.approx(1.5 * gated * model.ffn_size * n / (n - 1))
+            assert point.bytes == pytest.approx(4 * k * 2 * b * model.seq * model.hidden * (n - 1) / n)
     psi = parameter_count(GPT3).total
     for d, b in ((8, 192), (1024, 1.5)):
         assert zero3_point(GPT3, NETWORK, d, b).intensity == pytest.approx(

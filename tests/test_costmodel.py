@@ -66,9 +66,9 @@ def test_memory_and_time_split_as_each_strategy_says(rows):
     pp = CM.predict(rows, "pipeline", hw, 1024, micro_batches=8)
     assert pp.memory["parameters"] == pytest.approx(params / 8)
     assert pp.bubble_s == pytest.approx(pp.compute_s * 7 / 8)  # (p-1)/m of a stage
-    hybrid = CM.predict(rows, "hybrid", hw, 1024)
-    assert hybrid.memory["parameters"] < dp.memory["parameters"] / 5  # FC weights (96 %) are split
-    for p in (dp, pp, hybrid):  # the default optimizer, SGD with momentum, keeps one FP32 velocity per weight
+    trick = CM.predict(rows, CM.WEIRD_TRICK, hw, 1024)
+    assert trick.memory["parameters"] < dp.memory["parameters"] / 5  # FC weights (96 %) are split
+    for p in (dp, pp, trick):  # the default optimizer, SGD with momentum, keeps one FP32 velocity per weight
         assert list(p.memory) == ["parameters", "gradients", "optimizer_state", "saved_activations"]
         assert p.memory["optimizer_state"] == p.memory["gradients"] == p.memory["parameters"]
     adam = CM.predict(rows, "pipeline", hw, 1024, micro_batches=8, optimizer="adam")
@@ -98,7 +98,7 @@ def test_comm_bytes_are_the_messages_predict_charges(rows):
     sent (the pipeline's critical path aside, which counts its m + p - 1 micro-batch slots)."""
     hw = replace(CM.PRESETS["8x V100 (NVLink 2, hybrid cube-mesh)"], alpha=0.0, link_bytes_per_s=1.0,
                     overlap=False)
-    for strategy in ("data", "tensor", "hybrid"):
+    for strategy in ("data", "tensor", CM.WEIRD_TRICK):
         for optimizer in ("momentum", "adam_mixed"):  # FP32 messages, and fp16 gradients and activations
             assert CM.comm_bytes(rows, strategy, 8, 1024, optimizer=optimizer) == \
                 pytest.approx(CM.predict(rows, strategy, hw, 1024, optimizer=optimizer).comm_s)
@@ -110,9 +110,9 @@ def test_comm_bytes_are_the_messages_predict_charges(rows):
     assert CM.comm_bytes(rows, "pipeline", 8, 1024) == pytest.approx(pipeline * m / (m + 8 - 1))
     assert CM.comm_bytes(rows, "pipeline", 2, 1024) == pytest.approx(CM.comm_bytes(rows, "pipeline", 8, 1024) / 2)
     assert all(CM.comm_bytes(rows, s, 1, 1024) == 0 for s in CM.STRATEGIES)
-    # AlexNet: the hybrid sends the fewest bytes, splitting every layer the most
+    # AlexNet: the one weird trick sends the fewest bytes, splitting every layer the most
     sent = {s: CM.comm_bytes(rows, s, 8, 1024) for s in CM.STRATEGIES}
-    assert min(sent, key=sent.get) == "hybrid" and max(sent, key=sent.get) == "tensor"
+    assert min(sent, key=sent.get) == CM.WEIRD_TRICK and max(sent, key=sent.get) == "tensor"
     with pytest.raises(ValueError):
         CM.comm_bytes(rows, "expert", 8, 1024)
 
@@ -138,5 +138,29 @@ def test_tensor_parallel_sends_each_layers_output_and_its_inputs_gradient(rows):
 
 
 def test_bad_strategy(rows):
-    with pytest.raises(ValueError, match="available: data, pipeline, tensor, hybrid"):
-        CM.predict(rows, "expert", CM.PRESETS["8x H100 (NVSwitch)"], 64)
+    h100 = CM.PRESETS["8x H100 (NVSwitch)"]
+    with pytest.raises(ValueError, match="available: data, pipeline, tensor, one weird trick, or 'hybrid' with grid="):
+        CM.predict(rows, "expert", h100, 64)
+    with pytest.raises(ValueError, match="is a data × tensor grid: pass grid="):  # one name per idea
+        CM.predict(rows, CM.GRID, h100, 64)
+    with pytest.raises(ValueError, match="grid= belongs to the data × tensor grid"):
+        CM.predict(rows, CM.WEIRD_TRICK, h100, 64, grid=(2, 4))
+
+
+def test_message_sizes_are_what_each_strategy_sends(rows):
+    """The listing's bookkeeping: each buffer read off the layer table, at the optimizer's widths."""
+    batch = 64
+    m = CM.message_sizes(rows, batch)
+    params = sum(r.params for r in rows)
+    conv = sum(r.params for r in rows if r.kind != "Linear")
+    assert m.gradients == 4 * params and m.conv_gradients == 4 * conv
+    assert m.boundary == pytest.approx(sum(r.activation_bytes for r in rows) / len(rows) * batch)
+    linear = [r for r in rows if r.kind == "Linear"]
+    assert [x / (4 * batch) for x in m.fc_inputs] == [9216, 4096, 4096]  # AlexNet's fc6, fc7, fc8 inputs
+    assert len(m.split_layers) == sum(r.flops > 0 for r in rows) and m.split_layers[0][1] == 0
+    assert len(linear) == 3
+    half = CM.message_sizes(rows, batch, optimizer="adam_mixed")  # 2-byte gradients and activations
+    assert half.gradients == m.gradients / 2 and half.fc_inputs == tuple(x / 2 for x in m.fc_inputs)
+    # a table counted for 8 examples says the same per step
+    eight = [replace(r, flops=8 * r.flops, macs=8 * r.macs, activation_bytes=8 * r.activation_bytes) for r in rows]
+    assert CM.message_sizes(eight, batch, batch_of_table=8) == pytest.approx(m)

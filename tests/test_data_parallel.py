@@ -175,10 +175,63 @@ def test_accumulation_equals_the_large_batch_with_one_synchronisation(world):
 
 def test_bucketed_no_sync_starts_nothing_and_finish_waits_for_nothing():
     model = ACC_SPEC.build()
-    bucketer = DP.BucketedAllReduce(model, bucket_bytes=512)  # no process group needed: nothing is sent
+    bucketer = DP.RecordedBucketedAllReduce(model, bucket_bytes=512)  # no process group needed: nothing is sent
     with bucketer.no_sync():
         assert not bucketer.sync
         model(torch.randn(4, 16)).sum().backward()
         bucketer.finish()
-    assert bucketer.sync and bucketer._inflight == {}
+    assert bucketer.sync and bucketer.inflight == {}
     bucketer.remove()
+
+
+def test_buckets_fill_last_layer_first_and_close_at_the_cap():
+    model = SPEC.build()
+    params = list(model.parameters())
+    bucketer = DP.BucketedAllReduce(model, bucket_bytes=BUCKET)  # builds its buckets and hooks; sends nothing yet
+    assert [id(p) for b in bucketer.buckets for p in b] == [id(p) for p in params[::-1]]  # once each, backward's order
+    sizes = [[p.numel() * 4 for p in b] for b in bucketer.buckets]
+    assert all(sum(b) >= BUCKET and sum(b[:-1]) < BUCKET for b in sizes[:-1]), sizes  # closed by its last tensor
+    assert DP.fill_buckets([], 1) == [] and len(DP.fill_buckets(params, 1)) == len(params)
+    with pytest.raises(ValueError, match="bucket_bytes must be positive"):
+        DP.fill_buckets(params, 0)
+
+
+CORE_BATCH = 23  # uneven over 2 and 4 ranks
+
+
+def _shown_and_recorded(rank, world, spec, x, y, bucket):
+    """One backward on this rank's slice, summed by the BucketedAllReduce notebook 12 shows and by the
+    RecordedBucketedAllReduce that DataParallelStep (and so ``d2lmp bench dp``) runs, with and without overlap;
+    for each: the gradients, the buckets' sizes, how many all-reduces had started when backward returned, and the
+    timeline's all-reduce events."""
+    makers = {"shown": lambda m, tl: DP.BucketedAllReduce(m, bucket),
+              "recorded": lambda m, tl: DP.RecordedBucketedAllReduce(m, bucket, timeline=tl),
+              "recorded, no overlap": lambda m, tl: DP.RecordedBucketedAllReduce(m, bucket, overlap=False, timeline=tl)}
+    out = {}
+    for name, make in makers.items():
+        model, timeline = spec.build(), Timeline(rank)
+        bucketer = make(model, timeline)
+        xs, ys = DP.shard(x, y, rank, world)
+        DP.local_loss(model, xs, ys, len(x)).backward()
+        started = len(bucketer.inflight)
+        bucketer.finish()
+        out[name] = ([p.grad.clone() for p in model.parameters()], [len(b) for b in bucketer.buckets], started,
+                     [e for e in timeline.events if e.kind == "allreduce"])
+    return out
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_the_shown_bucketed_version_is_the_one_the_benchmark_runs(world):
+    x, y = DP.synthetic_data(SPEC, CORE_BATCH)
+    reference = DP.single_process_gradients(SPEC, x, y)
+    for rank, runs in enumerate(launch(_shown_and_recorded, world, SPEC, x, y, BUCKET)):
+        grads, buckets, started, events = runs["shown"]
+        assert len(buckets) >= 3 and started == len(buckets), "every bucket's all-reduce starts inside backward"
+        assert events == []
+        for g, r in zip(grads, reference, strict=True):
+            torch.testing.assert_close(g, r, msg=lambda m, rank=rank: f"shown, {world} ranks, rank {rank}: {m}")
+        for name in ("recorded", "recorded, no overlap"):
+            g2, b2, started2, events2 = runs[name]
+            assert b2 == buckets and all(torch.equal(a, b) for a, b in zip(g2, grads, strict=True)), (name, rank)
+            assert started2 == (len(buckets) if name == "recorded" else 0), (name, rank)
+            assert sorted(e.label for e in events2) == [f"bucket {i}" for i in range(len(buckets))], (name, rank)

@@ -285,6 +285,38 @@ def _pipeline_whole_batch(rank, world, stage, x, micro_batches):
     return out if rank == world - 1 else None
 
 
+def _global_stats_by_padded_all_reduce(rank, world, x):
+    """Right statistics, not SyncBatchNorm's traffic: every example is summed into a buffer of the global batch."""
+    counts = torch.zeros(world, dtype=torch.long)
+    counts[rank] = len(x)
+    dist.all_reduce(counts)
+    whole = torch.zeros(int(counts.sum()), *x.shape[1:])
+    start = int(counts[:rank].sum())
+    whole[start:start + len(x)] = x
+    dist.all_reduce(whole)
+    return whole.mean(dim=(0, 2, 3)), whole.var(dim=(0, 2, 3), correction=0)
+def _pass_by_all_gather(kv):
+    parts = [torch.empty_like(kv) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, kv)
+    return parts[(dist.get_rank() - 1) % dist.get_world_size()]
+
+
+def _ring_attention_by_all_gather(q, k, v):
+    world, n = dist.get_world_size(), q.shape[2]
+    keys, values = [torch.empty_like(k) for _ in range(world)], [torch.empty_like(v) for _ in range(world)]
+    dist.all_gather(keys, k)
+    dist.all_gather(values, v)
+    mask = torch.ones(n, n * world, dtype=torch.bool).tril(dist.get_rank() * n)
+    return torch.nn.functional.scaled_dot_product_attention(q, torch.cat(keys, dim=2), torch.cat(values, dim=2),
+                                                            attn_mask=mask)
+
+
+def _all_to_all_single(blocks, recv_sizes):
+    out = torch.empty(sum(recv_sizes), *blocks[0].shape[1:])
+    dist.all_to_all_single(out, torch.cat(blocks), list(recv_sizes), [len(b) for b in blocks])
+    return list(torch.split(out, list(recv_sizes)))
+
+
 SHORTCUTS = [
     ("nccl_collectives", "all_gather_code", _all_gather_library, "your function called dist.all_gather;"),
     ("nccl_collectives", "all_gather_code", _all_gather_into_tensor, "called dist.all_gather_into_tensor"),
@@ -294,6 +326,10 @@ SHORTCUTS = [
     ("beyond_one_device", "stale_shard", _zero_step_without_sharding, "1.5 times the 96 bytes of a ZeRO-2 step"),
     ("layerwise_partitioning", "column_forward", _column_forward_by_all_reduce, "2 times the"),
     ("network_partitioning", "pipeline_forward", _pipeline_whole_batch, "one message per micro-batch"),
+    ("data_parallelism", "global_stats", _global_stats_by_padded_all_reduce, "times the"),
+    ("long_sequences_and_experts", "pass_kv", _pass_by_all_gather, "your function called dist.all_gather;"),
+    ("long_sequences_and_experts", "ring_forward_code", _ring_attention_by_all_gather, "called dist.all_gather;"),
+    ("long_sequences_and_experts", "all_to_all_code", _all_to_all_single, "called dist.all_to_all_single;"),
 ]
 
 
@@ -308,7 +344,7 @@ def test_a_library_shortcut_fails_with_what_was_asked(item, capsys):
 
 def test_every_ring_and_sharding_exercise_has_a_shortcut_that_fails():
     ring_or_sharding = {"all_gather_code", "reduce_scatter_code", "ring_bug", "stage2_shard", "stale_shard",
-                        "column_forward"}
+                        "column_forward", "pass_kv", "ring_forward_code", "all_to_all_code"}
     assert ring_or_sharding <= {key for _, key, _, _ in SHORTCUTS}
 
 
@@ -339,10 +375,63 @@ def _reduce_scatter_batched(tensor):
     return chunks[rank]
 
 
+def _global_stats_three_all_reduces(rank, world, x):
+    """The same sums in float32, in three all-reduces: the count, then Σx and Σx² per channel."""
+    n = torch.tensor([x.numel() / x.shape[1]])
+    total, squares = x.sum(dim=(0, 2, 3)), (x * x).sum(dim=(0, 2, 3))
+    for t in (n, total, squares):
+        dist.all_reduce(t)
+    mean = total / n
+    return mean, squares / n - mean * mean
+def _pass_batched(kv):
+    """One ring step in one batch_isend_irecv, as NCCL needs."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    incoming = torch.empty_like(kv)
+    ops = [dist.P2POp(dist.irecv, incoming, (rank - 1) % world), dist.P2POp(dist.isend, kv, (rank + 1) % world)]
+    for request in dist.batch_isend_irecv(ops):
+        request.wait()
+    return incoming
+
+
+def _ring_attention_k_and_v_apart(q, k, v):
+    """The ring with K and V as two messages a step, each block's softmax merged as it comes."""
+    from d2lmp.parallel.attention_blocks import attention_block, merge
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    result = None
+    for step in range(world):
+        holder = (rank - step) % world
+        if holder <= rank:
+            result = merge(result, attention_block(q, k, v, diagonal=holder == rank))
+        if step < world - 1:
+            new_k, new_v = torch.empty_like(k), torch.empty_like(v)
+            requests = [dist.irecv(new_k, (rank - 1) % world), dist.irecv(new_v, (rank - 1) % world),
+                        dist.isend(k, (rank + 1) % world), dist.isend(v, (rank + 1) % world)]
+            for request in requests:
+                request.wait()
+            k, v = new_k, new_v
+    return result[0]
+
+
+def _all_to_all_sends_first(blocks, recv_sizes):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out = [torch.empty(n, *blocks[0].shape[1:]) for n in recv_sizes]
+    out[rank] = blocks[rank].clone()
+    requests = [dist.isend(blocks[d].contiguous(), d) for d in range(world) if d != rank and len(blocks[d])]
+    requests += [dist.irecv(out[s], s) for s in range(world) if s != rank and recv_sizes[s]]
+    for request in requests:
+        request.wait()
+    return out
+
+
 ALTERNATIVES = [
     ("beyond_one_device", "stage2_shard", _grad_shard_by_reduce_scatter_tensor),
     ("beyond_one_device", "stage2_shard", _grad_shard_by_our_ring),
     ("nccl_collectives", "reduce_scatter_code", _reduce_scatter_batched),
+    ("data_parallelism", "global_stats", _global_stats_three_all_reduces),
+    ("long_sequences_and_experts", "pass_kv", _pass_batched),
+    ("long_sequences_and_experts", "ring_forward_code", _ring_attention_k_and_v_apart),
+    ("long_sequences_and_experts", "all_to_all_code", _all_to_all_sends_first),
 ]
 
 
@@ -352,3 +441,36 @@ def test_another_right_algorithm_passes(item, capsys):
     module, key, answer = item
     verdict = getattr(importlib.import_module(f"d2lmp.exercises.{module}"), key).check(answer)
     assert verdict is not None and verdict.correct, verdict
+def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
+    """Notebook 10's new answers, each computed a second way: the one weird trick's fc6 through the cost model's
+    comm_bytes, the block under tensor parallelism through Korthikanti et al.'s closed form, the crossing by hand."""
+    import torch
+    from torch import nn
+
+    from d2lmp import models
+    from d2lmp.exercises import parallel_strategies as ps
+    from d2lmp.parallel import costmodel as CM
+    from d2lmp.transformer_accounting import korthikanti_bytes_per_layer
+
+    with torch.device("meta"):
+        fc6 = models.layer_table(nn.Sequential(nn.Linear(ps.FC6_IN, 4096)), (1, ps.FC6_IN))
+    images = ps.TRICK_DEVICES * ps.TRICK_IMAGES
+    assert CM.comm_bytes(fc6, CM.WEIRD_TRICK, ps.TRICK_DEVICES, images) == pytest.approx(ps.TRICK_BYTES)
+    assert CM.comm_bytes(fc6, "data", ps.TRICK_DEVICES, images) == pytest.approx(ps.FC6_DP_BYTES)
+    g = ps._GPT3
+    assert ps.TP_GB * 1e9 == pytest.approx(korthikanti_bytes_per_layer(g.seq, 1, g.hidden, g.heads, tp=ps.TP))
+    d = ps.REPLICAS
+    by_hand = ps._IB.ridge * (2 * (d - 1) / d * 2 * ps._PSI) / (ps._PER_TOKEN)
+    assert ps.DP_TOKENS == pytest.approx(by_hand, rel=1e-9)
+
+
+@pytest.mark.parametrize("p, m, v", [(4, 8, 2), (2, 4, 2), (4, 4, 3), (3, 6, 2)])
+def test_interleaved_warmup_answer_follows_the_rule(p, m, v):
+    """Exercise 9 of notebook 13 reads its answer off the schedule: the warm-up 2(p - r - 1) + (v - 1)p, plus the
+    steady phase's opening forward (every forward first when m = p)."""
+    from d2lmp.exercises import network_partitioning as ex
+
+    for r in range(p):
+        rule = m * v if m == p else 2 * (p - r - 1) + (v - 1) * p + 1
+        assert ex.forwards_before_first_backward(p, r, m, v) == rule
+    assert ex.WARMUP == tuple(2 * (4 - r - 1) + 4 + 1 for r in (0, 3))

@@ -37,10 +37,11 @@ def test_state_per_device_follows_zero_memory(rows):
         assert preds[s].memory == pytest.approx(CM.zero_memory(params, 8, 3) | {
             "saved_activations": preds[s].memory["saved_activations"]})
     conv = round(sum(r.params for r in big if r.kind != "Linear"))
-    hybrid = {k: a + b for (k, a), b in zip(CM.zero_memory(conv, 8, 0).items(),
-                                            CM.zero_memory(params - conv, 8, 3).values())}
-    assert {k: preds["hybrid"].memory[k] for k in STATE_PARTS} == pytest.approx(hybrid, rel=1e-6)
-    # tensor parallelism splits the weights but keeps the whole batch's activations on every device
+    trick = {k: a + b for (k, a), b in zip(CM.zero_memory(conv, 8, 0).items(),
+                                           CM.zero_memory(params - conv, 8, 3).values())}
+    assert {k: preds[CM.WEIRD_TRICK].memory[k] for k in STATE_PARTS} == pytest.approx(trick, rel=1e-6)
+    # the cost model's layerwise split gathers every layer's output, so every device keeps the whole batch's
+    # activations (Megatron's column-then-row split keeps the wide ones split: transformer_accounting)
     assert preds["tensor"].memory["saved_activations"] == pytest.approx(8 * preds["data"].memory["saved_activations"])
     fp32 = MS.predictions(big, H100, 1024, "adam")
     assert fp32["data"].memory["saved_activations"] == pytest.approx(2 * preds["data"].memory["saved_activations"])
@@ -65,7 +66,7 @@ def test_data_parallelism_stops_fitting_while_others_still_fit(rows):
     assert all(MS.fits(small, H100.memory_bytes).values())
     big = MS.predictions(MS.widen(rows, 16e9), H100, 1024, "adam")
     ok = MS.fits(big, H100.memory_bytes)
-    assert not ok["data"] and ok["pipeline"] and ok["hybrid"]
+    assert not ok["data"] and ok["pipeline"] and ok[CM.WEIRD_TRICK]
     with pytest.raises(ValueError, match="unknown optimizer"):
         MS.predictions(rows, H100, 1024, "lion")
 

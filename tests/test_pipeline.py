@@ -41,6 +41,55 @@ def test_balance_bad_input(costs, stages, message):
         B.balance(costs, stages)
 
 
+def _simulated_step(costs, kind, ranks, m, chunks, sizes):
+    return S.step_span(S.simulate(kind, ranks, m, 1 / 3, 2 / 3, chunks=chunks, weights=B.stage_costs(costs, sizes)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(costs=st.lists(st.integers(0, 20), min_size=4, max_size=7), data=st.data())
+def test_balance_schedule_finds_the_shortest_simulated_step(costs, data):
+    ranks, chunks = data.draw(st.sampled_from([(1, 1), (2, 1), (3, 1), (2, 2)]))
+    kind = "interleaved" if chunks > 1 else data.draw(st.sampled_from(["gpipe", "1f1b", "zero-bubble"]))
+    m = ranks * data.draw(st.integers(1, 3))
+    sizes = B.balance_schedule(costs, kind, ranks, m, chunks)
+    assert len(sizes) == ranks * chunks and sum(sizes) == len(costs) and min(sizes) >= 1
+    every = [list(b - a for a, b in zip((0, *cuts), (*cuts, len(costs))))
+             for cuts in itertools.combinations(range(1, len(costs)), ranks * chunks - 1)]
+    best = min(_simulated_step(costs, kind, ranks, m, chunks, split) for split in every)
+    assert _simulated_step(costs, kind, ranks, m, chunks, sizes) == pytest.approx(best)
+
+
+def test_interleaving_needs_more_than_even_stages():
+    """Layer costs shaped like the half-width AlexNet's (a costly normalisation early, a costly fc7 late): the split
+    that evens out the 4 virtual stages leaves the 2 ranks' totals far apart and simulates a longer step than the
+    split balance_schedule picks; with one stage per rank the two agree."""
+    costs = [25, 4, 97, 14, 41, 2, 56, 11, 21, 1, 16, 0, 11, 0, 1, 0, 9, 0, 2, 54, 0, 0, 0]
+    even = B.balance(costs, 4)
+    totals = B.rank_costs(costs, even, 2)
+    assert max(totals) > 1.5 * min(totals)
+    best = B.balance_schedule(costs, "interleaved", 2, 4, 2)
+    assert _simulated_step(costs, "interleaved", 2, 4, 2, best) < 0.95 * _simulated_step(costs, "interleaved", 2, 4,
+                                                                                         2, even)
+    assert B.balance_schedule(costs, "1f1b", 2, 4) == B.balance(costs, 2)
+    assert B.rank_costs([1, 2, 3, 4], [1, 1, 1, 1], 2) == [4.0, 6.0]
+    with pytest.raises(ValueError, match="do not go round 2 ranks"):
+        B.rank_costs([1, 2, 3], [1, 1, 1], 2)
+    with pytest.raises(ValueError, match="cannot split 3 layers into 4"):
+        B.balance_schedule([1, 2, 3], "interleaved", 2, 2, 2)
+
+
+def test_stage_weights_stretch_each_virtual_stage():
+    plain = S.simulate("interleaved", 2, 4, chunks=2)
+    halves = S.simulate("interleaved", 2, 4, chunks=2, weights=[0.5] * 4)
+    assert [(e.rank, e.label, e.start, e.end) for e in plain] == [(e.rank, e.label, e.start, e.end) for e in halves]
+    slow = S.simulate("1f1b", 2, 3, weights=[1.0, 3.0])  # stage 1 three times as slow
+    for e in slow:
+        assert e.duration == pytest.approx((1.0 if e.kind == "forward" else 2.0) * (3.0 if e.rank == 1 else 1.0))
+    assert S.step_span(slow) > S.step_span(S.simulate("1f1b", 2, 3))
+    with pytest.raises(ValueError, match="each of the 4 virtual stages"):
+        S.simulate("interleaved", 2, 4, chunks=2, weights=[1.0, 1.0])
+
+
 def test_bubble_fraction():
     assert S.bubble_fraction(1, 8) == 0
     assert S.bubble_fraction(4, 1) == pytest.approx(0.75)

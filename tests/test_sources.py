@@ -16,7 +16,7 @@ from d2lmp.bibliography import (
     sources_text,
     year_text,
 )
-from d2lmp.parallel import costmodel
+from d2lmp.parallel import costmodel, nccl_published
 from tools.notebooks import ROOT, paths, read
 
 NOTEBOOKS = paths()
@@ -51,13 +51,16 @@ def _table_rows():
     yield from (("topology.pcie_table", f"PCIe {r.generation}", r.source) for r in topology.pcie_table())
     yield from (("topology.nvlink_table", f"NVLink {r.generation}", r.source) for r in topology.nvlink_table())
     yield from (("costmodel.PRESETS", name, hw.source) for name, hw in costmodel.PRESETS.items())
+    yield from (("nccl_published.PUBLISHED_BUSBW", sweep.system, sweep.source)
+                for sweep in nccl_published.PUBLISHED_BUSBW)
 
 
 def test_every_data_table_row_cites_bibliography_keys():
     """A row's ``source`` is a tuple of one or more keys of SOURCES, never free text or a website."""
     rows = list(_table_rows())
     assert {table for table, _, _ in rows} == {"gpu_specs.NOTABLE_GPUS", "topology.pcie_table",
-                                                "topology.nvlink_table", "costmodel.PRESETS"}
+                                                "topology.nvlink_table", "costmodel.PRESETS",
+                                                "nccl_published.PUBLISHED_BUSBW"}
     assert set(topology.PCIE_SOURCES) == set(topology.PCIE) and set(topology.NVLINK_SOURCES) == set(topology.NVLINK)
     bad = [(table, name, source) for table, name, source in rows
            if not (isinstance(source, tuple) and source and all(k in SOURCES for k in source))]

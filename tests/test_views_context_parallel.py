@@ -36,3 +36,11 @@ def test_plots_return_figures():
     heights = [p.get_height() * 1e6 for p in fig.axes[0].patches]
     assert heights == pytest.approx(list(workload(4, 64).computed) + list(workload(4, 64, "balanced").computed))
     plt.close(fig)
+
+
+def test_describe_workload_names_the_busiest_rank_and_its_share():
+    plain, balanced = workload(4, 64), workload(4, 64, "balanced")
+    line = V.describe_workload(plain)
+    assert "rank 3 computes 40.0% of them (even: 25.0%)" in line and f"= {plain.imbalance:.2f}" in line
+    assert "busiest / mean = 1.00" in V.describe_workload(balanced)
+    assert "= 1.00" in V.describe_workload(workload(4, 64, causal=False))

@@ -6,7 +6,7 @@ import torch
 
 from d2lmp.moe import MoE, MoESpec
 from d2lmp.parallel.expert_parallel import counts_per_rank, dispatch_counts
-from d2lmp.views.experts import plot_dispatch, plot_expert_load, plot_experts
+from d2lmp.views.experts import describe_load, plot_dispatch, plot_expert_load, plot_experts
 
 
 def _run():
@@ -37,3 +37,10 @@ def test_dispatch_grid_shows_every_count_and_the_drops():
     moved = dispatch.sent[0][1] + dispatch.sent[1][0]
     assert f"{moved} tokens cross ranks" in fig.axes[0].get_title()
     assert len(plot_experts(*_run()).axes) == 2
+
+
+def test_describe_load_states_the_capacity_rule_and_the_drops():
+    load, _ = _run()
+    line = describe_load(load, 12, 2, 0.75)
+    assert line.startswith(f"capacity = ⌈0.75 × 2 × 12 tokens / 4 experts⌉ = {load.capacity};")
+    assert load.capacity == 5 and f"{sum(load.dropped)} of 24 assignments dropped" in line

@@ -17,9 +17,11 @@ from d2lmp.parallel import costmodel as CM
 from d2lmp.views import bandwidth as bandwidth_views
 from d2lmp.views import collectives as collectives_views
 from d2lmp.views import comm_roofline as comm_roofline_views
+from d2lmp.views import context_parallel as context_parallel_views
 from d2lmp.views import conv as conv_views
 from d2lmp.views import costmodel as costmodel_views
 from d2lmp.views import data_parallel as data_parallel_views
+from d2lmp.views import experts as experts_views
 from d2lmp.views import failures as failures_views
 from d2lmp.views import graphics as graphics_views
 from d2lmp.views import matmul as matmul_views
@@ -59,6 +61,8 @@ FACTORIES = {
     "zero": lambda: zero_views.zero_widget(),
     "comm_roofline": lambda: comm_roofline_views.comm_roofline_widget(),
     "planner": lambda: planner_views.planner_widget(),
+    "ring_work": lambda: context_parallel_views.ring_work_widget(),
+    "capacity": lambda: experts_views.capacity_widget(),
     "checkpoint_interval": lambda: failures_views.interval_widget(),
 }
 

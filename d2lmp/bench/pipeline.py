@@ -18,9 +18,8 @@ from torch import nn
 from ..models import pipeline_model
 from ..parallel import data_parallel as DP
 from ..parallel.launch import launch
-from ..parallel.p2p_log import MessageLog
-from ..parallel.pipeline import pipeline_step, pipeline_steps
-from ..parallel.pipeline_balance import balance, equal_split, layer_costs
+from ..parallel.pipeline import counted_pipeline_step, pipeline_step, pipeline_steps
+from ..parallel.pipeline_balance import balance, balance_schedule, equal_split, layer_costs
 from ..parallel.pipeline_memory import LedgerSummary
 from ..parallel.pipeline_schedule import (
     bubble_fraction,
@@ -167,9 +166,9 @@ def _interleaved_worker(rank: int, world: int, build: Callable[[], nn.Sequential
     sent = [0] * len(plans)
     for _ in range(steps):
         for n, (kind, m, chunks, sizes) in enumerate(plans):
-            with MessageLog() as log:
-                events[n].append(pipeline_step(rank, world, build, sizes, x, y, kind, m, chunks=chunks).events)
-            sent[n] = len(log.sent)
+            counted = counted_pipeline_step(rank, world, build, sizes, x, y, kind, m, chunks)
+            events[n].append(counted.result.events)
+            sent[n] = counted.sent
     return list(zip(events, sent))
 
 
@@ -179,9 +178,10 @@ def interleaved_bench(world: int = 2, micro_batches: Sequence[int] = (2, 4, 8), 
     """1F1B and interleaved 1F1B (``chunks`` per rank) timed alike on ``world`` ranks: their bubbles, measured
     from the timeline against (p - 1)/(v·m), and their point-to-point messages, counted.
 
-    Every m must be a multiple of ``world``. Each partition is balanced (``world`` stages for 1F1B,
-    ``world`` × ``chunks`` for the interleaved one) on layer costs profiled at the micro-batch size it runs;
-    ``costs(micro)`` may supply them. The model is the half-width AlexNet, or an MLP from ``spec``.
+    Every m must be a multiple of ``world``. Each partition (``world`` stages for 1F1B, ``world`` × ``chunks``
+    for the interleaved one) is the one whose step under its own schedule, simulated on layer costs profiled
+    at the micro-batch size it runs, is shortest (``balance_schedule``); ``costs(micro)`` may supply the costs.
+    The model is the half-width AlexNet, or an MLP from ``spec``.
     """
     if steps < 2:
         raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
@@ -195,7 +195,7 @@ def interleaved_bench(world: int = 2, micro_batches: Sequence[int] = (2, 4, 8), 
     build, x, y = _bench_data(batch, spec)
     profiled: dict[int, list[float]] = {}
     costs = costs or (lambda micro: _profiled_costs(build, x, micro, profiled))
-    plans = [(kind, m, v, balance(costs(batch // m), world * v))
+    plans = [(kind, m, v, balance_schedule(costs(batch // m), kind, world, m, v))
              for m in micro_batches for kind, v in (("1f1b", 1), ("interleaved", chunks))]
     per_rank = launch(_interleaved_worker, world, build, plans, x, y, steps, timeout=900)
     rows: list[InterleavedBubble] = []

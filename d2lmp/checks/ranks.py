@@ -151,7 +151,7 @@ def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
 
 
 def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dict[str, float]:
-    """PyTorch's production pipeline API (``torch.distributed.pipelining``, GPipe) vs the unsplit MLP."""
+    """PyTorch's pipeline API (``torch.distributed.pipelining``, alpha in its documentation), GPipe, vs the MLP."""
     from torch import nn
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 

@@ -7,7 +7,7 @@ are recognised by computing each of them here. The find-the-bug exercise runs a 
 step (its gradients summed, not averaged) for a few steps on 2 and 4 ranks against one process's SGD on
 the whole batch. In both, only the gradients may travel: a rank that gathers the batch and computes the
 whole gradient itself gets the right numbers and fails, with a message that says so (``_code.logged``).
-The questions are in ``data_parallelism``.
+The questions are in ``data_parallelism``; the SyncBatchNorm exercise is in ``_bn_code``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Exercises for notebook 12 (data parallelism): buckets, uneven batches on real ranks, scaling, and a bug to find.
+"""Exercises for notebook 12 (data parallelism): buckets, uneven batches on real ranks, scaling, a bug to find, and
+SyncBatchNorm's statistics.
 
-The two code exercises (gradients from an uneven batch, and a data-parallel SGD step given with a bug)
-run on real gloo ranks against one process's arithmetic, and only the gradients may travel (``_dp_code``).
-The scaling question uses the notebook's latency-bandwidth model of a data-parallel step, written out
-below.
+The three code exercises (gradients from an uneven batch, a data-parallel SGD step given with a bug, and the
+global batch's BatchNorm statistics from per-rank sums) run on real gloo ranks against one process's arithmetic,
+and only gradients, or a few sums per channel, may travel (``_dp_code``, ``_bn_code``). The scaling question uses
+the notebook's latency-bandwidth model of a data-parallel step, written out below.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from typing import Any, cast
 import torch
 
 from ..parallel.alpha_beta import GPU_ALPHA_S as ALPHA
+from ..parallel.dp_model import BACKWARD_SHARE
 from ..parallel.dp_model import DDP_BUCKET_BYTES as BUCKET
+from . import _bn_code as BN
 from . import _dp_code as D
 from ._code import DIST_IMPORT, bug_hunt
 from .core import Exercise, Verdict
 
 __all__ = ["EXERCISES", "bucket_count", "uneven_batch", "bench_dp", "bandwidth_for_80", "bf16_gradients",
-           "summed_gradients"]
+           "summed_gradients", "global_stats"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,7 +106,7 @@ def efficiency(batch: int, gbs: float, world: int = 8) -> float:
     full, rest = divmod(GRAD_BYTES, BUCKET)
     buckets = [BUCKET] * int(full) + ([rest] if rest else [])
     per_bucket = [2 * (world - 1) * (ALPHA + b / world * beta) for b in buckets]
-    exposed = max(per_bucket[-1], sum(per_bucket) - compute * 2 / 3)
+    exposed = max(per_bucket[-1], sum(per_bucket) - compute * BACKWARD_SHARE)
     return single / (compute + exposed) / world
 
 
@@ -153,6 +156,9 @@ def _check_bandwidth(answer: Any) -> Verdict:
                          "alone exceeds what backward can hide.")
 
 
+(_W2, _B2), (_W3, _B3) = BN.STATS_CASES
+_SPLIT2, _SPLIT3 = (" + ".join(str(len(s)) for s in torch.arange(b).tensor_split(w)) for w, b in BN.STATS_CASES)
+
 EXERCISES = [
     Exercise(
         key="bucket_count", number=1, title="How many buckets",
@@ -200,9 +206,10 @@ EXERCISES = [
         solution_text="On a 2-core machine the differences are small and noisy: the versions that overlap "
                       "(bucketed, ddp) gain little, because gloo's communication threads compete with the compute "
                       "threads for the same cores, and with 4 ranks on 2 cores everything gets slower. Smaller "
-                      "buckets (1 MiB) add per-message latency (gloo: ~100 µs each) and can make the bucketed "
-                      "versions slower; DDP and our bucketed version usually stay close to each other since they "
-                      "build the same buckets. On GPUs with separate communication hardware, overlap wins clearly."),
+                      "buckets (1 MiB) add per-message latency (gloo's α, which this notebook fits, is far larger "
+                      "than a GPU's) and can make the bucketed versions slower; DDP and our bucketed version "
+                      "usually stay close to each other since they build the same buckets. On GPUs with separate "
+                      "communication hardware, overlap wins clearly."),
     Exercise(
         key="bandwidth_for_80", number=4, title="Bandwidth for 80 %",
         question="With the widget, find the smallest link bandwidth at which 8 GPUs reach 80 % efficiency for AlexNet "
@@ -214,8 +221,9 @@ EXERCISES = [
                   f"`(GB/s at 1024, GB/s at {SMALL_BATCH})`, and `None` for one that is never reached.",
         solution_text=f"About {BANDWIDTH_1024:.0f} GB/s at batch 1024 (more than PCIe 4.0 ×16's 31.5 GB/s per "
                       f"direction, less than NVLink 2's 150). At batch {SMALL_BATCH} it is never reached: each GPU "
-                      f"computes only {_SMALL_COMPUTE * 1e3:.2f} ms, and backward ({_SMALL_COMPUTE * 2 / 3 * 1e3:.2f} "
-                      f"ms) hides less than the latency alone, {_BUCKETS} buckets × 2(n−1) = 14 messages × "
+                      f"computes only {_SMALL_COMPUTE * 1e3:.2f} ms, and backward "
+                      f"({_SMALL_COMPUTE * BACKWARD_SHARE * 1e3:.2f} ms) hides less than the latency alone, "
+                      f"{_BUCKETS} buckets × 2(n−1) = 14 messages × "
                       f"{ALPHA * 1e6:g} µs = {_SMALL_LATENCY * 1e3:.2f} ms, so the efficiency stays near "
                       f"{efficiency(SMALL_BATCH, 1e6):.0%} however fast the link. Larger buckets, fewer messages (a "
                       "tree) or a larger batch per GPU would help; bandwidth cannot.",
@@ -261,6 +269,27 @@ EXERCISES = [
                          "whole batch."),
         reference=D.my_dp_step, given=D.given_dp_step,
         wrong=[(D.given_dp_step, "bug included"), *D.DP_STEP_WRONG]),
+    Exercise(
+        key="global_stats", number=7, title="SyncBatchNorm's statistics from per-rank sums",
+        function="my_global_stats(rank, world, x)", imports=DIST_IMPORT,
+        question="Write `my_global_stats(rank, world, x)`, the statistics `SyncBatchNorm2d` normalises with: `x` is "
+                 "this rank's slice (N_r, C, H, W) of a global batch that does not split evenly, and the function "
+                 "returns each channel's mean and variance over the *whole* global batch (the biased variance, "
+                 "divided by the count, as BatchNorm normalises), two tensors of shape (C,), the same on every rank. "
+                 f"It runs on {_W2} ranks ({_B2} examples: {_SPLIT2}) and on {_W3} ranks ({_B3}: {_SPLIT3}), and "
+                 "only a few numbers per channel may travel between the ranks. Try averaging the ranks' own means "
+                 "and variances too, to see what that misses.",
+        hint_text="A mean and a variance follow from three sums: the count N, Σx and Σx² (variance = Σx²/N − "
+                  "mean²). Sums add over ranks; means and variances do not. Compare with `SyncBatchNorm2d.forward` "
+                  "above.",
+        solution_text="Each rank sums, per channel, its values and their squares, and counts its values; one "
+                      "all-reduce adds the three over the ranks (2C + 1 numbers, however large the batch); then mean "
+                      "= Σx/N and variance = Σx²/N − mean² on every rank. Averaging the ranks' means weighs a rank of "
+                      "4 examples like one of 3, and averaging their variances leaves out the spread between the "
+                      "ranks' means (the law of total variance: the global variance is the mean of the ranks' "
+                      "variances plus the variance of their means, each weighted by its count). Sum in float64: "
+                      "Σx²/N − mean² subtracts two large numbers when the mean is large against the spread.",
+        checker=BN.global_stats_checker, reference=BN.my_global_stats, wrong=BN.GLOBAL_STATS_WRONG),
 ]
 
-bucket_count, uneven_batch, bench_dp, bandwidth_for_80, bf16_gradients, summed_gradients = EXERCISES
+bucket_count, uneven_batch, bench_dp, bandwidth_for_80, bf16_gradients, summed_gradients, global_stats = EXERCISES

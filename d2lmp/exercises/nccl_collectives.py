@@ -13,11 +13,12 @@ import math
 
 from ..parallel.costmodel import PRESETS
 from . import _ring_code as R
+from . import _swap_code
 from ._code import bug_hunt
 from .core import Exercise, number_checker
 
 __all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all_gather_busbw", "slow_link",
-           "reduce_scatter_code", "ring_bug"]
+           "reduce_scatter_code", "ring_bug", "swap_code"]
 
 RING_GIB = 2 * 7 / 8  # bytes each rank sends for a 1 GiB all-reduce on 8 ranks, in GiB
 
@@ -149,7 +150,25 @@ EXERCISES = [
                          "check_collectives does."),
         reference=R.my_ring_all_reduce, given=R.given_ring_all_reduce,
         wrong=[(R.given_ring_all_reduce, "bug included"), *R.ALL_REDUCE_WRONG]),
+    Exercise(
+        key="swap_code", number=8, title="Swap without a deadlock", function="my_swap(tensor)",
+        imports="import torch\nimport torch.distributed as dist",
+        question="`send_then_receive` in this notebook deadlocks: both ranks block in `dist.send`, each waiting for a "
+                 "receive the other never reaches. Write `my_swap(tensor)` that, run on each of two ranks, returns "
+                 "the other rank's `tensor` (same shape) and finishes. It is checked on 2 gloo ranks for the result "
+                 "and for the messages: each rank sends its tensor once to the other and receives once, with "
+                 "point-to-point calls only (no collective).",
+        hint_text="Post both messages before waiting for either: `dist.isend` and `dist.irecv` return a request at "
+                  "once, and `wait()` on both follows. (Breaking the symmetry also works: rank 0 sends first while "
+                  "rank 1 receives first.)",
+        solution_text="peer = 1 − rank; theirs = torch.empty_like(tensor); requests = [dist.isend(tensor, peer), "
+                      "dist.irecv(theirs, peer)]; wait on both; return theirs. Both messages are posted before either "
+                      "rank waits, so each rank's send finds its receive posted. Ordering by rank (rank 0: send, then "
+                      "recv; rank 1: recv, then send) is correct too but runs the two messages one after the other; "
+                      "posting everything first is what the ring does under gloo (ring_messages.ReceivesUpFront).",
+        checker=_swap_code.swap_checker, reference=_swap_code.my_swap, wrong=_swap_code.SWAP_WRONG),
 ]
 
-ring_bytes, ring_beats_tree, all_gather_code, all_gather_busbw, slow_link, reduce_scatter_code, ring_bug = EXERCISES
+ring_bytes, ring_beats_tree, all_gather_code, all_gather_busbw, slow_link, reduce_scatter_code, ring_bug, swap_code = \
+    EXERCISES
 

@@ -1,6 +1,7 @@
 """Exercises for notebook 13 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
 
-Numbers are checked against ``d2lmp.parallel.pipeline_schedule`` (its bubble formula, simulator and schedules).
+Numbers are checked against ``d2lmp.parallel.pipeline_schedule`` (its bubble formula, simulator and schedules,
+the interleaved one included).
 The balancing exercise compares the student's partition with the exact ``pipeline_balance.balance`` on awkward
 layer costs; the pipeline exercises (a micro-batched forward, and a pipeline's loss given with a bug) run on
 2 and 3 real gloo ranks against the unsplit network, and count each rank's messages (``_pipeline_code``).
@@ -12,13 +13,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..parallel import pipeline_balance
+from ..parallel import pipeline_balance, pipeline_schedule
 from . import _pipeline_code as P
 from ._code import DIST_IMPORT, bug_hunt, code_checker
 from .core import Exercise, Verdict, choice_checker, number_checker
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
-           "bytes_pipeline_vs_data", "balance_code", "pipeline_forward", "pipeline_loss"]
+           "bytes_pipeline_vs_data", "balance_code", "pipeline_forward", "pipeline_loss", "interleaved_warmup"]
 
 
 def _smallest_m(stages: int, target: float = 0.1) -> int:
@@ -82,6 +83,45 @@ def _check_peak_alive(answer: Any) -> Verdict:
         return Verdict(False, "; ".join(problems) + ".")
     return Verdict(True, "6 for GPipe (every micro-batch, m) and 4 for 1F1B (p − r on rank r): 1F1B's memory for "
                          "activations does not grow with m.")
+
+
+def forwards_before_first_backward(stages: int, rank: int, micro_batches: int, chunks: int) -> int:
+    """How many (virtual stage, micro-batch) forwards ``rank`` runs under interleaved 1F1B before its first
+    backward, read off ``pipeline_schedule.interleaved_schedule``."""
+    plan = pipeline_schedule.interleaved_schedule(stages, rank, micro_batches, chunks)
+    return next(n for n, (op, _, _) in enumerate(plan) if op == "B")
+
+
+WARMUP_CASE = (4, 8, 2)  # p, m, v
+WARMUP = tuple(forwards_before_first_backward(4, r, 8, 2) for r in (0, 3))  # (rank 0, rank p - 1): (11, 5)
+
+
+def _check_warmup(answer: Any) -> Verdict:
+    pair = _int_pair(answer)
+    if pair is None:
+        return Verdict(False, f"answer with a pair (rank 0, rank 3) of whole numbers; got {answer!r}.")
+    p, m, v = WARMUP_CASE
+    if pair == WARMUP:
+        return Verdict(True, f"{WARMUP[0]} and {WARMUP[1]}: the warm-up is 2(p − r − 1) + (v − 1)p forwards, and "
+                             "the steady phase opens with one more forward before its first backward. Each is a "
+                             f"chunk of 1/v of the rank's layers, so rank 0 holds about {WARMUP[0] / v:g} "
+                             f"micro-batches' worth of activations against 1F1B's {p}: interleaving costs some "
+                             "memory as well as messages.")
+    notes = []
+    if pair == tuple(2 * (p - r - 1) + (v - 1) * p for r in (0, p - 1)):
+        notes.append("that is the warm-up alone; the steady phase starts with a forward, then its first backward")
+    elif pair == (p, 1):
+        notes.append("that is 1F1B's count, p − r, with one stage per rank; with v chunks a rank runs a group of p "
+                     "micro-batches through every one of its chunks before the last stage can start a backward")
+    elif pair == tuple(2 * (p - r - 1) + 1 for r in (0, p - 1)):
+        notes.append("you left out the (v − 1)p forwards through the rank's later chunks: the first backward runs "
+                     "on the last virtual stage, which a micro-batch reaches only after passing every rank v times")
+    else:
+        for name, got, want in (("rank 0", pair[0], WARMUP[0]), ("rank 3", pair[1], WARMUP[1])):
+            if got != want:
+                notes.append(f"{name} runs {'more' if want > got else 'fewer'} than {got} forwards before its first "
+                             "backward; walk through S.interleaved_schedule(4, rank, 8, 2) up to the first 'B'")
+    return Verdict(False, "; ".join(notes) + ".")
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,7 +372,26 @@ EXERCISES = [
                          "divide the batch and with micro-batches that do not."),
         reference=P.my_pipeline_loss, given=P.given_pipeline_loss,
         wrong=[(P.given_pipeline_loss, "bug included"), *P.LOSS_WRONG]),
+    Exercise(
+        key="interleaved_warmup", number=9, title="Interleaved 1F1B's warm-up",
+        question="Under interleaved 1F1B with p = 4 ranks, v = 2 chunks per rank and m = 8 micro-batches, how many "
+                 "forwards (each through one chunk) does rank 0 run before its first backward, and how many does "
+                 "rank 3 run? Work it out from the rule in `S.interleaved_schedule`'s listing first, then count them "
+                 "in `S.interleaved_schedule(4, rank, 8, 2)`. What does the answer say about the activations a rank "
+                 "holds, against 1F1B's?",
+        hint_text="The warm-up of rank r is 2(p − r − 1) + (v − 1)p forwards; then the steady phase runs one forward "
+                  "and one backward in turn. Answer with `(rank 0, rank 3)`.",
+        solution_text="11 and 5. Rank r warms up with 2(p − r − 1) + (v − 1)p forwards, 10 on rank 0 and 4 on rank 3, "
+                      "and the steady phase opens with one more forward before its first backward. A backward can "
+                      "start only once micro-batch 0 has reached the last virtual stage, p·v − 1, which it does after "
+                      "passing every rank v times; meanwhile every rank keeps taking new micro-batches. Each forward "
+                      "covers one chunk, 1/v of the rank's layers, so rank 0 holds at most 11/2 = 5.5 micro-batches' "
+                      "worth of activations, against 1F1B's p = 4 on its first rank: interleaving costs some "
+                      "activation memory as well as v times the messages.",
+        checker=_check_warmup, reference=WARMUP,
+        wrong=[((10, 4), "warm-up alone"), ((4, 1), "1F1B's count"), ((7, 1), "(v − 1)p"), ((12, 5), "rank 0 runs")],
+        how_to_answer="Pass (rank 0, rank 3)."),
 ]
 
 (micro_batches_for_bubble, equal_times_bubble, peak_alive, unequal_stages, bytes_pipeline_vs_data, balance_code,
- pipeline_forward, pipeline_loss) = EXERCISES
+ pipeline_forward, pipeline_loss, interleaved_warmup) = EXERCISES

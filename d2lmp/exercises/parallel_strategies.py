@@ -1,21 +1,23 @@
-"""Exercises for notebook 10 (three ways to split the work): the cost model, memory, and the hybrid on ranks.
+"""Exercises for notebook 10 (three ways to split the work): the cost model, memory, the one weird trick counted, the
+small GPT's accounting under tensor parallelism and the communication roofline.
 
-The cost-model questions are checked with ``d2lmp.parallel.costmodel`` itself on AlexNet's layer
-table, so a wrong choice gets the model's own numbers. The hybrid ("one weird trick") runs the
-student's fully connected layer on real gloo ranks and compares it with one ``F.linear``.
+The cost-model questions are checked with ``d2lmp.parallel.costmodel`` itself on AlexNet's layer table, so a wrong
+choice gets the model's own numbers; the GPT and roofline questions with ``transformer_accounting`` and
+``scale.comm_roofline``, whose typical mistakes (a part split that is not, the ring's factor forgotten, the wrong
+link, 6 FLOPs per parameter for a narrow model) are computed here and recognised. Nothing here runs on ranks: the
+programming model comes in notebook 11.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.distributed as dist
-import torch.nn.functional as F
 
-from ._code import DIST_IMPORT, Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from ..gpt import preset as gpt_preset
+from ..scale.comm_roofline import data_parallel_point, link_roof
+from ..scale.presets import model_preset
+from ..transformer_accounting import activation_bytes_per_layer, parameter_count, training_flops
 from .core import Exercise, Verdict, number_checker
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ..parallel.costmodel import Hardware
 
 __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "bench_noise", "adam_fit",
-           "hybrid_fc"]
+           "weird_trick_bytes", "tp_block_activations", "dp_crossing"]
 
 MICRO_BATCHES = 8  # as in the notebook's figure and widget
 
@@ -86,6 +88,10 @@ def _check_wide_fc(answer: Any) -> Verdict:
     preds = {s: costmodel.predict(rows, s, hw, 128 * hw.devices, micro_batches=MICRO_BATCHES)
              for s in costmodel.STRATEGIES}
     choice = str(answer).strip().lower()
+    if choice == costmodel.GRID:
+        return Verdict(False, f"{costmodel.GRID!r} is the data × tensor grid of notebook 16; the cost model names "
+                              f"Krizhevsky's split {costmodel.WEIRD_TRICK!r}. Answer with one of "
+                              f"{', '.join(repr(s) for s in preds)}.")
     if choice not in preds:
         return Verdict(False, f"answer with one of {', '.join(repr(s) for s in preds)}; got {answer!r}.")
     best = min(preds, key=lambda s: preds[s].step_s)
@@ -95,8 +101,8 @@ def _check_wide_fc(answer: Any) -> Verdict:
            f"{hw.memory_bytes / 1e9:.0f} GB" if data_gb > hw.memory_bytes / 1e9 else "")
     if choice == best:
         return Verdict(True, f"{best} ({times}). The wide FC layers hold most of the weights: data parallelism "
-                             "all-reduces all of them every step, the hybrid splits them over the GPUs and sends "
-                             f"only activations for them; {fit or 'memory is not the limit'}.")
+                             "all-reduces all of them every step, the one weird trick splits them over the GPUs and "
+                             f"sends only activations for them; {fit or 'memory is not the limit'}.")
     extra = f"; and {fit}" if choice == "data" and fit else ""
     return Verdict(False, f"the model gives {times}{extra}. What does each strategy send for the FC layers, whose "
                           "weights are now ten to a hundred times larger?")
@@ -113,128 +119,77 @@ ADAM_BILLIONS = 80e9 / (4 * (1 + 1 + 2)) / 1e9  # weights, gradients, two Adam m
 
 
 # --------------------------------------------------------------------------------------------
-# The hybrid's fully connected layer, on ranks
+# The one weird trick's fc6, counted; a GPT-3 block under tensor parallelism; data parallelism's crossing
+
+TRICK_DEVICES, TRICK_IMAGES, FC6_IN = 8, 128, 9216  # fc6: 9216 inputs (256 × 6 × 6), 4096 outputs
+_FC6_INPUT_BYTES = TRICK_DEVICES * TRICK_IMAGES * FC6_IN * 4  # every image's fc6 input, FP32
+_RING = (TRICK_DEVICES - 1) / TRICK_DEVICES  # a ring all-gather or reduce-scatter sends (n-1)/n of the buffer
+TRICK_BYTES = 2 * _RING * _FC6_INPUT_BYTES  # all-gather forward, reduce-scatter backward
+FC6_DP_BYTES = 2 * _RING * (FC6_IN * 4096 + 4096) * 4  # data parallelism: all-reduce fc6's FP32 gradients
+
+_GPT3 = model_preset("175B").model
+TP = 8
+TP_GB = activation_bytes_per_layer(_GPT3, 1, tp=TP) / 1e9  # 16-bit values, 1-byte dropout masks
+_SBH = _GPT3.seq * _GPT3.hidden
+_SCORES = 5 * _GPT3.heads * _GPT3.seq / _GPT3.hidden  # 5as/h
+
+REPLICAS = 8
+_SMALL = gpt_preset("small").shape()
+_IB, _NVLINK = link_roof("A100-80GB", "network"), link_roof("A100-80GB", "nvlink")
+DP_TOKENS = data_parallel_point(_SMALL, _IB, REPLICAS, 1).crossing
+_PSI = parameter_count(_SMALL).total
+_SENT = 2 * _RING * 2 * _PSI  # a ring all-reduce of the 16-bit gradients, per replica and step
+_PER_TOKEN = training_flops(_SMALL, 1) / _SMALL.seq
 
 
-def my_hybrid_fc(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
-                 bias: torch.Tensor) -> torch.Tensor:
-    """This rank's output neurons for every example of the global batch (examples in rank order)."""
-    parts = [torch.empty_like(features) for _ in range(world)]
-    dist.all_gather(parts, features)  # every rank now has every example's features
-    return F.linear(torch.cat(parts), weight, bias)
-
-
-LOCAL_BATCH, IN_FEATURES, OUT_FEATURES = 3, 5, 7  # 7 neurons: slices 4 + 3 on two ranks, 3 + 2 + 2 on three
-
-
-def _hybrid_inputs(world: int) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-    g = torch.Generator().manual_seed(world)
-    x = torch.randn(world * LOCAL_BATCH, IN_FEATURES, generator=g)
-    w = torch.randn(OUT_FEATURES, IN_FEATURES, generator=g)
-    b = torch.randn(OUT_FEATURES, generator=g)
-    return x, list(torch.tensor_split(w, world)), list(torch.tensor_split(b, world))
-
-
-def _hybrid_worker(rank: int, world: int, fn: Callable[..., Any], x: torch.Tensor, weights: list[torch.Tensor],
-                   biases: list[torch.Tensor]) -> Any:
-    features = x[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH].clone()
-    return logged(fn, rank, world, features, weights[rank].clone(), biases[rank].clone())
-
-
-def _hybrid_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
-    results = []
-    for world in (2, 3):
-        x, weights, biases = _hybrid_inputs(world)
-        outs = on_ranks(_hybrid_worker, world, fn, x, weights, biases)
-        for rank, got in enumerate(outs):
-            expected = F.linear(x, weights[rank], biases[rank])
-            results.append((f"{world} ranks, rank {rank}", got, (expected, x, world, rank)))
-    return results
-
-
-def _hybrid_judge(case: str, run: Logged, context: Any) -> str | None:
-    expected, x, world, rank = context
-    got = run.result
-    if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {type(got).__name__}"
-    if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5):
-        return sent_at_most(run, (world - 1) / world * x.numel() * 4, "the hybrid's forward",
-                            "an all-gather of the ranks' features; the weights stay where they are")
-    local = expected[rank * LOCAL_BATCH:(rank + 1) * LOCAL_BATCH]
-    if got.shape == local.shape and torch.allclose(got, local, atol=1e-5):
-        return (f"you computed only this rank's own {LOCAL_BATCH} examples. The layer is split by neurons, so "
-                "each rank must produce its neurons for every example of the global batch: all-gather the "
-                "features first (the hybrid's one communication in the forward pass)")
-    if got.shape != expected.shape:
-        return f"your output has shape {tuple(got.shape)}, expected {tuple(expected.shape)} = (world·b, your neurons)"
-    blocks = expected.view(world, LOCAL_BATCH, -1)
-    if any(torch.allclose(got, blocks[list(order)].reshape(expected.shape), atol=1e-5)
-           for order in itertools.permutations(range(world))):
-        return "the examples are in the wrong order: keep them in rank order (all_gather returns them that way)"
-    return f"your output differs from F.linear on all examples by up to {max_error(got, expected):.3g}"
-
-
-def _hybrid_local_only(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
-                       bias: torch.Tensor) -> torch.Tensor:
-    return F.linear(features, weight, bias)
-
-
-def _hybrid_all_reduce(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
-                       bias: torch.Tensor) -> torch.Tensor:
-    """Right numbers, twice the bytes: each rank places its features in a zero batch and all-reduces it."""
-    batch = torch.zeros(world * len(features), features.shape[1])
-    batch[rank * len(features):(rank + 1) * len(features)] = features
-    dist.all_reduce(batch)
-    return F.linear(batch, weight, bias)
-
-
-def _hybrid_reversed(rank: int, world: int, features: torch.Tensor, weight: torch.Tensor,
-                     bias: torch.Tensor) -> torch.Tensor:
-    parts = [torch.empty_like(features) for _ in range(world)]
-    dist.all_gather(parts, features)
-    return F.linear(torch.cat(parts[::-1]), weight, bias)
+def _tokens(ridge: float, sent: float, per_token: float) -> float:
+    return ridge * sent / per_token
 
 
 EXERCISES = [
     Exercise(
-        key="pipeline_beats_data", number=1, title="When the pipeline wins",
+        key="pipeline_beats_data", number=1,
+        title="When the pipeline beats data parallelism",
         question="In the widget, find a preset, a number of devices and a (global) batch where pipeline partitioning "
                  "beats data parallelism for AlexNet. What changed?",
         hint_text="Data parallelism's communication is the gradients, the same size whatever the batch; the "
                   "pipeline's is activations. Try the smallest batches. Answer with `(preset, devices, batch)`; a "
                   "unique part of the preset's name such as 'V100' is enough.",
         solution_text="Small global batches: for example 8× V100 at batch 32 (4 images per device), where the model "
-                      "predicts a few ms for the pipeline against about 5 ms for data parallelism. Per step, data "
-                      "parallelism all-reduces 244 MB of gradients regardless of the batch, while the pipeline sends "
-                      "a few activations per micro-batch; with little compute per device to hide behind, the "
-                      "gradient traffic dominates. At 128 images per device or more, data parallelism wins again.",
+                      "predicts a shorter step for the pipeline than for data parallelism (the check prints both). Per "
+                      "step, data parallelism all-reduces 244 MB of gradients regardless of the batch, while the "
+                      "pipeline sends a few activations per micro-batch; with little compute per device to hide "
+                      "behind, the gradient traffic dominates. At 128 images per device or more, data parallelism "
+                      "wins again.",
         checker=_check_pipeline_beats_data, reference=("8x V100 (NVLink 2, hybrid cube-mesh)", 8, 32),
         wrong=[(("V100", 8, 1024), "data parallelism takes")],
         how_to_answer="Pass (preset, devices, batch)."),
     Exercise(
-        key="wide_fc", number=2, title="Ten times wider",
+        key="wide_fc", number=2,
+        title="Wider fully connected layers",
         question="Make AlexNet's fully connected layers ten times wider (4096 → 40,960 neurons: rebuild fc6, fc7 and "
                  "fc8 as `nn.Linear` layers of that width on the meta device and recompute the layer table, or scale "
                  "the rows: fc6's and fc8's params and FLOPs tenfold, fc7's a hundredfold). Which strategy wins now on "
                  "8× V100 at 128 images per device (8 micro-batches), and why?",
         hint_text="Compare `CM.predict(rows, s, hw, 1024, micro_batches=8)` for every strategy in `CM.STRATEGIES`, "
                   "and look at `memory_bytes` too: a V100 has 16 GB. Answer with the strategy's name.",
-        solution_text="The hybrid: about 140 ms per step against about 190 ms for data and tensor parallelism and "
-                      "over 260 ms for the pipeline. The FC layers now hold about 1.7 billion parameters (6.7 GB in "
-                      "FP32): data parallelism must all-reduce all their gradients every step, and would not even "
-                      "fit (about 26 GB per GPU with gradients and momentum, against 16 GB). The hybrid keeps the "
-                      "convolutions data parallel (few weights) and splits the FC layers, sending only their "
-                      "activations, which are small at 128 images per device.",
-        checker=_check_wide_fc, reference="hybrid",
-        wrong=[("data", "more than the V100's"), ("pipeline", "the model gives")],
+        solution_text="The one weird trick, with the shortest predicted step (the check prints every strategy's). "
+                      "The FC layers now hold about 1.7 billion parameters (6.7 GB in FP32): data parallelism must "
+                      "all-reduce all their gradients every step, and would not even fit (about 26 GB per GPU with "
+                      "gradients and momentum, against 16 GB). The trick keeps the convolutions data parallel (few "
+                      "weights) and splits the FC layers, sending only their activations, which are small at 128 "
+                      "images per device.",
+        checker=_check_wide_fc, reference="one weird trick",
+        wrong=[("data", "more than the V100's"), ("pipeline", "the model gives"), ("hybrid", "data × tensor grid")],
         how_to_answer="Pass the name of a strategy."),
     Exercise(
-        key="megatron_bytes", number=3, title="Tensor parallelism's bytes",
+        key="megatron_bytes", number=3,
+        title="Megatron's split, counted",
         question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
                  "its input's gradient (none for the first layer). Use notebook 14's "
                  "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
-                 f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 ranks, how many bytes "
-                 "does each rank feed into collectives per forward and backward in Megatron's split "
+                 f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 devices, how many "
+                 "bytes does each device feed into collectives per forward and backward in Megatron's split "
                  "(`TP.parallel_mlp`: the column layer's output stays split)? Compare with what the cost model's rule "
                  "charges.",
         hint_text="In Megatron's MLP the column layer's output is not gathered: it feeds the row layer directly. Take "
@@ -258,18 +213,27 @@ EXERCISES = [
                (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "kept the column layer's all-gather")],
         how_to_answer="Pass the bytes per rank per step."),
     Exercise(
-        key="bench_noise", number=4, title="How noisy the measurements are",
-        question="Run `d2lmp bench costmodel` twice. How much do the measured times move between runs, and what does "
-                 "that mean when judging a model whose predictions fall within 0.75–1.33× of the measurement?",
-        hint_text="Compare each strategy's measured time across the two runs as a ratio, and compare that spread "
-                  "with the width of that band (a factor of 1.33 either way).",
-        solution_text="On a shared 2-core machine the measured step times typically move by 5-20 % between runs "
-                      "(other processes, frequency scaling, the scheduler), occasionally more. A band of 0.75-1.33× "
-                      "is therefore only meaningful because it is several times wider than that noise; a ratio "
-                      "near a bound can pass in one run and fail in the next, so one should repeat the measurement "
-                      "and report the spread, not one number."),
+        key="bench_noise", number=4,
+        title="How good are the predictions?",
+        question="How good are the cost model's predictions? `d2lmp bench costmodel`, run in a terminal, trains the "
+                 "network of the first figure split each of the three ways on two CPU processes (notebooks 12 to 14 "
+                 "build those splits) and prints, for each, the predicted and the measured step and their ratio. Run "
+                 "it twice. How much do the measured times move between the two runs, and what does that spread say "
+                 "about the ratios: when can the model tell which of two strategies is faster?",
+        hint_text="Compare each strategy's measured time across the two runs as a ratio. Then compare that spread "
+                  "with how far each predicted/measured ratio is from 1, and with the gap between two strategies' "
+                  "measured times.",
+        solution_text="On a shared machine the measured step moves between runs (other processes, frequency "
+                      "scaling, the scheduler), often by several per cent and sometimes by more. A predicted/measured "
+                      "ratio means something only where it is further from 1 than that spread, and the model can rank "
+                      "two strategies only where the gap between their times is larger than its own error plus the "
+                      "noise. A ratio below 1 that is the same for every strategy is a calibration offset (on CPU "
+                      "processes the copies and reductions take cycles from the cores that compute) and does not "
+                      "change the ranking; ratios that differ between strategies do. Repeat the measurement and report "
+                      "the spread, not one number."),
     Exercise(
-        key="adam_fit", number=5, title="When Adam no longer fits",
+        key="adam_fit", number=5,
+        title="Where data parallelism stops fitting",
         question="Memory: with Adam (two optimizer copies instead of one), at what model size does data parallelism "
                  "stop fitting on an 80 GB GPU? Count FP32 weights, gradients and the two Adam moments, ignore "
                  "activations, take 80 GB = 80 × 10⁹ bytes as the presets do, and answer in billions of parameters.",
@@ -289,27 +253,102 @@ EXERCISES = [
         wrong=[(80e9 / 12 / 1e9, "one optimizer copy"), (20.0, "weights only")],
         how_to_answer="Pass the model size in billions of parameters."),
     Exercise(
-        function="my_hybrid_fc(rank, world, features, weight, bias)", imports=DIST_IMPORT,
-        key="hybrid_fc", number=6, title="The hybrid on ranks",
-        question="The hybrid for real (\"one weird trick\"): the convolutions run data parallel, so after them each "
-                 "rank holds the features of its own examples; the fully connected layer runs model parallel, each "
-                 "rank owning a slice of its output neurons. Write `my_hybrid_fc(rank, world, features, weight, "
-                 "bias)`: `features` (b, in) are this rank's b examples, `weight` (out_r, in) and `bias` (out_r,) "
-                 "this rank's slice of the layer. Return this rank's neurons for every example of the global batch, "
-                 "shape (world·b, out_r), examples in rank order. It runs on 2 and 3 gloo ranks, with neuron slices "
-                 "of unequal sizes.",
-        hint_text="Every rank needs every example's features before it can compute its neurons: which collective "
-                  "gives each rank all the ranks' tensors, in rank order? Then one `F.linear` on their "
-                  "concatenation.",
-        solution_text="All-gather the features (every rank contributes b examples and receives world·b), then apply "
-                      "this rank's slice of the layer to all of them. Forward, the hybrid communicates activations "
-                      "(world·b × in values), never the FC layer's weights or gradients; backward, the gradient of "
-                      "the gathered features is reduce-scattered back to the ranks that own the examples.",
-        checker=code_checker(_hybrid_run, _hybrid_judge, "on 2 and 3 ranks every rank's neurons equal one F.linear "
-                                                         "on the whole batch."),
-        reference=my_hybrid_fc,
-        wrong=[(_hybrid_local_only, "only this rank's own"), (_hybrid_reversed, "wrong order"),
-               (_hybrid_all_reduce, "2 times the")]),
+        key="weird_trick_bytes", number=6,
+        title="The one weird trick's traffic",
+        question=f"The one weird trick, counted by hand. At AlexNet's first fully connected layer, fc6 ({FC6_IN:,} "
+                 f"inputs, 4096 outputs), on {TRICK_DEVICES} devices with {TRICK_IMAGES} images each, every device "
+                 "needs every image's fc6 input before it can compute its slice of the neurons (an all-gather), and "
+                 "backward sends the gradient of those inputs back to the devices that own the images (a "
+                 "reduce-scatter). How many bytes does each device send for fc6 per step, in FP32, with ring "
+                 "collectives? Compare with the all-reduce of fc6's gradients that data parallelism would send.",
+        hint_text="A ring all-gather or reduce-scatter of S bytes sends (n−1)/n·S per device, and S is the fc6 input "
+                  "of the whole global batch: images × 9216 values × 4 bytes. The last line of `comm_bytes` charges "
+                  "exactly this, for every fully connected layer.",
+        solution_text=f"S = {TRICK_DEVICES * TRICK_IMAGES:,} images × {FC6_IN:,} × 4 bytes = {_FC6_INPUT_BYTES:,} "
+                      f"bytes; the all-gather and the reduce-scatter each send 7/8 of it: {TRICK_BYTES:,.0f} bytes "
+                      f"per device, about {TRICK_BYTES / 1e6:.0f} MB. Data parallelism would all-reduce fc6's "
+                      f"{FC6_IN * 4096 + 4096:,} FP32 gradients, 2 × 7/8 of them: {FC6_DP_BYTES / 1e6:.0f} MB, "
+                      f"{FC6_DP_BYTES / TRICK_BYTES:.1f} times as much. The activations shrink with the batch, the "
+                      "gradients do not: at a large enough batch per device the trick loses its advantage at fc6.",
+        checker=number_checker(TRICK_BYTES, "bytes", rel_tol=0.01, near_misses=[
+            (_RING * _FC6_INPUT_BYTES, "that is one direction only: the all-gather forward, and as much again "
+                                       "for the reduce-scatter of the inputs' gradient backward"),
+            (2 * _FC6_INPUT_BYTES, "a ring all-gather or reduce-scatter sends (n−1)/n of the buffer per device, "
+                                   "not all of it"),
+            (TRICK_BYTES / TRICK_DEVICES, "S is the input of the whole global batch: every device gathers every "
+                                          "image's features, not only its own"),
+            (FC6_DP_BYTES, "that is data parallelism's all-reduce of fc6's gradients: the trick sends activations "
+                           "instead"),
+            (2 * TRICK_BYTES, "an all-gather sends (n−1)/n of the buffer, not 2(n−1)/n as an all-reduce does")]),
+        reference=TRICK_BYTES,
+        wrong=[(_RING * _FC6_INPUT_BYTES, "one direction only"), (2 * _FC6_INPUT_BYTES, "(n−1)/n"),
+               (TRICK_BYTES / TRICK_DEVICES, "whole global batch"), (FC6_DP_BYTES, "data parallelism's all-reduce")],
+        how_to_answer="Pass the bytes one device sends per step, e.g. ex.weird_trick_bytes.check(1.2e7)."),
+    Exercise(
+        key="tp_block_activations", number=7,
+        title="A GPT-3 block under tensor parallelism",
+        question=f"One block of GPT-3 175B (hidden {_GPT3.hidden:,}, {_GPT3.heads} heads, sequence {_GPT3.seq:,}), "
+                 f"one sequence per micro-batch, 16-bit activations with dropout (1-byte masks), split over {TP} "
+                 "GPUs by tensor parallelism without sequence parallelism: how many GB (10⁹ bytes) of activations "
+                 "does each GPU keep for that block's backward?",
+        hint_text="On one device Korthikanti et al. count sbh(34 + 5as/h) bytes per block. Tensor parallelism divides "
+                  "by t what lies inside its split region (24·sbh of it, and the 5as²b of the scores); the 10·sbh "
+                  "at the LayerNorms and the residual stream's dropout stay whole. `TA.activation_parts` marks each "
+                  "tensor, and `TA.activation_bytes_per_layer` adds them up.",
+        solution_text=f"sbh(10 + 24/t + 5as/(ht)) = {_SBH:,} × (10 + {24 / TP:g} + {_SCORES / TP:g}) = "
+                      f"{TP_GB * 1e9:,.0f} bytes, about {TP_GB:.2f} GB per GPU, against "
+                      f"{activation_bytes_per_layer(_GPT3, 1) / 1e9:.2f} GB on one GPU. Only the part inside the "
+                      "split region shrinks: the 10·sbh kept whole on every GPU is why Megatron-LM adds sequence "
+                      "parallelism, which splits it along the sequence (then everything divides by t).",
+        checker=number_checker(TP_GB, "GB", rel_tol=0.01, near_misses=[
+            (activation_bytes_per_layer(_GPT3, 1) / 1e9, "that is one GPU's block without tensor parallelism"),
+            (activation_bytes_per_layer(_GPT3, 1, tp=TP, sequence_parallel=True) / 1e9,
+             "everything divided by t is what sequence parallelism gives; plain tensor parallelism keeps the "
+             "LayerNorms' inputs and outputs and the dropout masks on the residual stream whole on every GPU"),
+            (_SBH * (10 + 24 / TP) / 1e9, "you left out the attention scores, 5as²b bytes (softmax, its dropout mask "
+                                          "and its output), split by heads over the GPUs"),
+            (_SBH * (10 + 24 / TP + _SCORES) / 1e9, "the scores lie inside the split region: each GPU computes its "
+                                                    "heads' scores only, so they divide by t too"),
+            (TP_GB * 1e9 / 2**30, "that is in GiB (2³⁰ bytes); the question asks for GB (10⁹ bytes)")]),
+        reference=TP_GB,
+        wrong=[(activation_bytes_per_layer(_GPT3, 1) / 1e9, "without tensor parallelism"),
+               (activation_bytes_per_layer(_GPT3, 1, tp=TP, sequence_parallel=True) / 1e9, "sequence parallelism"),
+               (_SBH * (10 + 24 / TP) / 1e9, "left out the attention scores")],
+        how_to_answer="Pass the GB per GPU, e.g. ex.tp_block_activations.check(1.5)."),
+    Exercise(
+        key="dp_crossing", number=8,
+        title="Data parallelism's crossing",
+        question=f"The small GPT data parallel across nodes: {REPLICAS} replicas, one GPU in each of {REPLICAS} DGX "
+                 "A100 nodes, sum their 16-bit gradients with a ring all-reduce over InfiniBand. How many tokens must "
+                 "each replica work on per step for the all-reduce to hide behind the computing, on the fitted roof "
+                 "`CR.link_roof(\"A100-80GB\", \"network\")`? Count a step's FLOPs exactly, with "
+                 "`TA.training_flops(shape, 1)` per sequence of the shape `gpt.preset(\"small\").shape()`.",
+        hint_text="Per step a replica computes (tokens / s) × the FLOPs of one sequence and sends 2(d−1)/d × 2Ψ bytes, "
+                  "whatever its batch. Set FLOPs / bytes equal to the ridge and solve for the tokens; "
+                  "`CR.data_parallel_point(...).crossing` gives the same number.",
+        solution_text=f"{_PER_TOKEN:,.0f} FLOPs per token against {_SENT:,.0f} bytes a step: tokens = ridge × bytes / "
+                      f"FLOPs per token = {_IB.ridge:,.0f} × {_SENT:,.0f} / {_PER_TOKEN:,.0f} ≈ {DP_TOKENS:,.0f} "
+                      f"tokens, about {DP_TOKENS / _SMALL.seq:.0f} sequences of {_SMALL.seq} per replica. The shortcut "
+                      "of 6 FLOPs per parameter and token undercounts this narrow model: at hidden 384 the attention "
+                      f"core and the logits add {_PER_TOKEN / (6 * _PSI) - 1:.0%} to it, so fewer tokens do. Inside a "
+                      f"node, over NVLink, {_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN):,.0f} tokens would do.",
+        checker=number_checker(DP_TOKENS, "tokens", rel_tol=0.02, near_misses=[
+            (_tokens(_IB.ridge, _SENT, 6 * _PSI), "that is the shortcut of 6 FLOPs per parameter and token; for a "
+                                                  "model this narrow the attention and the logits add FLOPs: count "
+                                                  "them with training_flops"),
+            (_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN), "the replicas sit in different nodes: their all-reduce "
+                                                        "crosses InfiniBand, not NVLink"),
+            (2 * DP_TOKENS, "the gradients travel in 16 bits: 2 bytes per parameter, not 4"),
+            (_tokens(_IB.ridge, 4 * _PSI, _PER_TOKEN), "a ring all-reduce sends 2(d−1)/d of the buffer per replica, "
+                                                       f"not twice the buffer: with {REPLICAS} replicas, 7/4 of it"),
+            (DP_TOKENS / 2, "an all-reduce sends 2(d−1)/d of the buffer, not (d−1)/d: it is a reduce-scatter and "
+                            "an all-gather"),
+            (_IB.ridge, "that is the ridge itself, in FLOPs per byte; solve for the tokens")]),
+        reference=DP_TOKENS,
+        wrong=[(_tokens(_IB.ridge, _SENT, 6 * _PSI), "shortcut of 6 FLOPs"),
+               (_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN), "crosses InfiniBand"), (2 * DP_TOKENS, "16 bits")],
+        how_to_answer="Pass a number of tokens, e.g. ex.dp_crossing.check(2000)."),
 ]
 
-pipeline_beats_data, wide_fc, megatron_bytes, bench_noise, adam_fit, hybrid_fc = EXERCISES
+(pipeline_beats_data, wide_fc, megatron_bytes, bench_noise, adam_fit, weird_trick_bytes, tp_block_activations,
+ dp_crossing) = EXERCISES

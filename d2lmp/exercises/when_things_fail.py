@@ -221,7 +221,8 @@ EXERCISES = [
     Exercise(
         key="lost_message", number=3,
         title="Which rank hangs, and where",
-        question="`ex.pass_along` sends each rank's number to the next rank round a ring of 3 ranks, and receives "
+        question="`ex.pass_along` (read it with `show(ex.pass_along)`) sends each rank's number to the next rank round "
+                 "a ring of 3 ranks, and receives "
                  "the previous rank's. Run it (`launch(ex.pass_along, 3, timeout=3, group_timeout=60)`) and read "
                  "the error: which rank waits for a message that never comes, and at which line? Answer "
                  "`(rank, line)`.",

@@ -21,7 +21,7 @@ __all__ = ["all_to_all", "all_to_all_sizes", "torch_all_to_all_flat", "torch_all
 
 # The requests of the last exchange, dropped only when the next one ends: dropping a gloo request
 # right after it completes can spin until gloo's I/O thread lets go of its buffer (see
-# ``collectives._last_requests``, the ring's list for the same reason).
+# ``ring_messages._last_requests``, the ring's list for the same reason).
 _last_exchange: list[dist.Work] = []
 
 
@@ -104,12 +104,11 @@ def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None =
                out: Sequence[torch.Tensor] | None = None) -> list[torch.Tensor]:
     """Send ``inputs[d]`` to rank d of ``group`` (None: all ranks); return the block each rank sent here, in rank order.
 
-    ``inputs`` holds one tensor per rank, all of the same dtype, device and trailing shape (the
-    same on every rank); first dimensions may differ. Equal to ``dist.all_to_all`` where they are
-    equal, and to ``dist.all_to_all_single`` with split sizes where they are not. Received sizes are
-    exchanged first, unless the caller knows them: ``output_sizes`` (an expert-parallel layer knows
-    them from its routing counts), or ``out``, one buffer per source to receive into and return
-    (reusing buffers saves allocating, and the page faults of fresh memory, on every call).
+    ``inputs``: one tensor per rank, of one dtype, device and trailing shape (on every rank); first dimensions
+    may differ. Equal to ``dist.all_to_all`` (equal blocks) and ``dist.all_to_all_single`` with split sizes.
+    Received sizes are exchanged first unless the caller knows them: ``output_sizes`` (an expert-parallel
+    layer knows them from its routing counts), or ``out``, one buffer per source to receive into and return
+    (reused buffers save allocating, and the page faults of fresh memory, on every call).
     """
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     _check_inputs(inputs, world)

@@ -10,8 +10,8 @@ Cost per rank for S bytes on n ranks, with latency α per message and β seconds
     tree (binary, reduce then broadcast):       2⌈log2 n⌉·(α + S·β)
     ring (reduce-scatter, then all-gather):     2(n-1)·(α + S/n·β)
 so the ring moves the least data per rank for large S, the tree has the fewest steps.
-The ring cuts big chunks into segments, so that adding one overlaps receiving the next, and
-under gloo it posts every receive of a pass before its first step (see ``_ring_pass``).
+The ring's steps are the algorithm (``_ring_pass``); how their messages are posted under each backend (big
+chunks cut into segments, gloo's receives posted up front, NCCL's batches) is ``ring_messages``'s job.
 """
 
 from __future__ import annotations
@@ -29,69 +29,16 @@ from torch.distributed import ProcessGroup
 from .all_to_all import all_to_all, torch_all_to_all_flat
 from .alpha_beta import bus_bandwidth
 from .launch import rank_device
+from .ring_messages import RingStep, ring_messages
 
-__all__ = ["SEGMENT_ELEMENTS", "global_rank", "RING_PHASES", "ring_send_chunk", "ring_schedule", "ring_all_reduce",
+__all__ = ["global_rank", "RING_PHASES", "ring_send_chunk", "ring_schedule", "ring_all_reduce",
            "ring_reduce_scatter", "ring_all_gather", "naive_all_reduce", "TREE_PHASES", "tree_schedule",
            "tree_all_reduce", "all_to_all", "CollectiveTiming", "measure_collective"]
-
-SEGMENT_ELEMENTS = 2**20  # 4 MiB of float32: big messages are cut so that adding overlaps sending
-
-
-def _segments(t: torch.Tensor) -> list[torch.Tensor]:
-    if t.numel() <= SEGMENT_ELEMENTS:
-        return [t] if t.numel() else []  # the common case, without torch.split's cost
-    return list(torch.split(t, SEGMENT_ELEMENTS))
 
 
 def global_rank(group: ProcessGroup | None, group_rank: int) -> int:
     """The global rank of ``group_rank`` in ``group`` (None: the default group), as send/recv/P2POp need."""
     return group_rank if group is None else dist.get_global_rank(group, group_rank)
-
-
-# Gloo's spare receive buffers, kept between calls per (dtype, device): a fresh one costs page
-# faults on every call, since big allocations come straight from the operating system.
-_kept_spares: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
-
-
-def _spares(like: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Receive buffers shaped like the (1-D) tensors ``like``, cut one after another from the kept buffer."""
-    if not like:
-        return []
-    sizes, key = [t.numel() for t in like], (like[0].dtype, like[0].device)
-    kept = _kept_spares.get(key)
-    if kept is None or kept.numel() < sum(sizes):
-        kept = _kept_spares[key] = torch.empty(sum(sizes), dtype=key[0], device=key[1])
-    ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
-    return [kept[end - size:end] for size, end in zip(sizes, ends)]
-
-
-# The requests of the last ring pass, dropped only when the next pass ends. Dropping a gloo
-# request frees its buffer, and gloo makes the freeing thread spin until its I/O thread has let
-# go of that buffer; right after a pass the I/O thread often has not run yet, and on a busy
-# machine the spin lasts a scheduler tick (milliseconds, more than a whole small all-reduce).
-_last_requests: list[dist.Work | None] = []  # None: what isend/irecv return off the group, never here
-
-
-def _ring_step(send: torch.Tensor, recv_into: torch.Tensor, accumulate: bool, right: int, left: int,
-               group: ProcessGroup | None = None) -> None:
-    """One step under NCCL: send ``send`` to the right neighbour and take the left neighbour's chunk into
-    ``recv_into``.
-
-    Both are cut into segments and every message is posted at once, so while segment k is
-    being added, later segments are still on the wire (the pipelining real rings use).
-    """
-    incoming = [torch.empty_like(s) for s in _segments(recv_into)] if accumulate else _segments(recv_into)
-    ops = [dist.P2POp(dist.irecv, buf, left, group) for buf in incoming]
-    ops += [dist.P2POp(dist.isend, seg, right, group) for seg in _segments(send.contiguous())]
-    # One batch: NCCL runs it as a single group call, so the two neighbours cannot deadlock
-    # waiting for each other's send.
-    requests = dist.batch_isend_irecv(ops) if ops else []
-    for buf, target, request in zip(incoming, _segments(recv_into), requests):
-        request.wait()
-        if accumulate:
-            target += buf
-    for request in requests[len(incoming):]:
-        request.wait()
 
 
 def _chunks(flat: torch.Tensor, world: int) -> list[torch.Tensor]:
@@ -132,39 +79,21 @@ def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases: Sequen
     """In place, the steps of ``phases`` from ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds
     the sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone.
 
-    In each step a rank sends one chunk to its right neighbour and receives one from its left,
-    which it adds to its own copy (reduce-scatter) or keeps (all-gather).
+    In each step a rank sends one chunk to its right neighbour and receives one from its left, which it adds
+    to its own copy (reduce-scatter) or keeps (all-gather). How the messages are posted is the backend's
+    business (``ring_messages``: gloo's receives up front, NCCL's one batch per step); this loop is the same.
     """
-    right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
-    steps = [(chunks[ring_send_chunk(phase, step, rank, world)],      # what this rank sends
-              chunks[ring_send_chunk(phase, step, rank - 1, world)],  # what its left neighbour sends
-              phase == "reduce-scatter")                              # add it, or keep it
+    steps = [RingStep(send=chunks[ring_send_chunk(phase, step, rank, world)],          # what this rank sends
+                      recv_into=chunks[ring_send_chunk(phase, step, rank - 1, world)],  # what its left one sends
+                      accumulate=phase == "reduce-scatter")                             # add it, or keep it
              for phase in phases for step in range(world - 1)]
-    if not steps:
-        return  # one rank already holds the sum and every chunk
-    if dist.get_backend(group) == "nccl":
-        for send, recv_into, accumulate in steps:
-            _ring_step(send, recv_into, accumulate, right, left, group)
-        return
-    # Gloo sends a message only once the receiver has posted its receive (the sender asks first),
-    # so a receive posted when its step begins costs one more trip between neighbours per step.
-    # So every receive of the pass is posted up front, each into a buffer of its own: reduce-scatter's
-    # into a spare buffer to add from, all-gather's into the chunk itself. (NCCL cannot do this: with
-    # a receive queued before the send, two neighbours would each wait for the other.)
-    spares = iter(_spares([recv_into for _, recv_into, accumulate in steps if accumulate]))
-    buffers = [_segments(next(spares) if accumulate else recv_into) for _, recv_into, accumulate in steps]
-    sent = [dist.isend(seg, right, group) for seg in _segments(steps[0][0])]  # the right neighbour waits for it
-    received = [[dist.irecv(buf, left, group) for buf in bufs] for bufs in buffers]
-    for i, ((_, recv_into, accumulate), bufs, requests) in enumerate(zip(steps, buffers, received)):
-        for target, buf, request in zip(_segments(recv_into), bufs, requests):
-            request.wait()  # type: ignore[union-attr]  # while segment k is added, later ones are still on the wire
-            if accumulate:
-                target += buf
-        if i + 1 < len(steps):  # the next step sends on what this one received
-            sent += [dist.isend(seg, right, group) for seg in _segments(steps[i + 1][0])]
-    for request in sent:
-        request.wait()  # type: ignore[union-attr]
-    _last_requests[:] = sent + [r for requests in received for r in requests]  # see _last_requests
+    messages = ring_messages(steps, rank, world, group)
+    for i, step in enumerate(steps):
+        messages.start(i)  # send this step's chunk to the right neighbour
+        for target, incoming in messages.arrivals(i):  # the left neighbour's chunk, a segment at a time
+            if step.accumulate:
+                target += incoming  # while this segment is added, the next ones are still on the wire
+    messages.finish()
 
 
 def ring_all_reduce(tensor: torch.Tensor, group: ProcessGroup | None = None) -> torch.Tensor:

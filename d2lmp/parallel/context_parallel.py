@@ -84,7 +84,7 @@ def _post(send: torch.Tensor, recv_into: torch.Tensor, right: int, left: int, gr
 
 # The last two finished exchanges, kept alive a little longer. Dropping a gloo request right after its wait frees
 # its buffer while gloo's I/O thread may still hold it, and the freeing thread spins until it lets go: on a busy
-# machine a scheduler tick (see ``collectives._last_requests``). Kept here, a request is dropped two waits later;
+# machine a scheduler tick (see ``ring_messages._last_requests``). Kept here, a request is dropped two waits later;
 # the price is that two messages' buffers outlive the call.
 _recent: deque[_Exchange] = deque(maxlen=2)
 

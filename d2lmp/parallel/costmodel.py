@@ -7,6 +7,9 @@ derive these from the sourced tables (the notable-GPU table for FLOP/s and memor
 ``topology`` for PCIe and NVLink, ``alpha_beta.GPU_ALPHA_S`` for α, NCCL's per-step latency over
 NVLink, on every preset) and carry those rows' bibliography keys as their ``source``.
 
+The strategies (``STRATEGIES``) are data parallelism, the pipeline, tensor parallelism (every layer split by its
+outputs, each output gathered) and Krizhevsky's "one weird trick" (``WEIRD_TRICK``: convolutions data parallel,
+fully connected layers split); ``GRID`` is a data × tensor grid of process groups, predicted with ``grid=``.
 Time per step = compute + exposed communication + bubble:
 * compute: 3 × the forward FLOPs (forward once, backward twice) divided over the devices
   that share the work, at the device's FLOP/s;
@@ -40,11 +43,15 @@ from .dp_model import predict_step
 if TYPE_CHECKING:
     from ..models import LayerRow  # the layer table's rows; models imports torch, this model does not
 
-__all__ = ["STRATEGIES", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine", "Prediction", "predict",
-           "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED", "state_per_device", "zero_memory", "zero_memory_by_stage",
-           "zero_traffic"]
+__all__ = ["STRATEGIES", "WEIRD_TRICK", "GRID", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine",
+           "Prediction", "predict", "Messages", "message_sizes", "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED",
+           "state_per_device", "zero_memory", "zero_memory_by_stage", "zero_traffic"]
 
-STRATEGIES = ("data", "pipeline", "tensor", "hybrid")
+# Krizhevsky's "one weird trick" (krizhevsky2014weird): convolutions data parallel, fully connected layers split.
+WEIRD_TRICK = "one weird trick"
+STRATEGIES = ("data", "pipeline", "tensor", WEIRD_TRICK)
+# A data × tensor grid of process groups (``parallel.hybrid``): ``predict(rows, GRID, hw, batch, grid=(d, t))``.
+GRID = "hybrid"
 _TABLE_ACTIVATION_BYTES = 4  # the layer table's activations are float32 (``models.layer_table``'s default)
 
 
@@ -152,8 +159,8 @@ def _totals(rows: Sequence[LayerRow], batch_of_table: int) -> tuple[float, float
 
 # How much of the training state each strategy keeps per device, as the ZeRO stage that keeps as much: data
 # parallelism keeps it whole (stage 0); the partitionings divide every part over the devices (stage 3's
-# figures). The hybrid keeps its convolutions' state as data parallelism and its fully connected layers' as
-# the partitionings.
+# figures). The one weird trick keeps its convolutions' state as data parallelism and its fully connected
+# layers' as the partitionings.
 STRATEGY_STAGE = {"data": 0, "pipeline": 3, "tensor": 3}
 
 
@@ -174,16 +181,24 @@ def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, m
     of the training state; activations (FP32 in the layer table) are stored and sent at its activation
     width, gradients at its gradient width; compute stays at the device's FP32 rate. For the pipeline,
     ``stage_sizes`` (rows per stage) makes the slowest stage set the pace; by default stages are assumed
-    perfectly balanced. For "hybrid", ``grid`` = (data, tensor) predicts a grid of process groups
-    (``parallel.hybrid``) instead of the one-weird-trick split, its gradients summed in ``gradient_tensors``
-    all-reduces (one per parameter tensor, or 1 for one flat buffer).
+    perfectly balanced. ``GRID`` ("hybrid") with ``grid`` = (data, tensor) predicts a data × tensor grid of
+    process groups (``parallel.hybrid``), its gradients summed in ``gradient_tensors`` all-reduces (one per
+    parameter tensor, or 1 for one flat buffer).
     """
+    if strategy == GRID:
+        if grid is None:
+            raise ValueError(f"{GRID!r} is a data × tensor grid: pass grid=(data, tensor); Krizhevsky's split of "
+                             f"convolutions and fully connected layers is {WEIRD_TRICK!r}")
+        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, optimizer_bytes(optimizer), gradient_tensors)
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+        raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}, or {GRID!r} with grid=")
+    if grid is not None:
+        raise ValueError(f"grid= belongs to the data × tensor grid, strategy {GRID!r}, not to {strategy!r}")
     n = hw.devices
     if n < 1 or batch < 1:
         raise ValueError("devices and batch must be >= 1")
     opt = optimizer_bytes(optimizer)
+    sizes = message_sizes(rows, batch, batch_of_table, opt)
     rows = _at_width(rows, opt)
     fwd, params, acts = _totals(rows, batch_of_table)
     single = 3 * fwd * batch / hw.flops
@@ -191,7 +206,7 @@ def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, m
     if strategy in STRATEGY_STAGE:
         state = state_per_device(params, n, STRATEGY_STAGE[strategy], opt)
     if strategy == "data":
-        p = predict_step(single, params * opt.grad_bytes, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
+        p = predict_step(single, sizes.gradients, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
         memory = {**state, "saved_activations": acts * batch / n}
         return Prediction("data", n, p.compute_s, p.exposed_comm_s, 0.0, memory)
     if strategy == "pipeline":
@@ -203,28 +218,26 @@ def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, m
             bounds = [sum(stage_sizes[:i]) for i in range(n + 1)]
             slowest = max(sum(r.flops for r in rows[a:b]) for a, b in zip(bounds, bounds[1:]))
             stage = single * slowest / sum(r.flops for r in rows)
-        boundary = acts / len(rows) * batch  # a typical layer output per step, crossing each boundary
-        comm = 2 * (m + n - 1) * (hw.alpha + boundary / m / hw.link_bytes_per_s) if n > 1 else 0.0
+        # a typical layer output per step crosses each boundary, in m micro-batches, forward and back
+        comm = 2 * (m + n - 1) * (hw.alpha + sizes.boundary / m / hw.link_bytes_per_s) if n > 1 else 0.0
         memory = {**state, "saved_activations": acts * batch / n}
         return Prediction("pipeline", n, stage, comm, stage * (n - 1) / m, memory)
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
         # all-reduce its input's gradient backward (none for the first layer: its input is the data).
-        comm = _split_layer_comm(rows, batch_of_table, batch, n, hw)
+        comm = sum(_ring("all_gather", n, out_bytes, hw) + (_ring("all_reduce", n, in_bytes, hw) if in_bytes else 0.0)
+                   for out_bytes, in_bytes in sizes.split_layers)
         memory = {**state, "saved_activations": acts * batch}
         return Prediction("tensor", n, single / n, comm, 0.0, memory)
-    if grid is not None:
-        return _grid_hybrid(rows, hw, batch, grid, batch_of_table, opt, gradient_tensors)
-    # hybrid ("one weird trick"): convolutions data parallel, fully connected layers model parallel
-    conv_params = sum(r.params for r in rows if r.kind != "Linear")
-    comm = _ring("all_reduce", n, conv_params * opt.grad_bytes, hw)
-    for r in fc:
-        in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
+    # the one weird trick: convolutions data parallel, fully connected layers model parallel
+    comm = _ring("all_reduce", n, sizes.conv_gradients, hw)
+    for in_bytes in sizes.fc_inputs:
         comm += _ring("all_gather", n, in_bytes, hw) + _ring("reduce_scatter", n, in_bytes, hw)
+    conv_params = sum(r.params for r in rows if r.kind != "Linear")
     conv_state = state_per_device(conv_params, n, STRATEGY_STAGE["data"], opt)
     fc_state = state_per_device(sum(r.params for r in fc), n, STRATEGY_STAGE["tensor"], opt)
     memory = {part: conv_state[part] + fc_state[part] for part in STATE_PARTS} | {"saved_activations": acts * batch / n}
-    return Prediction("hybrid", n, single / n, comm, 0.0, memory)
+    return Prediction(WEIRD_TRICK, n, single / n, comm, 0.0, memory)
 
 
 def _split_layer_bytes(rows: Sequence[LayerRow], batch_of_table: int, batch: int) -> list[tuple[float, float]]:
@@ -235,49 +248,62 @@ def _split_layer_bytes(rows: Sequence[LayerRow], batch_of_table: int, batch: int
             for i, r in enumerate(rows) if r.flops > 0]
 
 
-def _split_layer_comm(rows: Sequence[LayerRow], batch_of_table: int, batch: int, n: int, hw: Hardware) -> float:
-    """Seconds of tensor parallelism's messages over ``n`` devices: each split layer all-gathers its output and
-    all-reduces its input's gradient, except the first layer's, which is never sent (``_split_layer_bytes``)."""
-    return sum(_ring("all_gather", n, out_bytes, hw) + (_ring("all_reduce", n, in_bytes, hw) if in_bytes else 0.0)
-               for out_bytes, in_bytes in _split_layer_bytes(rows, batch_of_table, batch))
+@dataclass(frozen=True)
+class Messages:
+    """The buffers the strategies send in one step of ``batch`` examples, in bytes, before a ring's factors.
+
+    ``gradients``: every parameter's gradient; ``conv_gradients``: those of the layers that are not ``Linear``;
+    ``boundary``: a typical layer output (a pipeline stage's boundary); ``split_layers``: (output, input) of
+    each layer with FLOPs, its input 0 for the first (the data, whose gradient is never sent); ``fc_inputs``:
+    each ``Linear`` layer's input. Gradients at the optimizer's gradient width, activations at its activation width.
+    """
+
+    gradients: float
+    conv_gradients: float
+    boundary: float
+    split_layers: tuple[tuple[float, float], ...]
+    fc_inputs: tuple[float, ...]
+
+
+def message_sizes(rows: Sequence[LayerRow], batch: int, batch_of_table: int = 1,
+                  optimizer: str | OptimizerBytes = "momentum") -> Messages:
+    """The bookkeeping behind ``comm_bytes`` and ``predict``: what each message holds, read off the layer table."""
+    opt = optimizer_bytes(optimizer)
+    rows = _at_width(list(rows), opt)
+    _, params, acts = _totals(rows, batch_of_table)
+    conv = sum(r.params for r in rows if r.kind != "Linear")
+    fc_inputs = tuple(r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
+                      for r in rows if r.kind == "Linear")  # in_features × examples of each Linear layer
+    split = tuple(_split_layer_bytes(rows, batch_of_table, batch))
+    return Messages(gradients=params * opt.grad_bytes, conv_gradients=conv * opt.grad_bytes,
+                    boundary=acts / len(rows) * batch, split_layers=split, fc_inputs=fc_inputs)
 
 
 def comm_bytes(rows: Sequence[LayerRow], strategy: str, devices: int, batch: int, batch_of_table: int = 1,
                optimizer: str | OptimizerBytes = "momentum") -> float:
     """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
 
-    A ring all-reduce of S bytes sends 2(n-1)/n·S per device, an all-gather or reduce-scatter
-    (n-1)/n·S. The pipeline counts a middle stage (activations forward, their gradients back,
-    ``predict``'s typical layer output at each boundary; with two stages each sends one of the two).
-    Gradients travel at the ``optimizer``'s gradient width, activations at its activation width.
-    No latency, no overlap: what travels, not how long it waits.
+    A ring all-reduce of S bytes sends 2(n-1)/n·S per device, an all-gather or reduce-scatter (n-1)/n·S
+    (``BUS_FACTORS``); ``message_sizes`` reads the S of each message off the layer table. No latency, no
+    overlap: what travels, not how long it waits.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
     if devices < 1 or batch < 1:
         raise ValueError("devices and batch must be >= 1")
-    n = devices
-    if n == 1:
+    if devices == 1:
         return 0.0
-    ring = {kind: factor(n) for kind, factor in BUS_FACTORS.items()}
-    opt = optimizer_bytes(optimizer)
-    rows = _at_width(rows, opt)
-    _, params, acts = _totals(rows, batch_of_table)
-    if strategy == "data":
-        return ring["all_reduce"] * params * opt.grad_bytes
-    if strategy == "pipeline":
-        boundary = acts / len(rows) * batch  # as predict: a typical layer output per step
-        return boundary * (1 if n == 2 else 2)
-    if strategy == "tensor":
-        return sum(ring["all_gather"] * out + ring["all_reduce"] * inp
-                   for out, inp in _split_layer_bytes(rows, batch_of_table, batch))
-    conv_params = sum(r.params for r in rows if r.kind != "Linear") * opt.grad_bytes
-    total = ring["all_reduce"] * conv_params
-    for r in rows:
-        if r.kind == "Linear":
-            in_bytes = r.macs / max(r.output_shape[-1], 1) / batch_of_table * batch * opt.activation_bytes
-            total += (ring["all_gather"] + ring["reduce_scatter"]) * in_bytes
-    return total
+    ring = {kind: factor(devices) for kind, factor in BUS_FACTORS.items()}
+    m = message_sizes(rows, batch, batch_of_table, optimizer)
+    if strategy == "data":  # all-reduce every gradient
+        return ring["all_reduce"] * m.gradients
+    if strategy == "pipeline":  # a middle stage: activations on, their gradients back (an end stage: one of them)
+        return m.boundary * (1 if devices == 2 else 2)
+    if strategy == "tensor":  # every split layer: all-gather its output, all-reduce its input's gradient
+        return sum(ring["all_gather"] * out + ring["all_reduce"] * inp for out, inp in m.split_layers)
+    # the one weird trick: all-reduce the convolutions' gradients; gather each FC layer's input, scatter its gradient
+    return ring["all_reduce"] * m.conv_gradients + sum((ring["all_gather"] + ring["reduce_scatter"]) * x
+                                                       for x in m.fc_inputs)
 
 
 def _grid_hybrid(rows: Sequence[LayerRow], hw: Hardware, batch: int, grid: tuple[int, int], batch_of_table: int,

@@ -3,9 +3,11 @@
 Three versions, each giving every rank the full-batch gradient:
 
 1. ``allreduce_gradients``: after backward, all-reduce each gradient (no overlap).
-2. ``BucketedAllReduce``: gradients are grouped into buckets of about ``bucket_bytes``;
-   a hook fires as each gradient is ready, and a full bucket's all-reduce starts at once,
-   asynchronously, while backward keeps computing earlier layers (overlap).
+2. ``BucketedAllReduce``: gradients are grouped into buckets of about ``bucket_bytes``
+   (``fill_buckets``, last layer first); a hook fires as each gradient is ready, and a full
+   bucket's all-reduce starts at once, asynchronously, while backward keeps computing earlier
+   layers (overlap). ``RecordedBucketedAllReduce`` is the same class with what measuring needs:
+   a timeline, an ``overlap=False`` switch and ``no_sync()``; ``DataParallelStep`` runs it.
 3. PyTorch's ``DistributedDataParallel``, with ``recording_hook`` logging its buckets.
 
 Uneven splits: each rank's loss is the *sum* over its examples divided by the *global*
@@ -13,28 +15,31 @@ batch size, and gradients are summed over ranks, so the result is the mean over 
 batch however it was split.
 
 Gradient accumulation (``accumulated_gradients``): k micro-steps per optimizer step, the first
-k - 1 inside ``no_sync()`` (DDP's, or ``BucketedAllReduce``'s), so only the last one sums the
+k - 1 inside ``no_sync()`` (DDP's, or ``RecordedBucketedAllReduce``'s), so only the last one sums the
 accumulated gradients over the ranks: one synchronisation instead of k, the same gradient.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.futures import Future
 
 from ..models import mlp
 from .launch import rank_device
 from .timeline import Timeline, TimelineEvent
 
-__all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "BucketedAllReduce",
-           "recording_hook", "VERSIONS", "DataParallelStep", "dp_gradients", "AccumulatedGradients",
-           "accumulated_gradients", "single_process_gradients", "DPRun", "dp_train", "single_process_train"]
+__all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "fill_buckets", "grad_or_zeros",
+           "unflatten_into_grads", "BucketedAllReduce", "RecordedBucketedAllReduce", "recording_hook", "VERSIONS",
+           "DataParallelStep", "dp_gradients", "AccumulatedGradients", "accumulated_gradients",
+           "single_process_gradients", "DPRun", "dp_train", "single_process_train"]
 
 
 @dataclass(frozen=True)
@@ -83,41 +88,76 @@ def allreduce_gradients(model: nn.Module, timeline: Timeline | None = None,
             timeline.add("allreduce", start, time.perf_counter(), name, nbytes=p.grad.numel() * p.grad.element_size())
 
 
-class BucketedAllReduce:
-    """Version 2: bucketed, asynchronous gradient all-reduce started from backward hooks.
+def fill_buckets(params: Sequence[nn.Parameter], bucket_bytes: int) -> list[list[nn.Parameter]]:
+    """``params``, in the order given, cut into buckets: a bucket closes as soon as it holds ``bucket_bytes`` or
+    more, so it never splits a tensor (a tensor larger than the cap closes its bucket on its own)."""
+    if bucket_bytes <= 0:
+        raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
+    buckets: list[list[nn.Parameter]] = [[]]
+    size = 0
+    for p in params:
+        buckets[-1].append(p)
+        size += p.numel() * p.element_size()
+        if size >= bucket_bytes:  # full: the next parameter opens a new bucket
+            buckets.append([])
+            size = 0
+    return [b for b in buckets if b]
 
-    Parameters are bucketed in reverse order, the order in which backward produces their
-    gradients. With ``overlap=False`` the same buckets are all-reduced only after
-    backward, to measure what overlap buys. Call ``finish()`` after ``backward()``.
-    While ``sync`` is False (inside ``no_sync()``) backward only accumulates into ``.grad``.
-    Sums over the ranks of ``group`` (None: all).
-    """
+
+def grad_or_zeros(p: torch.Tensor) -> torch.Tensor:
+    """``p.grad``, set to zeros first for a parameter that took no part in this forward pass."""
+    if p.grad is None:
+        p.grad = torch.zeros_like(p)
+    return p.grad
+
+
+def unflatten_into_grads(flat: torch.Tensor, bucket: Sequence[nn.Parameter]) -> None:
+    """Copy a bucket's flat tensor back into its parameters' ``.grad``, in bucket order."""
+    for p, part in zip(bucket, flat.split([p.numel() for p in bucket])):
+        grad_or_zeros(p).copy_(part.view_as(p))
+
+
+class BucketedAllReduce:
+    """Version 2: a backward hook starts each bucket's all-reduce as soon as the bucket is full; finish() waits."""
+
+    def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, group: Any = None):
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.buckets = fill_buckets(params[::-1], bucket_bytes)  # the order backward produces the gradients in
+        self.bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
+        self.group, self.waiting = group, [len(b) for b in self.buckets]  # gradients each bucket waits for
+        self.inflight: dict[int, tuple[torch.Tensor, Future[Any]]] = {}  # bucket -> its flat gradients, its all-reduce
+        self.hooks = [p.register_post_accumulate_grad_hook(self.grad_ready) for p in params]
+
+    def grad_ready(self, p: torch.Tensor) -> None:  # autograd calls it once p.grad is complete
+        i = self.bucket_of[id(p)]
+        self.waiting[i] -= 1
+        if self.waiting[i] == 0:  # the bucket is full: send it while backward goes on
+            self.launch(i)
+
+    def launch(self, i: int) -> None:  # asynchronous: the all-reduce returns at once, the sum arrives later
+        flat = torch.cat([grad_or_zeros(p).reshape(-1) for p in self.buckets[i]])
+        self.inflight[i] = flat, dist.all_reduce(flat, group=self.group, async_op=True).get_future()
+
+    def finish(self) -> None:  # after backward: send what is left, wait for every bucket, sums into .grad
+        for i in [i for i in range(len(self.buckets)) if i not in self.inflight]:
+            self.launch(i)
+        for i, (flat, future) in sorted(self.inflight.items()):
+            future.wait()
+            unflatten_into_grads(flat, self.buckets[i])
+        self.waiting, self.inflight = [len(b) for b in self.buckets], {}
+
+
+class RecordedBucketedAllReduce(BucketedAllReduce):
+    """``BucketedAllReduce`` as ``DataParallelStep`` runs it (and so ``d2lmp bench dp``): the same buckets, sums
+    and order, with three controls that compute nothing. ``timeline`` logs each bucket's all-reduce, from its
+    start to its sum's arrival; ``overlap=False`` holds every bucket back until ``finish()``, to measure what
+    overlap buys; inside ``no_sync()`` backward only accumulates into ``.grad`` (as DDP's ``no_sync``), and the
+    first synchronised backward after it sums the total."""
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
-                 timeline: Timeline | None = None, group: dist.ProcessGroup | None = None) -> None:
-        if bucket_bytes <= 0:
-            raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
-        self.overlap, self.timeline, self.group = overlap, timeline, group
-        self.sync = True
-        params = [p for p in model.parameters() if p.requires_grad]
-        self.buckets: list[list[nn.Parameter]] = []
-        current: list[nn.Parameter] = []
-        size = 0
-        for p in reversed(params):
-            current.append(p)
-            size += p.numel() * p.element_size()
-            if size >= bucket_bytes:
-                self.buckets.append(current)
-                current, size = [], 0
-        if current:
-            self.buckets.append(current)
-        self._bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
-        self._reset()
-        self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
-
-    def _reset(self) -> None:
-        self._remaining = [len(b) for b in self.buckets]
-        self._inflight: dict[int, tuple[torch.Tensor, torch.futures.Future[list[torch.Tensor]]]] = {}
+                 timeline: Timeline | None = None, group: Any = None):
+        super().__init__(model, bucket_bytes, group)
+        self.overlap, self.timeline, self.sync = overlap, timeline, True
 
     def bucket_sizes(self) -> list[int]:
         """Bytes per bucket, in the order they are all-reduced."""
@@ -125,59 +165,39 @@ class BucketedAllReduce:
 
     @contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Backward passes in this block only accumulate into ``.grad``: no all-reduce starts and
-        ``finish()`` does nothing (as DDP's ``no_sync``). The first backward after it sums the total."""
+        """Backward passes in this block only accumulate into ``.grad``: no all-reduce starts and ``finish()``
+        does nothing (as DDP's ``no_sync``)."""
         self.sync = False
         try:
             yield
         finally:
             self.sync = True
 
-    def _grad_ready(self, p: torch.Tensor) -> None:
-        if not self.sync:
-            return
-        i = self._bucket_of[id(p)]
-        self._remaining[i] -= 1
-        if self._remaining[i] == 0 and self.overlap:
-            self._launch(i)
-
-    def _launch(self, i: int) -> None:
-        for p in self.buckets[i]:
-            if p.grad is None:  # a parameter that took no part in this forward pass
-                p.grad = torch.zeros_like(p)
-        flat = torch.cat([p.grad.reshape(-1) for p in self.buckets[i]])  # type: ignore[union-attr]  # set above
-        start = time.perf_counter()
-        future = dist.all_reduce(flat, group=self.group, async_op=True).get_future()
-        if self.timeline is not None:
-            timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
-
-            def done(fut: torch.futures.Future[list[torch.Tensor]], i: int = i,
-                     start: float = start) -> list[torch.Tensor]:
-                timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", nbytes=nbytes)
-                return fut.value()
-
-            future = future.then(done)  # finish() waits for this one: the event is logged by then
-        self._inflight[i] = (flat, future)
+    def grad_ready(self, p: torch.Tensor) -> None:
+        if self.sync and self.overlap:
+            super().grad_ready(p)
 
     def finish(self) -> None:
-        """Start any bucket not yet started, wait for all, and write the sums back into ``.grad``."""
-        if not self.sync:
+        if self.sync:
+            super().finish()
+
+    def launch(self, i: int) -> None:
+        super().launch(i)
+        start = time.perf_counter()  # the all-reduce was started just now: launch returns at once
+        if self.timeline is None:
             return
-        for i in range(len(self.buckets)):
-            if i not in self._inflight:
-                self._launch(i)
-        for i, (flat, future) in sorted(self._inflight.items()):
-            future.wait()
-            offset = 0
-            for p in self.buckets[i]:
-                n = p.numel()
-                p.grad.copy_(flat[offset:offset + n].view_as(p.grad))  # type: ignore[union-attr, arg-type]
-                offset += n
-        self._reset()
+        flat, future = self.inflight[i]
+        timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
+
+        def done(fut: Future[Any]) -> Any:
+            timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", nbytes=nbytes)
+            return fut.value()
+
+        self.inflight[i] = flat, future.then(done)  # finish() waits for this one: the event is logged by then
 
     def remove(self) -> None:
         """Detach the hooks from the model."""
-        for h in self._handles:
+        for h in self.hooks:
             h.remove()
 
 
@@ -218,7 +238,7 @@ class DataParallelStep:
         self.timeline = Timeline(dist.get_rank())
         self.device = rank_device(device)
         self.model = spec.build().to(self.device)
-        self.bucketer: BucketedAllReduce | None = None
+        self.bucketer: RecordedBucketedAllReduce | None = None
         self.module: nn.Module
         if version == "ddp":
             ids = [self.device.index] if self.device.type == "cuda" else None
@@ -228,8 +248,8 @@ class DataParallelStep:
         else:
             self.module = self.model
             if version.startswith("bucketed"):
-                self.bucketer = BucketedAllReduce(self.model, bucket_bytes, overlap=version == "bucketed",
-                                                  timeline=self.timeline)
+                self.bucketer = RecordedBucketedAllReduce(self.model, bucket_bytes, overlap=version == "bucketed",
+                                                          timeline=self.timeline)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr)
 
     def no_sync(self) -> AbstractContextManager[None]:

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from .alpha_beta import predicted_all_reduce_time
 
-__all__ = ["DDP_BUCKET_BYTES", "DDP_BUCKET_SOURCE", "StepPrediction", "predict_step", "buckets_needed",
-           "efficiency_curve", "scaling_curves"]
+__all__ = ["DDP_BUCKET_BYTES", "DDP_BUCKET_SOURCE", "BACKWARD_SHARE", "StepPrediction", "predict_step",
+           "buckets_needed", "efficiency_curve", "scaling_curves"]
 
 DDP_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP's default bucket_cap_mb, 25 MiB
 DDP_BUCKET_SOURCE = ("pytorch_ddp_docs_1_7",)
+BACKWARD_SHARE = 2 / 3  # of a step's compute: backward computes two products per layer, forward one
 
 
 @dataclass
@@ -56,7 +57,7 @@ def predict_step(single_device_s: float, grad_bytes: float, world: int, alpha: f
     comm = sum(per_bucket)
     if not overlap:
         return StepPrediction(world, compute, comm, comm)
-    backward = compute * 2 / 3
+    backward = compute * BACKWARD_SHARE
     exposed = max(per_bucket[-1], comm - backward)
     return StepPrediction(world, compute, comm, exposed)
 

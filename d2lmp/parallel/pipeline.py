@@ -7,7 +7,8 @@ the order ``pipeline_schedule.rank_plan`` gives. Each step also records a timeli
 computed and communicated, and counts, per stage, the micro-batches in flight and the bytes autograd
 saved for them (``pipeline_memory.ActivationLedger``). Every rank builds the whole model from the same
 seed and keeps its own slices, so shapes are known everywhere without extra messages;
-``sequential_reference`` is the unsplit model that every schedule must equal.
+``sequential_reference`` is the unsplit model that every schedule must equal, and ``counted_pipeline_step``
+counts the messages a step really sends (``p2p_log.MessageLog``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from torch import nn
 
 from .collectives import global_rank
 from .launch import rank_device
+from .p2p_log import MessageLog
 from .pipeline_memory import ActivationLedger, LedgerSummary
 from .pipeline_schedule import micro_batch_count, rank_plan
 from .timeline import Timeline, TimelineEvent
 
-__all__ = ["LossFn", "Reference", "StepResult", "pipeline_step", "pipeline_steps", "sequential_reference"]
+__all__ = ["LossFn", "Reference", "StepResult", "CountedStep", "pipeline_step", "counted_pipeline_step",
+           "pipeline_steps", "sequential_reference"]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targets) -> the loss summed over them
 
@@ -201,6 +204,24 @@ def pipeline_steps(rank: int, world: int, build: Callable[[], nn.Sequential], si
     """
     return [pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches, chunks=chunks).events
             for _ in range(steps)]
+
+
+@dataclass(frozen=True)
+class CountedStep:
+    """One rank's ``StepResult`` and the point-to-point messages it really sent, as ``MessageLog`` counted them."""
+
+    result: StepResult
+    sent: int
+    sent_bytes: float
+
+
+def counted_pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], sizes: Sequence[int],
+                          x: torch.Tensor, y: torch.Tensor, kind: str = "gpipe", micro_batches: int = 4,
+                          chunks: int = 1, loss_fn: LossFn | None = None) -> CountedStep:
+    """Worker: ``pipeline_step`` with every message this rank sends counted (``p2p_log.MessageLog``)."""
+    with MessageLog() as log:
+        result = pipeline_step(rank, world, build, sizes, x, y, kind, micro_batches, loss_fn, chunks=chunks)
+    return CountedStep(result, len(log.sent), log.sent_bytes)
 
 
 def sequential_reference(build: Callable[[], nn.Sequential], x: torch.Tensor, y: torch.Tensor,

@@ -20,6 +20,8 @@ micro-batch); ``simulate`` runs the plans with ideal stage times, and ``measured
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .timeline import TimelineEvent
 
 __all__ = ["SCHEDULES", "micro_batch_count", "PLANS", "COMPUTE_KINDS", "Op", "schedule", "interleaved_schedule",
@@ -149,23 +151,27 @@ def measured_bubble_time(events: list[TimelineEvent], world: int) -> float:
 
 
 def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, backward: float = 2.0,
-             message: float = 0.0, chunks: int = 1) -> list[TimelineEvent]:
-    """Events of an ideal pipeline: the whole model takes ``forward``/``backward`` time units per micro-batch
-    and stage, so a chunk of the interleaved schedule takes 1/v of them, and the zero-bubble schedule's B and W
-    half the backward each. Each rank runs its ``rank_plan`` in order, an op starting once the rank is free
-    and its input is ready. Messages are free by default; with ``message`` > 0 each activation or gradient
-    takes that long to reach another rank, recorded as a "send" event on the sender and a "recv" event on the
-    receiver (the sender does not wait).
+             message: float = 0.0, chunks: int = 1, weights: Sequence[float] | None = None) -> list[TimelineEvent]:
+    """Events of an ideal pipeline: each stage takes ``forward``/``backward`` time units per micro-batch, so a
+    chunk of the interleaved schedule takes 1/v of them, and the zero-bubble schedule's B and W half the
+    backward each. ``weights`` (one per virtual stage) make the stages unequal: virtual stage s then takes
+    ``weights[s]`` times ``forward`` and ``backward`` (the measured stage costs, with forward 1/3 and backward
+    2/3, give a measured network's timeline). Each rank runs its ``rank_plan`` in order, an op starting once
+    the rank is free and its input is ready. Messages are free by default; with ``message`` > 0 each
+    activation or gradient takes that long to reach another rank, recorded as a "send" event on the sender
+    and a "recv" event on the receiver (the sender does not wait).
     """
     if forward <= 0 or backward <= 0 or message < 0:
         raise ValueError("forward and backward times must be positive, message time non-negative")
+    if weights is not None and (len(weights) != stages * chunks or min(weights) < 0):
+        raise ValueError(f"weights must give each of the {stages * chunks} virtual stages a non-negative time, "
+                         f"got {list(weights)}")
     m = micro_batch_count(kind, micro_batches)
     scale = micro_batches / m  # naive: one micro-batch as large as all of them
     plans = [rank_plan(kind, stages, r, micro_batches, chunks) for r in range(stages)]
     last = stages * chunks - 1
     split = 2 if kind == "zero-bubble" else 1
-    seconds = {"F": forward * scale / chunks, "B": backward * scale / chunks / split,
-               "W": backward * scale / chunks / split}
+    seconds = {"F": forward * scale, "B": backward * scale / split, "W": backward * scale / split}
     done: dict[Op, float] = {}
     position, free = [0] * stages, [0.0] * stages
     events = []
@@ -181,7 +187,7 @@ def simulate(kind: str, stages: int, micro_batches: int, forward: float = 1.0, b
             crosses = need is not None and need[1] % stages != r  # the input comes from another rank
             ready = done[need] + (message * scale if crosses else 0.0) if need is not None else 0.0
             start = max(free[r], ready)
-            end = start + seconds[op]
+            end = start + (seconds[op] * weights[s] if weights is not None else seconds[op] / chunks)
             done[(op, s, i)] = free[r] = end
             kind_of = {"F": "forward", "B": "backward", "W": "weight"}[op]
             events.append(TimelineEvent(r, kind_of, f"{op}{i}", start, end, micro_batch=i, stage=s))

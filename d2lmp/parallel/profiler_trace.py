@@ -13,6 +13,10 @@ holds the paths (one file per rank and one merged, for ui.perfetto.dev or chrome
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +69,21 @@ def _step(ddp: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: 
         optimizer.step()
 
 
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """The process's stderr (file descriptor 2) sent to /dev/null for the block: the profiler's C++ side logs a line
+    there as it starts and as it stops ("USDT: ... profiler_start"), which is not the reader's business."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 @dataclass(frozen=True)
 class RankTrace:
     """What one rank's ``ddp_trace_step`` wrote and logged: its trace file, the step's events, its device."""
@@ -89,8 +108,14 @@ def ddp_trace_step(rank: int, world: int, folder: str, spec: MLPSpec = TRACE_SPE
     for _ in range(warmup):
         _step(ddp, optimizer, xs, ys, batch, timeline)
     timeline.events.clear()
-    with profile(activities=profiler_activities(dev)) as prof:
+    prof = profile(activities=profiler_activities(dev))
+    with _quiet_stderr():  # only the profiler's start and stop: the step's own warnings stay visible
+        prof.start()
+    try:
         _step(ddp, optimizer, xs, ys, batch, timeline)
+    finally:
+        with _quiet_stderr():
+            prof.stop()
     path = Path(folder) / f"ddp_trace_rank{rank}.json"
     prof.export_chrome_trace(str(path))
     return RankTrace(str(path), tuple(timeline.events), str(dev))

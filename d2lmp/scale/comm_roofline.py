@@ -34,9 +34,15 @@ sequences (``24bsh² + 4bs²h`` for a GPT), ``F_A = 4bs²h`` its attention core 
   computes ``F_A/(ct)`` forward and twice that backward while it passes ``c − 1`` key/value chunks of
   ``4b(s/c)·kv/t`` bytes forward and twice as many backward: ``I = F_A / (c(c−1)·4b(s/c)·kv) = s·h/((c−1)·kv)``,
   ∝ the chunk length ``s/c`` (times ``h/kv``, the query heads per key/value head).
+- expert parallelism (``n`` ranks, one mixture-of-experts block whose experts are MLPs of the model's width
+  ``f``, one micro-batch, forward and backward): each of a rank's ``k·b·s`` token assignments costs its expert
+  ``4hf`` FLOPs forward (``6hf`` gated) and three times that in all, and its ``2h``-byte hidden vector travels to
+  the expert and back forward (dispatch and combine all-to-alls) and again backward; with the load even,
+  ``(n−1)/n`` of them leave the rank: ``I = 12hf / (8h(n−1)/n) = 1.5·f·n/(n−1)`` (× 1.5 gated), ∝ the expert's
+  width; the tokens and ``k`` cancel.
 
 Every intensity is ``per_knob · value + fixed`` in its knob (tokens, hidden size per rank, layers per stage, chunk
-length), so the crossing, the knob's value at the ridge, is ``(ridge − fixed) / per_knob``.
+length, expert width), so the crossing, the knob's value at the ridge, is ``(ridge − fixed) / per_knob``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from ..transformer_accounting import (
     RECOMPUTE,
     Transformer,
     attention_core_flops,
+    layer_flop_parts,
     layer_forward_flops,
     parameter_count,
     training_flops,
@@ -62,12 +69,12 @@ from .steptime import activation_message_bytes, all_reduce_bytes, gather_bytes, 
 
 __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
-           "context_parallel_point", "strategy_point", "plan_points"]
+           "context_parallel_point", "expert_parallel_point", "strategy_point", "plan_points"]
 
 LINKS = ("nvlink", "network", "pcie")
 LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
 STRATEGIES = {"dp": "data parallelism", "zero3": "ZeRO-3 / FSDP", "tp": "tensor parallelism",
-              "pp": "pipeline parallelism", "cp": "context parallelism"}
+              "pp": "pipeline parallelism", "cp": "context parallelism", "ep": "expert parallelism"}
 
 
 @dataclass(frozen=True)
@@ -281,6 +288,22 @@ def context_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro
                      flops / sent / chunk)
 
 
+def expert_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_batch: int = 1,
+                          top_k: int = 1) -> CommPoint:
+    """One mixture-of-experts block, experts as wide as ``model``'s MLP spread over ``ranks``, one micro-batch a
+    rank: the expert FLOPs of its ``top_k`` assignments a token against the all-to-alls that carry them, forward
+    and backward, the load even (``(n−1)/n`` of the assignments leave the rank)."""
+    _group(ranks, "expert parallelism")
+    if top_k not in (1, 2):
+        raise ValueError(f"top_k must be 1 or 2, got {top_k!r}")
+    flops = 3 * top_k * layer_flop_parts(model, micro_batch).mlp
+    sent = 4 * gather_bytes(top_k * activation_message_bytes(model, micro_batch), ranks)  # (n−1)/n, as all-to-all
+    width = model.ffn_size
+    return CommPoint("ep", f"EP, {ranks} ranks, experts {width:,} wide, top-{top_k}", flops, sent, roof,
+                     "one MoE block, one micro-batch, forward and backward", "expert width", width,
+                     flops / sent / width)
+
+
 def strategy_point(strategy: str, model: Transformer, roof: LinkRoof, ranks: int, sequences: int = 1) -> CommPoint:
     """The point of ``strategy`` (a key of ``STRATEGIES``) with ``ranks`` in its group; ``sequences`` is the
     batch a replica (DP), a device (ZeRO-3) or a micro-batch (the others) works on."""
@@ -290,6 +313,7 @@ def strategy_point(strategy: str, model: Transformer, roof: LinkRoof, ranks: int
         "tp": lambda: tensor_parallel_point(model, roof, ranks, sequences),
         "pp": lambda: pipeline_point(model, roof, ranks, sequences),
         "cp": lambda: context_parallel_point(model, roof, ranks, sequences),
+        "ep": lambda: expert_parallel_point(model, roof, ranks, sequences),
     }
     if strategy not in builders:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")

@@ -74,8 +74,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"),
     _S("nvidia_nccl_user_guide", _NV, "NCCL User Guide", "NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/index.html",
-       "Sections Collective Operations, Point-to-point communication and Environment Variables "
-       "(`NCCL_ALGO`, `NCCL_PROTO`)."),
+       "Sections Collective Operations, Point-to-point communication, Environment Variables "
+       "(`NCCL_ALGO`, `NCCL_PROTO`) and Troubleshooting: Logging (`NCCL_DEBUG`: VERSION, WARN, INFO, TRACE; "
+       "`NCCL_DEBUG_SUBSYS` filters by subsystem)."),
     _S("nvidia_nccl_tests_performance", _NV, "Performance reported by NCCL tests (nccl-tests, doc/PERFORMANCE.md)",
        "GitHub repository NVIDIA/nccl-tests", "n.d.",
        "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"),
@@ -87,12 +88,25 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("jeaugey2019nccl25", "Jeaugey, S.", "NCCL 2.5.6-1 (release pull request)",
        "GitHub, NVIDIA/nccl pull request #255", 2019, "https://github.com/NVIDIA/nccl/pull/255",
        "Release notes: \"Add model-based tuning to switch between the different algorithms and protocols.\""),
+    _S("jeaugey2024nvls_busbw", "Jeaugey, S.", "Comment on \"H100 all reduce performance is poor\"",
+       "GitHub, NVIDIA/nccl-tests issue #212", 2024, "https://github.com/NVIDIA/nccl-tests/issues/212",
+       "NCCL's maintainer, 2024-05-06: 450 GB/s is NVLink 4's line rate; with protocol overhead NCCL gets an "
+       "effective 370 GB/s, seen as busbw in non-all-reduce operations or with NCCL_ALGO=RING; all-reduce uses NVLink "
+       "SHARP by default, with which neither algbw nor busbw is the bandwidth on the wire; on 8 GPUs the peak busbw "
+       "is about 480 GB/s (algbw about 275 GB/s)."),
     _S("nvidia_nccl_tuning", _NV, "NCCL 2.20.3-1 source: the tuning model (src/graph/tuning.cc)",
        "GitHub repository NVIDIA/nccl", 2024, "https://github.com/NVIDIA/nccl/blob/v2.20.3-1/src/graph/tuning.cc",
        "\"Latencies in us\": per-step hardware latency (hwLat) of a ring over NVLink 0.6 (LL), 1.9 (LL128), "
        "3.4 (Simple) µs, over PCIe 1.0, 2.5, 5.7 µs; plus a base latency per collective (ring: 6.6, 14.0, 8.4 µs). "
        "Later releases (2.30) keep these figures."),
     # Other vendors and standards bodies
+    _S("azure_ai_benchmarking_h200", "Microsoft Azure", "Azure ND H200 v5 Benchmark Results",
+       "AI Benchmarking Guide, GitHub repository Azure/AI-benchmarking-guide (Azure_Results/ND_H200_v5_results.md)",
+       2024, "https://github.com/Azure/AI-benchmarking-guide/blob/7f20e5fa3b2f9a46d8404af1f6fb14b049d6d5cc/"
+       "Azure_Results/ND_H200_v5_results.md",
+       "Table 6, NCCL Bandwidth: all-reduce bus bandwidth, in place, NVLS algorithm, 1 KB to 8 GB, on one ND H200 v5 "
+       "VM (8 H200 GPUs, NCCL 2.20.5); the command is in Benchmarks/NCCLBandwidth.py: NCCL_ALGO=NVLS "
+       "all_reduce_perf -b 8 -e 8G -f 2 -g 8 -n 40."),
     _S("intel_optimization_manual", "Intel", "Intel 64 and IA-32 Architectures Optimization Reference Manual",
        "Intel documentation", "n.d.",
        "https://www.intel.com/content/www/us/en/developer/articles/technical/intel64-and-ia32-architectures-optimization.html"),

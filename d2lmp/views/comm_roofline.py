@@ -21,7 +21,7 @@ __all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofli
            "comm_roofline_widget"]
 
 LINK_COLOURS = {"nvlink": "#55a868", "network": "#c44e52", "pcie": "#8172b2"}
-MARKERS = {"dp": "o", "zero3": "D", "tp": "s", "pp": "^", "cp": "v"}
+MARKERS = {"dp": "o", "zero3": "D", "tp": "s", "pp": "^", "cp": "v", "ep": "P"}
 
 
 def roofline_case(strategy: str = "tp", model: str = "175B", link: str = "nvlink", gpu: str = "A100-80GB",

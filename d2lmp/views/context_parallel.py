@@ -3,17 +3,19 @@ skips under the causal mask, and the work per rank, plain layout against balance
 
 Everything drawn comes from ``parallel.context_layout``: ``ring_attention_schedule`` (the schedule that
 ``ring_attention`` runs) and ``workload``. ``holdings`` and ``block_map`` lay the schedule out (pure: numbers
-in, lists out); the plots take an optional ``ax`` and return their Figure.
+in, lists out); the plots take an optional ``ax`` and return their Figure. ``ring_work_widget`` moves the ranks,
+the sequence, the layout and the mask, and prints ``describe_workload`` of each layout.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..parallel.context_layout import LAYOUTS, ring_attention_schedule, workload
-from .figure import fig_ax
+from ..parallel.context_layout import LAYOUTS, Workload, ring_attention_schedule, workload
+from .figure import fig_ax, show
 
-__all__ = ["holdings", "block_map", "plot_holdings", "plot_blocks", "plot_work_per_rank", "plot_ring_schedule"]
+__all__ = ["holdings", "block_map", "plot_holdings", "plot_blocks", "plot_work_per_rank", "plot_ring_schedule",
+           "describe_workload", "ring_work_widget"]
 
 _STEP_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b2", "#937860", "#da8bc3", "#8c8c8c")
 
@@ -128,3 +130,33 @@ def plot_ring_schedule(world: int = 4, causal: bool = True) -> Any:
     fig.suptitle(f"Ring attention on {world} ranks, {'causal' if causal else 'no mask'}")
     fig.tight_layout()
     return fig
+
+
+def describe_workload(work: Workload) -> str:
+    """One line: a layout's score elements per rank (one head), the busiest rank's share and the imbalance."""
+    total = sum(work.computed)
+    busiest = max(range(work.world), key=lambda r: work.computed[r])
+    return (f"{work.layout:>8}: {', '.join(f'{e / 1e6:.3g}' for e in work.computed)} M score elements per rank; "
+            f"rank {busiest} computes {work.computed[busiest] / total:.1%} of them (even: {1 / work.world:.1%}), "
+            f"busiest / mean = {work.imbalance:.2f}")
+
+
+def ring_work_widget() -> Any:
+    """Ranks, sequence length, layout and mask → the blocks each rank computes and the work per rank."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    def draw(world: int = 4, seq_len: int = 8192, layout: str = "plain", causal: bool = True) -> None:
+        for name in LAYOUTS:
+            print(describe_workload(workload(world, seq_len, name, causal)))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.2]})
+        plot_blocks(world, layout, causal, ax=left)
+        plot_work_per_rank(world, seq_len, causal, ax=right)
+        fig.tight_layout()
+        show(fig)
+
+    return w.interactive(
+        draw, world=w.SelectionSlider(options=[2, 4, 8], value=4, description="ranks"),
+        seq_len=w.SelectionSlider(options=[2**k for k in range(10, 18)], value=8192, description="tokens"),
+        layout=w.Dropdown(options=list(LAYOUTS), value="plain", description="layout"),
+        causal=w.Checkbox(value=True, description="causal mask"))

@@ -101,7 +101,7 @@ def costmodel_widget(rows: list[LayerRow], presets: Mapping[str, Hardware],
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from ..parallel.costmodel import STRATEGIES
+    from ..parallel.costmodel import STRATEGIES, WEIRD_TRICK
     from ..parallel.model_size import fits, predictions, widen
     from ..training_state import OPTIMIZERS
 
@@ -110,7 +110,7 @@ def costmodel_widget(rows: list[LayerRow], presets: Mapping[str, Hardware],
     sizes = [(f"{_size_label(own)} (as built)", own)] + [(_size_label(n), n) for n in
                                                         (2.5e8, 1e9, 4e9, 16e9, 64e9) if n > own]
 
-    def draw(strategy: str = "hybrid", preset: str = first_preset, devices: int = 8, batch: int = 1024,
+    def draw(strategy: str = WEIRD_TRICK, preset: str = first_preset, devices: int = 8, batch: int = 1024,
              params: float = own, optimizer: str = "momentum") -> None:
         hw = presets[preset].with_devices(devices)
         preds = predictions(widen(rows, params), hw, batch, optimizer, batch_of_table=batch_of_table)
@@ -133,7 +133,7 @@ def costmodel_widget(rows: list[LayerRow], presets: Mapping[str, Hardware],
 
     return w.interactive(
         draw,
-        strategy=w.Dropdown(options=list(STRATEGIES), value="hybrid", description="strategy"),
+        strategy=w.Dropdown(options=list(STRATEGIES), value=WEIRD_TRICK, description="strategy"),
         preset=w.Dropdown(options=list(presets), description="hardware"),
         devices=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64], value=8, description="devices"),
         batch=w.SelectionSlider(options=[32, 128, 512, 1024, 4096, 16384], value=1024, description="batch"),

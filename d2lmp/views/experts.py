@@ -3,7 +3,8 @@
 Both figures draw computed data: an ``moe.ExpertLoad`` (``MoEOutput.load``, or ``Routing.load()``) and an
 ``expert_parallel.DispatchCounts`` (``dispatch_counts`` of a run's gathered counts, or of a one-device
 routing cut into the ranks' parts with ``counts_per_rank``). Each takes an optional ``ax`` and returns
-its Figure; ``plot_experts`` puts the two side by side.
+its Figure; ``plot_experts`` puts the two side by side. ``capacity_widget`` routes a fixed batch through a
+freshly initialised ``moe.MoE`` and draws its load as the experts, the gating and the capacity factor change.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..moe import ExpertLoad
+from ..moe import ExpertLoad, MoE, MoESpec
 from ..parallel.expert_parallel import DispatchCounts
-from .figure import fig_ax
+from .figure import fig_ax, show
 
-__all__ = ["plot_expert_load", "plot_dispatch", "plot_experts"]
+__all__ = ["plot_expert_load", "plot_dispatch", "plot_experts", "describe_load", "capacity_widget"]
 
 KEPT, DROPPED = "#4c72b0", "#c44e52"
 
@@ -73,3 +74,31 @@ def plot_experts(load: ExpertLoad, dispatch: DispatchCounts) -> Any:
     plot_expert_load(load, left)
     plot_dispatch(dispatch, right)
     return fig
+
+
+def describe_load(load: ExpertLoad, tokens: int, top_k: int, capacity_factor: float) -> str:
+    """One line: the capacity rule with its numbers, and how many assignments were dropped."""
+    experts, routed, dropped = len(load.routed), sum(load.routed), sum(load.dropped)
+    return (f"capacity = ⌈{capacity_factor:g} × {top_k} × {tokens} tokens / {experts} experts⌉ = {load.capacity}; "
+            f"{dropped} of {routed} assignments dropped ({dropped / max(routed, 1):.1%}), "
+            f"busiest expert {max(load.routed)} (even share {routed / experts:g})")
+
+
+def capacity_widget() -> Any:
+    """Experts, top-k, capacity factor and tokens → the load of a freshly initialised MoE layer on a fixed batch."""
+    import ipywidgets as w
+    import torch
+
+    def draw(experts: int = 8, top_k: int = 2, capacity_factor: float = 1.0, tokens: int = 256) -> None:
+        spec = MoESpec(hidden=16, ffn=32, experts=experts, top_k=top_k, capacity_factor=capacity_factor)
+        x = torch.randn(tokens, spec.hidden, generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            load = MoE(spec).run(x).load
+        print(describe_load(load, tokens, top_k, capacity_factor))
+        show(plot_expert_load(load))
+
+    return w.interactive(
+        draw, experts=w.SelectionSlider(options=[2, 4, 8, 16, 32], value=8, description="experts"),
+        top_k=w.SelectionSlider(options=[1, 2], value=2, description="top-k"),
+        capacity_factor=w.FloatSlider(value=1.0, min=0.5, max=2.5, step=0.25, description="capacity ×"),
+        tokens=w.SelectionSlider(options=[64, 256, 1024, 4096], value=256, description="tokens"))

@@ -58,19 +58,26 @@ def pipeline_widget() -> ipywidgets.interactive:
 
 
 def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: int = 2,
-                             axes: Sequence[Axes] | None = None) -> Figure:
+                             axes: Sequence[Axes] | None = None,
+                             kinds: Sequence[str] = ("1f1b", "interleaved", "zero-bubble")) -> Figure:
     """1F1B, interleaved 1F1B (``chunks`` per rank; Narayanan et al. 2021a) and zero-bubble ZB-H1 (Qi et al. 2024),
-    simulated with forward 1 unit and backward 2 (ZB-H1: B 1 and W 1), each titled with its bubble over the busy
-    time against its formula. A later chunk's blocks are lighter; each block carries its micro-batch."""
+    or those of them in ``kinds``, one above the other, simulated with forward 1 unit and backward 2 (ZB-H1: B 1
+    and W 1), each titled with its bubble over the busy time against its formula. A later chunk's blocks are
+    lighter; each block carries its micro-batch."""
     import matplotlib.pyplot as plt
 
     p, m, v = stages, micro_batches, chunks
-    rows = [("1f1b", 1, "1F1B", bubble_time_fraction(p, m), "(p-1)/m"),
-            ("interleaved", v, f"interleaved 1F1B, v = {v}", bubble_time_fraction(p, m, v), "(p-1)/(v·m)"),
-            ("zero-bubble", 1, "zero-bubble ZB-H1", (p - 1) / (3 * m), "(p-1)/(3m) with F = B = W")]
+    known = {"1f1b": (1, "1F1B", bubble_time_fraction(p, m), "(p-1)/m"),
+             "interleaved": (v, f"interleaved 1F1B, v = {v}", bubble_time_fraction(p, m, v), "(p-1)/(v·m)"),
+             "zero-bubble": (1, "zero-bubble ZB-H1", (p - 1) / (3 * m), "(p-1)/(3m) with F = B = W")}
+    if not kinds or any(k not in known for k in kinds):
+        raise ValueError(f"kinds must be some of {', '.join(known)}, got {tuple(kinds)}")
     if axes is None:
-        _, axes = plt.subplots(len(rows), 1, figsize=(10, 1.2 + 1.5 * len(rows) * p / 4), sharex=True)
-    for ax, (kind, c, name, formula, written) in zip(axes, rows):
+        _, made = plt.subplots(len(kinds), 1, figsize=(10, 1.2 + 1.5 * len(kinds) * p / 4), sharex=True,
+                               squeeze=False)
+        axes = list(made[:, 0])
+    for ax, kind in zip(axes, kinds):
+        c, name, formula, written = known[kind]
         events = simulate(kind, p, m, chunks=c)
         bubble = measured_bubble_time(events, p)
         _draw_compute(ax, events, p)
