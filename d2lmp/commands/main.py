@@ -1,6 +1,8 @@
-"""The ``d2lmp`` command: ``d2lmp info``, ``d2lmp selfcheck`` and ``d2lmp bench <name>``; the parser and dispatch.
+"""The ``d2lmp`` command: ``d2lmp info``, ``d2lmp selfcheck``, ``d2lmp bench <name>`` and ``d2lmp plan``; the parser
+and dispatch.
 
-Each benchmark's options, checks, run and report live in its own module of ``commands.bench``. A
+Each benchmark's options, checks, run and report live in its own module of ``commands.bench``, the planner's in
+``commands.plan``. A
 ``ValueError`` from any command (a bad option, found before anything runs) is printed as one line,
 ``d2lmp: <message>``, with exit status 2.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench
+from . import bench, plan
 
 __all__ = ["build_parser", "main"]
 
@@ -44,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")
     p.add_argument("--quick", action="store_true", help="smaller sizes")
     p.set_defaults(func=cmd_selfcheck)
+
+    plan.add_parser(sub)
     return parser
 
 

@@ -28,6 +28,8 @@ BENCHMARKS = (
     "hybrid",
     "recompute",
     "ring_attention",
+    "scale",
+    "scale_bridge",
 )
 
 

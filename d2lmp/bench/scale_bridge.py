@@ -1,0 +1,269 @@
+"""The bridge to this machine: ``d2lmp.scale``'s step-time model, given a CPU preset calibrated here, against steps
+of the small GPT measured on CPU ranks: data, tensor (``gpt_tp``), pipeline (1F1B: ``pipeline_step`` on
+``gpt_sequential`` stages) and data × tensor parallelism.
+
+One launch of 2 ranks runs, round after round, a calibration (``cpu_calibration``) and a few steps of each 2-rank
+strategy, in an order that turns by one every round; a launch of 4 ranks does the same for the 2 × 2 data × tensor
+grid, its calibration's all-reduces and sends inside the tensor pairs, both at once. Each round predicts its
+strategies from its own calibration (``scale.cpu.predict_cpu``), so a busy round slows the prediction and the
+measurement alike; a strategy's ratio is the median over rounds of each round's predicted / measured step. Every
+step is AdamW on float32, its gradients in one flat buffer (one all-reduce a step, after the backward: the ranks'
+one thread computes, then talks), timed in phases on the one system-wide clock: from the first rank's start to
+the last rank's end of its forward and backward, of the gradient all-reduce, and of the optimizer step.
+``scale_bridge_bench`` returns a ``BridgeResult`` of ``StrategyRun`` records, one per strategy.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ..gpt import GPT, GPTConfig, gpt_sequential, lm_loss, preset
+from ..parallel.gpt_tp import TensorParallelGPT
+from ..parallel.grid3d import grid3d_groups
+from ..parallel.launch import launch
+from ..parallel.pipeline import pipeline_step
+from ..parallel.pipeline_balance import equal_split
+from ..scale.cpu import CPUCalibration, phases, predict_cpu
+from ..scale.layout import Plan
+from .cpu_calibration import ALLREDUCE_SIZES, P2P_SIZES, Calibrator, RankCalibration, calibrate_rank, cpu_calibration
+
+__all__ = ["STRATEGIES", "PHASE_NAMES", "StepTimes", "StrategyRun", "BridgeResult", "bridge_plans",
+           "scale_bridge_bench"]
+
+STRATEGIES = ("data", "tensor", "pipeline", "data x tensor")
+PHASE_NAMES = ("forward+backward", "gradient all-reduce", "optimizer")
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """One rank's step on the system-wide clock: its start, and the ends of its three phases."""
+
+    start: float
+    forward_backward_end: float
+    allreduce_end: float
+    end: float
+
+
+@dataclass(frozen=True)
+class StrategyRun:
+    """One strategy: its plan, the predicted and measured step (medians over rounds), the median of the rounds'
+    predicted / measured (``ratio``) and each round's, both split into ``PHASE_NAMES``, the model's own parts."""
+
+    strategy: str
+    ranks: int
+    plan: Plan
+    predicted_s: float
+    measured_s: float
+    ratio: float
+    round_ratios: tuple[float, ...]
+    predicted_phases: dict[str, float]
+    measured_phases: dict[str, float]
+    predicted_parts: dict[str, float]
+
+
+@dataclass(frozen=True)
+class BridgeResult:
+    """Every strategy's run, and each launch's calibration (ranks → per round, and the medians over rounds)."""
+
+    config: GPTConfig
+    batch: int
+    micro_batches: int
+    runs: tuple[StrategyRun, ...]
+    calibrations: dict[int, CPUCalibration]
+    round_calibrations: dict[int, tuple[CPUCalibration, ...]]
+
+
+def bridge_plans(batch: int, micro_batches: int) -> dict[str, Plan]:
+    """What each strategy runs, as the model's ``Plan``: 2 ranks (2 × 2 for data × tensor), ``batch`` sequences."""
+    return {"data": Plan(dp=2, micro_batch=batch // 2, global_batch=batch, dp_overlap=False),
+            "tensor": Plan(tp=2, micro_batch=batch, global_batch=batch),
+            "pipeline": Plan(pp=2, micro_batch=batch // micro_batches, global_batch=batch),
+            "data x tensor": Plan(tp=2, dp=2, micro_batch=batch // 2, global_batch=batch, dp_overlap=False)}
+
+
+def _flat_gradients(params: Sequence[nn.Parameter]) -> torch.Tensor:
+    """One buffer whose slices are the parameters' ``.grad`` (backward accumulates into them in place)."""
+    flat = torch.zeros(sum(p.numel() for p in params))
+    offset = 0
+    for p in params:
+        p.grad = flat[offset:offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
+
+
+class _Trainer:
+    """Data, tensor or data × tensor parallelism: ``loss`` (of this rank's data) backward, the flat gradients
+    all-reduced over the ``replicas`` of ``data_group`` (none for 1), AdamW."""
+
+    def __init__(self, model: nn.Module, loss: Callable[[], torch.Tensor], data_group: dist.ProcessGroup | None,
+                 replicas: int) -> None:
+        self.model, self.loss, self.group, self.replicas = model, loss, data_group, replicas
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.flat = _flat_gradients(params)
+        self.optimizer = torch.optim.AdamW(params, lr=1e-5)
+
+    def step(self) -> StepTimes:
+        dist.barrier()
+        start = time.perf_counter()
+        self.flat.zero_()
+        torch.autograd.backward(self.loss() / self.replicas)  # the replicas' gradients sum to the global mean's
+        forward_backward = time.perf_counter()
+        if self.replicas > 1:
+            dist.all_reduce(self.flat, group=self.group)
+        reduced = time.perf_counter()
+        self.optimizer.step()
+        return StepTimes(start, forward_backward, reduced, time.perf_counter())
+
+
+class _Pipeline:
+    """1F1B over the ranks on ``gpt_sequential``'s stages (equal split), then AdamW on this rank's stage."""
+
+    def __init__(self, config: GPTConfig, x: torch.Tensor, y: torch.Tensor, rank: int, world: int,
+                 micro_batches: int) -> None:
+        self.model = gpt_sequential(config)
+        self.sizes = equal_split(len(self.model), world)
+        start = sum(self.sizes[:rank])
+        self.stage = self.model[start:start + self.sizes[rank]]
+        self.optimizer = torch.optim.AdamW(self.stage.parameters(), lr=1e-5)
+        self.x, self.y, self.rank, self.world, self.m = x, y, rank, world, micro_batches
+
+    def step(self) -> StepTimes:
+        def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:  # summed over sequences
+            return lm_loss(logits, targets, reduction="sum") / logits.size(1)
+
+        self.stage.zero_grad(set_to_none=True)
+        result = pipeline_step(self.rank, self.world, lambda: self.model, self.sizes, self.x, self.y, "1f1b",
+                               self.m, loss)
+        start, last = min(e.start for e in result.events), max(e.end for e in result.events)
+        before = time.perf_counter()
+        self.optimizer.step()
+        return StepTimes(start, last, last, last + time.perf_counter() - before)
+
+
+@dataclass(frozen=True)
+class _RankRounds:
+    calibrations: tuple[RankCalibration, ...]
+    steps: dict[str, tuple[tuple[StepTimes, ...], ...]]  # strategy -> rounds -> steps
+
+
+def _rounds(rank: int, trainers: dict[str, _Trainer | _Pipeline], calibrator: Calibrator,
+            group: dist.ProcessGroup | None, rounds: int, steps: int, min_time: float,
+            sizes: tuple[Sequence[int], Sequence[int]]) -> _RankRounds:
+    for trainer in trainers.values():
+        trainer.step()  # warm-up: allocations, the optimizer's state
+    items = ["calibration", *trainers]
+    calibrations, times = [], {name: [] for name in trainers}  # type: ignore[var-annotated]
+    for k in range(rounds):
+        for item in items[k % len(items):] + items[:k % len(items)]:  # every rank turns the same way
+            if item == "calibration":
+                calibrations.append(calibrate_rank(rank, calibrator, group, min_time, *sizes))
+            else:
+                times[item].append(tuple(trainers[item].step() for _ in range(steps)))
+    return _RankRounds(tuple(calibrations), {name: tuple(t) for name, t in times.items()})
+
+
+def _two_ranks(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: torch.Tensor, micro_batches: int,
+               rounds: int, steps: int, min_time: float, sizes: tuple[Sequence[int], Sequence[int]]) -> _RankRounds:
+    xs, ys = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
+    tp = TensorParallelGPT(GPT(config))
+    dp = GPT(config)
+    trainers: dict[str, _Trainer | _Pipeline] = {
+        "data": _Trainer(dp, lambda: lm_loss(dp(xs), ys), None, world),
+        "tensor": _Trainer(tp, lambda: tp.loss(x, y), None, 1),
+        "pipeline": _Pipeline(config, x, y, rank, world, micro_batches)}
+    return _rounds(rank, trainers, Calibrator(config, xs, ys), None, rounds, steps, min_time, sizes)
+
+
+def _four_ranks(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: torch.Tensor, rounds: int, steps: int,
+                min_time: float, sizes: tuple[Sequence[int], Sequence[int]]) -> _RankRounds:
+    grid = grid3d_groups(2, 1, 2)
+    xs, ys = x.tensor_split(2)[grid.data_rank], y.tensor_split(2)[grid.data_rank]
+    model = TensorParallelGPT(GPT(config), grid.tensor_group)
+    trainers: dict[str, _Trainer | _Pipeline] = {
+        "data x tensor": _Trainer(model, lambda: model.loss(xs, ys), grid.data_group, 2)}
+    return _rounds(rank, trainers, Calibrator(config, xs, ys), grid.tensor_group, rounds, steps, min_time, sizes)
+
+
+def _phases(steps: Sequence[StepTimes]) -> dict[str, float]:
+    """One step's phases over its ranks: from the first start to the last end of each phase."""
+    start = min(s.start for s in steps)
+    ends = [max(getattr(s, f.name) for s in steps) for f in fields(StepTimes)[1:]]
+    return dict(zip(PHASE_NAMES, (ends[0] - start, ends[1] - ends[0], ends[2] - ends[1])))
+
+
+def _median_dict(dicts: Sequence[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(d[k] for d in dicts) for k in dicts[0]}
+
+
+def _median_calibration(cals: Sequence[CPUCalibration]) -> CPUCalibration:
+    values = {f.name: statistics.median(getattr(c, f.name) for c in cals) for f in fields(CPUCalibration)}
+    return CPUCalibration(**{**values, "ranks": cals[0].ranks})
+
+
+def _runs(config: GPTConfig, batch: int, plans: dict[str, Plan], per_rank: Sequence[_RankRounds]
+          ) -> tuple[list[StrategyRun], tuple[CPUCalibration, ...]]:
+    """Each strategy of one launch, predicted from each round's calibration and measured in that round."""
+    half = batch // 2  # the calibration's forward and backward: a data-parallel rank's sequences
+    cals = tuple(cpu_calibration([r.calibrations[k] for r in per_rank], config, half)
+                 for k in range(len(per_rank[0].calibrations)))
+    out = []
+    for name in per_rank[0].steps:
+        plan = plans[name]
+        predictions = [predict_cpu(config.shape(), cal, plan) for cal in cals]
+        measured = [[_phases([r.steps[name][k][i] for r in per_rank]) for i in range(len(per_rank[0].steps[name][k]))]
+                    for k in range(len(cals))]
+        round_steps = [statistics.median(sum(p.values()) for p in steps) for steps in measured]
+        ratios = tuple(p.step_s / m for p, m in zip(predictions, round_steps))
+        out.append(StrategyRun(name, plan.gpus, plan, statistics.median(p.step_s for p in predictions),
+                               statistics.median(round_steps), statistics.median(ratios), ratios,
+                               _median_dict([phases(p) for p in predictions]),
+                               _median_dict([p for steps in measured for p in steps]),
+                               _median_dict([dict(p.parts.seconds) for p in predictions])))
+    return out, cals
+
+
+def _check(config: GPTConfig, batch: int, micro_batches: int, rounds: int, steps: int, min_time: float) -> None:
+    for name, value, least in (("batch", batch, 2), ("micro_batches", micro_batches, 2), ("rounds", rounds, 1),
+                               ("steps", steps, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    if batch % 2 or batch % micro_batches:
+        raise ValueError(f"the batch ({batch}) must split over 2 replicas and into {micro_batches} micro-batches")
+    if not min_time > 0:
+        raise ValueError(f"min_time must be positive, got {min_time!r}")
+    for name, n in (("hidden", config.hidden), ("heads", config.heads), ("vocab", config.vocab)):
+        if n % 2:
+            raise ValueError(f"{name} = {n} does not split over 2 tensor-parallel ranks")
+    if config.tied:
+        raise ValueError("the pipeline's stages hold the embedding and the head apart: build the GPT with tied=False")
+
+
+def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_batches: int = 4, rounds: int = 5,
+                       steps: int = 2, min_time: float = 0.1, hybrid: bool = True,
+                       allreduce_sizes: Sequence[int] = ALLREDUCE_SIZES,
+                       p2p_sizes: Sequence[int] = P2P_SIZES) -> BridgeResult:
+    """The small GPT (untied) on CPU ranks, each strategy's step predicted from this machine's calibration and
+    measured, ``rounds`` rounds of ``steps`` steps (after one warm-up); ``hybrid`` adds the 4-rank grid."""
+    config = config or preset("small", tied=False)
+    _check(config, batch, micro_batches, rounds, steps, min_time)
+    g = torch.Generator().manual_seed(0)
+    x, y = (torch.randint(0, config.vocab, (batch, config.seq), generator=g) for _ in range(2))
+    torch.optim.AdamW(nn.Linear(1, 1).parameters()).step()  # its first step imports lazily: here, not in each rank
+    sizes = (tuple(allreduce_sizes), tuple(p2p_sizes))
+    plans = bridge_plans(batch, micro_batches)
+    runs, cals = _runs(config, batch, plans, launch(_two_ranks, 2, config, x, y, micro_batches, rounds, steps,
+                                                    min_time, sizes, timeout=1800))
+    calibrations = {2: cals}
+    if hybrid:
+        more, calibrations[4] = _runs(config, batch, plans, launch(_four_ranks, 4, config, x, y, rounds, steps,
+                                                                   min_time, sizes, timeout=1800))
+        runs += more
+    return BridgeResult(config, batch, micro_batches, tuple(runs),
+                        {n: _median_calibration(c) for n, c in calibrations.items()}, calibrations)
