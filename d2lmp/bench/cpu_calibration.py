@@ -156,9 +156,9 @@ def calibrate_rank(rank: int, calibrator: Calibrator, group: dist.ProcessGroup |
     """This rank's part of one calibration round (every rank of the launch calls it at once)."""
     c = calibrator
 
-    def seconds(fn: Callable[[], object]) -> float:
+    def seconds(fn: Callable[[], object]) -> float:  # warm from the rounds before: one untimed call, then two
         dist.barrier()
-        return benchmark(fn, warmup=1, min_time=min_time, min_blocks=3).median
+        return benchmark(fn, warmup=0, min_time=min_time, min_blocks=2).median
 
     block, logits = seconds(c.block), seconds(c.logits)
     forward_backward, optimizer = seconds(c.forward_backward), seconds(c.optimizer.step)

@@ -245,8 +245,8 @@ def _check(config: GPTConfig, batch: int, micro_batches: int, rounds: int, steps
         raise ValueError("the pipeline's stages hold the embedding and the head apart: build the GPT with tied=False")
 
 
-def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_batches: int = 4, rounds: int = 5,
-                       steps: int = 2, min_time: float = 0.1, hybrid: bool = True,
+def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_batches: int = 4, rounds: int = 7,
+                       steps: int = 1, min_time: float = 0.1, hybrid: bool = True,
                        allreduce_sizes: Sequence[int] = ALLREDUCE_SIZES,
                        p2p_sizes: Sequence[int] = P2P_SIZES) -> BridgeResult:
     """The small GPT (untied) on CPU ranks, each strategy's step predicted from this machine's calibration and

@@ -16,9 +16,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-from ..scale.hardware import Cluster, gpu_preset
+from ..scale.hardware import GPU_PRESETS, Cluster, gpu_preset
 from ..scale.planner import PlanReport, family_options, plan
-from ..scale.presets import model_preset
+from ..scale.presets import MODEL_PRESETS, model_preset
 from ..scale.report import format_plan
 from ..transformer_accounting import RECOMPUTE, Transformer
 from .options import ints, need_positive, words
@@ -40,7 +40,7 @@ def _powers_of_two(limit: int) -> list[int]:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("plan", help=HELP, description=HELP)
-    p.add_argument("--model", help="a preset: 1.7B ... 1T (Narayanan et al. Table 1), 22B, 175B, llama3-8b/70b/405b")
+    p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)}")
     shape = p.add_argument_group("a shape instead of --model")
     for name in ("layers", "hidden", "heads"):
         shape.add_argument(f"--{name}", type=int)
@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     shape.add_argument("--untied", action="store_true", help="an LM head of its own")
     shape.add_argument("--rotary", action="store_true", help="no learned position embedding")
     p.add_argument("--gpus", type=int, required=True)
-    p.add_argument("--gpu", default="A100-80GB", help="a GPU preset (A100-80GB, H100-SXM, H200, V100-32GB, ...)")
+    p.add_argument("--gpu", default="A100-80GB", help=f"a GPU preset: {', '.join(GPU_PRESETS)}")
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     p.add_argument("--top", type=int, default=5, help="configurations to show")

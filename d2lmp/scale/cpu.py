@@ -31,7 +31,7 @@ from .hardware import Cluster, GPUPreset
 from .layout import Plan
 from .predict import Prediction, predict
 
-__all__ = ["MODEL_VALUE_BYTES", "CPU_VALUE_BYTES", "CPUCalibration", "MEANINGS", "PHASES", "cpu_preset",
+__all__ = ["MODEL_VALUE_BYTES", "CPU_VALUE_BYTES", "CPUCalibration", "MEANINGS", "MAPPING", "PHASES", "cpu_preset",
            "cpu_efficiency", "cpu_cluster", "predict_cpu", "phases", "memory_passes_from", "describe_calibration"]
 
 MODEL_VALUE_BYTES = 2  # the model's messages and activations are 16-bit values
@@ -80,6 +80,20 @@ MEANINGS: dict[str, str] = {
     "memory_gb": "the machine's memory over the ranks (only the planner's 'fits' reads it)",
     "memory_passes": "the seconds a one-rank forward and backward spends outside its matrix products, in passes "
                      "over the activation bytes the model counts, at the rank's memory rate",
+}
+
+
+# Each figure of the GPU model and what stands in for it on CPU ranks (the module docstring says why).
+MAPPING: dict[str, str] = {
+    "dense 16-bit peak × gemm": "matmul_flops, the GPT's products measured on one rank's thread (gemm = 1)",
+    "HBM bandwidth": f"memory_bytes_per_s, the rate of an AdamW step's {OPTIMIZER_BYTES_PER_PARAM} bytes per parameter",
+    "memory_passes": "measured: a one-rank forward and backward's time outside its products, in passes",
+    "NVLink bus bandwidth × nvlink": f"1/β of gloo's ring step over loopback, × {MODEL_VALUE_BYTES}/{CPU_VALUE_BYTES} "
+                                     "(16-bit values counted, float32 sent); nvlink = 1",
+    "network": "not crossed: every rank is on this machine, one node",
+    "α (LATENCY_S)": "alpha_s, the fitted ring step's latency",
+    "a pipeline send": f"p2p_bytes_per_s, × {MODEL_VALUE_BYTES}/{CPU_VALUE_BYTES}",
+    "overlap of the gradient all-reduce": "none (dp_overlap False): a rank's one thread computes, then talks",
 }
 
 

@@ -13,7 +13,7 @@ from ... import config
 from ...bench import scale_bridge
 from ...gpt import preset
 from ...report import table
-from ...scale.cpu import PHASES, describe_calibration
+from ...scale.cpu import MAPPING, PHASES, describe_calibration
 from ..goal import Goal
 from ..options import need_positive
 
@@ -27,8 +27,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=config.pick("small", "tiny"), help="a d2lmp.gpt preset (untied)")
     parser.add_argument("--batch", type=int, default=4, help="sequences a step")
     parser.add_argument("--micro-batches", type=int, default=config.pick(4, 2), help="the pipeline's")
-    parser.add_argument("--rounds", type=int, default=config.pick(5, 1), help="calibration and steps, alternating")
-    parser.add_argument("--steps", type=int, default=config.pick(2, 1), help="timed steps of each strategy a round")
+    parser.add_argument("--rounds", type=int, default=config.pick(7, 1), help="calibration and steps, alternating")
+    parser.add_argument("--steps", type=int, default=1, help="timed steps of each strategy a round")
     parser.add_argument("--min-time", type=float, default=config.pick(0.1, 0.01),
                         help="seconds each calibration measurement runs at least")
     parser.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=True,
@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
           f"{args.steps} step(s) of each strategy, alternating", flush=True)
     result = scale_bridge.scale_bridge_bench(gpt, args.batch, args.micro_batches, args.rounds, args.steps,
                                              args.min_time, args.hybrid)
+    print("\nWhat stands in for each GPU figure on CPU ranks:")
+    print(table([[gpu, cpu] for gpu, cpu in MAPPING.items()], ["the GPU model's", "the CPU preset's"]))
     for ranks, cal in result.calibrations.items():
         print(f"\nThe CPU preset, {ranks} ranks busy (medians over rounds):")
         print(describe_calibration(cal))
