@@ -4,9 +4,10 @@ of the small GPT measured on CPU ranks: data, tensor (``gpt_tp``), pipeline (1F1
 
 One launch of 2 ranks runs, round after round, a calibration (``cpu_calibration``) and a few steps of each 2-rank
 strategy, in an order that turns by one every round; a launch of 4 ranks does the same for the 2 × 2 data × tensor
-grid, its calibration's all-reduces and sends inside the tensor pairs, both at once. Each round predicts its
-strategies from its own calibration (``scale.cpu.predict_cpu``), so a busy round slows the prediction and the
-measurement alike; a strategy's ratio is the median over rounds of each round's predicted / measured step. Every
+grid, its calibration's all-reduces and sends inside the tensor pairs, both at once. Each measured number's median
+over the rounds makes the launch's CPU preset, from which ``scale.cpu.predict_cpu`` predicts each strategy's step,
+against the median of its measured steps; each round's own prediction against that round's step shows the spread
+(on a shared machine the load moves within a round, so a round's calibration and steps need not see the same). Every
 step is AdamW on float32, its gradients in one flat buffer (one all-reduce a step, after the backward: the ranks'
 one thread computes, then talks), timed in phases on the one system-wide clock: from the first rank's start to
 the last rank's end of its forward and backward, of the gradient all-reduce, and of the optimizer step.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 import torch.distributed as dist
@@ -30,7 +31,7 @@ from ..parallel.grid3d import grid3d_groups
 from ..parallel.launch import launch
 from ..parallel.pipeline import pipeline_step
 from ..parallel.pipeline_balance import equal_split
-from ..scale.cpu import CPUCalibration, phases, predict_cpu
+from ..scale.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from ..scale.layout import Plan
 from .cpu_calibration import ALLREDUCE_SIZES, P2P_SIZES, Calibrator, RankCalibration, calibrate_rank, cpu_calibration
 
@@ -53,8 +54,9 @@ class StepTimes:
 
 @dataclass(frozen=True)
 class StrategyRun:
-    """One strategy: its plan, the predicted and measured step (medians over rounds), the median of the rounds'
-    predicted / measured (``ratio``) and each round's, both split into ``PHASE_NAMES``, the model's own parts."""
+    """One strategy: its plan; the step predicted from the launch's median calibration, the median measured step,
+    their ``ratio``, and each round's own predicted / measured; the prediction and the measurement (median over
+    steps) split into ``PHASE_NAMES``, and the prediction into the model's own parts."""
 
     strategy: str
     ranks: int
@@ -70,7 +72,8 @@ class StrategyRun:
 
 @dataclass(frozen=True)
 class BridgeResult:
-    """Every strategy's run, and each launch's calibration (ranks → per round, and the medians over rounds)."""
+    """Every strategy's run, and each launch's calibration (ranks → the median over rounds that predicts the runs, and
+    each round's)."""
 
     config: GPTConfig
     batch: int
@@ -202,31 +205,38 @@ def _median_dict(dicts: Sequence[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(d[k] for d in dicts) for k in dicts[0]}
 
 
-def _median_calibration(cals: Sequence[CPUCalibration]) -> CPUCalibration:
+def _median_calibration(config: GPTConfig, batch: int, cals: Sequence[CPUCalibration],
+                        forward_backward_s: Sequence[float]) -> CPUCalibration:
+    """Each measured rate's median over the rounds, and the passes inverted from the median forward and backward."""
     values = {f.name: statistics.median(getattr(c, f.name) for c in cals) for f in fields(CPUCalibration)}
-    return CPUCalibration(**{**values, "ranks": cals[0].ranks})
+    cal = CPUCalibration(**{**values, "ranks": cals[0].ranks, "memory_passes": 0.0})
+    passes = memory_passes_from(config.shape(), cal, Plan(micro_batch=batch, global_batch=batch),
+                                statistics.median(forward_backward_s))
+    return replace(cal, memory_passes=passes)
 
 
 def _runs(config: GPTConfig, batch: int, plans: dict[str, Plan], per_rank: Sequence[_RankRounds]
-          ) -> tuple[list[StrategyRun], tuple[CPUCalibration, ...]]:
-    """Each strategy of one launch, predicted from each round's calibration and measured in that round."""
+          ) -> tuple[list[StrategyRun], tuple[CPUCalibration, ...], CPUCalibration]:
+    """Each strategy of one launch: predicted from the median calibration against the median measured step, and
+    each round's own prediction against that round's step."""
     half = batch // 2  # the calibration's forward and backward: a data-parallel rank's sequences
-    cals = tuple(cpu_calibration([r.calibrations[k] for r in per_rank], config, half)
-                 for k in range(len(per_rank[0].calibrations)))
+    rounds = range(len(per_rank[0].calibrations))
+    cals = tuple(cpu_calibration([r.calibrations[k] for r in per_rank], config, half) for k in rounds)
+    median = _median_calibration(config, half, cals,
+                                 [max(r.calibrations[k].forward_backward_s for r in per_rank) for k in rounds])
     out = []
     for name in per_rank[0].steps:
         plan = plans[name]
-        predictions = [predict_cpu(config.shape(), cal, plan) for cal in cals]
+        prediction = predict_cpu(config.shape(), median, plan)
         measured = [[_phases([r.steps[name][k][i] for r in per_rank]) for i in range(len(per_rank[0].steps[name][k]))]
-                    for k in range(len(cals))]
+                    for k in rounds]
         round_steps = [statistics.median(sum(p.values()) for p in steps) for steps in measured]
-        ratios = tuple(p.step_s / m for p, m in zip(predictions, round_steps))
-        out.append(StrategyRun(name, plan.gpus, plan, statistics.median(p.step_s for p in predictions),
-                               statistics.median(round_steps), statistics.median(ratios), ratios,
-                               _median_dict([phases(p) for p in predictions]),
-                               _median_dict([p for steps in measured for p in steps]),
-                               _median_dict([dict(p.parts.seconds) for p in predictions])))
-    return out, cals
+        ratios = tuple(predict_cpu(config.shape(), cal, plan).step_s / m for cal, m in zip(cals, round_steps))
+        step = statistics.median(round_steps)
+        out.append(StrategyRun(name, plan.gpus, plan, prediction.step_s, step, prediction.step_s / step, ratios,
+                               phases(prediction), _median_dict([p for steps in measured for p in steps]),
+                               dict(prediction.parts.seconds)))
+    return out, cals, median
 
 
 def _check(config: GPTConfig, batch: int, micro_batches: int, rounds: int, steps: int, min_time: float) -> None:
@@ -258,12 +268,11 @@ def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_ba
     torch.optim.AdamW(nn.Linear(1, 1).parameters()).step()  # its first step imports lazily: here, not in each rank
     sizes = (tuple(allreduce_sizes), tuple(p2p_sizes))
     plans = bridge_plans(batch, micro_batches)
-    runs, cals = _runs(config, batch, plans, launch(_two_ranks, 2, config, x, y, micro_batches, rounds, steps,
-                                                    min_time, sizes, timeout=1800))
-    calibrations = {2: cals}
+    runs, cals, median = _runs(config, batch, plans, launch(_two_ranks, 2, config, x, y, micro_batches, rounds, steps,
+                                                            min_time, sizes, timeout=1800))
+    calibrations, medians = {2: cals}, {2: median}
     if hybrid:
-        more, calibrations[4] = _runs(config, batch, plans, launch(_four_ranks, 4, config, x, y, rounds, steps,
-                                                                   min_time, sizes, timeout=1800))
+        more, calibrations[4], medians[4] = _runs(config, batch, plans, launch(
+            _four_ranks, 4, config, x, y, rounds, steps, min_time, sizes, timeout=1800))
         runs += more
-    return BridgeResult(config, batch, micro_batches, tuple(runs),
-                        {n: _median_calibration(c) for n, c in calibrations.items()}, calibrations)
+    return BridgeResult(config, batch, micro_batches, tuple(runs), medians, calibrations)

@@ -52,11 +52,12 @@ def _ms(seconds: float) -> str:
 
 
 def bridge_table(result: scale_bridge.BridgeResult) -> str:
-    """Strategy, plan, predicted and measured step, and the median of the rounds' ratios."""
+    """Strategy, plan, the predicted (median calibration) and measured (median) step, their ratio, and each round's own
+    ratio (its calibration against its steps)."""
     return table([[r.strategy, str(r.ranks), r.plan.describe(), _ms(r.predicted_s), _ms(r.measured_s),
                    f"{r.ratio:.2f}", " ".join(f"{x:.2f}" for x in r.round_ratios)] for r in result.runs],
                  ["strategy", "ranks", "plan", "predicted ms", "measured ms", "predicted / measured",
-                  "each round"])
+                  "each round's own"])
 
 
 def phase_table(result: scale_bridge.BridgeResult) -> str:
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     print("\nWhat stands in for each GPU figure on CPU ranks:")
     print(table([[gpu, cpu] for gpu, cpu in MAPPING.items()], ["the GPU model's", "the CPU preset's"]))
     for ranks, cal in result.calibrations.items():
-        print(f"\nThe CPU preset, {ranks} ranks busy (medians over rounds):")
+        print(f"\nThe CPU preset, {ranks} ranks busy (each number's median over the rounds):")
         print(describe_calibration(cal))
     print("\n" + bridge_table(result))
     print("\n" + phase_table(result))
