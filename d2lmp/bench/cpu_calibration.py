@@ -31,7 +31,7 @@ from ..timing import benchmark
 __all__ = ["ALLREDUCE_SIZES", "P2P_SIZES", "Product", "gpt_matmuls", "product_flops", "RankCalibration",
            "Calibrator", "calibrate_rank", "cpu_calibration"]
 
-ALLREDUCE_SIZES = (2**14, 2**16, 2**18, 2**20, 2**22, 2**24, 2**25)  # bytes; the gradients of the small GPT: 43 MB
+ALLREDUCE_SIZES = (2**14, 2**16, 2**18, 2**20, 2**22, 2**24, 2**26)  # bytes; the gradients of the small GPT: 43 MB
 P2P_SIZES = (2**12, 2**15, 2**18, 2**21, 2**23)  # bytes; a pipeline micro-batch's activations: 0.4 MB
 
 Product = tuple[tuple[int, ...], tuple[int, ...], str]  # shapes of A and B of A @ B, and which product it is

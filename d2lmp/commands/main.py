@@ -32,9 +32,14 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_plan: bool = False) -> argparse.ArgumentParser:
+    """The whole command line, or (``only_plan``) ``d2lmp plan`` alone: plain arithmetic, it need not import every
+    benchmark (and torch) to parse its options."""
     parser = argparse.ArgumentParser(prog="d2lmp", description="Helpers for the d2lmp notebook series.")
     sub = parser.add_subparsers(dest="command", required=True)
+    if only_plan:
+        plan.add_parser(sub)
+        return parser
 
     p = sub.add_parser("info", help="describe the CPU, GPUs and torch devices here")
     p.set_defaults(func=cmd_info)
@@ -52,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(only_plan=argv[:1] == ["plan"]).parse_args(argv)
     try:
         return int(args.func(args))
     except ValueError as exc:
