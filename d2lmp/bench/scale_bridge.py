@@ -16,6 +16,7 @@ the last rank's end of its forward and backward, of the gradient all-reduce, and
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..gpt import GPT, GPTConfig, gpt_sequential, lm_loss, preset
+from ..hardware import usable_cores
 from ..parallel.gpt_tp import TensorParallelGPT
 from ..parallel.grid3d import grid3d_groups
 from ..parallel.launch import launch
@@ -81,6 +83,8 @@ class BridgeResult:
     runs: tuple[StrategyRun, ...]
     calibrations: dict[int, CPUCalibration]
     round_calibrations: dict[int, tuple[CPUCalibration, ...]]
+    load: tuple[float, float]  # the machine's 1-minute load average before and after (other processes' share)
+    cores: int
 
 
 def bridge_plans(batch: int, micro_batches: int) -> dict[str, Plan]:
@@ -162,7 +166,8 @@ def _rounds(rank: int, trainers: dict[str, _Trainer | _Pipeline], calibrator: Ca
     for trainer in trainers.values():
         trainer.step()  # warm-up: allocations, the optimizer's state
     items = ["calibration", *trainers]
-    calibrations, times = [], {name: [] for name in trainers}  # type: ignore[var-annotated]
+    calibrations: list[RankCalibration] = []
+    times: dict[str, list[tuple[StepTimes, ...]]] = {name: [] for name in trainers}
     for k in range(rounds):
         for item in items[k % len(items):] + items[:k % len(items)]:  # every rank turns the same way
             if item == "calibration":
@@ -268,6 +273,7 @@ def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_ba
     torch.optim.AdamW(nn.Linear(1, 1).parameters()).step()  # its first step imports lazily: here, not in each rank
     sizes = (tuple(allreduce_sizes), tuple(p2p_sizes))
     plans = bridge_plans(batch, micro_batches)
+    before = _load()
     runs, cals, median = _runs(config, batch, plans, launch(_two_ranks, 2, config, x, y, micro_batches, rounds, steps,
                                                             min_time, sizes, timeout=1800))
     calibrations, medians = {2: cals}, {2: median}
@@ -275,4 +281,9 @@ def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_ba
         more, calibrations[4], medians[4] = _runs(config, batch, plans, launch(
             _four_ranks, 4, config, x, y, rounds, steps, min_time, sizes, timeout=1800))
         runs += more
-    return BridgeResult(config, batch, micro_batches, tuple(runs), medians, calibrations)
+    return BridgeResult(config, batch, micro_batches, tuple(runs), medians, calibrations, (before, _load()),
+                        usable_cores())
+
+
+def _load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

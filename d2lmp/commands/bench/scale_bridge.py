@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     for ranks, cal in result.calibrations.items():
         print(f"\nThe CPU preset, {ranks} ranks busy (each number's median over the rounds):")
         print(describe_calibration(cal))
+    print(f"\nthis machine: {result.cores} usable cores; 1-minute load average {result.load[0]:.1f} before the run, "
+          f"{result.load[1]:.1f} after (other processes share the cores: timings here only illustrate)")
     print("\n" + bridge_table(result))
     print("\n" + phase_table(result))
     print("(measured phases: medians over every step; from the first rank's start to the last rank's end of each)")
