@@ -365,6 +365,7 @@ def test_bench_scale_bridge_runs_every_strategy_and_prints_its_goal(capsys):
     for strategy, ranks in (("data", 2), ("tensor", 2), ("pipeline", 2), ("data x tensor", 4)):
         assert re.search(rf"^{strategy} +{ranks} +tp\d", out, re.M), strategy
         assert f"goal: predicted / measured step, {strategy} on {ranks} CPU ranks within 0.75–1.33×: " in out
+    assert re.search(r"^pipeline stages alone +pipeline +compute \+ memory_bound +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M)
     assert _one_goal_format(out)
 
 

@@ -37,11 +37,13 @@ from ..scale.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from ..scale.layout import Plan
 from .cpu_calibration import ALLREDUCE_SIZES, P2P_SIZES, Calibrator, RankCalibration, calibrate_rank, cpu_calibration
 
-__all__ = ["STRATEGIES", "PHASE_NAMES", "StepTimes", "StrategyRun", "BridgeResult", "bridge_plans",
+__all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "PartRun", "BridgeResult", "bridge_plans",
            "scale_bridge_bench"]
 
 STRATEGIES = ("data", "tensor", "pipeline", "data x tensor")
 PHASE_NAMES = ("forward+backward", "gradient all-reduce", "optimizer")
+# Parts measured alone: (the strategy they belong to, the model's parts they are)
+ALONE = {"pipeline stages alone": ("pipeline", ("compute", "memory_bound"))}
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,21 @@ class StrategyRun:
 
 
 @dataclass(frozen=True)
+class PartRun:
+    """One part of a strategy's step measured alone (``ALONE``), against the model's parts that make it up."""
+
+    name: str
+    strategy: str
+    model_parts: tuple[str, ...]
+    predicted_s: float
+    measured_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_s / self.measured_s
+
+
+@dataclass(frozen=True)
 class BridgeResult:
     """Every strategy's run, and each launch's calibration (ranks → the median over rounds that predicts the runs, and
     each round's)."""
@@ -81,6 +98,7 @@ class BridgeResult:
     batch: int
     micro_batches: int
     runs: tuple[StrategyRun, ...]
+    parts: tuple[PartRun, ...]
     calibrations: dict[int, CPUCalibration]
     round_calibrations: dict[int, tuple[CPUCalibration, ...]]
     load: tuple[float, float]  # the machine's 1-minute load average before and after (other processes' share)
@@ -140,6 +158,7 @@ class _Pipeline:
         self.stage = self.model[start:start + self.sizes[rank]]
         self.optimizer = torch.optim.AdamW(self.stage.parameters(), lr=1e-5)
         self.x, self.y, self.rank, self.world, self.m = x, y, rank, world, micro_batches
+        self.hidden = config.hidden
 
     def step(self) -> StepTimes:
         def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:  # summed over sequences
@@ -153,6 +172,34 @@ class _Pipeline:
         self.optimizer.step()
         return StepTimes(start, last, last, last + time.perf_counter() - before)
 
+    def alone(self) -> StepTimes:
+        """This rank's stage on its m micro-batches, forward then backward each, without a message (inputs and
+        output gradients of the right shapes made up), every rank at once: the work the bubble and sends add to."""
+        b, s, h = len(self.x) // self.m, self.x.size(1), self.hidden
+        last = self.rank == self.world - 1
+        inputs = [xi.clone() for xi in self.x.tensor_split(self.m)] if self.rank == 0 else [
+            torch.randn(b, s, h, requires_grad=True) for _ in range(self.m)]
+        grads = [torch.randn(b, s, h) for _ in range(self.m)]
+        self.stage.zero_grad(set_to_none=True)
+        dist.barrier()
+        start = time.perf_counter()
+        for i, (inp, yi) in enumerate(zip(inputs, self.y.tensor_split(self.m))):
+            out = self.stage(inp)
+            if last:
+                torch.autograd.backward(lm_loss(out, yi, reduction="sum") / s / len(self.x))
+            else:
+                torch.autograd.backward(out, grads[i])
+        end = time.perf_counter()
+        return StepTimes(start, end, end, end)
+
+
+class _StagesAlone:
+    def __init__(self, pipeline: _Pipeline) -> None:
+        self.pipeline = pipeline
+
+    def step(self) -> StepTimes:
+        return self.pipeline.alone()
+
 
 @dataclass(frozen=True)
 class _RankRounds:
@@ -160,7 +207,7 @@ class _RankRounds:
     steps: dict[str, tuple[tuple[StepTimes, ...], ...]]  # strategy -> rounds -> steps
 
 
-def _rounds(rank: int, trainers: dict[str, _Trainer | _Pipeline], calibrator: Calibrator,
+def _rounds(rank: int, trainers: dict[str, _Trainer | _Pipeline | _StagesAlone], calibrator: Calibrator,
             group: dist.ProcessGroup | None, rounds: int, steps: int, min_time: float,
             sizes: tuple[Sequence[int], Sequence[int]]) -> _RankRounds:
     for trainer in trainers.values():
@@ -182,10 +229,11 @@ def _two_ranks(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: tor
     xs, ys = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
     tp = TensorParallelGPT(GPT(config))
     dp = GPT(config)
-    trainers: dict[str, _Trainer | _Pipeline] = {
+    pipeline = _Pipeline(config, x, y, rank, world, micro_batches)
+    trainers: dict[str, _Trainer | _Pipeline | _StagesAlone] = {
         "data": _Trainer(dp, lambda: lm_loss(dp(xs), ys), None, world),
         "tensor": _Trainer(tp, lambda: tp.loss(x, y), None, 1),
-        "pipeline": _Pipeline(config, x, y, rank, world, micro_batches)}
+        "pipeline": pipeline, "pipeline stages alone": _StagesAlone(pipeline)}
     return _rounds(rank, trainers, Calibrator(config, xs, ys), None, rounds, steps, min_time, sizes)
 
 
@@ -194,7 +242,7 @@ def _four_ranks(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: to
     grid = grid3d_groups(2, 1, 2)
     xs, ys = x.tensor_split(2)[grid.data_rank], y.tensor_split(2)[grid.data_rank]
     model = TensorParallelGPT(GPT(config), grid.tensor_group)
-    trainers: dict[str, _Trainer | _Pipeline] = {
+    trainers: dict[str, _Trainer | _Pipeline | _StagesAlone] = {
         "data x tensor": _Trainer(model, lambda: model.loss(xs, ys), grid.data_group, 2)}
     return _rounds(rank, trainers, Calibrator(config, xs, ys), grid.tensor_group, rounds, steps, min_time, sizes)
 
@@ -221,7 +269,7 @@ def _median_calibration(config: GPTConfig, batch: int, cals: Sequence[CPUCalibra
 
 
 def _runs(config: GPTConfig, batch: int, plans: dict[str, Plan], per_rank: Sequence[_RankRounds]
-          ) -> tuple[list[StrategyRun], tuple[CPUCalibration, ...], CPUCalibration]:
+          ) -> tuple[list[StrategyRun], list[PartRun], tuple[CPUCalibration, ...], CPUCalibration]:
     """Each strategy of one launch: predicted from the median calibration against the median measured step, and
     each round's own prediction against that round's step."""
     half = batch // 2  # the calibration's forward and backward: a data-parallel rank's sequences
@@ -229,8 +277,14 @@ def _runs(config: GPTConfig, batch: int, plans: dict[str, Plan], per_rank: Seque
     cals = tuple(cpu_calibration([r.calibrations[k] for r in per_rank], config, half) for k in rounds)
     median = _median_calibration(config, half, cals,
                                  [max(r.calibrations[k].forward_backward_s for r in per_rank) for k in rounds])
-    out = []
-    for name in per_rank[0].steps:
+    out, parts = [], []
+    for name, (strategy, model_parts) in ALONE.items():
+        if name in per_rank[0].steps:
+            seconds = predict_cpu(config.shape(), median, plans[strategy]).parts.seconds
+            alone = statistics.median(sum(_phases([r.steps[name][k][i] for r in per_rank]).values())
+                                      for k in rounds for i in range(len(per_rank[0].steps[name][k])))
+            parts.append(PartRun(name, strategy, model_parts, sum(seconds[p] for p in model_parts), alone))
+    for name in (n for n in per_rank[0].steps if n not in ALONE):
         plan = plans[name]
         prediction = predict_cpu(config.shape(), median, plan)
         measured = [[_phases([r.steps[name][k][i] for r in per_rank]) for i in range(len(per_rank[0].steps[name][k]))]
@@ -241,7 +295,7 @@ def _runs(config: GPTConfig, batch: int, plans: dict[str, Plan], per_rank: Seque
         out.append(StrategyRun(name, plan.gpus, plan, prediction.step_s, step, prediction.step_s / step, ratios,
                                phases(prediction), _median_dict([p for steps in measured for p in steps]),
                                dict(prediction.parts.seconds)))
-    return out, cals, median
+    return out, parts, cals, median
 
 
 def _check(config: GPTConfig, batch: int, micro_batches: int, rounds: int, steps: int, min_time: float) -> None:
@@ -274,15 +328,15 @@ def scale_bridge_bench(config: GPTConfig | None = None, batch: int = 4, micro_ba
     sizes = (tuple(allreduce_sizes), tuple(p2p_sizes))
     plans = bridge_plans(batch, micro_batches)
     before = _load()
-    runs, cals, median = _runs(config, batch, plans, launch(_two_ranks, 2, config, x, y, micro_batches, rounds, steps,
-                                                            min_time, sizes, timeout=1800))
+    runs, parts, cals, median = _runs(config, batch, plans, launch(_two_ranks, 2, config, x, y, micro_batches, rounds,
+                                                                   steps, min_time, sizes, timeout=1800))
     calibrations, medians = {2: cals}, {2: median}
     if hybrid:
-        more, calibrations[4], medians[4] = _runs(config, batch, plans, launch(
+        more, _, calibrations[4], medians[4] = _runs(config, batch, plans, launch(
             _four_ranks, 4, config, x, y, rounds, steps, min_time, sizes, timeout=1800))
         runs += more
-    return BridgeResult(config, batch, micro_batches, tuple(runs), medians, calibrations, (before, _load()),
-                        usable_cores())
+    return BridgeResult(config, batch, micro_batches, tuple(runs), tuple(parts), medians, calibrations,
+                        (before, _load()), usable_cores())
 
 
 def _load() -> float:

@@ -90,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
     print("\n" + bridge_table(result))
     print("\n" + phase_table(result))
     print("(measured phases: medians over every step; from the first rank's start to the last rank's end of each)")
+    if result.parts:
+        print("\nParts measured alone, in the same rounds:")
+        print(table([[r.name, r.strategy, " + ".join(r.model_parts), _ms(r.predicted_s), _ms(r.measured_s),
+                      f"{r.ratio:.2f}"] for r in result.parts],
+                    ["part", "of", "the model's parts", "predicted ms", "measured ms", "predicted / measured"]))
     print("\n" + "\n".join(Goal(f"predicted / measured step, {r.strategy} on {r.ranks} CPU ranks", "within",
                                 BRIDGE_GOAL, "×").line(r.ratio) for r in result.runs))
     return 0
