@@ -175,12 +175,12 @@ def test_the_calibration_is_read_off_the_measurements():
 
 
 def test_the_bridges_gradients_live_in_one_flat_buffer():
-    from d2lmp.bench.scale_bridge import _flat_gradients
+    from d2lmp.bench.cpu_calibration import flat_gradients
 
     config = preset("tiny", tied=False)
     model, reference = GPT(config), GPT(config)
     params = list(model.parameters())
-    flat = _flat_gradients(params)
+    flat = flat_gradients(params)
     x, y = (torch.randint(0, config.vocab, (2, config.seq), generator=torch.Generator().manual_seed(i))
             for i in range(2))
     torch.autograd.backward(lm_loss(model(x), y))

@@ -29,7 +29,7 @@ from ..scale.layout import Plan
 from ..timing import benchmark
 
 __all__ = ["ALLREDUCE_SIZES", "P2P_SIZES", "Product", "gpt_matmuls", "product_flops", "RankCalibration",
-           "Calibrator", "calibrate_rank", "cpu_calibration"]
+           "flat_gradients", "Calibrator", "calibrate_rank", "cpu_calibration"]
 
 ALLREDUCE_SIZES = (2**14, 2**16, 2**18, 2**20, 2**22, 2**24, 2**26)  # bytes; the gradients of the small GPT: 43 MB
 P2P_SIZES = (2**12, 2**15, 2**18, 2**21, 2**23)  # bytes; a pipeline micro-batch's activations: 0.4 MB
@@ -133,20 +133,33 @@ def _p2p_seconds(rank: int, sizes: Sequence[int], repeats: int) -> tuple[float, 
     return _slowest(out)
 
 
+def flat_gradients(params: Sequence[torch.nn.Parameter]) -> torch.Tensor:
+    """One buffer whose slices are the parameters' ``.grad`` (backward accumulates into them in place): how every
+    strategy of the bridge, and the calibration, keep their gradients."""
+    flat = torch.zeros(sum(p.numel() for p in params))
+    offset = 0
+    for p in params:
+        p.grad = flat[offset:offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
+
+
 class Calibrator:
-    """What ``calibrate_rank`` needs across rounds: the whole GPT, its optimizer, the products' operands."""
+    """What ``calibrate_rank`` needs across rounds: the whole GPT, its gradient buffer and optimizer, the products'
+    operands."""
 
     def __init__(self, config: GPTConfig, x: torch.Tensor, y: torch.Tensor) -> None:
         self.config, self.x, self.y = config, x, y
         self.model = GPT(config)
+        self.flat = flat_gradients(list(self.model.parameters()))
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-5)
         block, logits = gpt_matmuls(config, len(x))
         g = torch.Generator().manual_seed(0)
         self.block, self.logits = _products(block, g), _products(logits, g)
         self.flops = config.layers * product_flops(block) + product_flops(logits)
 
-    def forward_backward(self) -> None:
-        self.model.zero_grad(set_to_none=True)
+    def forward_backward(self) -> None:  # as the strategies run it: the buffer zeroed, backward adds into it
+        self.flat.zero_()
         torch.autograd.backward(lm_loss(self.model(self.x), self.y))
 
 

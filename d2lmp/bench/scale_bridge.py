@@ -35,7 +35,15 @@ from ..parallel.pipeline import pipeline_step
 from ..parallel.pipeline_balance import equal_split
 from ..scale.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from ..scale.layout import Plan
-from .cpu_calibration import ALLREDUCE_SIZES, P2P_SIZES, Calibrator, RankCalibration, calibrate_rank, cpu_calibration
+from .cpu_calibration import (
+    ALLREDUCE_SIZES,
+    P2P_SIZES,
+    Calibrator,
+    RankCalibration,
+    calibrate_rank,
+    cpu_calibration,
+    flat_gradients,
+)
 
 __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "PartRun", "BridgeResult", "bridge_plans",
            "scale_bridge_bench"]
@@ -43,7 +51,8 @@ __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "Pa
 STRATEGIES = ("data", "tensor", "pipeline", "data x tensor")
 PHASE_NAMES = ("forward+backward", "gradient all-reduce", "optimizer")
 # Parts measured alone: (the strategy they belong to, the model's parts they are)
-ALONE = {"pipeline stages alone": ("pipeline", ("compute", "memory_bound"))}
+ALONE = {"pipeline stages alone": ("pipeline", ("compute", "memory_bound")),
+         "tensor ranks, collectives skipped": ("tensor", ("compute", "memory_bound"))}
 
 
 @dataclass(frozen=True)
@@ -113,16 +122,6 @@ def bridge_plans(batch: int, micro_batches: int) -> dict[str, Plan]:
             "data x tensor": Plan(tp=2, dp=2, micro_batch=batch // 2, global_batch=batch, dp_overlap=False)}
 
 
-def _flat_gradients(params: Sequence[nn.Parameter]) -> torch.Tensor:
-    """One buffer whose slices are the parameters' ``.grad`` (backward accumulates into them in place)."""
-    flat = torch.zeros(sum(p.numel() for p in params))
-    offset = 0
-    for p in params:
-        p.grad = flat[offset:offset + p.numel()].view_as(p)
-        offset += p.numel()
-    return flat
-
-
 class _Trainer:
     """Data, tensor or data × tensor parallelism: ``loss`` (of this rank's data) backward, the flat gradients
     all-reduced over the ``replicas`` of ``data_group`` (none for 1), AdamW."""
@@ -131,7 +130,7 @@ class _Trainer:
                  replicas: int) -> None:
         self.model, self.loss, self.group, self.replicas = model, loss, data_group, replicas
         params = [p for p in model.parameters() if p.requires_grad]
-        self.flat = _flat_gradients(params)
+        self.flat = flat_gradients(params)
         self.optimizer = torch.optim.AdamW(params, lr=1e-5)
 
     def step(self) -> StepTimes:
@@ -145,6 +144,31 @@ class _Trainer:
         reduced = time.perf_counter()
         self.optimizer.step()
         return StepTimes(start, forward_backward, reduced, time.perf_counter())
+
+
+class _CollectivesSkipped:
+    """A trainer's forward and backward with every ``all_reduce`` skipped (the sums are wrong, the time is the
+    compute's alone), every rank at once; no optimizer step."""
+
+    def __init__(self, trainer: _Trainer) -> None:
+        self.trainer = trainer
+
+    def step(self) -> StepTimes:
+        t, real = self.trainer, dist.all_reduce
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce = _skip
+        try:
+            t.flat.zero_()
+            torch.autograd.backward(t.loss() / t.replicas)
+        finally:
+            dist.all_reduce = real
+        end = time.perf_counter()
+        return StepTimes(start, end, end, end)
+
+
+def _skip(*args: object, **kwargs: object) -> None:
+    return None
 
 
 class _Pipeline:
@@ -207,7 +231,10 @@ class _RankRounds:
     steps: dict[str, tuple[tuple[StepTimes, ...], ...]]  # strategy -> rounds -> steps
 
 
-def _rounds(rank: int, trainers: dict[str, _Trainer | _Pipeline | _StagesAlone], calibrator: Calibrator,
+_Runner = _Trainer | _Pipeline | _StagesAlone | _CollectivesSkipped  # what a round runs: one .step() each
+
+
+def _rounds(rank: int, trainers: dict[str, _Runner], calibrator: Calibrator,
             group: dist.ProcessGroup | None, rounds: int, steps: int, min_time: float,
             sizes: tuple[Sequence[int], Sequence[int]]) -> _RankRounds:
     for trainer in trainers.values():
@@ -229,10 +256,10 @@ def _two_ranks(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: tor
     xs, ys = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
     tp = TensorParallelGPT(GPT(config))
     dp = GPT(config)
-    pipeline = _Pipeline(config, x, y, rank, world, micro_batches)
-    trainers: dict[str, _Trainer | _Pipeline | _StagesAlone] = {
-        "data": _Trainer(dp, lambda: lm_loss(dp(xs), ys), None, world),
-        "tensor": _Trainer(tp, lambda: tp.loss(x, y), None, 1),
+    pipeline, tensor = _Pipeline(config, x, y, rank, world, micro_batches), _Trainer(tp, lambda: tp.loss(x, y), None, 1)
+    trainers: dict[str, _Runner] = {
+        "data": _Trainer(dp, lambda: lm_loss(dp(xs), ys), None, world), "tensor": tensor,
+        "tensor ranks, collectives skipped": _CollectivesSkipped(tensor),
         "pipeline": pipeline, "pipeline stages alone": _StagesAlone(pipeline)}
     return _rounds(rank, trainers, Calibrator(config, xs, ys), None, rounds, steps, min_time, sizes)
 
@@ -242,7 +269,7 @@ def _four_ranks(rank: int, world: int, config: GPTConfig, x: torch.Tensor, y: to
     grid = grid3d_groups(2, 1, 2)
     xs, ys = x.tensor_split(2)[grid.data_rank], y.tensor_split(2)[grid.data_rank]
     model = TensorParallelGPT(GPT(config), grid.tensor_group)
-    trainers: dict[str, _Trainer | _Pipeline | _StagesAlone] = {
+    trainers: dict[str, _Runner] = {
         "data x tensor": _Trainer(model, lambda: model.loss(xs, ys), grid.data_group, 2)}
     return _rounds(rank, trainers, Calibrator(config, xs, ys), grid.tensor_group, rounds, steps, min_time, sizes)
 
