@@ -69,7 +69,7 @@ ORDER = list(LAYERS)
 ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.parallel.costmodel",
             "d2lmp.parallel.model_size", "d2lmp.training_state", "d2lmp.parallel.nccl_published",
             "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.scale",
-            "d2lmp.scale.hardware", "d2lmp.scale.layout",
+            "d2lmp.scale.hardware", "d2lmp.scale.layout", "d2lmp.scale.cpu",
             "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
             "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
             "d2lmp.scale.report", "d2lmp.scale.comm_roofline", "d2lmp.checkpoint_interval")

@@ -70,10 +70,14 @@ def test_bench_matmul_bad_input_is_one_clear_line(capsys):
     (["recompute", "--batch", "0"], "--batch must be positive, got 0"),
     (["recompute", "--rounds", "0"], "--rounds must be positive, got 0"),
     (["recompute", "--min-time", "-1"], "--min-time must be positive, got -1"),
+    (["scale-bridge", "--batch", "6", "--micro-batches", "4"], "--batch (6) must split over 2 replicas and into"),
+    (["scale-bridge", "--rounds", "0"], "--rounds must be positive, got 0"),
+    (["scale-bridge", "--micro-batches", "1"], "--micro-batches must be at least 2, got 1"),
+    (["scale-bridge", "--model", "huge"], "unknown preset 'huge'"),
 ])
 def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys, argv, message):
     from d2lmp import timing
-    from d2lmp.bench import allreduce, costmodel, data_parallel, pipeline
+    from d2lmp.bench import allreduce, costmodel, data_parallel, pipeline, scale_bridge
     from d2lmp.parallel import launch
 
     def must_not_run(*a, **k):
@@ -81,7 +85,7 @@ def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys
 
     for module, name in ((timing, "matmul_sweep"), (timing, "harness_agreement"), (timing, "benchmark"),
                          (launch, "launch"), (allreduce, "launch"), (data_parallel, "launch"), (pipeline, "launch"),
-                         (pipeline, "pipeline_model"), (costmodel, "launch")):
+                         (pipeline, "pipeline_model"), (costmodel, "launch"), (scale_bridge, "launch")):
         monkeypatch.setattr(module, name, must_not_run)
     monkeypatch.setattr("d2lmp.train.train_small_alexnet", must_not_run)
     monkeypatch.setattr("d2lmp.bench.conv.benchmark_conv", must_not_run)
@@ -316,3 +320,136 @@ def test_bench_pipeline_rejects_bad_sizes():
         pipeline_bench(steps=1)
     with pytest.raises(ValueError, match="too small"):
         pipeline_bench(micro_batches=(1, 8), batch=4)
+
+
+def test_bench_scale_prints_every_published_row_with_its_ratio_and_the_goals(capsys):
+    from d2lmp.commands.bench.scale import PUBLISHED_GOAL
+    from d2lmp.scale.report import calibration_report
+
+    assert PUBLISHED_GOAL == (0.8, 1.25)  # issue #21, item 3
+    assert main(["bench", "scale", "--no-planner"]) == 0
+    out = capsys.readouterr().out
+    report = calibration_report()
+    for name, rows in report.tables.items():
+        assert name in out
+        for c in rows:  # every row: published, predicted, ratio, as the model computes them
+            found = re.search(rf"^{re.escape(c.run.row)} +([\d.]+) +([\d.]+) +([\d.]+) +[\w/]+ +(yes|no)$", out, re.M)
+            assert found, c.run.row
+            published, predicted, ratio = map(float, found.groups()[:3])
+            assert published == pytest.approx(c.run.published, abs=0.005)
+            assert predicted == pytest.approx(c.predicted, abs=0.005) and ratio == pytest.approx(c.ratio, abs=5e-4)
+    assert "memory_passes" in out and "fraction of the GPU's dense 16-bit peak" in out  # the parameters, explained
+    goals = [line for line in out.splitlines() if line.startswith("goal:")]
+    assert len(goals) == len(report.tables) + 1 and _one_goal_format(out)
+    assert goals[-1].startswith(f"goal: predicted / published, all {sum(map(len, report.tables.values()))} rows "
+                                "within 0.8–1.25×: worst ")
+    assert "The planner" not in out
+
+
+def test_bench_scale_prints_the_planner_against_the_published_configurations(capsys):
+    from d2lmp.scale.published import NARAYANAN_TABLE1
+
+    assert main(["bench", "scale"]) == 0
+    out = capsys.readouterr().out
+    for run in NARAYANAN_TABLE1:
+        assert re.search(rf"^{re.escape(run.row)} +{re.escape(run.plan.describe())} ", out, re.M), run.row
+    assert re.search(r"^\d+ of 10 rows: the published configuration ranks in the planner's top 5", out, re.M)
+
+
+def test_bench_scale_bridge_runs_every_strategy_and_prints_its_goal(capsys):
+    argv = ["bench", "scale-bridge", "--model", "tiny", "--batch", "4", "--micro-batches", "2", "--rounds", "1",
+            "--steps", "1", "--min-time", "0.01"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "The CPU preset, 2 ranks busy" in out and "The CPU preset, 4 ranks busy" in out
+    assert "matmul_flops" in out and "alpha_s" in out and "p2p_bytes_per_s" in out and "memory_passes" in out
+    for strategy, ranks in (("data", 2), ("tensor", 2), ("pipeline", 2), ("data x tensor", 4)):
+        assert re.search(rf"^{strategy} +{ranks} +tp\d", out, re.M), strategy
+        assert f"goal: predicted / measured step, {strategy} on {ranks} CPU ranks within 0.75–1.33×: " in out
+    assert re.search(r"^pipeline stages alone +pipeline +compute \+ memory_bound +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M)
+    assert _one_goal_format(out)
+
+
+def _plan_rows(out: str) -> list[tuple[int, ...]]:
+    rows = re.findall(r"^ *\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d) +(\d+) (none|selective|full) +([yn]) +(\d+) +([\d.]+)"
+                      r" +\d+ +[\d.]+ +[\d.]+% +([\d.]+)  \w+", out, re.M)
+    return [(int(t), int(p), int(d), int(c), int(z), int(b), r, sp == "y", int(v), float(s), float(gb))
+            for t, p, d, c, z, b, r, sp, v, s, gb in rows]
+
+
+def test_plan_prints_the_planners_top_configurations(capsys):
+    from d2lmp.scale import Cluster, model_preset, plan
+
+    assert main(["plan", "--model", "1.7B", "--gpus", "32", "--global-batch", "512", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    rows = _plan_rows(out)
+    report = plan(model_preset("1.7B").model, Cluster("A100-80GB", 32), 512, top=3)
+    assert len(rows) == 3
+    for row, cand in zip(rows, report.top):
+        p = cand.plan
+        assert row[:9] == (p.tp, p.pp, p.dp, p.cp, p.zero, p.micro_batch, p.recompute, p.sequence_parallel,
+                           p.interleave)
+        assert row[9] == pytest.approx(cand.prediction.step_s, abs=0.005)
+    assert "families (tp, pp, dp, cp): why each is not the winner" in out and "the winner" in out
+    assert re.search(r"searched \d+ configurations of \d+ families in [\d.]+ s", out)
+
+
+def test_plan_gpt3_on_1024_a100s(capsys):
+    assert main(["plan", "--model", "175B", "--gpus", "1024", "--gpu", "A100-80GB", "--global-batch", "1536",
+                 "--no-families"]) == 0
+    out = capsys.readouterr().out
+    rows = _plan_rows(out)
+    assert len(rows) == 5 and [r[9] for r in rows] == sorted(r[9] for r in rows)
+    assert all(t * p * d * c == 1024 and gb <= 80 for t, p, d, c, *_, gb in rows)
+    assert "why each is not the winner" not in out
+
+
+def test_plan_takes_a_shape_and_limits(capsys):
+    assert main(["plan", "--layers", "24", "--hidden", "2304", "--heads", "24", "--gpus", "32", "--global-batch", "512",
+                 "--recompute", "full", "--zero", "0,1", "--max-tp", "2", "--max-pp", "2", "--cp", "1",
+                 "--sequence-parallel", "no", "--top", "4"]) == 0
+    rows = _plan_rows(capsys.readouterr().out)
+    assert len(rows) == 4
+    assert all(t <= 2 and p <= 2 and c == 1 and z in (0, 1) and r == "full" and not sp
+               for t, p, d, c, z, b, r, sp, *_ in rows)
+
+
+def test_plan_says_what_it_searches_when_it_takes_long(monkeypatch, capsys):
+    import time
+
+    from d2lmp.commands import plan as plan_command
+
+    real = plan_command.plan
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_command, "plan", slow)
+    monkeypatch.setattr(plan_command, "PROGRESS_AFTER_S", 0.05)
+    assert main(["plan", "--model", "1.7B", "--gpus", "32", "--global-batch", "512", "--no-families"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"d2lmp plan: searching \d+ families \(tp × pp × dp × cp\) of 1.7B on 32 × A100-80GB", err)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "176B"], "unknown model '176B': the presets are 1.7B"),
+    (["--model", "175B", "--gpu", "B300"], "unknown GPU 'B300'"),
+    (["--model", "175B", "--gpus", "0"], "--gpus must be positive, got 0"),
+    (["--model", "175B", "--global-batch", "-4"], "--global-batch must be positive, got -4"),
+    (["--model", "175B", "--top", "0"], "--top must be positive, got 0"),
+    (["--model", "175B", "--layers", "96"], "give --model or a shape, not both"),
+    (["--layers", "96", "--hidden", "12288"], "--heads missing"),
+    (["--layers", "2", "--hidden", "10", "--heads", "3"], "hidden (10) must be divisible by heads (3)"),
+    (["--model", "175B", "--recompute", "some"], "--recompute takes none, selective, full"),
+    (["--model", "175B", "--zero", "4"], "--zero takes the stages 0, 1, 2, 3"),
+    (["--model", "175B", "--max-tp", "0"], "--max-tp must be positive, got 0"),
+    (["--model", "175B", "--gpus", "12"], "gpus (12) must be a multiple of gpus_per_node (8)"),
+    (["--model", "175B", "--gpus", "8", "--global-batch", "8"], "nothing fits: no configuration of 175B fits"),
+])
+def test_plan_bad_input_is_one_clear_line(capsys, argv, message):
+    defaults = {"--gpus": "1024", "--global-batch": "1536"}
+    argv = argv + [x for k, v in defaults.items() if k not in argv for x in (k, v)]
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("d2lmp: ") and message in err and err.count("\n") == 1, err

@@ -1,6 +1,8 @@
-"""The ``d2lmp`` command: ``d2lmp info``, ``d2lmp selfcheck`` and ``d2lmp bench <name>``; the parser and dispatch.
+"""The ``d2lmp`` command: ``d2lmp info``, ``d2lmp selfcheck``, ``d2lmp bench <name>`` and ``d2lmp plan``; the parser
+and dispatch.
 
-Each benchmark's options, checks, run and report live in its own module of ``commands.bench``. A
+Each benchmark's options, checks, run and report live in its own module of ``commands.bench``, the planner's in
+``commands.plan``. A
 ``ValueError`` from any command (a bad option, found before anything runs) is printed as one line,
 ``d2lmp: <message>``, with exit status 2.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench
+from . import bench, plan
 
 __all__ = ["build_parser", "main"]
 
@@ -30,9 +32,14 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_plan: bool = False) -> argparse.ArgumentParser:
+    """The whole command line, or (``only_plan``) ``d2lmp plan`` alone: plain arithmetic, it need not import every
+    benchmark (and torch) to parse its options."""
     parser = argparse.ArgumentParser(prog="d2lmp", description="Helpers for the d2lmp notebook series.")
     sub = parser.add_subparsers(dest="command", required=True)
+    if only_plan:
+        plan.add_parser(sub)
+        return parser
 
     p = sub.add_parser("info", help="describe the CPU, GPUs and torch devices here")
     p.set_defaults(func=cmd_info)
@@ -44,11 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default="selfcheck.json", help="where to write the JSON report")
     p.add_argument("--quick", action="store_true", help="smaller sizes")
     p.set_defaults(func=cmd_selfcheck)
+
+    plan.add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(only_plan=argv[:1] == ["plan"]).parse_args(argv)
     try:
         return int(args.func(args))
     except ValueError as exc:

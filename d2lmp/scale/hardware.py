@@ -7,6 +7,8 @@ DGX A100, as in Selene, the cluster of Narayanan et al. (2021, §5), eight 200 G
 its eight A100s; DGX H100 and H200 eight 400 Gb/s ConnectX-7 ports. Every figure keeps its bibliography keys
 (``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures.
 Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes.
+A preset may also carry its own per-message latency α and point-to-point rate (a CPU measured here does,
+``scale.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from functools import lru_cache
 
 from ..gpu_specs import NOTABLE_GPUS, GPUSpec
 from ..topology import NVLINK, NVLINK_SOURCES
+from .efficiency import LATENCY_S
 
-__all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster"]
+__all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "LinkRate", "latency_of",
+           "p2p_rate_of"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,8 @@ class GPUPreset:
     ``peak_tflops``: dense 16-bit tensor peak; ``memory_gb`` and ``hbm_GBps``: capacity and bandwidth;
     ``nvlink_GBps``: NVLink per GPU per direction; ``network_GBps_per_gpu``: the node's network bandwidth
     (per direction) divided by its GPUs; ``node``: what that node is; ``source``: the bibliography keys of
-    every figure; ``note``: where each figure comes from.
+    every figure; ``note``: where each figure comes from. ``latency_s`` (α, ``efficiency.LATENCY_S`` unless
+    measured) and ``p2p_GBps`` (None: a send runs at the link's bus bandwidth) are set by measured presets.
     """
 
     name: str
@@ -41,6 +46,8 @@ class GPUPreset:
     node: str
     source: tuple[str, ...]
     note: str
+    latency_s: float = LATENCY_S  # α, seconds per message (a ring step or a send) on either link
+    p2p_GBps: float | None = None  # a send's rate per direction where it differs from the collectives' bus bandwidth
 
     @property
     def peak_flops(self) -> float:
@@ -110,12 +117,37 @@ def gpu_preset(name: str) -> GPUPreset:
     raise ValueError(f"unknown GPU {name!r}: the presets are {names}")
 
 
+class LinkRate(float):
+    """A link's bus bandwidth in bytes/s (the float itself), carrying the link's α (``alpha_s``) and the rate of one
+    send (``p2p_bytes_per_s``), so that the formulas given a bandwidth also read that link's latency and send rate."""
+
+    alpha_s: float
+    p2p_bytes_per_s: float
+
+    def __new__(cls, bytes_per_s: float, alpha_s: float = LATENCY_S, p2p_bytes_per_s: float | None = None) -> LinkRate:
+        rate = super().__new__(cls, bytes_per_s)
+        rate.alpha_s = alpha_s
+        rate.p2p_bytes_per_s = float(bytes_per_s) if p2p_bytes_per_s is None else p2p_bytes_per_s
+        return rate
+
+
+def latency_of(bandwidth: float) -> float:
+    """α of the link whose bandwidth this is: a ``LinkRate``'s own, else ``efficiency.LATENCY_S``."""
+    return bandwidth.alpha_s if isinstance(bandwidth, LinkRate) else LATENCY_S
+
+
+def p2p_rate_of(bandwidth: float) -> float:
+    """The rate of one send on the link whose bandwidth this is: a ``LinkRate``'s own, else the bandwidth."""
+    return bandwidth.p2p_bytes_per_s if isinstance(bandwidth, LinkRate) else bandwidth
+
+
 @dataclass(frozen=True)
 class Cluster:
     """``gpus`` GPUs of one preset, ``gpus_per_node`` to a node joined by NVLink, nodes joined by the network.
 
     ``nvlink_GBps`` and ``network_GBps_per_gpu`` (per GPU, per direction) None take the preset's figures, the
-    sourced ones of that GPU's usual node.
+    sourced ones of that GPU's usual node. ``custom``: a preset built at run time (``scale.cpu.cpu_preset``, a
+    CPU measured here), used instead of a named one; ``gpu`` then only labels it.
     """
 
     gpu: str
@@ -123,9 +155,11 @@ class Cluster:
     gpus_per_node: int = 8
     nvlink_GBps: float | None = None
     network_GBps_per_gpu: float | None = None
+    custom: GPUPreset | None = None
 
     def __post_init__(self) -> None:
-        gpu_preset(self.gpu)  # an unknown name is a ValueError here, not later
+        if self.custom is None:
+            gpu_preset(self.gpu)  # an unknown name is a ValueError here, not later
         if not isinstance(self.gpus, int) or self.gpus < 1:
             raise ValueError(f"gpus must be a positive integer, got {self.gpus!r}")
         if not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
@@ -140,7 +174,7 @@ class Cluster:
 
     @property
     def preset(self) -> GPUPreset:
-        return gpu_preset(self.gpu)
+        return self.custom if self.custom is not None else gpu_preset(self.gpu)
 
     @property
     def nvlink_bytes_per_s(self) -> float:
@@ -154,3 +188,8 @@ class Cluster:
     @property
     def nodes(self) -> int:
         return max(1, self.gpus // self.gpus_per_node)
+
+    def link_rate(self, bytes_per_s: float, fraction: float) -> LinkRate:
+        """``bytes_per_s`` × the achieved ``fraction``, with the preset's α and send rate (× the same fraction)."""
+        p2p = self.preset.p2p_GBps
+        return LinkRate(bytes_per_s * fraction, self.preset.latency_s, None if p2p is None else p2p * 1e9 * fraction)

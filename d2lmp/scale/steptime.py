@@ -11,7 +11,9 @@ of ``(p−1)/v`` micro-batches' forward and backward, plus the stage-to-stage me
 reduces the gradients once a step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a
 micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and recomputed forward.
 Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
-reduce-scatter, at the bus bandwidth of the link the group crosses, plus ``LATENCY_S`` per ring step.
+reduce-scatter, at the bus bandwidth of the link the group crosses, plus the link's α per ring step
+(``LATENCY_S`` unless the preset measured its own: ``hardware.LinkRate``); a send takes α plus its bytes at
+the link's send rate (its bus bandwidth unless measured apart).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
-from .efficiency import LATENCY_S, OPTIMIZER_BYTES_PER_PARAM, Efficiency
-from .hardware import Cluster
+from .efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
+from .hardware import Cluster, latency_of, p2p_rate_of
 from .layout import Layout, Plan
 from .memory import layer_activation_bytes, stage_parameters
 
@@ -35,10 +37,11 @@ STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "
 
 
 def link_bytes_per_s(cluster: Cluster, link: str, efficiency: Efficiency) -> float:
-    """Bus bandwidth per GPU of ``link`` ("nvlink" or "network"): its sourced figure × its fitted efficiency."""
+    """Bus bandwidth per GPU of ``link`` ("nvlink" or "network"): its sourced figure × its fitted efficiency, as a
+    ``LinkRate`` that also carries the preset's α and send rate."""
     if link == "nvlink":
-        return cluster.nvlink_bytes_per_s * efficiency.nvlink
-    return cluster.network_bytes_per_s * efficiency.network
+        return cluster.link_rate(cluster.nvlink_bytes_per_s, efficiency.nvlink)
+    return cluster.link_rate(cluster.network_bytes_per_s, efficiency.network)
 
 
 def all_reduce_bytes(nbytes: float, ranks: int) -> float:
@@ -68,19 +71,19 @@ def all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
     """Ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes / bandwidth + 2(n−1)·α``."""
     if ranks == 1:
         return 0.0
-    return all_reduce_bytes(nbytes, ranks) / bandwidth + 2 * (ranks - 1) * LATENCY_S
+    return all_reduce_bytes(nbytes, ranks) / bandwidth + 2 * (ranks - 1) * latency_of(bandwidth)
 
 
 def gather_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
     """Ring all-gather (or reduce-scatter) of a full result of ``nbytes``: ``(n−1)/n · nbytes / bw + (n−1)·α``."""
     if ranks == 1:
         return 0.0
-    return gather_bytes(nbytes, ranks) / bandwidth + (ranks - 1) * LATENCY_S
+    return gather_bytes(nbytes, ranks) / bandwidth + (ranks - 1) * latency_of(bandwidth)
 
 
 def p2p_seconds(nbytes: float, bandwidth: float) -> float:
-    """One point-to-point message: ``α + nbytes / bandwidth``."""
-    return LATENCY_S + nbytes / bandwidth
+    """One point-to-point message: ``α + nbytes / (the link's send rate)``."""
+    return latency_of(bandwidth) + nbytes / p2p_rate_of(bandwidth)
 
 
 def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency) -> float:

@@ -29,6 +29,8 @@ BENCHMARKS = (
     "recompute",
     "ring_attention",
     "all_to_all",
+    "scale",
+    "scale_bridge",
 )
 
 

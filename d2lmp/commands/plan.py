@@ -1,0 +1,179 @@
+"""``d2lmp plan``: the planner (``scale.plan``) from the command line: the fastest configurations that fit, as a
+table, and each family's verdict (why it is not the winner).
+
+The model is a preset name (``scale.presets``: the calibration table's GPTs, 22B, 175B, Llama 3) or a shape given
+as options (``--layers``, ``--hidden``, ``--heads`` and the rest); the cluster a GPU preset and a count. Options
+limit the search (recomputation, ZeRO stages, the largest tensor or pipeline size, ...). Every option is checked
+before the search: a bad one is a ``ValueError`` (one line, exit 2), and so is a request nothing fits. A search
+that lasts more than a second says on stderr what it searches and how long it has run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from ..scale.hardware import GPU_PRESETS, Cluster, gpu_preset
+from ..scale.planner import PlanReport, family_options, plan
+from ..scale.presets import MODEL_PRESETS, model_preset
+from ..scale.report import format_plan
+from ..transformer_accounting import RECOMPUTE, Transformer
+from .options import ints, need_positive, words
+
+__all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of", "search_limits", "cmd_plan"]
+
+HELP = "rank the parallel configurations of a model on a GPU cluster (the cluster model's planner)"
+SHAPE_OPTIONS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads")
+PROGRESS_AFTER_S = 1.0  # a search that lasts longer says so on stderr
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, n = [], 1
+    while n <= limit:
+        out.append(n)
+        n *= 2
+    return out
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("plan", help=HELP, description=HELP)
+    p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)}")
+    shape = p.add_argument_group("a shape instead of --model")
+    for name in ("layers", "hidden", "heads"):
+        shape.add_argument(f"--{name}", type=int)
+    shape.add_argument("--seq", type=int, help="sequence length (default 2048)")
+    shape.add_argument("--vocab", type=int, help="vocabulary (default 51200)")
+    shape.add_argument("--ffn", type=int, help="MLP width (default 4 × hidden)")
+    shape.add_argument("--kv-heads", type=int, help="key/value heads (grouped-query attention; default: heads)")
+    shape.add_argument("--gated-mlp", action="store_true", help="a SwiGLU MLP (three matrices)")
+    shape.add_argument("--no-bias", action="store_true", help="no biases (Llama)")
+    shape.add_argument("--untied", action="store_true", help="an LM head of its own")
+    shape.add_argument("--rotary", action="store_true", help="no learned position embedding")
+    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--gpu", default="A100-80GB", help=f"a GPU preset: {', '.join(GPU_PRESETS)}")
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+    p.add_argument("--top", type=int, default=5, help="configurations to show")
+    p.add_argument("--recompute", type=words, default=list(RECOMPUTE), help="allowed, e.g. full or none,selective")
+    p.add_argument("--zero", type=ints, default=[0, 1, 2, 3], help="allowed ZeRO stages, e.g. 0,1")
+    p.add_argument("--max-tp", type=int, help="largest tensor-parallel size (default: four nodes' GPUs)")
+    p.add_argument("--max-pp", type=int, help="largest pipeline size (default: the layers)")
+    p.add_argument("--cp", type=ints, help="context-parallel sizes to try (default: powers of two, 1,024+ tokens each)")
+    p.add_argument("--micro-batch", type=ints, help="micro-batch sizes to try (default: divisors up to 16)")
+    p.add_argument("--sequence-parallel", choices=("both", "yes", "no"), default="both")
+    p.add_argument("--dp-overlap", action=argparse.BooleanOptionalAction, default=True,
+                   help="the gradient all-reduce overlaps the last backward")
+    p.add_argument("--families", action=argparse.BooleanOptionalAction, default=True,
+                   help="also print each family's verdict")
+    p.set_defaults(func=cmd_plan)
+
+
+def model_of(args: argparse.Namespace) -> tuple[str, Transformer]:
+    """(name, shape) from ``--model`` or from the shape options (not both)."""
+    given = [name for name in SHAPE_OPTIONS if getattr(args, name) is not None]
+    if args.model is not None:
+        if given:
+            raise ValueError(f"give --model or a shape, not both (--model {args.model} with "
+                             f"{', '.join('--' + g.replace('_', '-') for g in given)})")
+        preset = model_preset(args.model)
+        return preset.name, preset.model
+    missing = [f"--{name}" for name in ("layers", "hidden", "heads") if getattr(args, name) is None]
+    if missing:
+        raise ValueError(f"give --model (a preset) or a shape: {', '.join(missing)} missing")
+    for name in given:
+        need_positive(f"--{name.replace('_', '-')}", getattr(args, name))
+    model = Transformer(layers=args.layers, hidden=args.hidden, heads=args.heads, seq=args.seq or 2048,
+                        vocab=args.vocab or 51200, ffn=args.ffn, kv_heads=args.kv_heads, gated_mlp=args.gated_mlp,
+                        bias=not args.no_bias, tied_embeddings=not args.untied, learned_positions=not args.rotary)
+    return f"{model.layers} layers × hidden {model.hidden}", model
+
+
+def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster) -> dict[str, object]:
+    """The keyword arguments of ``plan`` that the options set (checked)."""
+    bad = [r for r in args.recompute if r not in RECOMPUTE]
+    if bad or not args.recompute:
+        raise ValueError(f"--recompute takes {', '.join(RECOMPUTE)} (comma-separated), got {','.join(args.recompute)}")
+    if not args.zero or any(z not in (0, 1, 2, 3) for z in args.zero):
+        raise ValueError(f"--zero takes the stages 0, 1, 2, 3 (comma-separated), got {args.zero}")
+    limits: dict[str, object] = {"recompute": tuple(args.recompute), "zero": tuple(args.zero),
+                                 "dp_overlap": args.dp_overlap,
+                                 "sequence_parallel": {"both": (False, True), "yes": (True,), "no": (False,)}[
+                                     args.sequence_parallel]}
+    if args.max_tp is not None:
+        need_positive("--max-tp", args.max_tp)
+        limits["tp"] = [t for t in _powers_of_two(min(args.max_tp, cluster.gpus))
+                        if model.heads % t == 0 and model.kv_head_count % t == 0]
+    if args.max_pp is not None:
+        need_positive("--max-pp", args.max_pp)
+        limits["pp"] = [p for p in range(1, min(args.max_pp, model.layers) + 1) if model.layers % p == 0]
+    for name in ("cp", "micro_batch"):
+        if getattr(args, name) is not None:
+            need_positive(f"--{name.replace('_', '-')}", getattr(args, name))
+            limits[name] = tuple(getattr(args, name))
+    return limits
+
+
+class _Progress:
+    """After ``PROGRESS_AFTER_S``, say on stderr what the search searches; on a terminal, keep its time updated."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.start, self.done = what, time.perf_counter(), threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self) -> _Progress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _tick(self) -> None:
+        if self.done.wait(PROGRESS_AFTER_S):
+            return
+        tty = sys.stderr.isatty()
+        while True:
+            elapsed = time.perf_counter() - self.start
+            sys.stderr.write(f"\r{self.what}: {elapsed:.0f} s" if tty else f"{self.what} ...\n")
+            sys.stderr.flush()
+            if not tty or self.done.wait(1.0):
+                break
+        if tty:
+            self.done.wait()
+            sys.stderr.write("\n")
+
+
+def _check(args: argparse.Namespace) -> None:
+    need_positive("--gpus", args.gpus)
+    need_positive("--global-batch", args.global_batch)
+    need_positive("--top", args.top)
+    need_positive("--gpus-per-node", args.gpus_per_node)
+    gpu_preset(args.gpu)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    _check(args)
+    name, model = model_of(args)
+    cluster = Cluster(gpu=gpu_preset(args.gpu).name, gpus=args.gpus, gpus_per_node=args.gpus_per_node)
+    limits = search_limits(args, model, cluster)
+    shapes: dict[str, Sequence[int] | None] = {k: limits.get(k) for k in ("tp", "pp", "cp")}  # type: ignore[misc]
+    families = family_options(model, cluster, args.global_batch, **shapes)
+    if not families:
+        raise ValueError(f"no (tp, pp, dp, cp) family multiplies to {args.gpus} GPUs within the limits given")
+    start = time.perf_counter()
+    with _Progress(f"d2lmp plan: searching {len(families)} families (tp × pp × dp × cp) of {name} on "
+                   f"{args.gpus} × {cluster.gpu}"):
+        report: PlanReport = plan(model, cluster, args.global_batch, top=args.top, **limits)  # type: ignore[arg-type]
+    seconds = time.perf_counter() - start
+    print(f"{name} on {args.gpus} x {cluster.gpu} ({cluster.gpus_per_node} a node), global batch "
+          f"{args.global_batch}: predicted by d2lmp.scale (parameters fitted on Narayanan et al. 2021, Table 1)\n")
+    print(format_plan(report, families=args.families or report.best is None))
+    print(f"\nsearched {report.considered} configurations of {len(families)} families in {seconds:.1f} s")
+    if report.best is None:
+        raise ValueError(f"nothing fits: no configuration of {name} fits in the {cluster.preset.memory_gb:g} GB of "
+                         f"{args.gpus} x {cluster.gpu} for a global batch of {args.global_batch} "
+                         "(the families above say why)")
+    return 0
