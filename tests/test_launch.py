@@ -66,7 +66,7 @@ def test_killed_rank_is_reported(tmp_path):
 def test_hanging_rank_ends_at_the_timeout(tmp_path):
     start = time.monotonic()
     with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout"):
-        launch(W.rank_0_hangs, 2, str(tmp_path), timeout=5)  # long enough for both ranks to start on a busy machine
+        launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
     assert time.monotonic() - start < 12
     _assert_all_gone(tmp_path, 2)
 
