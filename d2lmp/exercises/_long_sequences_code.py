@@ -12,7 +12,7 @@ the questions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, no_type_check
 
 import torch
 import torch.distributed as dist
@@ -180,11 +180,11 @@ def my_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.
     return result[0]
 
 
+@no_type_check  # shown to the student as written, where mypy cannot type the partial results
 def given_balanced_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """This rank's rows of causal attention; it holds chunks r and 2p − 1 − r of q, k and v, in that order."""
     rank, world = dist.get_rank(), dist.get_world_size()
-    kv = torch.stack([k, v])
-    partial: list[Partial | None] = [None, None]  # one partial result per query chunk
+    kv, partial = torch.stack([k, v]), [None, None]  # one partial result per query chunk
     for step in range(world):
         holder = (rank - step) % world  # whose two K/V chunks this rank holds now
         mine, theirs = (rank, 2 * world - 1 - rank), (holder, 2 * world - 1 - holder)
@@ -196,16 +196,16 @@ def given_balanced_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
         if step < world - 1:  # pass the chunks on: to the right, from the left
             incoming = torch.empty_like(kv)
             for request in (dist.irecv(incoming, (rank - 1) % world), dist.isend(kv, (rank + 1) % world)):
-                request.wait()  # type: ignore[union-attr]  # on the default group: never None
+                request.wait()
             kv = incoming
-    return torch.cat([part[0] for part in partial if part is not None], dim=2)  # (output, log-sum-exp)
+    return torch.cat([out for out, _ in partial], dim=2)
 
 
+@no_type_check  # shown to the student as written, where mypy cannot type the partial results
 def my_balanced_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """This rank's rows of causal attention; it holds chunks r and 2p − 1 − r of q, k and v, in that order."""
     rank, world = dist.get_rank(), dist.get_world_size()
-    kv = torch.stack([k, v])
-    partial: list[Partial | None] = [None, None]  # one partial result per query chunk
+    kv, partial = torch.stack([k, v]), [None, None]  # one partial result per query chunk
     for step in range(world):
         holder = (rank - step) % world  # whose two K/V chunks this rank holds now
         mine, theirs = (rank, 2 * world - 1 - rank), (holder, 2 * world - 1 - holder)
@@ -218,9 +218,9 @@ def my_balanced_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) 
         if step < world - 1:  # pass the chunks on: to the right, from the left
             incoming = torch.empty_like(kv)
             for request in (dist.irecv(incoming, (rank - 1) % world), dist.isend(kv, (rank + 1) % world)):
-                request.wait()  # type: ignore[union-attr]  # on the default group: never None
+                request.wait()
             kv = incoming
-    return torch.cat([part[0] for part in partial if part is not None], dim=2)  # (output, log-sum-exp)
+    return torch.cat([out for out, _ in partial], dim=2)
 
 
 SHAPE = (1, 2, 6, 4)  # batch, heads, tokens per rank (two chunks of 3 in the balanced layout), head dim
