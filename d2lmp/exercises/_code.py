@@ -174,7 +174,9 @@ def sent_at_most(run: Logged, limit: float, what: str, why: str = "") -> str | N
 
 
 def _body(fn: Any) -> str | None:
-    """The function's definition as a syntax tree without its name (None when its source cannot be read)."""
+    """The function's definition as a syntax tree without its name, decorators and type annotations (the library's
+    copy is annotated and may be ``@no_type_check``, the notebook's cell is neither), or None when its source cannot
+    be read."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -182,7 +184,10 @@ def _body(fn: Any) -> str | None:
     node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    node.name = ""
+    node.name, node.returns, node.decorator_list = "", None, []
+    for arg in ast.walk(node.args):
+        if isinstance(arg, ast.arg):
+            arg.annotation = None
     return ast.dump(node)
 
 
