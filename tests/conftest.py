@@ -1,4 +1,5 @@
 import os
+import tempfile
 
 import pytest
 import torch
@@ -12,7 +13,12 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 
 
 def pytest_configure(config):
-    """How notebooks run in this test run: once each, torch deprecations as errors (tests/notebook_runs.py)."""
+    """How notebooks run in this test run: once each, torch deprecations as errors (tests/notebook_runs.py).
+
+    The kernels' IPython history goes to a folder of this run's own: a shared one (two xdist workers, or a
+    read-only home) made IPython print "attempt to write a readonly database" at each kernel's exit."""
+    if "IPYTHONDIR" not in os.environ:
+        os.environ["IPYTHONDIR"] = tempfile.mkdtemp(prefix="d2lmp-ipython-")
     config.pluginmanager.register(NotebookRuns(), "d2lmp-notebook-runs")
     config.pluginmanager.import_plugin("pytester")  # tests/test_notebook_runs.py collects nbval's items
 

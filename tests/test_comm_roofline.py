@@ -145,7 +145,7 @@ def test_the_crossing_sits_on_the_ridge():
 def test_the_bytes_and_flops_are_the_cost_models(monkeypatch):
     """With no per-message latency, the cost model's seconds are the roofline's bytes over the link and FLOPs over
     the matrix rate, term by term."""
-    monkeypatch.setattr(S, "LATENCY_S", 0.0)
+    monkeypatch.setattr(S, "latency_of", lambda bandwidth: 0.0)
     cluster = Cluster("A100-80GB", 256)
     plan = Plan(tp=8, pp=4, dp=4, cp=2, micro_batch=2, global_batch=64, interleave=2)
     layout = check_plan(GPT3, cluster, plan)

@@ -136,10 +136,12 @@ def test_the_data_position_resumes_the_same_batches():
 
 
 def test_lost_work_reads_the_events():
-    events = [dict(attempt=0, rank=0, event="resume", step=0, time=0.0), dict(attempt=0, rank=0, event="saved", step=3,
-              time=3.0), dict(attempt=0, rank=1, event="kill", step=5, time=5.5, during="step"),
-              dict(attempt=1, rank=0, event="resume", step=3, time=9.5), dict(attempt=1, rank=1, event="resume", step=3,
-              time=9.4)]
+    E = RS.LogEvent
+    events = [E(attempt=0, rank=0, event="resume", step=0, time=0.0, pid=1),
+              E(attempt=0, rank=0, event="saved", step=3, time=3.0, pid=1),
+              E(attempt=0, rank=1, event="kill", step=5, time=5.5, pid=2, during="step"),
+              E(attempt=1, rank=0, event="resume", step=3, time=9.5, pid=3),
+              E(attempt=1, rank=1, event="resume", step=3, time=9.4, pid=4)]
     [r] = RS.lost_work(events)
     assert (r.attempt, r.killed_at, r.resumed_from, r.steps_recomputed) == (1, 5, 3, 2)
     assert r.lost_seconds == pytest.approx(2.5) and r.restart_seconds == pytest.approx(3.9)

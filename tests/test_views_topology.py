@@ -13,11 +13,11 @@ GREEN, BLUE = to_rgba("#2ca02c"), to_rgba("#1f77b4")  # NVLink, PCIe
 def test_link_bandwidth_has_a_bar_per_pcie_and_nvlink_generation():
     pcie, nvlink = topology.pcie_table(), topology.nvlink_table()
     ax = topology_views.plot_link_bandwidth(pcie, nvlink).axes[0]
-    values = [r["both_directions_gbs"] for r in pcie] + [r["total_gbs"] for r in nvlink]
+    values = [r.both_directions_gbs for r in pcie] + [r.total_gbs for r in nvlink]
     assert [p.get_height() for p in ax.patches] == pytest.approx(values)
     assert [p.get_facecolor() for p in ax.patches] == [BLUE] * len(pcie) + [GREEN] * len(nvlink)
     assert [t.get_text() for t in ax.get_xticklabels()] == (
-        [f"PCIe {r['generation']}.0\n×16" for r in pcie] + [f"NVLink {r['generation']}\n({r['gpu']})" for r in nvlink])
+        [f"PCIe {r.generation}.0\n×16" for r in pcie] + [f"NVLink {r.generation}\n({r.gpu})" for r in nvlink])
     assert [t.get_text() for t in ax.texts] == [f"{v:,.0f}" for v in values]
     assert ax.get_yscale() == "log"
 

@@ -14,7 +14,7 @@ import argparse
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from typing import TypedDict
 
 from ..scale.hardware import GPU_PRESETS, Cluster, gpu_preset
 from ..scale.planner import PlanReport, family_options, plan
@@ -23,7 +23,8 @@ from ..scale.report import format_plan
 from ..transformer_accounting import RECOMPUTE, Transformer
 from .options import ints, need_positive, words
 
-__all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of", "search_limits", "cmd_plan"]
+__all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of", "SearchLimits", "search_limits",
+           "cmd_plan"]
 
 HELP = "rank the parallel configurations of a model on a GPU cluster (the cluster model's planner)"
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads")
@@ -91,17 +92,29 @@ def model_of(args: argparse.Namespace) -> tuple[str, Transformer]:
     return f"{model.layers} layers × hidden {model.hidden}", model
 
 
-def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster) -> dict[str, object]:
+class SearchLimits(TypedDict, total=False):
+    """The keyword arguments of ``plan`` that the command line sets (the others keep ``plan``'s defaults)."""
+
+    recompute: tuple[str, ...]
+    zero: tuple[int, ...]
+    dp_overlap: bool
+    sequence_parallel: tuple[bool, ...]
+    tp: list[int]
+    pp: list[int]
+    cp: tuple[int, ...]
+    micro_batch: tuple[int, ...]
+
+
+def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster) -> SearchLimits:
     """The keyword arguments of ``plan`` that the options set (checked)."""
     bad = [r for r in args.recompute if r not in RECOMPUTE]
     if bad or not args.recompute:
         raise ValueError(f"--recompute takes {', '.join(RECOMPUTE)} (comma-separated), got {','.join(args.recompute)}")
     if not args.zero or any(z not in (0, 1, 2, 3) for z in args.zero):
         raise ValueError(f"--zero takes the stages 0, 1, 2, 3 (comma-separated), got {args.zero}")
-    limits: dict[str, object] = {"recompute": tuple(args.recompute), "zero": tuple(args.zero),
-                                 "dp_overlap": args.dp_overlap,
-                                 "sequence_parallel": {"both": (False, True), "yes": (True,), "no": (False,)}[
-                                     args.sequence_parallel]}
+    limits = SearchLimits(recompute=tuple(args.recompute), zero=tuple(args.zero), dp_overlap=args.dp_overlap,
+                          sequence_parallel={"both": (False, True), "yes": (True,), "no": (False,)}[
+                              args.sequence_parallel])
     if args.max_tp is not None:
         need_positive("--max-tp", args.max_tp)
         limits["tp"] = [t for t in _powers_of_two(min(args.max_tp, cluster.gpus))
@@ -109,10 +122,12 @@ def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster
     if args.max_pp is not None:
         need_positive("--max-pp", args.max_pp)
         limits["pp"] = [p for p in range(1, min(args.max_pp, model.layers) + 1) if model.layers % p == 0]
-    for name in ("cp", "micro_batch"):
-        if getattr(args, name) is not None:
-            need_positive(f"--{name.replace('_', '-')}", getattr(args, name))
-            limits[name] = tuple(getattr(args, name))
+    if args.cp is not None:
+        need_positive("--cp", args.cp)
+        limits["cp"] = tuple(args.cp)
+    if args.micro_batch is not None:
+        need_positive("--micro-batch", args.micro_batch)
+        limits["micro_batch"] = tuple(args.micro_batch)
     return limits
 
 
@@ -159,14 +174,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     name, model = model_of(args)
     cluster = Cluster(gpu=gpu_preset(args.gpu).name, gpus=args.gpus, gpus_per_node=args.gpus_per_node)
     limits = search_limits(args, model, cluster)
-    shapes: dict[str, Sequence[int] | None] = {k: limits.get(k) for k in ("tp", "pp", "cp")}  # type: ignore[misc]
-    families = family_options(model, cluster, args.global_batch, **shapes)
+    families = family_options(model, cluster, args.global_batch, tp=limits.get("tp"), pp=limits.get("pp"),
+                              cp=limits.get("cp"))
     if not families:
         raise ValueError(f"no (tp, pp, dp, cp) family multiplies to {args.gpus} GPUs within the limits given")
     start = time.perf_counter()
     with _Progress(f"d2lmp plan: searching {len(families)} families (tp × pp × dp × cp) of {name} on "
                    f"{args.gpus} × {cluster.gpu}"):
-        report: PlanReport = plan(model, cluster, args.global_batch, top=args.top, **limits)  # type: ignore[arg-type]
+        report: PlanReport = plan(model, cluster, args.global_batch, top=args.top, **limits)
     seconds = time.perf_counter() - start
     print(f"{name} on {args.gpus} x {cluster.gpu} ({cluster.gpus_per_node} a node), global batch "
           f"{args.global_batch}: predicted by d2lmp.scale (parameters fitted on Narayanan et al. 2021, Table 1)\n")

@@ -174,9 +174,8 @@ def sent_at_most(run: Logged, limit: float, what: str, why: str = "") -> str | N
 
 
 def _body(fn: Any) -> str | None:
-    """The function's definition as a syntax tree without its name, decorators and type annotations (the library's
-    copy is annotated and may be ``@no_type_check``, the notebook's cell is neither), or None when its source cannot
-    be read."""
+    """The function's definition as a syntax tree without its name, annotations and decorators (None when its
+    source cannot be read): the notebook's cell writes the signature without the library's annotations."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -184,7 +183,7 @@ def _body(fn: Any) -> str | None:
     node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    node.name, node.returns, node.decorator_list = "", None, []
+    node.name, node.returns, node.decorator_list = "", None, []  # e.g. @no_type_check, which the cell leaves out
     for arg in ast.walk(node.args):
         if isinstance(arg, ast.arg):
             arg.annotation = None
@@ -199,8 +198,8 @@ def _code_key(code: types.CodeType) -> tuple[Any, ...]:
 
 
 def same_code(a: Any, b: Any) -> bool:
-    """True when two functions have the same definition but for their names: the same syntax tree, comments and
-    layout aside, or (where the source is lost) the same constants and names in their compiled code."""
+    """True when two functions have the same definition but for their names and annotations: the same syntax tree,
+    comments and layout aside, or (where the source is lost) the same constants and names in their compiled code."""
     if not (callable(a) and callable(b)):
         return False
     tree_a, tree_b = _body(a), _body(b)

@@ -195,8 +195,7 @@ def given_balanced_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
                     partial[i] = merge(partial[i], block)
         if step < world - 1:  # pass the chunks on: to the right, from the left
             incoming = torch.empty_like(kv)
-            requests = [dist.irecv(incoming, (rank - 1) % world), dist.isend(kv, (rank + 1) % world)]
-            for request in requests:
+            for request in (dist.irecv(incoming, (rank - 1) % world), dist.isend(kv, (rank + 1) % world)):
                 request.wait()  # type: ignore[union-attr]  # on the default group: never None
             kv = incoming
     return torch.cat([part[0] for part in partial if part is not None], dim=2)  # (output, log-sum-exp)
@@ -218,8 +217,7 @@ def my_balanced_ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) 
                     partial[i] = merge(partial[i], block)
         if step < world - 1:  # pass the chunks on: to the right, from the left
             incoming = torch.empty_like(kv)
-            requests = [dist.irecv(incoming, (rank - 1) % world), dist.isend(kv, (rank + 1) % world)]
-            for request in requests:
+            for request in (dist.irecv(incoming, (rank - 1) % world), dist.isend(kv, (rank + 1) % world)):
                 request.wait()  # type: ignore[union-attr]  # on the default group: never None
             kv = incoming
     return torch.cat([part[0] for part in partial if part is not None], dim=2)  # (output, log-sum-exp)

@@ -3,20 +3,19 @@
 Three versions, each giving every rank the full-batch gradient:
 
 1. ``allreduce_gradients``: after backward, all-reduce each gradient (no overlap).
-2. ``BucketedAllReduce``: gradients are grouped into buckets of about ``bucket_bytes``
-   (``fill_buckets``, last layer first); a hook fires as each gradient is ready, and a full
-   bucket's all-reduce starts at once, asynchronously, while backward keeps computing earlier
-   layers (overlap). ``RecordedBucketedAllReduce`` is the same class with what measuring needs:
-   a timeline, an ``overlap=False`` switch and ``no_sync()``; ``DataParallelStep`` runs it.
+2. ``BucketedAllReduce``: gradients are grouped into buckets of about ``bucket_bytes`` (``fill_buckets``,
+   last layer first); a hook fires as each gradient is ready, and a full bucket's all-reduce starts at once,
+   asynchronously, while backward keeps computing earlier layers (overlap). ``RecordedBucketedAllReduce`` is
+   the same class with what measuring needs: a timeline, an ``overlap=False`` switch and ``no_sync()``;
+   ``DataParallelStep`` runs it.
 3. PyTorch's ``DistributedDataParallel``, with ``recording_hook`` logging its buckets.
 
-Uneven splits: each rank's loss is the *sum* over its examples divided by the *global*
-batch size, and gradients are summed over ranks, so the result is the mean over the whole
-batch however it was split.
+Uneven splits: each rank's loss is the *sum* over its examples divided by the *global* batch size, and
+gradients are summed over ranks, so the result is the mean over the whole batch however it was split.
 
-Gradient accumulation (``accumulated_gradients``): k micro-steps per optimizer step, the first
-k - 1 inside ``no_sync()`` (DDP's, or ``RecordedBucketedAllReduce``'s), so only the last one sums the
-accumulated gradients over the ranks: one synchronisation instead of k, the same gradient.
+Gradient accumulation (``accumulated_gradients``): k micro-steps per optimizer step, the first k - 1 inside
+``no_sync()`` (DDP's, or ``RecordedBucketedAllReduce``'s), so only the last one sums the accumulated gradients
+over the ranks: one synchronisation instead of k, the same gradient.
 """
 
 from __future__ import annotations
@@ -120,7 +119,7 @@ def unflatten_into_grads(flat: torch.Tensor, bucket: Sequence[nn.Parameter]) -> 
 class BucketedAllReduce:
     """Version 2: a backward hook starts each bucket's all-reduce as soon as the bucket is full; finish() waits."""
 
-    def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, group: Any = None):
+    def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, group: Any = None) -> None:
         params = [p for p in model.parameters() if p.requires_grad]
         self.buckets = fill_buckets(params[::-1], bucket_bytes)  # the order backward produces the gradients in
         self.bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
@@ -155,7 +154,7 @@ class RecordedBucketedAllReduce(BucketedAllReduce):
     first synchronised backward after it sums the total."""
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
-                 timeline: Timeline | None = None, group: Any = None):
+                 timeline: Timeline | None = None, group: Any = None) -> None:
         super().__init__(model, bucket_bytes, group)
         self.overlap, self.timeline, self.sync = overlap, timeline, True
 
@@ -377,8 +376,7 @@ def dp_train(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Ten
     """Worker: ``steps`` SGD steps on the same global batch; returns losses, step times and ``TimelineEvent``s."""
     step = DataParallelStep(spec, version, lr=lr, bucket_bytes=bucket_bytes, device=device)
     xs, ys = shard(x, y, rank, world)
-    losses: list[float] = []
-    times: list[float] = []
+    losses, times = [], []  # the global mean loss and the seconds of each step
     for _ in range(steps):
         dist.barrier()
         start = time.perf_counter()
@@ -396,8 +394,7 @@ def single_process_train(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, steps:
     losses = []
     for _ in range(steps):
         optimizer.zero_grad()
-        loss = local_loss(model, x, y, len(x))
-        loss.backward()
+        (loss := local_loss(model, x, y, len(x))).backward()
         optimizer.step()
         losses.append(loss.item())
     return losses

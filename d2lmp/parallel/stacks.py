@@ -63,8 +63,9 @@ def request(pids: Iterable[int]) -> None:
             pass
 
 
-def collect(paths: Mapping[int, str], wait: float = 2.0) -> dict[int, str]:
-    """What each rank wrote, once every file has content that stopped growing, or after ``wait`` seconds."""
+def collect(paths: Mapping[int, str], wait: float = 5.0) -> dict[int, str]:
+    """What each rank wrote, once every file has content that stopped growing, or after ``wait`` seconds (a rank
+    on a busy machine may take seconds to be scheduled and write its stack)."""
     deadline = time.monotonic() + wait
     sizes: dict[int, int] = {}
     while time.monotonic() < deadline:

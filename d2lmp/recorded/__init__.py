@@ -58,6 +58,10 @@ def selfcheck_section(check: str, name: str = H200_SELFCHECK) -> dict[str, Any]:
     raise RecordedFieldError(f"no check {check!r} in {name}")
 
 
+# Fields a record type gained after the committed recording was made: read as None where a recording lacks them.
+ADDED_LATER: dict[str, tuple[str, ...]] = {"InferenceRow": ("timed_calls", "budget_cut")}
+
+
 def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in record:
         raise RecordedFieldError(f"{where} has no field {key!r}")
@@ -65,8 +69,12 @@ def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
 
 
 def _build(cls: type[T], record: Mapping[str, Any], where: str) -> T:
-    """``cls`` from the keys of ``record`` named like its fields (each one required)."""
-    return cls(**{f.name: _field(record, f.name, where) for f in fields(cls)})  # type: ignore[arg-type]
+    """``cls`` from the keys of ``record`` named like its fields: each one required, except the fields added after the
+    recording was made (``ADDED_LATER``), which a recording without them leaves at their defaults (None)."""
+    later = ADDED_LATER.get(cls.__name__, ())
+    values = {f.name: _field(record, f.name, where) for f in fields(cls)  # type: ignore[arg-type]
+              if f.name in record or f.name not in later}
+    return cls(**values)
 
 
 def _rows(cls: type[T], check: str, name: str) -> list[T]:
