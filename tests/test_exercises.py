@@ -219,6 +219,22 @@ def test_same_code_ignores_names_and_comments_not_a_changed_line():
     assert not same_code(f, "not a function")
 
 
+def test_same_code_ignores_annotations_and_decorators_as_the_cells_drop_them():
+    import typing
+
+    def plain(x):
+        return x + 1
+
+    @typing.no_type_check
+    def annotated(x: int) -> int:
+        return x + 1
+
+    def changed(x: int) -> int:
+        return x - 1
+
+    assert same_code(plain, annotated) and not same_code(plain, changed)
+
+
 # --------------------------------------------------------------------------------------------
 # Library shortcuts: right numbers, wrong messages; each must fail with a message that says what was asked
 

@@ -75,3 +75,20 @@ def test_saved_bytes_by_part_stacks_each_measurement_and_marks_the_formula():
                                                             "TP + SP\nt = 2\nrecompute\nnone"]
     with pytest.raises(ValueError):
         tp_views.plot_saved_bytes_by_part([])
+
+
+def test_tp_block_marks_what_sequence_parallelism_splits():
+    for sp, outside, enter, leave in ((False, "whole", "f: identity", "g: all-reduce"),
+                                      (True, "sequence", "g: all-gather", "ḡ: reduce-scatter")):
+        stages = tp_views.tp_block_stages(sp)
+        assert [len(row) for row in stages] == [8, 8]
+        for row in stages:
+            kinds = [kind for _, kind in row]
+            assert kinds == [outside, "collective", "features", "features", "features", "collective", outside,
+                             outside]
+            assert row[1][0].startswith(enter) and row[5][0].startswith(leave)
+        fig = tp_views.plot_tp_block(sp)
+        gids = [p.get_gid() for p in fig.axes[0].patches]
+        assert sum(g.startswith(f"tp-block:{outside}:") for g in gids) == 6
+        assert sum(g.startswith("tp-block:collective:") for g in gids) == 4
+        plt.close("all")

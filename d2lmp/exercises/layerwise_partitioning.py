@@ -1,4 +1,5 @@
-"""Exercises for notebook 14 (layerwise partitioning): split linear layers on ranks, their bytes, and two bugs.
+"""Exercises for notebook 14 (layerwise partitioning): split linear layers on ranks, their bytes, two bugs, and how
+far tensor parallelism stretches over NVLink (the communication roofline).
 
 The code exercises (the column split's forward and backward, and two find-the-bug ones: a row split that
 adds its bias before the all-reduce, and a column split seeded alike on every rank) run on 2 and 3 real
@@ -7,12 +8,14 @@ gloo ranks against one device's ``nn.Linear``, and the column split's bytes are 
 
 from __future__ import annotations
 
+from ..scale.comm_roofline import link_roof, tensor_parallel_point
+from ..scale.presets import model_preset
 from . import _tensor_code as T
 from ._code import bug_hunt
 from .core import Exercise, number_checker
 
 __all__ = ["EXERCISES", "column_forward", "column_backward", "megatron_order", "fc6_break_even", "conv4_all_maps",
-           "overlap_gathers", "row_bias", "same_seed"]
+           "overlap_gathers", "row_bias", "same_seed", "tp_ranks_nvlink"]
 
 # --------------------------------------------------------------------------------------------
 # Bytes
@@ -22,6 +25,13 @@ FC6_IN, FC6_OUT = 9216, 4096
 FC6_GRAD_BYTES = (FC6_IN * FC6_OUT + FC6_OUT) * 4
 FC6_BREAK_EVEN = FC6_GRAD_BYTES / ((FC6_OUT // 2 + FC6_IN) * 4)  # column split, gathered output, 2 ranks: ≈ 3352
 CONV4_ALL_MAPS = 192 * 13 * 13 * 4  # each GPU's half of conv3's 384 maps of 13×13, FP32, per image
+
+# How many ranks one 39B block's tensor parallelism can take over H100 NVLink and stay compute-bound
+ROOF_MODEL, ROOF_GPU = "39B", "H100-SXM"
+_ROOF_SHAPE = model_preset(ROOF_MODEL).model
+_RANKS = [t for t in (2, 4, 8, 16, 32, 64, 128) if _ROOF_SHAPE.heads % t == 0]
+_BOUND = {t: tensor_parallel_point(_ROOF_SHAPE, link_roof(ROOF_GPU, "nvlink"), t).bound for t in _RANKS}
+TP_RANKS_NVLINK = max(t for t in _RANKS if _BOUND[t] == "compute")
 
 
 EXERCISES = [
@@ -170,8 +180,31 @@ EXERCISES = [
                          "torch.manual_seed(seed)."),
         reference=T.my_column_init, given=T.given_column_init,
         wrong=[(T.given_column_init, "bug included"), *T.INIT_WRONG]),
+    Exercise(
+        key="tp_ranks_nvlink", number=9, title="How far tensor parallelism stretches over NVLink",
+        question=f"NVLink joins 8 GPUs in a DGX node, and larger NVLink domains join more. For one block of the "
+                 f"{ROOF_MODEL} preset ({_ROOF_SHAPE.heads} heads, hidden {_ROOF_SHAPE.hidden:,}) on {ROOF_GPU} GPUs, "
+                 f"one sequence per micro-batch: what is the largest number of ranks t, a power of two that divides "
+                 f"the heads, for which tensor parallelism over NVLink stays compute-bound? Use "
+                 f"`CR.tensor_parallel_point` and `CR.link_roof` as the roofline section does.",
+        hint_text="Each rank computes 1/t of the block but the all-reduced activation keeps its size, so the "
+                  "intensity falls as t grows. Build the point for t = 2, 4, 8, ... and compare its intensity with "
+                  "the ridge (`point.bound` says which side it is on).",
+        solution_text=f"The intensity is (18h + 3s)/(4(t − 1)) FLOPs a byte, the batch cancelling; over {ROOF_GPU} "
+                      f"NVLink it stays above the ridge up to t = {TP_RANKS_NVLINK} and falls below it at "
+                      f"t = {2 * TP_RANKS_NVLINK}: "
+                      + ", ".join(f"t = {t}: {b}-bound" for t, b in _BOUND.items()) + ". So a node of 8 is not the "
+                      "limit the link sets for this model: a larger NVLink domain could split it further, and a "
+                      "narrower model reaches the ridge sooner (its hidden size per rank is smaller).",
+        checker=number_checker(TP_RANKS_NVLINK, "ranks", rel_tol=0.0, abs_tol=0.5, near_misses=[
+            (8, "8 is the GPUs one DGX node joins; the question asks how many ranks the link's ridge allows"),
+            (2 * TP_RANKS_NVLINK, f"at t = {2 * TP_RANKS_NVLINK} the intensity is below the ridge: "
+                                  "communication-bound")]),
+        reference=TP_RANKS_NVLINK,
+        wrong=[(8, "one DGX node joins"), (2 * TP_RANKS_NVLINK, "communication-bound")],
+        how_to_answer="Pass the number of ranks."),
 ]
 
 (column_forward, column_backward, megatron_order, fc6_break_even, conv4_all_maps, overlap_gathers, row_bias,
- same_seed) = EXERCISES
+ same_seed, tp_ranks_nvlink) = EXERCISES
 

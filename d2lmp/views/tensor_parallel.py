@@ -1,5 +1,6 @@
 """Tensor parallelism: which slice of a weight each rank holds, what splitting a layer buys per rank,
-a widget comparing how many bytes each way of splitting a Linear layer communicates, and where each rank's
+a widget comparing how many bytes each way of splitting a Linear layer communicates, Megatron's transformer block
+drawn with its split layers and collectives (with or without sequence parallelism), and where each rank's
 saved bytes of a transformer block go under tensor and sequence parallelism."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_weight_slices", "plot_split_scaling", "comm_volume_widget", "saved_bar_label",
-           "plot_saved_bytes_by_part"]
+__all__ = ["plot_weight_slices", "plot_split_scaling", "comm_volume_widget", "tp_block_stages", "plot_tp_block",
+           "saved_bar_label", "plot_saved_bytes_by_part"]
 
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -128,6 +129,59 @@ def comm_volume_widget() -> ipywidgets.interactive:
                          width=w.SelectionSlider(options=[256, 512, 1024, 2048, 4096, 8192], value=4096,
                                                  description="features"),
                          world=w.SelectionSlider(options=[2, 4, 8], value=2, description="ranks"))
+
+
+# What each stage of the drawn block is: whole on every rank, split by heads or features, split along the
+# sequence, or a collective; and its colour.
+_KIND_COLOURS = {"whole": "#e8e8e8", "features": "#8fb8de", "sequence": "#9fd49f", "collective": "#f4b6b6"}
+_KIND_NAMES = {"whole": "whole on every rank: (b, s, h)", "features": "split by heads or features: (b, s, ·/t)",
+               "sequence": "split along the sequence: (b, s/t, h)", "collective": "collective"}
+
+
+def tp_block_stages(sequence_parallel: bool = False) -> list[list[tuple[str, str]]]:
+    """The two rows (attention, MLP) of Megatron's tensor-parallel block as (label, kind) stages, in the order
+    ``transformer_tp.TPBlock`` runs them; kind is a key of the colours (whole, features, sequence, collective)."""
+    outside = "sequence" if sequence_parallel else "whole"
+    enter, leave = (("g: all-gather\n(backward:\nreduce-scatter)", "ḡ: reduce-scatter\n(backward:\nall-gather)")
+                    if sequence_parallel else
+                    ("f: identity\n(backward:\nall-reduce)", "g: all-reduce\n(backward:\nidentity)"))
+    rows = ((("LayerNorm 1", outside), ("QKV\ncolumn-parallel\n(its heads' rows)", "features"),
+             ("attention\n(its heads)", "features"), ("output proj.\nrow-parallel\n(its heads' columns)", "features")),
+            (("LayerNorm 2", outside), ("MLP h→4h\ncolumn-parallel\n(its 4h/t rows)", "features"),
+             ("GeLU\n(its features)", "features"), ("MLP 4h→h\nrow-parallel\n(its 4h/t columns)", "features")))
+    return [[first, (enter, "collective"), *middle, (leave, "collective"), ("dropout", outside),
+             ("+ residual", outside)] for first, *middle in rows]
+
+
+def plot_tp_block(sequence_parallel: bool = False, ax: Axes | None = None) -> Figure:
+    """Megatron's transformer block on one rank of t: the attention row, then the MLP row (``tp_block_stages``).
+
+    Each box is coloured by what the rank holds there; each box carries a ``gid`` "tp-block:<kind>:<row>:<i>".
+    """
+    from matplotlib.patches import FancyBboxPatch, Patch
+
+    rows = tp_block_stages(sequence_parallel)
+    fig, ax = fig_ax(ax, figsize=(13, 4.2))
+    for r, stages in enumerate(rows):
+        y = (len(rows) - 1 - r) * 1.6
+        for i, (label, kind) in enumerate(stages):
+            round_box = "round,pad=0.05,rounding_size=0.25" if kind == "collective" else "square,pad=0.02"
+            ax.add_patch(FancyBboxPatch((i * 1.45 - 0.6, y), 1.2, 1.0, boxstyle=round_box, fc=_KIND_COLOURS[kind],
+                                        ec="black", lw=0.8, gid=f"tp-block:{kind}:{r}:{i}"))
+            ax.text(i * 1.45, y + 0.5, label, ha="center", va="center", fontsize=7.5)
+            if i:
+                ax.annotate("", xy=(i * 1.45 - 0.62, y + 0.5), xytext=(i * 1.45 - 0.83, y + 0.5),
+                            arrowprops=dict(arrowstyle="->", lw=1))
+    kinds = dict.fromkeys(kind for stages in rows for _, kind in stages)
+    ax.legend(handles=[Patch(fc=_KIND_COLOURS[k], ec="black", label=_KIND_NAMES[k]) for k in kinds],
+              loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(kinds), fontsize=8, frameon=False)
+    ax.set_xlim(-0.8, len(rows[0]) * 1.45 - 0.6)
+    ax.set_ylim(-0.15, (len(rows) - 1) * 1.6 + 1.15)
+    ax.axis("off")
+    mode = "with sequence parallelism" if sequence_parallel else "tensor parallel"
+    ax.set_title(f"One rank of t in Megatron's transformer block, {mode}: attention (top), then the MLP", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def saved_bar_label(m: BlockMeasurement) -> str:
