@@ -174,7 +174,8 @@ def sent_at_most(run: Logged, limit: float, what: str, why: str = "") -> str | N
 
 
 def _body(fn: Any) -> str | None:
-    """The function's definition as a syntax tree without its name (None when its source cannot be read)."""
+    """The function's definition as a syntax tree without its name, decorators and annotations (None when its
+    source cannot be read)."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -183,6 +184,10 @@ def _body(fn: Any) -> str | None:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     node.name = ""
+    node.returns, node.decorator_list = None, []  # the cell shows the function without annotations and decorators
+    for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
     return ast.dump(node)
 
 

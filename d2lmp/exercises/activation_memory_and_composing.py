@@ -8,12 +8,14 @@ and what accumulation saves under ZeRO stage 3.
 
 from __future__ import annotations
 
+from ..scale.presets import model_preset
+from ..transformer_accounting import korthikanti_bytes_per_layer
 from . import _accumulation_code as A
 from ._answers import parts_checker
 from ._code import DIST_IMPORT, bug_hunt
 from .core import Exercise, number_checker
 
-__all__ = ["EXERCISES", "pipeline_peak", "segments", "accumulation_bug", "accumulate_stage3"]
+__all__ = ["EXERCISES", "pipeline_peak", "segments", "full_recompute_gb", "accumulation_bug", "accumulate_stage3"]
 
 # --------------------------------------------------------------------------------------------
 # Pipeline activations
@@ -33,6 +35,23 @@ _check_pipeline = parts_checker(
                                                    "stage 0 keeps forwarding meanwhile"),
                                          (PIPE_M * PIPE_MB, "that is GPipe: 1F1B bounds stage 0 by p micro-batches, "
                                                             "whatever m")])))
+
+# --------------------------------------------------------------------------------------------
+# Full recomputation by hand: GPT-3's first stage, tensor 8 with sequence parallelism, pipeline 8
+
+GPT3 = model_preset("175B").model
+TP_, PP_ = 8, 8
+FULL_GB = GPT3.layers * korthikanti_bytes_per_layer(GPT3.seq, 1, GPT3.hidden, GPT3.heads, TP_, True, "full") / 1e9
+NONE_GB = GPT3.layers * korthikanti_bytes_per_layer(GPT3.seq, 1, GPT3.hidden, GPT3.heads, TP_, True, "none") / 1e9
+
+_check_full = number_checker(
+    FULL_GB, "GB", rel_tol=0.02,
+    why=f"each layer keeps its 16-bit input, a 1/{TP_} chunk under sequence parallelism: 2·s·h/t bytes; 1F1B keeps "
+        f"{PP_} micro-batches in flight on the first stage, each through L/{PP_} layers, so L layers' worth.",
+    near_misses=[(FULL_GB * TP_, "sequence parallelism splits the kept input too: divide by t"),
+                 (FULL_GB / PP_, "1F1B's first stage holds p micro-batches, each through L/p layers: L layers' worth, "
+                                 "not L/p"),
+                 (FULL_GB * 2, "16-bit values are 2 bytes each, and 2·s·b·h already counts them")])
 
 EXERCISES = [
     Exercise(
@@ -64,8 +83,27 @@ EXERCISES = [
                       "found by trying the few possibilities; the notebook's `predict_saved_with_recompute` does "
                       "that arithmetic exactly."),
     Exercise(
-        key="accumulation_bug", number=3, title="Find the bug: accumulated gradients",
-        function="my_accumulate(rank, world, model, xs, ys, global_batch, k)", imports=DIST_IMPORT,
+        key="full_recompute_gb", number=3, title="Full recomputation by hand",
+        question=f"GPT-3 175B ({GPT3.layers} layers, hidden {GPT3.hidden:,}, sequence {GPT3.seq:,}) trains with "
+                 f"tensor parallelism {TP_} with sequence parallelism, a pipeline of {PP_} stages under 1F1B, one "
+                 "sequence per micro-batch, 16-bit activations and full recomputation. How many GB (10^9 bytes) of "
+                 "activations does a GPU of the first stage keep for its blocks, by Korthikanti et al.'s closed form "
+                 "(leave out the embedding and the output layer)?",
+        hint_text="Under full recomputation a block keeps only its input. How many bytes is that per block and per "
+                  "GPU once sequence parallelism splits it, and how many blocks' worth of micro-batches does 1F1B keep "
+                  "in flight on the first stage? The widget of the notebook draws the same number with the embedding.",
+        solution_text=f"2·s·b·h/t = 2 × {GPT3.seq:,} × {GPT3.hidden:,} / {TP_} bytes, "
+                      f"{FULL_GB / GPT3.layers * 1e3:.1f} MB per block; the first stage holds p = {PP_} micro-batches, "
+                      f"each through L/p = {GPT3.layers // PP_} blocks, so L = {GPT3.layers} blocks' worth: "
+                      f"{FULL_GB:.2f} GB. Without recomputation the same blocks keep {NONE_GB:.1f} GB by the same "
+                      "closed form (the widget's bar for none adds the embedding).",
+        checker=_check_full, reference=FULL_GB,
+        wrong=[(FULL_GB * TP_, "divide by t"), (FULL_GB / PP_, "L layers' worth")],
+        how_to_answer="Pass a number of GB."),
+    Exercise(
+        key="accumulation_bug", number=4, title="Find the bug: accumulated gradients",
+        function="my_accumulate(rank, world, model, xs, ys, global_batch, k)",
+        imports=f"{DIST_IMPORT}\nfrom torch import nn",
         question="The function below accumulates k micro-steps of this rank's slice `xs, ys` into `.grad` and then "
                  "sums each gradient over the ranks with one all-reduce; it should return the gradient of the whole "
                  "batch's mean loss (the batch has `global_batch` examples over all ranks). It runs, a model "
@@ -89,7 +127,7 @@ EXERCISES = [
         reference=A.my_accumulate, given=A.given_accumulate,
         wrong=[(A.given_accumulate, "bug included"), *A.ACCUMULATE_WRONG]),
     Exercise(
-        key="accumulate_stage3", number=4, title="Accumulation under stage 3",
+        key="accumulate_stage3", number=5, title="Accumulation under stage 3",
         question="Gradient accumulation with k micro-steps turned k all-reduces into one. Does it cut the "
                  "communication of ZeRO stage 3 (notebook 15) by k as well? What would it cost to make it do so?",
         hint_text="List the collectives stage 3 runs in one micro-step's forward and backward. Which of them could "
@@ -102,4 +140,4 @@ EXERCISES = [
                       "whose parameters are whole on every rank, fully, and stage 3 only a little."),
 ]
 
-pipeline_peak, segments, accumulation_bug, accumulate_stage3 = EXERCISES
+pipeline_peak, segments, full_recompute_gb, accumulation_bug, accumulate_stage3 = EXERCISES
