@@ -119,7 +119,7 @@ def unflatten_into_grads(flat: torch.Tensor, bucket: Sequence[nn.Parameter]) -> 
 class BucketedAllReduce:
     """Version 2: a backward hook starts each bucket's all-reduce as soon as the bucket is full; finish() waits."""
 
-    def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, group: Any = None):
+    def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, group: Any = None) -> None:
         params = [p for p in model.parameters() if p.requires_grad]
         self.buckets = fill_buckets(params[::-1], bucket_bytes)  # the order backward produces the gradients in
         self.bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
@@ -154,7 +154,7 @@ class RecordedBucketedAllReduce(BucketedAllReduce):
     first synchronised backward after it sums the total."""
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 1 << 20, overlap: bool = True,
-                 timeline: Timeline | None = None, group: Any = None):
+                 timeline: Timeline | None = None, group: Any = None) -> None:
         super().__init__(model, bucket_bytes, group)
         self.overlap, self.timeline, self.sync = overlap, timeline, True
 
