@@ -42,7 +42,8 @@ LAYERS = {
         "d2lmp.parallel",  # the subpackage's __init__ only
         "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
         "d2lmp.parallel.ring_messages", "d2lmp.parallel.nccl_published",
-        "d2lmp.parallel.data_parallel", "d2lmp.parallel.pipeline", "d2lmp.parallel.pipeline_memory",
+        "d2lmp.parallel.data_parallel", "d2lmp.parallel.accumulation", "d2lmp.parallel.pipeline",
+        "d2lmp.parallel.pipeline_memory",
         "d2lmp.parallel.pipeline_balance", "d2lmp.parallel.pipeline_schedule", "d2lmp.parallel.p2p_log",
         "d2lmp.parallel.comm_log", "d2lmp.parallel.tensor_parallel",
         "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",

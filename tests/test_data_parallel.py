@@ -6,6 +6,7 @@ import torch
 
 from d2lmp.checks.ranks import check_data_parallel
 from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.accumulation import accumulated_gradients
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.timeline import Timeline, TimelineEvent, align, overlap_ms, split_steps
 
@@ -149,7 +150,7 @@ ACC_SPEC, ACC_BATCH, ACC_KS = DP.MLPSpec((16, 32, 32, 5), seed=0), 23, (1, 3, 5)
 
 
 def _accumulate_every_way(rank, world, spec, x, y, ks):
-    return {(v, k, acc): DP.accumulated_gradients(rank, world, spec, x, y, v, k, acc, bucket_bytes=512)
+    return {(v, k, acc): accumulated_gradients(rank, world, spec, x, y, v, k, acc, bucket_bytes=512)
             for v in DP.VERSIONS for k in ks for acc in (True, False)}
 
 

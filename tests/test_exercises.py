@@ -333,13 +333,36 @@ def _all_to_all_single(blocks, recv_sizes):
     return list(torch.split(out, list(recv_sizes)))
 
 
+def _grad_shard_by_all_gather(rank, world, flat_grad):
+    """Right shard, not stage 2's traffic: every rank's whole gradient gathered, then this rank's piece summed."""
+    parts = [torch.empty_like(flat_grad) for _ in range(world)]
+    dist.all_gather(parts, flat_grad)
+    return sum(p.chunk(world)[rank] for p in parts)
+
+
+def _accumulate_by_all_reduce_per_micro_step(rank, world, model, xs, ys, global_batch, k):
+    """Right gradients, k times the traffic: DDP without no_sync, every micro-step summed over the ranks."""
+    total = [torch.zeros_like(p) for p in model.parameters()]
+    for xj, yj in zip(xs.tensor_split(k), ys.tensor_split(k)):
+        model.zero_grad()
+        (torch.nn.functional.cross_entropy(model(xj), yj, reduction="sum") / global_batch).backward()
+        for t, p in zip(total, model.parameters()):
+            dist.all_reduce(p.grad)
+            t += p.grad
+    return total
+
+
 SHORTCUTS = [
     ("nccl_collectives", "all_gather_code", _all_gather_library, "your function called dist.all_gather;"),
     ("nccl_collectives", "all_gather_code", _all_gather_into_tensor, "called dist.all_gather_into_tensor"),
     ("nccl_collectives", "reduce_scatter_code", _reduce_scatter_by_all_reduce, "your function called dist.all_reduce"),
     ("nccl_collectives", "ring_bug", _all_reduce_library, "the ring built from point-to-point messages"),
-    ("beyond_one_device", "stage2_shard", _grad_shard_by_all_reduce, "2 times the 48 bytes of stage 2's"),
-    ("beyond_one_device", "stale_shard", _zero_step_without_sharding, "1.5 times the 96 bytes of a ZeRO-2 step"),
+    ("sharding_the_training_state", "stage2_shard", _grad_shard_by_all_reduce, "2 times the 48 bytes of stage 2's"),
+    ("sharding_the_training_state", "stage2_shard", _grad_shard_by_all_gather, "through dist.all_gather"),
+    ("sharding_the_training_state", "stale_shard", _zero_step_without_sharding,
+     "1.5 times the 96 bytes of a ZeRO-2 step"),
+    ("activation_memory_and_composing", "accumulation_bug", _accumulate_by_all_reduce_per_micro_step,
+     "once per optimizer step, not once per micro-step"),
     ("layerwise_partitioning", "column_forward", _column_forward_by_all_reduce, "2 times the"),
     ("network_partitioning", "pipeline_forward", _pipeline_whole_batch, "one message per micro-batch"),
     ("data_parallelism", "global_stats", _global_stats_by_padded_all_reduce, "times the"),
@@ -360,6 +383,7 @@ def test_a_library_shortcut_fails_with_what_was_asked(item, capsys):
 
 def test_every_ring_and_sharding_exercise_has_a_shortcut_that_fails():
     ring_or_sharding = {"all_gather_code", "reduce_scatter_code", "ring_bug", "stage2_shard", "stale_shard",
+                        "accumulation_bug",
                         "column_forward", "pass_kv", "ring_forward_code", "all_to_all_code"}
     assert ring_or_sharding <= {key for _, key, _, _ in SHORTCUTS}
 
@@ -441,8 +465,8 @@ def _all_to_all_sends_first(blocks, recv_sizes):
 
 
 ALTERNATIVES = [
-    ("beyond_one_device", "stage2_shard", _grad_shard_by_reduce_scatter_tensor),
-    ("beyond_one_device", "stage2_shard", _grad_shard_by_our_ring),
+    ("sharding_the_training_state", "stage2_shard", _grad_shard_by_reduce_scatter_tensor),
+    ("sharding_the_training_state", "stage2_shard", _grad_shard_by_our_ring),
     ("nccl_collectives", "reduce_scatter_code", _reduce_scatter_batched),
     ("data_parallelism", "global_stats", _global_stats_three_all_reduces),
     ("long_sequences_and_experts", "pass_kv", _pass_batched),

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from d2lmp import models, roofline
 from d2lmp.parallel import costmodel as CM
+from d2lmp.views import activation_memory as activation_memory_views
 from d2lmp.views import bandwidth as bandwidth_views
 from d2lmp.views import collectives as collectives_views
 from d2lmp.views import comm_roofline as comm_roofline_views
@@ -59,6 +60,7 @@ FACTORIES = {
     "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
     "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),
     "zero": lambda: zero_views.zero_widget(),
+    "activation memory": lambda: activation_memory_views.activation_widget(8e10),
     "comm_roofline": lambda: comm_roofline_views.comm_roofline_widget(),
     "planner": lambda: planner_views.planner_widget(),
     "ring_work": lambda: context_parallel_views.ring_work_widget(),

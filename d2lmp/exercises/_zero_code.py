@@ -1,4 +1,4 @@
-"""The ZeRO code exercises of notebook 15, checked on real gloo ranks: their numbers and their bytes.
+"""The ZeRO code exercises of notebook 15 (sharding the training state), on real gloo ranks: numbers and bytes.
 
 The stage-2 gradient step (each rank's shard of the summed gradient) and a whole ZeRO-2 step of SGD with
 momentum (given with a stale-shard bug to find) run on 2 and 4 ranks. The result is compared with one
@@ -6,7 +6,7 @@ process's arithmetic on the same numbers; then the bytes each rank sent while th
 (``_code.logged``, a collective counted as a ring runs it) must not exceed what sharding needs: a
 reduce-scatter's (n − 1)/n·S for the gradient step, a reduce-scatter and an all-gather per ZeRO step. So an
 all-reduce and a slice, right in every number, fails: it sends an all-reduce's 2(n − 1)/n·S. The questions
-are in ``beyond_one_device``.
+are in ``sharding_the_training_state``.
 """
 
 from __future__ import annotations

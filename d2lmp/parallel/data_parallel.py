@@ -13,9 +13,8 @@ Three versions, each giving every rank the full-batch gradient:
 Uneven splits: each rank's loss is the *sum* over its examples divided by the *global* batch size, and
 gradients are summed over ranks, so the result is the mean over the whole batch however it was split.
 
-Gradient accumulation (``accumulated_gradients``): k micro-steps per optimizer step, the first k - 1 inside
-``no_sync()`` (DDP's, or ``RecordedBucketedAllReduce``'s), so only the last one sums the accumulated gradients
-over the ranks: one synchronisation instead of k, the same gradient.
+Gradient accumulation, k micro-steps inside ``no_sync()`` before one synchronisation, is in
+``parallel.accumulation``.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from .timeline import Timeline, TimelineEvent
 
 __all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "fill_buckets", "grad_or_zeros",
            "unflatten_into_grads", "BucketedAllReduce", "RecordedBucketedAllReduce", "recording_hook", "VERSIONS",
-           "DataParallelStep", "dp_gradients", "AccumulatedGradients", "accumulated_gradients",
+           "DataParallelStep", "dp_gradients",
            "single_process_gradients", "DPRun", "dp_train", "single_process_train"]
 
 
@@ -294,63 +293,6 @@ def dp_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch
     xs, ys = shard(x, y, rank, world)
     step(xs, ys, len(x))
     return [p.grad.cpu().clone() for p in step.model.parameters()]  # type: ignore[union-attr]
-
-
-@dataclass(frozen=True)
-class AccumulatedGradients:
-    """What ``accumulated_gradients`` returns: the summed gradients (on the CPU), the micro-steps that
-    communicated, and the gradient all-reduces of the optimizer step (calls and bytes, from the timeline)."""
-
-    grads: list[torch.Tensor]
-    syncs: int
-    allreduce_calls: int
-    allreduce_bytes: int
-
-
-def accumulated_gradients(rank: int, world: int, spec: MLPSpec, x: torch.Tensor, y: torch.Tensor, version: str,
-                          micro_steps: int, accumulate: bool = True, bucket_bytes: int = 1 << 20,
-                          device: str = "auto") -> AccumulatedGradients:
-    """Worker: one optimizer step's gradients from ``micro_steps`` micro-batches of this rank's slice.
-
-    With ``accumulate`` the first k - 1 backward passes run inside ``no_sync()`` and only add into
-    ``.grad``; the last one sums the accumulated gradients over the ranks: one synchronisation.
-    Without it, each micro-step's own gradient is summed over the ranks and added to the total:
-    k synchronisations, the same result. Each micro-batch's loss is its summed loss divided by the
-    global batch, so the result is the full-batch mean-loss gradient however the batch is cut.
-    Returns the gradients (on the CPU), the micro-steps that communicated, and the count and bytes of the
-    gradient all-reduces in this optimizer step (from the timeline).
-    """
-    step = DataParallelStep(spec, version, lr=0.0, bucket_bytes=bucket_bytes, device=device)
-    xs, ys = shard(x, y, rank, world)
-    if not 1 <= micro_steps <= len(xs):
-        raise ValueError(f"micro_steps must be between 1 and this rank's {len(xs)} examples, got {micro_steps}")
-    params = list(step.model.parameters())
-    syncs = 0
-
-    def allreduces() -> list[TimelineEvent]:
-        return [e for e in step.timeline.events if e.kind == "allreduce"]
-
-    for j, (xj, yj) in enumerate(zip(torch.tensor_split(xs, micro_steps), torch.tensor_split(ys, micro_steps))):
-        xj, yj = xj.to(step.device), yj.to(step.device)
-        before = len(allreduces())
-        if accumulate and j < micro_steps - 1:
-            with step.no_sync():
-                local_loss(step.module, xj, yj, len(x)).backward()
-        else:
-            total = [p.grad for p in params]
-            if not accumulate:  # sum this micro-step's gradient alone, then add it to the total
-                for p in params:
-                    p.grad = None
-            local_loss(step.module, xj, yj, len(x)).backward()
-            step.sync_gradients()
-            if not accumulate:
-                for p, g in zip(params, total):
-                    if g is not None:
-                        p.grad += g  # type: ignore[operator]  # backward has just set p.grad
-        syncs += len(allreduces()) > before
-    return AccumulatedGradients(grads=[p.grad.cpu().clone() for p in params],  # type: ignore[union-attr]
-                                syncs=syncs, allreduce_calls=len(allreduces()),
-                                allreduce_bytes=sum(e.nbytes or 0 for e in allreduces()))
 
 
 def single_process_gradients(spec: MLPSpec, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:

@@ -20,7 +20,7 @@ import torch
 
 from .timeline import TimelineEvent
 
-__all__ = ["ActivationLedger", "LedgerSummary", "Key", "peak_in_flight"]
+__all__ = ["counting_saves", "ActivationLedger", "LedgerSummary", "Key", "peak_in_flight"]
 
 Key = int | tuple[int, int]  # a micro-batch, or (virtual stage, micro-batch) where a rank holds several stages
 
@@ -39,33 +39,37 @@ class LedgerSummary:
     micro_batch_bytes: list[int]
 
 
-class ActivationLedger:
-    """Saved-activation bytes of one stage, per micro-batch in flight, and their peaks.
+@contextmanager
+def counting_saves(skip: set[tuple[str, int]]) -> Iterator[dict[tuple[str, int], int]]:
+    """Inside the block, every storage autograd saves for backward (except those in ``skip``, the parameters) is
+    recorded once, with its bytes, in the dict the block receives."""
+    saved: dict[tuple[str, int], int] = {}
 
-    Use ``with ledger.forward(i):`` around micro-batch ``i``'s forward and call ``ledger.backward_done(i)``
-    after its backward (``i`` may also be a (virtual stage, micro-batch) pair). Each micro-batch must own its
-    tensors (not views into one big batch), since a storage is counted whole.
-    """
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(t)
+        if key not in skip:
+            saved.setdefault(key, t.untyped_storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        yield saved
+
+
+class ActivationLedger:
+    """Saved-activation bytes of one stage per micro-batch in flight, and their peaks: ``with ledger.forward(i):``
+    around micro-batch ``i``'s forward, ``ledger.backward_done(i)`` after its backward (``i`` may be a (virtual
+    stage, micro-batch) pair). Micro-batches must own their tensors: ``counting_saves`` counts storages whole."""
 
     def __init__(self, parameters: Iterable[torch.Tensor]) -> None:
         self._skip = {_storage_key(p) for p in parameters}
         self.held: dict[Key, int] = {}  # micro-batch -> bytes saved for its backward, while in flight
         self.micro_batch_bytes: dict[Key, int] = {}
-        self.peak_in_flight = 0
-        self.peak_bytes = 0
+        self.peak_in_flight = self.peak_bytes = 0
 
     @contextmanager
     def forward(self, i: Key) -> Iterator[None]:
         """Count what autograd saves inside this block as micro-batch ``i``'s activations."""
-        saved: dict[tuple[str, int], int] = {}
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            key = _storage_key(t)
-            if key not in self._skip:
-                saved.setdefault(key, t.untyped_storage().nbytes())
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with counting_saves(self._skip) as saved:
             yield
         self.held[i] = self.micro_batch_bytes[i] = sum(saved.values())
         self.peak_in_flight = max(self.peak_in_flight, len(self.held))
@@ -77,8 +81,8 @@ class ActivationLedger:
 
     def summary(self) -> LedgerSummary:
         """The peaks, and the saved bytes of each micro-batch."""
-        return LedgerSummary(peak_in_flight=self.peak_in_flight, peak_saved_bytes=self.peak_bytes,
-                             micro_batch_bytes=[self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
+        return LedgerSummary(self.peak_in_flight, self.peak_bytes,
+                             [self.micro_batch_bytes[i] for i in sorted(self.micro_batch_bytes)])
 
 
 def peak_in_flight(events: Iterable[TimelineEvent], rank: int = 0) -> int:

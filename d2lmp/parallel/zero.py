@@ -39,7 +39,8 @@ from torch import nn
 from ..models import mlp
 from .collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
 
-__all__ = ["STAGES", "FlatUnit", "LoggedCall", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",
+__all__ = ["STAGES", "FlatBuffers", "flat_views", "gradient_views", "FlatUnit", "LoggedCall", "LoggedCollectives",
+           "shard_parameters", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",
            "fsdp2_train", "held_fsdp2_bytes"]
 
 STAGES = (0, 1, 2, 3)
@@ -62,38 +63,20 @@ def _views(flat: torch.Tensor, params: Sequence[torch.Tensor]) -> list[torch.Ten
     return [piece.view_as(p) for piece, p in zip(flat[:sum(sizes)].split(sizes), params)]
 
 
-class FlatUnit:
-    """The parameters of one unit as one flat buffer, padded to a multiple of ``world``, in equal shards.
+class FlatBuffers:
+    """The bookkeeping of a ``FlatUnit``: its full gradient, its memory freed and refilled, its views.
 
-    ``full``: all the unit's parameters; the module's parameters become views into it.
-    ``shard``: rank ``rank``'s elements ``lo:hi``. A view of ``full`` in stages 0-2 (stage 0
-    owns everything); in stage 3 a tensor of its own, and ``full`` holds no memory between uses.
+    ``my_grad``: this rank's shard of the gradient; ``local_flat_grad``: this rank's own full gradient as one
+    flat tensor; ``drop_param_grads``: forget the parameters' ``.grad`` (only the shard is kept); ``free`` and
+    ``materialise``: release the full parameters' storage, and refill it from all-gathered shards.
     """
 
-    ready: int  # stage 3: how many of the unit's parameters backward has given a gradient so far
-
-    def __init__(self, params: list[nn.Parameter], rank: int, world: int, stage: int) -> None:
-        self.params = params
-        self.numel = sum(p.numel() for p in params)
-        self.padded = math.ceil(self.numel / world) * world
-        per_rank = self.padded // world
-        self.lo, self.hi = (0, self.padded) if stage == 0 else (rank * per_rank, (rank + 1) * per_rank)
-        self.full = torch.zeros(self.padded, dtype=params[0].dtype, device=params[0].device)
-        for p, view in zip(params, _views(self.full, params)):
-            view.copy_(p.detach())
-            p.data = view
-        if stage == 3:
-            self.shard = self.full[self.lo:self.hi].clone()
-            self.free()
-        else:
-            self.shard = self.full[self.lo:self.hi]
-        if stage <= 1:  # the full gradient buffer; backward accumulates straight into these views
-            self.grad = torch.zeros_like(self.full)
-            for p, view in zip(params, _views(self.grad, params)):
-                p.grad = view
-        else:  # stages 2 and 3 keep only this rank's shard of the summed gradient
-            self.grad = torch.zeros_like(self.shard)
-        self.m, self.v = torch.zeros_like(self.shard), torch.zeros_like(self.shard)
+    params: list[nn.Parameter]
+    padded: int
+    lo: int
+    hi: int
+    full: torch.Tensor
+    grad: torch.Tensor
 
     def my_grad(self) -> torch.Tensor:
         """This rank's shard of the gradient (the summed one once it is synchronised)."""
@@ -106,6 +89,11 @@ class FlatUnit:
             view.copy_(p.grad)  # type: ignore[arg-type]  # every parameter has one after backward
         return flat
 
+    def drop_param_grads(self) -> None:
+        """Forget the parameters' own gradients: only this rank's shard of the sum is kept."""
+        for p in self.params:
+            p.grad = None
+
     def free(self) -> None:
         """Release the full parameters' memory; the tensor and its views stay, with no storage."""
         self.full.untyped_storage().resize_(0)
@@ -117,6 +105,48 @@ class FlatUnit:
             self.full.copy_(shards.reshape(-1))
 
 
+def flat_views(params: Sequence[nn.Parameter], padded: int) -> torch.Tensor:
+    """One zero-padded flat buffer holding ``params``' values; each parameter becomes a view into it."""
+    full = torch.zeros(padded, dtype=params[0].dtype, device=params[0].device)
+    for p, view in zip(params, _views(full, params)):
+        view.copy_(p.detach())
+        p.data = view
+    return full
+
+
+def gradient_views(params: Sequence[nn.Parameter], like: torch.Tensor) -> torch.Tensor:
+    """A zero flat gradient buffer shaped like ``like``; each parameter's ``.grad`` becomes a view into it, so
+    backward accumulates straight into the buffer."""
+    grad = torch.zeros_like(like)
+    for p, view in zip(params, _views(grad, params)):
+        p.grad = view
+    return grad
+
+
+class FlatUnit(FlatBuffers):
+    """The parameters of one unit as one flat buffer, padded to a multiple of ``world``, in equal shards.
+
+    ``full`` holds all the unit's parameters (they become views into it); ``shard`` is rank ``rank``'s elements
+    ``lo:hi``: a view of ``full`` in stages 0-2, a tensor of its own in stage 3, where ``full`` holds no memory
+    between uses. ``grad``: the full gradient in stages 0-1, only this rank's shard in stages 2-3.
+    """
+
+    def __init__(self, params: list[nn.Parameter], rank: int, world: int, stage: int) -> None:
+        self.params, self.numel = params, sum(p.numel() for p in params)
+        self.padded = math.ceil(self.numel / world) * world  # zeros at the end: equal shards
+        per_rank = self.padded // world
+        self.lo, self.hi = (0, self.padded) if stage == 0 else (rank * per_rank, (rank + 1) * per_rank)
+        self.full = flat_views(params, self.padded)
+        if stage == 3:  # the shard is all this rank keeps; the full buffer is gathered when needed
+            self.shard = self.full[self.lo:self.hi].clone()
+            self.free()
+        else:
+            self.shard = self.full[self.lo:self.hi]
+        self.grad = gradient_views(params, self.full) if stage <= 1 else torch.zeros_like(self.shard)
+        self.m, self.v = torch.zeros_like(self.shard), torch.zeros_like(self.shard)  # Adam's, for the shard
+        self.ready = 0  # stage 3: how many of the unit's parameters backward has given a gradient so far
+
+
 @dataclass(frozen=True)
 class LoggedCall:
     """One collective call of a ``ZeroAdam``: during which step, which collective, bytes this rank sent."""
@@ -126,99 +156,43 @@ class LoggedCall:
     bytes_sent: int
 
 
-class ZeroAdam:
-    """Adam under ZeRO stage 0-3 for ``model`` on the current rank; use it like a torch optimizer.
+class LoggedCollectives:
+    """The bookkeeping of a ``ZeroAdam``: its checked settings, its ring collectives, each logged with the
+    bytes this rank sends, and what a rank holds and sent (``full_parameters``, ``held_bytes``, ``bytes_sent``)."""
 
-    Each step: ``zero_grad()``, forward, ``loss.backward()``, ``step()``. The loss must be this
-    rank's part of the global loss (e.g. summed over its examples / the global batch size):
-    gradients are summed over the ranks. ``group`` is the process group that shards the state
-    (None: the default one, all ranks).
-    """
+    units: list[FlatUnit]
 
-    def __init__(self, model: nn.Module, stage: int, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, group: dist.ProcessGroup | None = None) -> None:
+    def __init__(self, model: nn.Module, stage: int, lr: float, betas: tuple[float, float], eps: float,
+                 group: dist.ProcessGroup | None) -> None:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
         self.model, self.group, self.stage, self.lr, self.betas, self.eps = model, group, stage, lr, betas, eps
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         self.steps = 0  # steps completed: the log's index of the step in progress; Adam's t is steps + 1
         self.log: list[LoggedCall] = []  # one row per collective call
-        if stage < 3:
-            self.units = [FlatUnit(list(model.parameters()), self.rank, self.world, stage)]
-        else:
-            layers = [mod for mod in model.modules() if list(mod.parameters(recurse=False))]
-            self.units = [FlatUnit(list(mod.parameters(recurse=False)), self.rank, self.world, stage)
-                          for mod in layers]
-            for mod, unit in zip(layers, self.units):
-                self._shard_parameters(mod, unit)
 
-    # --- the collectives, logged: what this rank sends on the ring for each call
-    def _all_reduce(self, flat: torch.Tensor) -> None:
+    def all_reduce(self, flat: torch.Tensor) -> None:
+        """Our ring all-reduce, in place, logged."""
         self._record("all_reduce", 2 * (self.world - 1) * flat.numel() // self.world * flat.element_size())
         ring_all_reduce(flat, self.group)
 
-    def _reduce_scatter(self, flat: torch.Tensor) -> torch.Tensor:
+    def reduce_scatter(self, flat: torch.Tensor) -> torch.Tensor:
+        """Our ring reduce-scatter: this rank's shard of the sum, logged."""
         self._record("reduce_scatter", (self.world - 1) * flat.numel() // self.world * flat.element_size())
         return ring_reduce_scatter(flat, self.group)
 
-    def _all_gather(self, shard: torch.Tensor) -> torch.Tensor:
+    def all_gather(self, shard: torch.Tensor) -> torch.Tensor:
+        """Our ring all-gather: every rank's shard, one row per rank, logged."""
         self._record("all_gather", (self.world - 1) * shard.numel() * shard.element_size())
         return ring_all_gather(shard, self.group)
 
     def _record(self, op: str, nbytes: int) -> None:
         self.log.append(LoggedCall(self.steps, op, nbytes))
 
-    # --- stage 3: gather a layer's parameters just before they are needed, free them after
-    def _shard_parameters(self, module: nn.Module, unit: FlatUnit) -> None:
-        unit.ready = 0  # how many of the layer's parameters backward has given a gradient
-
-        def gather(*_: object) -> None:
-            unit.materialise(self._all_gather(unit.shard))
-            unit.ready = 0
-
-        def grad_ready(_param: torch.Tensor) -> None:
-            unit.ready += 1
-            if unit.ready == len(unit.params):  # the whole layer's backward is done
-                unit.grad.copy_(self._reduce_scatter(unit.local_flat_grad()))
-                for p in unit.params:
-                    p.grad = None
-                unit.free()
-
-        def free_until_backward(_module: nn.Module, _args: object, output: torch.Tensor) -> None:
-            unit.free()
-            if output.requires_grad:  # gather again just before this layer's backward needs them
-                output.register_hook(gather)
-
-        module.register_forward_pre_hook(gather)
-        module.register_forward_hook(free_until_backward)
-        for p in unit.params:
-            p.register_post_accumulate_grad_hook(grad_ready)
-
-    # --- the optimizer interface
     def zero_grad(self) -> None:
         for unit in self.units:
             unit.grad.zero_()
 
-    @torch.no_grad()
-    def step(self) -> None:
-        """Synchronise the gradients, update this rank's shard with Adam, share the result."""
-        for unit in self.units:
-            if self.stage == 0:
-                self._all_reduce(unit.grad)
-            elif self.stage == 1:
-                unit.my_grad().copy_(self._reduce_scatter(unit.grad))
-            elif self.stage == 2:
-                unit.grad.copy_(self._reduce_scatter(unit.local_flat_grad()))
-                for p in unit.params:
-                    p.grad = None  # only the shard is kept
-            # stage 3: the reduce-scatter already ran in backward, layer by layer
-            adam_update(unit.shard, unit.my_grad(), unit.m, unit.v, self.steps + 1, self.lr, self.betas, self.eps)
-            if self.stage in (1, 2):
-                unit.full.copy_(self._all_gather(unit.shard).reshape(-1))
-            # stage 3: the next forward gathers the updated shards
-        self.steps += 1
-
-    # --- inspection
     def full_parameters(self) -> list[torch.Tensor]:
         """Copies of the model's parameters, whole and unpadded (gathered, not logged, in stage 3)."""
         out = []
@@ -237,6 +211,64 @@ class ZeroAdam:
     def bytes_sent(self, step: int) -> int:
         """Bytes this rank sent during step ``step`` (0 = the first), from the collective log."""
         return sum(row.bytes_sent for row in self.log if row.step == step)
+
+
+def shard_parameters(opt: LoggedCollectives, layer: nn.Module, unit: FlatUnit) -> None:
+    """Stage 3 for one layer: gather its parameters just before its forward and its backward, free them after
+    each, and reduce-scatter its gradient as soon as backward has produced the last of it."""
+
+    def gather(*_: object) -> None:
+        unit.materialise(opt.all_gather(unit.shard))
+        unit.ready = 0
+
+    def free_until_backward(_layer: nn.Module, _args: object, output: torch.Tensor) -> None:
+        unit.free()
+        if output.requires_grad:  # gather again just before this layer's backward needs the parameters
+            output.register_hook(gather)
+
+    def grad_ready(_param: torch.Tensor) -> None:
+        unit.ready += 1
+        if unit.ready == len(unit.params):  # the whole layer's backward is done
+            unit.grad.copy_(opt.reduce_scatter(unit.local_flat_grad()))
+            unit.drop_param_grads()
+            unit.free()
+
+    layer.register_forward_pre_hook(gather)
+    layer.register_forward_hook(free_until_backward)
+    for p in unit.params:
+        p.register_post_accumulate_grad_hook(grad_ready)
+
+
+class ZeroAdam(LoggedCollectives):
+    """Adam under ZeRO stage 0-3 for ``model`` on this rank, used like a torch optimizer; ``group`` shards the
+    state (None: all ranks). The loss must be this rank's part of the global loss: gradients are summed."""
+
+    def __init__(self, model: nn.Module, stage: int, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, group: dist.ProcessGroup | None = None) -> None:
+        super().__init__(model, stage, lr, betas, eps, group)  # checks the stage, finds rank and world
+        if stage < 3:  # one unit: the whole model
+            self.units = [FlatUnit(list(model.parameters()), self.rank, self.world, stage)]
+        else:  # one unit per layer, each gathered only while it runs
+            layers = [mod for mod in model.modules() if list(mod.parameters(recurse=False))]
+            self.units = [FlatUnit(list(m.parameters(recurse=False)), self.rank, self.world, stage) for m in layers]
+            for layer, unit in zip(layers, self.units):
+                shard_parameters(self, layer, unit)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Synchronise the gradients, update this rank's shard with Adam, share the result."""
+        for unit in self.units:
+            if self.stage == 0:
+                self.all_reduce(unit.grad)
+            elif self.stage == 1:
+                unit.my_grad().copy_(self.reduce_scatter(unit.grad))
+            elif self.stage == 2:
+                unit.grad.copy_(self.reduce_scatter(unit.local_flat_grad()))
+                unit.drop_param_grads()  # (stage 3 reduce-scattered in backward, layer by layer)
+            adam_update(unit.shard, unit.my_grad(), unit.m, unit.v, self.steps + 1, self.lr, self.betas, self.eps)
+            if self.stage in (1, 2):  # stage 3: the next forward gathers the updated shards
+                unit.full.copy_(self.all_gather(unit.shard).reshape(-1))
+        self.steps += 1
 
 
 def _storage_bytes(tensors: Iterable[torch.Tensor]) -> int:

@@ -1,10 +1,9 @@
-"""Exercises for notebook 15 (beyond one device's memory), in two groups that can be read apart.
+"""Exercises for notebook 15 (sharding the training state): ZeRO's memory and traffic, on paper and on ranks.
 
-ZeRO and FSDP (exercises 1-4): memory per GPU and traffic per step by hand (``parallel.costmodel``'s
-``zero_memory`` and ``zero_traffic``), stage 2's gradient step on ranks, and a ZeRO-2 step given with a bug
-to find; both code exercises run on 2 and 4 gloo ranks and count each rank's bytes (``_zero_code``), so an
-all-reduce and a slice fails. Recomputation, pipeline memory and accumulation (exercises 5-7): 1F1B's
-activations, what accumulation saves under stage 3, and the best number of checkpointed segments.
+Memory per GPU and traffic per step by hand (``parallel.costmodel``'s ``zero_memory`` and ``zero_traffic``),
+stage 2's gradient step on ranks, and a ZeRO-2 step given with a bug to find (a stale shard); both code
+exercises run on 2 and 4 gloo ranks and count each rank's bytes (``_zero_code``), so an all-reduce and a
+slice, or an all-gather and a sum, fails with what was asked.
 """
 
 from __future__ import annotations
@@ -12,12 +11,10 @@ from __future__ import annotations
 from ..parallel.costmodel import zero_memory, zero_traffic
 from ..training_state import OPTIMIZERS
 from . import _zero_code as Z
-from ._answers import parts_checker
 from ._code import DIST_IMPORT, bug_hunt
 from .core import Exercise, number_checker
 
-__all__ = ["EXERCISES", "zero_by_hand", "stage2_shard", "stage3_traffic", "stale_shard", "pipeline_peak",
-           "accumulate_stage3", "segments"]
+__all__ = ["EXERCISES", "zero_by_hand", "stage2_shard", "stage3_traffic", "stale_shard"]
 
 _ADAM = OPTIMIZERS["adam_mixed"]
 _ADAM_BYTES = f"{_ADAM.param_bytes:g} + {_ADAM.grad_bytes:g} + {_ADAM.state_bytes:g}"
@@ -59,28 +56,7 @@ _check_stage3_traffic = number_checker(
                                                            "each, not 4")])
 
 
-# --------------------------------------------------------------------------------------------
-# Pipeline activations
-
-PIPE_STAGES, PIPE_M, PIPE_MB = 4, 16, 50
-
-_check_pipeline = parts_checker(
-    ("GPipe", number_checker(PIPE_M * PIPE_MB, "MB", rel_tol=0.01,
-                             why="GPipe runs all 16 forwards before the first backward.",
-                             near_misses=[(PIPE_STAGES * PIPE_MB, "that is 1F1B's bound: GPipe runs every forward "
-                                                                  "before any backward, so stage 0 holds all m")])),
-    ("1F1B", number_checker(PIPE_STAGES * PIPE_MB, "MB", rel_tol=0.01,
-                            why="Stage 0 runs p = 4 forwards before its first backward, then one forward per "
-                                "backward.",
-                            near_misses=[(PIPE_MB, "stage 0 cannot start a backward after one forward: the first "
-                                                   "backward needs that micro-batch to pass all p stages, and "
-                                                   "stage 0 keeps forwarding meanwhile"),
-                                         (PIPE_M * PIPE_MB, "that is GPipe: 1F1B bounds stage 0 by p micro-batches, "
-                                                            "whatever m")])))
-
-
 EXERCISES = [
-    # ZeRO and FSDP
     Exercise(
         key="zero_by_hand", number=1, title="ZeRO stage 2 by hand",
         question=f"A model of {PSI / 1e9:g} billion parameters trains with mixed-precision Adam on {WORLD} GPUs under "
@@ -102,9 +78,9 @@ EXERCISES = [
                  "`rank`-th of `world` equal pieces) of the gradient summed over all ranks. It runs on 2 and 4 "
                  "ranks, and the check also counts the bytes each rank sends (a collective counted as a ring runs "
                  "it): no more than stage 2 needs.",
-        hint_text="Each rank needs only its own piece of the sum, never the whole sum. Which collective of notebook 11 "
-                  "leaves each rank one chunk of a sum, and what fraction of an all-reduce's bytes does it send? The "
-                  "library's implementation or yours will do.",
+        hint_text="Each rank needs only its own piece of the sum, never the whole sum, and the check counts what each "
+                  "rank sends. Notebook 11 built the all-reduce from two passes round the ring: after which pass does "
+                  "every rank already hold one finished piece of the sum, and what had that pass cost it?",
         solution_text="A reduce-scatter: `return ring_reduce_scatter(flat_grad)` (from d2lmp.parallel.collectives), or "
                       "`dist.reduce_scatter_tensor` into a tensor of the shard's size. Each rank receives only its "
                       "1/n of the sum, after (n-1) steps around the ring, sending (n-1)/n of the bytes: half an "
@@ -149,47 +125,6 @@ EXERCISES = [
                          "part, and with the other ranks' copies."),
         reference=Z.my_zero_step, given=Z.given_zero_step,
         wrong=[(Z.given_zero_step, "bug included"), *Z.ZERO_STEP_WRONG]),
-    # Recomputation, pipeline memory and accumulation
-    Exercise(
-        key="pipeline_peak", number=5, title="Activations in a pipeline",
-        question=f"A pipeline of {PIPE_STAGES} stages runs {PIPE_M} micro-batches per step; each micro-batch's saved "
-                 f"activations on stage 0 take {PIPE_MB} MB. What is stage 0's peak of saved activations under GPipe "
-                 "and under 1F1B?",
-        hint_text="Count the micro-batches stage 0 has run forward but not yet backward, at the worst moment of each "
-                  f"schedule (`schedule('1f1b', {PIPE_STAGES}, 0, {PIPE_M})` lists stage 0's operations). Answer with "
-                  "`(MB under GPipe, MB under 1F1B)`.",
-        solution_text="GPipe: all 16 forwards come first, so 16 × 50 = 800 MB. 1F1B: stage 0 runs p = 4 forwards "
-                      "(3 of warm-up, then the first of its steady state) before its first backward, and from then "
-                      "on one forward per backward: at most 4 × 50 = 200 MB, whatever the number of micro-batches. "
-                      "The bubble is the same for both.",
-        checker=_check_pipeline, reference=(PIPE_M * PIPE_MB, PIPE_STAGES * PIPE_MB),
-        wrong=[((800, 50), "cannot start a backward"), ((200, 200), "GPipe runs every forward"),
-               ((800, 800), "that is GPipe")],
-        how_to_answer="Pass (MB under GPipe, MB under 1F1B)."),
-    Exercise(
-        key="accumulate_stage3", number=6, title="Accumulation under stage 3",
-        question="Gradient accumulation with k micro-steps turned k all-reduces into one. Does it cut the "
-                 "communication of ZeRO stage 3 by k as well? What would it cost to make it do so?",
-        hint_text="List the collectives stage 3 runs in one micro-step's forward and backward. Which of them could "
-                  "wait until the last micro-step, and what would a rank have to keep in the meantime?",
-        solution_text="No. Stage 3 keeps only a shard of the parameters, so every micro-step must all-gather each "
-                      "layer's parameters for its forward and again for its backward: 2k all-gathers instead of 2. "
-                      "The reduce-scatter could wait, but only if each rank kept the full, unsharded gradient "
-                      "between micro-steps, which is what stage 3 set out to avoid (in practice: reduce-scatter "
-                      "every micro-step and accumulate the shard, k reduce-scatters). Accumulation helps stages 0-2, "
-                      "whose parameters are whole on every rank, fully, and stage 3 only a little."),
-    Exercise(
-        key="segments", number=7, title="How many segments",
-        question="A chain of n equal layers, each saving A bytes, is cut into k checkpointed segments. Roughly how "
-                 "many bytes are held at the peak of backward, and which k makes that smallest? Try it with "
-                 "`predict_saved_with_recompute` on the MLP of the notebook.",
-        hint_text="After forward the k segment boundaries are kept; during backward, one segment at a time is "
-                  "recomputed and holds its own n/k layers' saves. Add the two and minimise over k.",
-        solution_text="About k·A (boundaries) + (n/k)·A (one recomputed segment): smallest at k ≈ √n, where it is "
-                      "about 2√n·A instead of n·A, for one extra forward pass (Chen et al., 2016). With few layers, as "
-                      "here, the boundaries' sizes differ and the last segment is not recomputed, so the best cut is "
-                      "found by trying the few possibilities; the notebook's `predict_saved_with_recompute` does "
-                      "that arithmetic exactly."),
 ]
 
-zero_by_hand, stage2_shard, stage3_traffic, stale_shard, pipeline_peak, accumulate_stage3, segments = EXERCISES
+zero_by_hand, stage2_shard, stage3_traffic, stale_shard = EXERCISES
