@@ -169,7 +169,8 @@ gtx580_batch = Exercise(
     title="Fitting on a GTX 580",
     question="Using `memory.predict_step_memory` (Adam, FP32, dropout masks as on a GPU: "
              "`device_type=\"cuda\"`), find the largest batch of D2L's AlexNet (the one-tower network of section 1, "
-             "not the paper's: notebook 08 counts that one) whose training step fits in the GTX 580's 3 GB (3 × 2³⁰ bytes; the boards AlexNet was trained on, "
+             "not the paper's: notebook 08 counts that one) whose training step fits in the GTX 580's 3 GB "
+             "(3 × 2³⁰ bytes; the boards AlexNet was trained on, "
              "[Krizhevsky et al., 2012](#ref-krizhevsky2012imagenet)). Compare with the batch "
              "size of 128 the paper used, and with what splitting the network over two GPUs (notebook 14) would "
              "allow.",
