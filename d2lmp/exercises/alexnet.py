@@ -263,7 +263,7 @@ EXERCISES = [
         question="The activations of one image take the memory shown in the table's total (4,917 KiB). Estimate the "
                  "activation memory of a batch of 128 images in FP32, in MiB, and compare it with a GTX 580's 3 GB "
                  "(remember that training keeps activations for the backward pass).",
-        hint_text="Multiply the per-image total by the batch, then convert: 1 MiB = 1024 KiB. Then add the weights, "
+        hint_text="Multiply the per-image total by the batch, then convert: a MiB is 2¹⁰ KiB. Then add the weights, "
                   "their gradients and the momentum to see what is left of 3 GB.",
         solution_text="4,917 KiB × 128 = 629,376 KiB = 614.6 MiB (0.60 GiB) of layer outputs. Add 233 MiB of FP32 "
                       "weights and as much again for gradients and for SGD momentum (about 0.7 GiB): about 1.3 GiB "
