@@ -25,8 +25,8 @@ import torch.nn.functional as F
 
 __all__ = ["conv_output_size", "check_conv_shapes", "conv2d_macs", "conv2d_flops", "conv2d_min_bytes", "Im2colSize",
            "im2col_size", "conv2d_loops", "im2col_columns", "conv2d_im2col", "to_c01b", "from_c01b", "filters_to_c01b",
-           "conv2d_c01b", "ConvLayer", "ALEXNET_2012_CONV", "layer_inputs", "LayerCheck", "check_layer", "ConvnetFit",
-           "cuda_convnet_fit"]
+           "check_c01b_shapes", "conv2d_c01b", "ConvLayer", "ALEXNET_2012_CONV", "layer_inputs", "LayerCheck",
+           "check_layer", "ConvnetFit", "cuda_convnet_fit"]
 
 # ---------------------------------------------------------------------------------------
 # Shapes and checks
@@ -219,14 +219,11 @@ def filters_to_c01b(w: torch.Tensor) -> torch.Tensor:
     return w.permute(1, 2, 3, 0).contiguous()
 
 
-def conv2d_c01b(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, stride: Pair = 1,
-                padding: Pair = 0, groups: int = 1) -> torch.Tensor:
-    """Convolution in cuda-convnet's layout.
+def check_c01b_shapes(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, stride: Pair = 1,
+                      padding: Pair = 0, groups: int = 1) -> tuple[int, int]:
+    """Validate c01b images (C, H, W, N) and filters (C/groups, kh, kw, O); return the output's (rows, cols).
 
-    ``x``: images (channels, rows, cols, batch); ``w``: filters (in_channels/groups, kh, kw,
-    out_channels); result (out_channels, out_rows, out_cols, batch). The gather copies runs of
-    consecutive images (the batch axis is contiguous) and one GEMM per group writes the output
-    straight into the same layout, so no transposes are needed between layers.
+    The same checks as ``check_conv_shapes`` (each error also names the c01b shapes), plus the rank of each tensor.
     """
     if x.dim() != 4:
         raise ValueError(f"input must be 4-D (channels, rows, cols, batch), got shape {tuple(x.shape)}")
@@ -239,8 +236,21 @@ def conv2d_c01b(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None,
                                          stride, padding, groups)
     except ValueError as exc:
         raise ValueError(f"{exc} [c01b input {tuple(x.shape)}, filters {tuple(w.shape)}]") from None
-    sh, sw = _pair(stride, "stride")
-    ph, pw = _pair(padding, "padding")
+    return ho, wo
+
+
+def conv2d_c01b(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, stride: Pair = 1,
+                padding: Pair = 0, groups: int = 1) -> torch.Tensor:
+    """Convolution in cuda-convnet's layout: images (C, H, W, N), filters (C/groups, kh, kw, O).
+
+    The result is (O, Ho, Wo, N), batch innermost again; ``check_c01b_shapes`` checks the shapes. The gather
+    copies runs of consecutive images (the batch axis is contiguous) and one GEMM per group writes the output
+    straight into the same layout, so no transposes are needed between layers.
+    """
+    ho, wo = check_c01b_shapes(x, w, b, stride, padding, groups)
+    c, _, _, n = x.shape
+    cg, kh, kw, o = w.shape
+    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
     xp = F.pad(x, (0, 0, pw, pw, ph, ph)) if (ph or pw) else x.contiguous()
     s = xp.stride()
     # View (C, kh, kw, Ho, Wo, N) of the padded images: no copy yet.

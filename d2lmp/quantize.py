@@ -191,8 +191,8 @@ class InferenceRow:
     weight_bytes: int
     median_s: float
     spread: float
-    timed_calls: int | None = None  # blocks × calls per block of the measurement (None: a recording without it)
-    budget_cut: bool | None = None  # True when ``max_time`` stopped the measurement early (None: not recorded)
+    timed_calls: int  # blocks × calls per block of the measurement
+    budget_cut: bool  # True when ``max_time`` stopped the measurement early
 
 
 def _as_float(net: nn.Module, x: torch.Tensor) -> torch.Tensor:

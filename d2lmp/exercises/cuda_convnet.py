@@ -251,8 +251,9 @@ EXERCISES = [
         solution_text="On a GPU im2col and c01b are typically within a small factor of cuDNN and can beat it on the "
                       "grouped layers (conv2, conv4, conv5), whose grouped FP32 kernels cuDNN tunes less, as in the "
                       "recorded H200 run; on conv3 cuDNN wins, often by choosing Winograd or FFT algorithms that do "
-                      "fewer multiplications. On the CPU both are several times slower than oneDNN. The GPU's huge "
-                      "memory bandwidth makes the copy cheap relative to the GEMM, so the im2col penalty shrinks."),
+                      "fewer multiplications. On the CPU both are slower than oneDNN (the notebook's ratios). The "
+                      "GPU's huge memory bandwidth makes the copy cheap relative to the GEMM, so the im2col penalty "
+                      "shrinks."),
 ]
 
 (im2col_blowup, im2col_code, batch_scaling, copy_vs_gemm, four_images_per_thread, im2col_over_3gb,

@@ -144,12 +144,14 @@ per_tensor_int8 = Exercise(
     hint_text="scale = max |w| / 127 over the whole tensor; q = round(w / scale), clamped to [−127, 127], as int8. "
               "What must the scale be when every weight is 0?",
     solution_text="A variant of Int8Linear only replaces quantize_symmetric(linear.weight, dim=1) by the per-tensor "
-                  "version (one scale, broadcast over the output channels). In our run the digits network kept its "
-                  "accuracy to within a test image: the trained layers' rows have similar ranges (the largest row "
-                  "maximum is 1.5 to 2.7 times the smallest), unlike the 100× row of section 2. The middle "
-                  "1024 × 1024 layer suffers most: its row maxima differ most (0.031 to 0.083), so its rows of small "
-                  "weights get the coarsest steps for their size; its relative weight error rose from 0.63 % per "
-                  "channel to 0.86 % per tensor. Errors of about 1 % rarely change which class scores highest.",
+                  "version (one scale, broadcast over the output channels). Print, for each layer, the largest row "
+                  "maximum over the smallest (w.abs().amax(dim=1)): the trained layers' rows have similar ranges, "
+                  "unlike the 100× row of section 2, so one scale costs each row little and the network's accuracy "
+                  "and its 'same prediction as FP32' share barely move (compare yours with section 3's table). The "
+                  "layer whose row maxima differ most suffers most: its rows of small weights get the coarsest steps "
+                  "for their size. Measure it as the relative weight error ‖dequantize(q, s) − w‖ / ‖w‖ per channel "
+                  "and per tensor, layer by layer. Weight errors of a fraction of a step rarely change which class "
+                  "scores highest.",
     checker=function_checker(_quant_cases, lambda got, _: _quant_problem(*got) is None, _quant_diagnose,
                              success="int8 values, one positive scale, the largest magnitude at ±127 and every "
                                      "weight within half a step, also for a negative maximum and an all-zero tensor."),
@@ -169,9 +171,10 @@ weight_only = Exercise(
     solution_text="'input'. With FP32 activations the per-call passes over the activations go away: finding each "
                   "row's scale, dividing, rounding, clamping and converting the input, and converting the int32 sums "
                   "back and multiplying by the two scales. The product remains, now an FP32 product on dequantised "
-                  "weights, so the layer runs at nn.Linear's speed: on this CPU faster than Int8Linear, while the "
-                  "int8 product's own speed is lost. Accuracy stays at the INT8 level or closer to FP32, since only "
-                  "the weights are rounded. What weight-only INT8 keeps is the 4× smaller weights in storage; a "
+                  "weights, so the layer runs at nn.Linear's speed, while the int8 product's own speed is lost: "
+                  "whether that is faster than Int8Linear depends on the machine (section 3 prints both speeds). "
+                  "Accuracy stays at the INT8 level or closer to FP32, since only the weights are rounded. "
+                  "What weight-only INT8 keeps is the 4× smaller weights in storage; a "
                   "kernel that dequantises on the fly also reads 4× fewer weight bytes, which is what matters for "
                   "memory-bound small batches.",
     checker=choice_checker("input", {
@@ -196,15 +199,15 @@ int8_steps = Exercise(
     hint_text="Time each step on its own with inputs prepared beforehand: quantize.quantize_symmetric(x, dim=1); "
               "quantize.int8_matmul(qx, layer.qweight_t); acc.float() * xscale * layer.wscale + layer.bias. Use the "
               "notebook's batch (2872 rows) and the 1024 → 1024 middle layer.",
-    solution_text="With torch._int_mm the integer product is fast: about 3 ms for 2872 × 1024 × 1024 in the committed "
-                  "run, 9× the FP32 product. The quantisation of the input makes six passes over 2872 × 1024 floats "
+    solution_text="The integer product is one call; quantising the input makes six passes over 2872 × 1024 floats "
                   "(abs, amax, divide, round, clamp, convert) and the rescaling four (convert, two multiplies, the "
-                  "bias), each a separate memory-bound operation. The committed numbers already show the outcome: the "
-                  "whole INT8 network took 31.7 ms, of which its three integer products need only a few (3 ms for the "
-                  "largest), so quantising and rescaling took most of the time, and the network gained 1.2× where the "
-                  "product gained 9×. Which of those two steps comes first varies between machines and between runs "
-                  "on a shared one; run each timing twice. Where torch._int_mm is missing, the widened int32 product "
-                  "dominates everything (the int8-int32 network took 185 ms in the committed run).",
+                  "bias), each a separate memory-bound operation. Section 3 already prints the outcome on your "
+                  "machine: its last line gives the INT8 product's speed-up over FP32 and the whole network's. Where "
+                  "torch._int_mm exists and the product gains much more than the network, quantising and rescaling "
+                  "take most of the layer's time, and your three timings should show which of the two comes first. "
+                  "That order varies between machines and between runs on a shared one: run each timing twice. Where "
+                  "torch._int_mm is missing, the widened int32 product dominates everything (compare the int8-int32 "
+                  "row of section 3's table with the int8 row).",
 )
 
 # ---------------------------------------------------------------------------------------------------

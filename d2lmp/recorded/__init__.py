@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..bandwidth import CopyRow
 from ..hardware import GPUInfo
-from ..quantize import InferenceRow
 from ..roofline import OpPoint
 from ..timing import MatmulRow
 
@@ -24,8 +23,9 @@ if TYPE_CHECKING:
     from torch import nn
 
 __all__ = [
-    "H200_LABEL", "H200_SELFCHECK", "ConvSpeedRow", "CopyBandwidth", "CopyRow", "GPUEnvironment", "InferenceRow",
-    "Int8Inference", "MatmulRow", "MemoryPeakRow", "MixedPrecisionRuns", "PinnedCopies", "PrecisionRun",
+    "H200_LABEL", "H200_SELFCHECK", "ConvSpeedRow", "CopyBandwidth", "CopyRow", "GPUEnvironment",
+    "RecordedInferenceRow", "Int8Inference", "MatmulRow", "MemoryPeakRow", "MixedPrecisionRuns", "PinnedCopies",
+    "PrecisionRun",
     "RecordedFieldError", "conv_speed", "copy_bandwidth", "fp16_grad_scaler", "gpu_environment", "int8_inference",
     "load_json", "matmul_rows", "memory_cuda_models", "memory_cuda_rows", "pinned_copies", "roofline_points",
     "selfcheck_section",
@@ -58,10 +58,6 @@ def selfcheck_section(check: str, name: str = H200_SELFCHECK) -> dict[str, Any]:
     raise RecordedFieldError(f"no check {check!r} in {name}")
 
 
-# Fields a record type gained after the committed recording was made: read as None where a recording lacks them.
-ADDED_LATER: dict[str, tuple[str, ...]] = {"InferenceRow": ("timed_calls", "budget_cut")}
-
-
 def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
     if key not in record:
         raise RecordedFieldError(f"{where} has no field {key!r}")
@@ -69,12 +65,8 @@ def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
 
 
 def _build(cls: type[T], record: Mapping[str, Any], where: str) -> T:
-    """``cls`` from the keys of ``record`` named like its fields: each one required, except the fields added after the
-    recording was made (``ADDED_LATER``), which a recording without them leaves at their defaults (None)."""
-    later = ADDED_LATER.get(cls.__name__, ())
-    values = {f.name: _field(record, f.name, where) for f in fields(cls)  # type: ignore[arg-type]
-              if f.name in record or f.name not in later}
-    return cls(**values)
+    """``cls`` from the keys of ``record`` named like its fields (each one required)."""
+    return cls(**{f.name: _field(record, f.name, where) for f in fields(cls)})  # type: ignore[arg-type]
 
 
 def _rows(cls: type[T], check: str, name: str) -> list[T]:
@@ -174,16 +166,33 @@ def pinned_copies(name: str = H200_SELFCHECK) -> PinnedCopies:
 
 
 @dataclass(frozen=True)
+class RecordedInferenceRow(_Record):
+    """One number format of a recorded ``compare_inference`` row: the fields every recorded report holds.
+
+    ``quantize.InferenceRow`` also says how many calls were timed and whether a time budget cut them; a report
+    written before it had those fields lacks them, so the recorded rows keep only the fields below.
+    """
+
+    method: str
+    device: str
+    accuracy: float
+    agrees_with_fp32: float
+    weight_bytes: int
+    median_s: float
+    spread: float
+
+
+@dataclass(frozen=True)
 class Int8Inference(_Record):
     """FP32, BF16 and int8 inference of one MLP on the GPU (check "int8_inference")."""
 
     detail: str
-    rows: tuple[InferenceRow, ...]
+    rows: tuple[RecordedInferenceRow, ...]
 
 
 def int8_inference(name: str = H200_SELFCHECK) -> Int8Inference:
     """The recorded int8 comparison; ``detail`` is the check's one-sentence summary."""
-    return _with_rows(Int8Inference, InferenceRow, "int8_inference", name)
+    return _with_rows(Int8Inference, RecordedInferenceRow, "int8_inference", name)
 
 
 @dataclass(frozen=True)
