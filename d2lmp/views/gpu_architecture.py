@@ -31,29 +31,29 @@ def _draw_sm(layout: SMLayout, ax: Axes) -> None:
     tensor = layout.tensor_cores_per_sm // blocks
     columns = 8
     rows = -(-lanes // columns)
-    block_w, gap = 1.0, 0.08
+    width = 1.0  # of one processing block; the SM is drawn in these units
     for b in range(blocks):
-        x0 = b * (block_w + gap)
-        ax.add_patch(Rectangle((x0, 0.3), block_w, 1.6, fc="#f2f2f2", ec="k", lw=1))
-        ax.text(x0 + block_w / 2, 1.8, "warp scheduler", ha="center", va="center", fontsize=7)
-        cell = (block_w - 0.1) / columns
+        x0 = b * (width + 0.08)
+        ax.add_patch(Rectangle((x0, 0.3), width, 1.6, fc="#f2f2f2", ec="k", lw=1))
+        ax.text(x0 + width / 2, 1.8, "warp scheduler", ha="center", va="center", fontsize=7)
+        cell = (width - 0.1) / columns
         for i in range(lanes):
             r, c = divmod(i, columns)
             ax.add_patch(Rectangle((x0 + 0.05 + c * cell, 1.55 - (r + 1) * cell), cell * 0.85, cell * 0.85,
                                    fc="tab:blue", ec="none"))
         lanes_bottom = 1.55 - rows * cell
-        ax.text(x0 + block_w / 2, lanes_bottom - 0.06, f"{lanes} FP32 lanes", ha="center", va="top", fontsize=7)
-        ax.add_patch(Rectangle((x0 + 0.05, 0.72), block_w - 0.1, 0.22, fc="tab:orange", ec="none"))
-        ax.text(x0 + block_w / 2, 0.83, f"{tensor} tensor core" + ("s" if tensor != 1 else ""), ha="center",
+        ax.text(x0 + width / 2, lanes_bottom - 0.06, f"{lanes} FP32 lanes", ha="center", va="top", fontsize=7)
+        ax.add_patch(Rectangle((x0 + 0.05, 0.72), width - 0.1, 0.22, fc="tab:orange", ec="none"))
+        ax.text(x0 + width / 2, 0.83, f"{tensor} tensor core" + ("s" if tensor != 1 else ""), ha="center",
                 va="center", fontsize=7)
-        ax.add_patch(Rectangle((x0 + 0.05, 0.38), block_w - 0.1, 0.26, fc="tab:green", ec="none", alpha=0.7))
-        ax.text(x0 + block_w / 2, 0.51, f"registers {layout.register_file_kb_per_sm / blocks:g} KB", ha="center",
+        ax.add_patch(Rectangle((x0 + 0.05, 0.38), width - 0.1, 0.26, fc="tab:green", ec="none", alpha=0.7))
+        ax.text(x0 + width / 2, 0.51, f"registers {layout.register_file_kb_per_sm / blocks:g} KB", ha="center",
                 va="center", fontsize=7)
-    width = blocks * block_w + (blocks - 1) * gap
-    ax.add_patch(Rectangle((0, 0), width, 0.24, fc="tab:purple", ec="none", alpha=0.6))
-    ax.text(width / 2, 0.12, f"L1 data cache / shared memory, {layout.l1_shared_kb_per_sm} KB", ha="center",
+    span = blocks * width + (blocks - 1) * 0.08
+    ax.add_patch(Rectangle((0, 0), span, 0.24, fc="tab:purple", ec="none", alpha=0.6))
+    ax.text(span / 2, 0.12, f"L1 data cache / shared memory, {layout.l1_shared_kb_per_sm} KB", ha="center",
             va="center", fontsize=8, color="white")
-    ax.set(xlim=(-0.05, width + 0.05), ylim=(-0.05, 2.0), aspect="equal",
+    ax.set(xlim=(-0.05, span + 0.05), ylim=(-0.05, 2.0), aspect="equal",
            title=f"one SM of the {layout.gpu} ({layout.sms} of them on the chip)")
     ax.axis("off")
 
