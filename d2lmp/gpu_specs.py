@@ -45,8 +45,9 @@ NOTABLE_GPUS: tuple[GPUSpec, ...] = (
             "PCIe 2.0 x16, no NVLink",
             source=("nvidia_gtx580_specs", "krizhevsky2012imagenet"),
             note="NVIDIA's specifications: 512 CUDA cores, 1544 MHz processor clock, 1.5 GB GDDR5 on 384 bits, "
-                 "192.4 GB/s, 244 W. Derived: FP32 = 512 × 2 × 1.544 GHz = 1.58 TFLOPS; 192.4 GB/s × 8 / 384 bits "
-                 "= 4.008 Gb/s per pin. AlexNet used two boards with 3 GB each (Krizhevsky et al. 2012, §3.2).",
+                 "192.4 GB/s, 2,004 MHz memory clock, 244 W. Derived: FP32 = 512 × 2 × 1.544 GHz = 1.58 TFLOPS; "
+                 "GDDR5 moves 2 bits per pin per memory clock: 4.008 Gb/s per pin (= 192.4 GB/s × 8 / 384 bits). "
+                 "AlexNet used two boards with 3 GB each (Krizhevsky et al. 2012, §3.2).",
             match=r"GTX 580"),
     GPUSpec("RTX 2080 Ti", "Turing TU102", 2018, 11, "GDDR6", 352, 616, 13.4, 53.8, 215.2, 250,
             "PCIe 3.0 x16; NVLink bridge",

@@ -79,7 +79,8 @@ def test_format_roofs_draw_one_roof_per_format_and_the_layer_on_its_own():
     assert labels[3].startswith("linear 4096→4096, batch 16, FP16 tensor") and "memory-bound" in labels[3]
     assert ax.lines[1].get_linewidth() > ax.lines[0].get_linewidth()  # the chosen format is drawn bold
     star = ax.lines[3]
-    assert star.get_xdata()[0] == pytest.approx(p.intensity) and star.get_ydata()[0] == pytest.approx(p.attainable_gflops)
+    assert star.get_xdata()[0] == pytest.approx(p.intensity)
+    assert star.get_ydata()[0] == pytest.approx(p.attainable_gflops)
     plt.close(fig)
     with pytest.raises(ValueError, match="at least one roof"):
         roofline_views.plot_format_roofs({}, 320.0)
