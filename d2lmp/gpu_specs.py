@@ -1,8 +1,9 @@
 """The sourced table of notable GPUs (GTX 580 ... H200): vendor figures, each row citing its primary sources.
 
 ``NOTABLE_GPUS`` holds one ``GPUSpec`` per GPU; ``find_gpu_spec`` maps a name as NVML or torch
-reports it to its row, and ``gpu_peak_gflops`` reads the vendor peak for a dtype. Figures only:
-nothing here queries the machine.
+reports it to its row, and ``gpu_peak_gflops`` reads the vendor peak for a dtype. ``SM_LAYOUTS`` holds
+what one streaming multiprocessor contains and the memory levels around it (``SMLayout.levels``).
+Figures only: nothing here queries the machine.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GPUSpec", "NOTABLE_GPUS", "find_gpu_spec", "gpu_peak_gflops"]
+__all__ = ["GPUSpec", "NOTABLE_GPUS", "find_gpu_spec", "gpu_peak_gflops", "SMLayout", "MemoryLevel",
+           "SM_LAYOUTS"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,9 @@ NOTABLE_GPUS: tuple[GPUSpec, ...] = (
             "PCIe 2.0 x16, no NVLink",
             source=("nvidia_gtx580_specs", "krizhevsky2012imagenet"),
             note="NVIDIA's specifications: 512 CUDA cores, 1544 MHz processor clock, 1.5 GB GDDR5 on 384 bits, "
-                 "192.4 GB/s, 244 W. Derived: FP32 = 512 × 2 × 1.544 GHz = 1.58 TFLOPS; 192.4 GB/s × 8 / 384 bits "
-                 "= 4.008 Gb/s per pin. AlexNet used two boards with 3 GB each (Krizhevsky et al. 2012, §3.2).",
+                 "192.4 GB/s, 2,004 MHz memory clock, 244 W. Derived: FP32 = 512 × 2 × 1.544 GHz = 1.58 TFLOPS; "
+                 "GDDR5 moves 2 bits per pin per memory clock: 4.008 Gb/s per pin (= 192.4 GB/s × 8 / 384 bits). "
+                 "AlexNet used two boards with 3 GB each (Krizhevsky et al. 2012, §3.2).",
             match=r"GTX 580"),
     GPUSpec("RTX 2080 Ti", "Turing TU102", 2018, 11, "GDDR6", 352, 616, 13.4, 53.8, 215.2, 250,
             "PCIe 3.0 x16; NVLink bridge",
@@ -124,3 +127,60 @@ def gpu_peak_gflops(name: str, dtype: str) -> float | None:
     if dtype in {"float16", "bfloat16"} and spec.fp16_tensor_tflops is not None:
         return spec.fp16_tensor_tflops * 1e3
     return None
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """One level of a GPU's memory hierarchy: its name, where it sits, and its size on the whole chip."""
+
+    name: str
+    where: str
+    total_bytes: float
+
+
+@dataclass(frozen=True)
+class SMLayout:
+    """Vendor figures for one GPU's streaming multiprocessors (SMs) and the memory levels around them.
+
+    Each SM is split into ``partitions`` processing blocks, each with its own warp scheduler, its share of
+    the FP32 lanes, of the tensor cores and of the register file; the L1 data cache / shared memory is
+    one per SM, the L2 cache one per chip. Sizes as the vendor gives them: KB (1024 bytes) per SM, MB of
+    L2, GB of device memory.
+    """
+
+    gpu: str
+    sms: int
+    partitions: int
+    fp32_lanes_per_sm: int
+    tensor_cores_per_sm: int
+    register_file_kb_per_sm: int
+    l1_shared_kb_per_sm: int
+    l2_mb: float
+    memory_gb: float
+    memory_type: str
+    source: tuple[str, ...]
+    note: str
+
+    def levels(self) -> tuple[MemoryLevel, ...]:
+        """Registers, L1/shared memory, L2 and device memory, from the fastest and smallest to the largest.
+
+        The per-SM levels are summed over all SMs; the L2 is read as MiB and device memory as 10⁹ bytes
+        (the vendor's units are not always explicit; the figure is about orders of magnitude).
+        """
+        return (MemoryLevel("registers", f"{self.register_file_kb_per_sm} KB in each SM",
+                            self.sms * self.register_file_kb_per_sm * 1024.0),
+                MemoryLevel("L1 / shared memory", f"{self.l1_shared_kb_per_sm} KB in each SM",
+                            self.sms * self.l1_shared_kb_per_sm * 1024.0),
+                MemoryLevel("L2 cache", "one, shared by all SMs", self.l2_mb * 2.0**20),
+                MemoryLevel(f"device memory ({self.memory_type})", "beside the chip", self.memory_gb * 1e9))
+
+
+SM_LAYOUTS: tuple[SMLayout, ...] = (
+    SMLayout("H100 SXM5", sms=132, partitions=4, fp32_lanes_per_sm=128, tensor_cores_per_sm=4,
+             register_file_kb_per_sm=256, l1_shared_kb_per_sm=256, l2_mb=50, memory_gb=80, memory_type="HBM3",
+             source=("nvidia_hopper_whitepaper",),
+             note="Hopper whitepaper: the H100 SM figure (four processing blocks, each with a warp scheduler, "
+                  "32 FP32 lanes, one tensor core and a 16,384 × 32-bit register file) and Table 3 (H100 SXM5: "
+                  "132 SMs, 128 FP32 cores and 4 tensor cores per SM, 256 KB register file per SM, 256 KB "
+                  "combined L1 data cache / shared memory per SM, 50 MB L2, 80 GB HBM3)."),
+)

@@ -5,7 +5,9 @@ left of the ridge point (peak / bandwidth) are memory-bound, those right of it
 compute-bound. Bytes here are the minimum traffic: every operand read once and every
 result written once, as if caches were perfect for reuse within one call. ``place_operation``
 counts the FLOPs and bytes of a named operation (matmul, elementwise add, reduction, conv layer)
-and places it under a roof, without running it.
+and places it under a roof, without running it; ``vendor_roofs`` reads one compute roof per number format
+from a GPU's vendor figures, and ``place_linear_layer`` places a fully connected layer at a batch size
+under the roof of its format.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import numpy.typing as npt
 import torch
 
 from .conv import conv2d_flops, conv2d_min_bytes
+from .gpu_specs import GPUSpec
+from .quantize import linear_intensity
 from .timing import benchmark, resolve_device, resolve_dtype
 
 __all__ = ["attainable_gflops", "ridge_point", "OpPoint", "ELEMENT_BYTES", "OPERATIONS", "operation_cost", "Placement",
            "place_operation", "points_from_records", "best_matmul", "PointSummary", "summarise", "speedups",
-           "measure_operations"]
+           "measure_operations", "FORMAT_BYTES", "vendor_roofs", "place_linear_layer"]
 
 
 @overload
@@ -139,6 +143,43 @@ def place_operation(op: str, n: int, dtype: str, peak_gflops: float, bandwidth_g
     bound = "memory" if intensity < ridge_point(peak_gflops, bandwidth_gbs) else "compute"
     return Placement(f"{op}, n={n}, {dtype}", flops, nbytes, intensity,
                      attainable_gflops(intensity, peak_gflops, bandwidth_gbs), bound)
+
+
+FORMAT_BYTES = {"FP32": 4, "FP16 tensor": 2, "INT8 tensor": 1}  # bytes per number of each vendor compute roof
+
+
+def vendor_roofs(spec: GPUSpec) -> dict[str, float]:
+    """A GPU's compute roofs in GFLOP/s (GOP/s for INT8) from its vendor figures, one per number format.
+
+    FP32 runs on the ordinary lanes, FP16 and INT8 on the tensor cores (dense figures); a format the
+    table has no figure for is left out.
+    """
+    roofs = {"FP32": spec.fp32_tflops * 1e3}
+    if spec.fp16_tensor_tflops is not None:
+        roofs["FP16 tensor"] = spec.fp16_tensor_tflops * 1e3
+    if spec.int8_tops is not None:
+        roofs["INT8 tensor"] = spec.int8_tops * 1e3
+    return roofs
+
+
+def place_linear_layer(batch: int, features: int, number_format: str, roofs: Mapping[str, float],
+                       bandwidth_gbs: float) -> Placement:
+    """A ``features`` → ``features`` fully connected layer at ``batch``, placed under its number format's roof.
+
+    Weights, input and output are all stored in ``number_format`` (``FORMAT_BYTES``); its bytes and
+    operations are those of ``quantize.linear_intensity``: 2·batch·features² operations over the weights,
+    the input and the output, so the intensity grows with the batch until the weights no longer dominate.
+    """
+    if number_format not in roofs or number_format not in FORMAT_BYTES:
+        raise ValueError(f"no roof for number format {number_format!r}; roofs given: {', '.join(roofs)}")
+    if not isinstance(batch, int) or not isinstance(features, int) or batch < 1 or features < 1:
+        raise ValueError(f"batch and features must be positive ints, got {batch!r} and {features!r}")
+    ops = 2.0 * batch * features * features
+    intensity = linear_intensity(batch, features, features, FORMAT_BYTES[number_format])
+    peak = roofs[number_format]
+    bound = "memory" if intensity < ridge_point(peak, bandwidth_gbs) else "compute"
+    return Placement(f"linear {features}→{features}, batch {batch}, {number_format}", ops, ops / intensity,
+                     intensity, attainable_gflops(intensity, peak, bandwidth_gbs), bound)
 
 
 def points_from_records(records: Iterable[Mapping[str, Any]]) -> list[OpPoint]:

@@ -165,6 +165,22 @@ def test_numbers_in_questions_come_from_the_library():
     assert f"a {t4.memory_gb:g} GB T4" in inference_accelerators.t4_models.question
 
 
+def test_order_of_transforms_rejects_the_other_order_because_its_two_transforms_do_not_commute():
+    import math
+
+    from d2lmp.exercises import gpus_in_deep_learning as nb01
+    from d2lmp.graphics import rotation_x, translation
+
+    rotate, shift = rotation_x(math.radians(45)), translation(0, 2, 0)
+    assert not torch.allclose(shift @ rotate, rotate @ shift), "the exercise's pair must not commute"
+    right, other = nb01.rotate_then_shift.checker(shift @ rotate), nb01.rotate_then_shift.checker(rotate @ shift)
+    assert right.correct and not other.correct and "other order" in other.message
+    # a shift along x commutes with a rotation about x: with that pair the check could not tell the orders apart
+    shift_x = translation(2, 0, 0)
+    assert torch.allclose(shift_x @ rotate, rotate @ shift_x)
+    assert not nb01.rotate_then_shift.checker(rotate @ shift_x).correct
+
+
 # --------------------------------------------------------------------------------------------
 # Find the bug: the function as given fails, as the notebook shows it too; the fixed one passes
 

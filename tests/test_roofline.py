@@ -109,3 +109,34 @@ def test_place_operation_puts_it_on_its_roof():
     point = big.point()
     assert (point.intensity, point.gflops) == (pytest.approx(4096 / 6), pytest.approx(1000.0))
     assert point.name == "matmul, n=4096, float32"
+
+
+def test_vendor_roofs_are_the_t4_datasheet_figures_and_formats_without_one_are_left_out():
+    from d2lmp.gpu_specs import find_gpu_spec
+    from d2lmp.roofline import vendor_roofs
+
+    t4, v100 = find_gpu_spec("T4"), find_gpu_spec("V100")
+    assert vendor_roofs(t4) == {"FP32": 8100.0, "FP16 tensor": 65000.0, "INT8 tensor": 130000.0}
+    assert list(vendor_roofs(v100)) == ["FP32", "FP16 tensor"]  # no INT8 tensor mode on the V100
+
+
+def test_linear_layer_intensity_moves_with_the_batch_and_crosses_each_ridge():
+    from d2lmp.quantize import linear_intensity
+    from d2lmp.roofline import place_linear_layer, ridge_point
+
+    roofs, bw = {"FP32": 8100.0, "FP16 tensor": 65000.0, "INT8 tensor": 130000.0}, 320.0
+    one = place_linear_layer(1, 4096, "INT8 tensor", roofs, bw)
+    assert one.flops == 2 * 4096 * 4096 and one.intensity == pytest.approx(linear_intensity(1, 4096, 4096, 1))
+    assert one.bound == "memory" and one.attainable_gflops == pytest.approx(one.intensity * bw)
+    assert one.bytes == pytest.approx(4096 * 4096 + 2 * 4096)  # INT8: one byte per weight, input and output
+    fp16 = place_linear_layer(1, 4096, "FP16 tensor", roofs, bw)
+    assert fp16.intensity == pytest.approx(one.intensity / 2)  # twice the bytes for the same operations
+    rising = [place_linear_layer(b, 4096, "FP32", roofs, bw).intensity for b in (1, 8, 64, 512)]
+    assert rising == sorted(rising) and len(set(rising)) == 4
+    for fmt, peak in roofs.items():
+        big = place_linear_layer(4096, 4096, fmt, roofs, bw)
+        assert big.intensity > ridge_point(peak, bw) and big.bound == "compute" and big.attainable_gflops == peak
+    with pytest.raises(ValueError, match="no roof"):
+        place_linear_layer(1, 4096, "INT4 tensor", roofs, bw)
+    with pytest.raises(ValueError, match="positive"):
+        place_linear_layer(0, 4096, "FP32", roofs, bw)

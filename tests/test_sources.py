@@ -48,6 +48,7 @@ def test_package_tests_tools_and_readme_point_only_inside_the_repository():
 def _table_rows():
     """(table, row name, source) for every row of every sourced data table."""
     yield from (("gpu_specs.NOTABLE_GPUS", g.name, g.source) for g in gpu_specs.NOTABLE_GPUS)
+    yield from (("gpu_specs.SM_LAYOUTS", s.gpu, s.source) for s in gpu_specs.SM_LAYOUTS)
     yield from (("topology.pcie_table", f"PCIe {r.generation}", r.source) for r in topology.pcie_table())
     yield from (("topology.nvlink_table", f"NVLink {r.generation}", r.source) for r in topology.nvlink_table())
     yield from (("costmodel.PRESETS", name, hw.source) for name, hw in costmodel.PRESETS.items())
@@ -58,7 +59,7 @@ def _table_rows():
 def test_every_data_table_row_cites_bibliography_keys():
     """A row's ``source`` is a tuple of one or more keys of SOURCES, never free text or a website."""
     rows = list(_table_rows())
-    assert {table for table, _, _ in rows} == {"gpu_specs.NOTABLE_GPUS", "topology.pcie_table",
+    assert {table for table, _, _ in rows} == {"gpu_specs.NOTABLE_GPUS", "gpu_specs.SM_LAYOUTS", "topology.pcie_table",
                                                 "topology.nvlink_table", "costmodel.PRESETS",
                                                 "nccl_published.PUBLISHED_BUSBW"}
     assert set(topology.PCIE_SOURCES) == set(topology.PCIE) and set(topology.NVLINK_SOURCES) == set(topology.NVLINK)

@@ -80,5 +80,10 @@ def test_memory_capacities_on_a_log_axis():
     assert [t.get_text() for t in ax.texts] == ["1.5 GiB", "141 GiB", "512 GiB", "25 GiB"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["GPU memory", "host memory", "measured here"]
     plt.close(fig)
+    fig = bandwidth_views.plot_memory_capacities([("H200 SXM", 141e9, "GPU memory")], unit="GB")
+    assert [t.get_text() for t in fig.axes[0].texts] == ["141 GB"] and fig.axes[0].get_xlabel().startswith("GB")
+    plt.close(fig)
+    with pytest.raises(ValueError, match="unit"):
+        bandwidth_views.plot_memory_capacities([("x", 1e9, "y")], unit="MB")
     with pytest.raises(ValueError):
         bandwidth_views.plot_memory_capacities([])

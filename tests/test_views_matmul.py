@@ -33,6 +33,7 @@ def test_recorded_rows_are_a_separate_labelled_series():
     assert labels[:2] == ["cpu float32 (measured here)", "cpu float32 peak 100"]
     assert labels[2] == f"float32, {recorded.H200_LABEL}"
     assert labels[3].startswith("float32 peak 67,000")
+    assert "vendor figure" in labels[3] and "(not recorded)" in labels[3]
     ax = fig.axes[0]
     assert ax.lines[2].get_linestyle() == ":" and ax.lines[2].get_markerfacecolor() == "none"
     assert [int(t) for t in ax.get_xticks()] == [64, 128, 1024, 2048, 4096, 8192]

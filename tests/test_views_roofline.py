@@ -65,3 +65,22 @@ def test_roofline_widget_places_the_chosen_operation(monkeypatch, capsys):
     assert "float64 roof" in shown[-1].axes[0].get_title()
     for f in shown:
         plt.close(f)
+
+
+def test_format_roofs_draw_one_roof_per_format_and_the_layer_on_its_own():
+    from d2lmp.roofline import place_linear_layer
+
+    roofs = {"FP32": 8100.0, "FP16 tensor": 65000.0, "INT8 tensor": 130000.0}
+    p = place_linear_layer(16, 4096, "FP16 tensor", roofs, 320.0)
+    fig = roofline_views.plot_format_roofs(roofs, 320.0, p, "FP16 tensor", label="T4")
+    ax = fig.axes[0]
+    labels = _labels(fig)
+    assert [lb.split(":")[0] for lb in labels[:3]] == list(roofs) and "ridge 203" in labels[1]
+    assert labels[3].startswith("linear 4096→4096, batch 16, FP16 tensor") and "memory-bound" in labels[3]
+    assert ax.lines[1].get_linewidth() > ax.lines[0].get_linewidth()  # the chosen format is drawn bold
+    star = ax.lines[3]
+    assert star.get_xdata()[0] == pytest.approx(p.intensity)
+    assert star.get_ydata()[0] == pytest.approx(p.attainable_gflops)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one roof"):
+        roofline_views.plot_format_roofs({}, 320.0)

@@ -48,6 +48,8 @@ FACTORIES = {
     "power": lambda: power_views.power_widget(),
     "roofline": lambda: roofline_views.roofline_widget(300.0, 40.0, [roofline.OpPoint("x", 1e6, 1e6, 1e-3)],
                                                        title="test"),
+    "linear_layer_roofline": lambda: roofline_views.linear_layer_roofline_widget(
+        {"FP32": 8100.0, "INT8 tensor": 130000.0}, 320.0, 4096, label="test"),
     "alexnet": lambda: models_views.alexnet_widget(),
     "im2col": lambda: conv_views.im2col_widget(),
     "bandwidth": lambda: bandwidth_views.bandwidth_widget(),

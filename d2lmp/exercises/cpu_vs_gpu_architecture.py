@@ -74,9 +74,11 @@ float64_ratio = Exercise(
     solution_text="Prediction: 2, because each vector FMA handles half as many 64-bit numbers. Measured ratios are "
                   "usually near 2 (about 1.6 to 2.4 on a shared machine): a little less where float32 runs further "
                   "below its peak than float64, a little more where the doubled memory traffic of float64 starts to "
-                  "show. On a GPU, bfloat16 runs on the tensor cores: the recorded H200 did 676.6 TFLOP/s in bfloat16 "
-                  "against 51 TFLOP/s in float32, about 13×, far more than the 2× of the narrower numbers alone, "
-                  "because tensor cores are separate and much denser units.",
+                  "show. On a GPU, bfloat16 runs on the tensor cores: in the recorded H200 sweep that section 3 "
+                  "prints, "
+                  "bfloat16 ran many times faster than float32, far more than the 2× of the narrower numbers alone, "
+                  "because tensor cores are separate and much denser units (the H200's dense BF16 tensor peak is "
+                  "about 15 times its FP32 peak).",
     checker=measured_checker(
         measured_float64_slowdown, "×", rel_tol=0.35,
         tolerance_reason="your widget run and this check ran at different moments, and single timings of one "
@@ -110,10 +112,11 @@ lanes_fill = Exercise(
              "GFLOP/s. Do the same for the CPU.",
     hint_text="An n×n product has n² outputs. Solve n² ≥ 16 × 16,896 for the smallest whole n.",
     solution_text="n² ≥ 16 × 16,896 = 270,336 gives n ≥ 519.9, so n = 520 (1024 in a power-of-two sweep). The "
-                  "recorded H200 sweep reaches 57 % of peak at n = 1024 and 75-76 % from n = 2048, so half of its "
-                  "best comes at n = 1024 or below; a T4 (2,560 lanes) gets 16 outputs per lane from n = 203. The "
-                  "committed CPU run was past half of its best already at n = 128 (182 of 216 GFLOP/s): 64 lanes fill "
-                  "with far fewer outputs, and on the CPU the per-call overhead is what small products lose to.",
+                  "recorded H200 sweep printed in section 3 is already past half of its best at n = 1024, its "
+                  "smallest size, and gains little beyond n = 2048; a T4 (2,560 lanes) gets 16 outputs per lane from "
+                  "n = 203. On the CPU, read the n at which your own sweep passes half of its best from the table of "
+                  "section 3: a few dozen lanes fill with far fewer outputs, so it comes at a small n, and there the "
+                  "per-call overhead is what small products lose to.",
     checker=number_checker(_FILL_N, rel_tol=0, abs_tol=0.5, why="n² = 270,400 outputs, 16.004 per lane.",
                            near_misses=[
         (math.ceil(math.sqrt(_H200_LANES)), "n² ≥ 16,896 gives one output per lane; the question asks for 16."),

@@ -23,9 +23,9 @@ fused_relu_axpy = Exercise(
                   "the add reads t and y and writes u (12n), the ReLU reads u and writes z (8n): 28n bytes, intensity "
                   "3/28 ≈ 0.11 FLOP/byte. Fused: read x and y, write z: 12n bytes, 3/12 = 0.25 FLOP/byte. Both far "
                   "below the ridge point, so the predicted speed-up is 28/12 ≈ 2.33×. Measured on a CPU with vectors "
-                  "well beyond the last-level cache it comes close (the axpy of section 5 predicted 1.67× and measured "
-                  "1.68×); with a write-allocate cache each write costs a little more than counted, which moves the "
-                  "measured ratio slightly.",
+                  "well beyond the last-level cache it comes close, as the "
+                  "axpy of section 5 did against its predicted 1.67× (the cell prints both); with a write-allocate "
+                  "cache each write costs a little more than counted, which moves the measured ratio slightly.",
     checker=number_checker(28 / 12, "×", rel_tol=0.02, why="28n bytes unfused against 12n fused, same 3n FLOPs.",
                            near_misses=[
         (20 / 12, "that is plain axpy (section 5); the ReLU adds a third kernel that reads u and writes z: 8n bytes "
@@ -48,14 +48,14 @@ find_the_caches = Exercise(
     hint_text="A copy touches two buffers, so compare 2 × the buffer size (bytes_touched) with each cache size, and "
               "remember that L1 and L2 are per core while L3 is shared.",
     solution_text="The rate steps down where the data touched (two buffers) outgrows a cache level: first past the "
-                  "per-core L2 (0.5-2 MiB on recent x86 cores), then past the last-level cache (32 MiB on the "
-                  "committed run's EPYC: 229.8 GB/s with two 16 MiB buffers, 102.9 GB/s with two 64 MiB), and it "
-                  "settles at main memory's rate, about 74 GB/s there, once both buffers are several times the L3. "
-                  "The L1 step is hard to see: a 0.25 MiB buffer already exceeds a 32-48 KiB L1. Drops often come a "
-                  "little before 2 × buffer = cache size, because the cache also holds other data and code and is not "
-                  "perfectly associative, and where the L3 is split between groups of cores (as on AMD's CCXs) one "
-                  "core sees only its group's share. The committed run still copied fast with 32 MiB touched, "
-                  "exactly the L3's size, and slowed down by 64 MiB buffers.",
+                  "per-core L2 (0.5-2 MiB on recent x86 cores), then past the last-level cache (the size section 3 "
+                  "prints for this CPU), and it settles at main memory's rate once both buffers are several times "
+                  "the last-level cache. The L1 step is hard to "
+                  "see: a 0.25 MiB buffer already exceeds a 32-48 KiB L1. Drops often come a little before "
+                  "2 × buffer = cache size, because the cache also holds other data and code and is not perfectly "
+                  "associative, and where the L3 is split between groups of cores (as on AMD's CCXs) one core sees "
+                  "only its group's share; on a large shared cache that other programs use too, the drop can come "
+                  "much earlier.",
 )
 
 # ---------------------------------------------------------------------------------------------------
@@ -96,9 +96,10 @@ matvec_intensity = Exercise(
               "write Y (n·b), each itemsize bytes. Check your formula at b = n: it must give the matmul's n/6.",
     solution_text="FLOPs 2n²b; bytes itemsize · (n² + 2nb); intensity 2n²b / (4(n² + 2nb)) in FP32. For b = 1 that is "
                   "2n² / (4n² + 8n) ≈ 1/2: every number of A is used once. For b ≪ n it is about b/2, so Y = AX "
-                  "crosses a ridge point I* at b ≈ 2I*: for this CPU (ridge 2.9 FLOP/byte in the committed run) "
-                  "from b ≈ 6, for the recorded H200 (12.0 measured, 14.0 from vendor figures) from b ≈ 24 to 28; "
-                  "exactly, b = 2I*n / (n − 4I*). In training a fully connected layer's weights are A and the batch "
+                  "crosses a ridge point I* at b ≈ 2I*: read I* for this CPU and for the recorded H200 from the "
+                  "ridge points section 3 and section 4 print, and double them (the H200's vendor figures, "
+                  "67 TFLOP/s over 4.8 TB/s, give I* ≈ 14 and b ≈ 28); exactly, b = 2I*n / (n − 4I*). In training a "
+                  "fully connected layer's weights are A and the batch "
                   "is X: below a batch of a few dozen a GPU streams weights from memory and leaves its arithmetic "
                   "idle, one reason training uses large batches (and why small-batch inference is memory-bound, "
                   "notebook 06).",
@@ -159,7 +160,7 @@ read_bandwidth = Exercise(
               "the line it writes into. Which measured rate counts the traffic an operation that only reads causes?",
     solution_text="'read'. On CPUs with write-allocate caches the copy moves three bytes for every two it is "
                   "credited with, so the copy bandwidth understates what memory delivers to reads, and read-only "
-                  "operations beat it (sum and dot reached 107 % of the copy roof in the committed run). For an "
+                  "operations can beat it (compare the share of its roof that sum and dot reach in section 3). For an "
                   "operation that only reads, the read-only bandwidth is the roof it can actually reach; for "
                   "operations that read and write, the copy rate is the better model. A vendor figure is an upper "
                   "bound no kernel reaches.",
@@ -184,14 +185,17 @@ your_gpu = Exercise(
     hint_text="The ridge point is measured peak ÷ copy bandwidth. An operation changes class only if its intensity "
               "lies between the two ridge points; compare both ratios, bandwidth and FLOP/s, with the H200's.",
     solution_text="Take a T4 as the example: its vendor figures, 8.1 TFLOP/s FP32 over 320 GB/s, put the ridge at "
-                  "about 25 FLOP/byte, above the H200's 14 (vendor) or 12 (measured) and far above a CPU's few "
-                  "FLOP/byte; measured figures are lower on both sides. The vector operations (0.08-0.25 FLOP/byte) "
+                  "about 25 FLOP/byte, above the H200's 14 from its vendor figures (section 4 prints the measured "
+                  "one as well) and above the ridge of most CPUs; measured figures are lower on both sides. The "
+                  "vector operations (0.08-0.25 FLOP/byte) "
                   "stay memory-bound and large matmuls (n/6 in the hundreds) compute-bound everywhere. Only an "
                   "operation whose intensity lies between two ridge points changes class, such as a matmul of n = 64 "
-                  "to 128 (10.7 to 21 FLOP/byte): compute-bound by intensity on the CPU and the H200, memory-bound "
-                  "on the T4. The speed-up ratios change most: against the same CPU, a T4 has a few times the "
-                  "bandwidth instead of the H200's 57× and a few tens of times the FLOP/s instead of 238×, so it "
-                  "gains far less on memory-bound work.",
+                  "to 128 (10.7 to 21 FLOP/byte): compute-bound by intensity where the ridge lies below it, "
+                  "memory-bound "
+                  "on the T4. The speed-up ratios change most: by vendor figures a T4 has 320 / 4,800, a fifteenth, "
+                  "of the H200's bandwidth and 8.1 / 67, an eighth, of its FP32 peak, so against the same CPU both "
+                  "of the ratios section 5 prints shrink by those factors, and the T4 gains far less on memory-bound "
+                  "work.",
 )
 
 EXERCISES = [fused_relu_axpy, find_the_caches, matvec_intensity, double_precision, read_bandwidth, your_gpu]

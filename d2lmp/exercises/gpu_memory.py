@@ -20,7 +20,8 @@ gddr6_pins = Exercise(
     key="gddr6_pins", number=1,
     title=f"A GDDR6 bus for {_H200_GBS / 1000:g} TB/s",
     question="Using the table, how many 14 Gb/s GDDR6 pins (data wires) would a GPU "
-             f"need to match the H200's {_H200_GBS:,.0f} GB/s? Why is such a bus impractical on a circuit board?",
+             f"need to match the H200's {_H200_GBS:,.0f} GB/s ([NVIDIA, n.d.-c](#ref-nvidia_h200_page))? Why is such "
+             "a bus impractical on a circuit board?",
     hint_text="Bandwidth = pins × Gb/s per pin / 8 bits per byte; solve for the pins.",
     solution_text="4,800 GB/s × 8 bits/byte / 14 Gb/s per pin ≈ 2,743 pins, in practice 86 GDDR6 chips of 32 bits "
                   "(2,752). That is more than 7 times the widest GDDR bus in the table (384 bits). Each GDDR chip "
@@ -41,8 +42,8 @@ gddr6_pins = Exercise(
 cache_drop = Exercise(
     key="cache_drop", number=2,
     title="Where the curve drops",
-    question="Run the bandwidth sweep with buffers from 0.25× to 8× this CPU's last-level "
-             "cache (use finer steps). Where exactly does the curve drop, and does it drop at the cache size or "
+    question="Run the bandwidth sweep with buffers from a quarter of this CPU's last-level cache to eight "
+             "times it (use finer steps). Where exactly does the curve drop, and does it drop at the cache size or "
              "earlier? Why might it drop earlier?",
     hint_text="The sweep names the size of one buffer, but a copy touches two. What else competes for the cache?",
     solution_text="The drop comes around a buffer of half the last-level cache, since the source and the destination "
@@ -128,9 +129,10 @@ add_bandwidth = Exercise(
     solution_text="add_gbs = 3 · n · itemsize / seconds / 1e9. With vectors far beyond the cache, x + y moves about "
                   "as many bytes per second as the copy: both stream from main memory and both write (with a "
                   "write-allocate cache each write also reads its line, which neither figure counts). With 64 MiB "
-                  "vectors (192 MiB touched) on a 32 MiB last-level cache it lands near the copy bandwidth of large "
-                  "buffers: notebook 03's committed run measured add at 77.9 GB/s on 256 MiB vectors beside a copy "
-                  "at 74 GB/s. With vectors that fit in the cache it would be much faster.",
+                  "vectors (192 MiB touched) on a last-level cache much smaller than that, it lands near the copy "
+                  "bandwidth of large buffers, as add did beside the copy in notebook 03's roofline table; the check "
+                  "prints both rates measured here. Where the vectors fit in the cache, as on a CPU with a very "
+                  "large shared L3, it can be much faster.",
     checker=_check_add, reference=add_gbs,
     wrong=[(_reads_only, "only the two reads"), (_gib, "GiB/s"), (_always_fp32, "ignores itemsize")],
 )
@@ -171,11 +173,11 @@ pinned_copies = Exercise(
               "is. Compare each measurement with the one-direction PCIe figure, not the both-directions one.",
     solution_text="Pinned memory helps most for large copies: a pageable copy of many megabytes pays an extra "
                   "host-memory copy into the staging buffer for every byte, while for 1 MiB the fixed cost of "
-                  "starting the transfer weighs as much as the bytes. The recorded H200 (PCIe 5.0 ×16, 63.0 GB/s per "
-                  "direction) copied 1 GiB host→device at 6.8 GB/s pageable and 55.1 GB/s pinned: pinned reached "
-                  "87 % of the link, pageable 11 %. On PCIe 3.0 ×16 (15.75 GB/s) D2L quotes about 12 GB/s for "
-                  "host-to-device copies (notebook 05), 76 % of the link; the rest goes to protocol overhead "
-                  "(packet headers, flow control).",
+                  "starting the transfer weighs as much as the bytes. Divide each rate by the link's "
+                  "one-direction figure: the recorded H200 line of section 5 gives both for PCIe 5.0 ×16, where "
+                  "pinned copies reached most of the link and pageable ones a small fraction of it. On PCIe 3.0 ×16 "
+                  "(15.75 GB/s) D2L quotes about 12 GB/s for host-to-device copies (notebook 05), "
+                  "76 % of the link; the rest goes to protocol overhead (packet headers, flow control).",
 )
 
 EXERCISES = [gddr6_pins, cache_drop, add_bandwidth, h200_vs_h100, pinned_copies]

@@ -135,13 +135,13 @@ vertex_intensity = Exercise(
              "(the 4×4 matrix stays in the cache; leave it out).",
     hint_text="A vertex is 4 FP32 numbers of 4 bytes. It is read once, and its transformed copy is written once.",
     solution_text="Each vertex reads 4 × 4 = 16 bytes and writes 16 bytes: 28 FLOPs / 32 bytes = 0.875 FLOP/byte, "
-                  "far left of a CPU's ridge point (a few FLOP/byte, notebook 03). Once the vertex arrays no longer "
-                  "fit in the last-level cache, memory sets the rate: at the 74 GB/s copy bandwidth measured in "
-                  "notebook 03, at most about 74e9 / 32 ≈ 2.3 billion vertices/s, and in practice much less, since a "
-                  "product with an inner dimension of 4 does not stream at full bandwidth. In the committed run the "
-                  "rate peaks at 0.1 to 1 million vertices (1.6 to 16 MB of vertices, within the 32 MiB cache) and "
-                  "falls at 4 million (64 MB read, 64 MB written); 16 million stays down. The arithmetic per vertex "
-                  "is the same at every size, so the drop comes from memory.",
+                  "far left of a CPU's ridge point (notebook 03 measures this machine's). Once the vertex arrays no "
+                  "longer fit in the last-level cache, memory sets the rate: at a copy bandwidth of B bytes/s "
+                  "(notebook 03 measures B), at most B / 32 vertices/s, and in practice less, since a product with an "
+                  "inner dimension of 4 does not stream at full bandwidth. Compare the sizes where your rate stops "
+                  "growing with the cache: a frame of N vertices reads 16·N bytes and writes as many, so 4 million "
+                  "vertices touch 128 MB, more than most last-level caches hold. The arithmetic per vertex is the "
+                  "same at every size, so a rate that falls at large sizes falls because of memory.",
     checker=number_checker(0.875, "FLOP/byte", rel_tol=0.02, near_misses=[
         (1.75, "you counted only the 16 bytes read; the transformed vertex is written back too (32 bytes)."),
         (1.0, "that is 32 FLOPs per vertex (the 2 · in · out count); with the 28 FLOPs of exercise 2 it is 28 / 32."),
@@ -202,16 +202,16 @@ half_peak_batch = Exercise(
              "devices)`). What changes?",
     hint_text="Find the best GFLOP/s over all rows first; then, among the rows that reach half of it (exactly half "
               "counts), take the smallest batch. Do not rely on the order of the rows.",
-    solution_text="The function takes the best rate over all rows, then the smallest batch at or above half of it. "
-                  "In the committed run the 1024 → 1024 layer ran at about 38 GFLOP/s at batch 1 and about 220 at "
-                  "4096, and first passed half of its best at batch 16. A 4096 → 4096 layer feels two opposite "
-                  "effects. Each example does 16 times the work, so the fixed cost of each call matters less and the "
-                  "rate climbs sooner. But its 64 MiB of weights no longer fit in the last-level cache, so at small "
-                  "batches they stream from main memory at about batch / 2 FLOP/byte: at 74 GB/s, at most about 37 "
-                  "GFLOP/s per example in the batch. Which effect wins depends on the machine, and the best rate "
-                  "ends up about the same, since both layers become large matrix products. On a GPU the half-peak "
-                  "batch is far larger for both, because it needs thousands of independent outputs to fill its "
-                  "lanes (notebook 02).",
+    solution_text="The function takes the best rate over all rows, then the smallest batch at or above half of it; "
+                  "`my_half_peak_batch(layer_rows)` gives it for this notebook's sweep, and the sweep's plot shows how "
+                  "far the rate at batch 1 lies below the best. A 4096 → 4096 layer feels two opposite effects. Each "
+                  "example does 16 times the work, so the fixed cost of each call matters less and the rate climbs "
+                  "sooner. But its 64 MiB of FP32 weights may no longer fit in the last-level cache, and then at small "
+                  "batches they stream from main memory at about batch / 2 FLOP/byte: at a memory bandwidth of "
+                  "B GB/s, at most about B / 2 GFLOP/s per example in the batch. Which effect wins depends on the "
+                  "machine, and the best rate ends up similar, since both layers become large matrix products. On a "
+                  "GPU the half-peak batch is far larger for both, because it needs thousands of independent outputs "
+                  "to fill its lanes (notebook 02).",
     checker=formula_checker(half_peak_batch_reference, _HALF_PEAK_CASES, slips=[
         (_first_in_list_order, "you returned the first row in list order that reaches half; the rows may come in "
                                "any order, so take the smallest batch among those that reach it."),

@@ -132,10 +132,11 @@ link_fraction = Exercise(
              "NVML reports. What fraction of the link do you reach?",
     hint_text="Compare with the one-direction figure, use the largest pinned copy, and check the generation NVML "
               "reports under load: an idle GPU may drop its link to a lower generation to save power.",
-    solution_text="The recorded H200 copied 1 GiB pinned host→device at 55.1 GB/s over PCIe 5.0 ×16 (63.0 GB/s per "
-                  "direction): 87 % of the link. Fractions of 75-90 % are typical: each PCIe packet carries headers "
-                  "and the link also carries flow-control traffic, so no transfer reaches the raw rate. Pageable "
-                  "copies reach far less (6.8 GB/s recorded, 11 %) because of the staging copy. A much lower "
+    solution_text="Divide your pinned rate by the one-direction PCIe figure. The recorded H200 line of notebook 04, "
+                  "section 5, gives both for PCIe 5.0 ×16: its pinned copies reached most of the link. Fractions of "
+                  "75-90 % are typical: each PCIe packet carries headers and the link also carries flow-control "
+                  "traffic, so no transfer reaches the raw rate. Pageable copies reach far less because of the "
+                  "staging copy. A much lower "
                   "fraction points to a slot wired with fewer lanes than it looks, a link trained at a lower "
                   "generation, or a copy too small to hide the fixed cost of starting it.",
 )

@@ -61,6 +61,10 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("nvidia_h200_page", _NV, "NVIDIA H200 Tensor Core GPU", "NVIDIA product page", "n.d.",
        "https://www.nvidia.com/en-us/data-center/h200/"),
     _S("nvidia_nvlink_page", _NV, "NVLink and NVLink Switch", "NVIDIA product page", "n.d.", _NVLINK),
+    # the key sorts after NVIDIA's other undated documents, so that their citations keep their letters
+    _S("nvidia_web_hopper_architecture", _NV, "NVIDIA Hopper Architecture", "NVIDIA web page", "n.d.",
+       "https://www.nvidia.com/en-sg/technologies/hopper-architecture/",
+       "Fourth-generation NVLink: 900 GB/s bidirectional per GPU, \"over 7X the bandwidth of PCIe Gen5\"."),
     _S("nvidia_v100_page", _NV, "NVIDIA V100 Tensor Core GPU", "NVIDIA product page", "n.d.",
        "https://www.nvidia.com/en-us/data-center/v100/",
        "Specifications, V100 SXM2 column: 32 GB or 16 GB HBM2, 900 GB/s, 125 tensor TFLOPS, NVLink 300 GB/s, 300 W."),

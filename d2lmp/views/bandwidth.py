@@ -120,28 +120,33 @@ def plot_bandwidth_curves(series: Mapping[str, Sequence[DeviceCopyRow]], specs: 
 
 
 def plot_memory_capacities(rows: Iterable[tuple[str, float, str]], ax: Axes | None = None,
-                           title: str = "Memory capacity: one GPU against a host (log scale)") -> Figure:
+                           title: str = "Memory capacity: one GPU against a host (log scale)",
+                           unit: str = "GiB") -> Figure:
     """Horizontal bars of capacity on a log axis, one per row (label, bytes, kind), coloured by kind.
 
     Kinds are free text (e.g. "GPU memory, vendor figure", "host memory, vendor figure", "measured here");
-    each bar is labelled with its size in GiB (2^30 bytes, the unit memory is built in).
+    each bar is labelled with its size in ``unit``: "GiB" (2^30 bytes, the unit memory is built in) or "GB"
+    (10^9 bytes, the unit vendors quote).
     """
     from matplotlib.patches import Patch
 
     rows = list(rows)
     if not rows or any(size <= 0 for _, size, _ in rows):
         raise ValueError("need at least one (label, bytes, kind) row, every size positive")
+    if unit not in ("GiB", "GB"):
+        raise ValueError(f"unit must be 'GiB' or 'GB', got {unit!r}")
+    per_unit = 2**30 if unit == "GiB" else 10**9
     fig, ax = fig_ax(ax, figsize=(10, 0.9 + 0.34 * len(rows)))
     colours = {kind: f"C{i}" for i, kind in enumerate(dict.fromkeys(kind for _, _, kind in rows))}
     y = np.arange(len(rows))
-    sizes = [size / 2**30 for _, size, _ in rows]
+    sizes = [size / per_unit for _, size, _ in rows]
     ax.barh(y, sizes, color=[colours[kind] for _, _, kind in rows])
     for yi, gb in zip(y, sizes):
-        ax.annotate(f"{gb:,.3g} GiB", (gb, yi), va="center", fontsize=8, textcoords="offset points", xytext=(3, 0))
+        ax.annotate(f"{gb:,.3g} {unit}", (gb, yi), va="center", fontsize=8, textcoords="offset points", xytext=(3, 0))
     ax.set_yticks(y)
     ax.set_yticklabels([label for label, _, _ in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set(xscale="log", xlim=(min(sizes) / 2, max(sizes) * 4), xlabel="GiB (log scale)", title=title)
+    ax.set(xscale="log", xlim=(min(sizes) / 2, max(sizes) * 4), xlabel=f"{unit} (log scale)", title=title)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     ax.legend(handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0))

@@ -23,7 +23,8 @@ def plot_matmul_sweep(rows: Sequence[MatmulRow], ax: Axes | None = None,
     """GFLOP/s against matrix size, one line per (device, dtype), with dashed peak lines.
 
     ``recorded_rows`` (e.g. an H200 sweep from ``d2lmp.recorded``) are drawn apart from the
-    live ``rows``: hollow markers, dotted lines, every legend entry carrying ``recorded_label``.
+    live ``rows``: hollow markers, dotted lines, every legend entry carrying ``recorded_label``. Their
+    peak line is the vendor's figure for that GPU, labelled as such: only the sweep was recorded.
     """
     if not rows and not recorded_rows:
         raise ValueError("nothing to plot: rows and recorded_rows are both empty")
@@ -43,7 +44,7 @@ def plot_matmul_sweep(rows: Sequence[MatmulRow], ax: Axes | None = None,
                 peak_label = f"{device} {dtype} peak {{:,.0f}}"
             else:
                 line, = ax.plot(xs, ys, "o:", mfc="none", label=f"{dtype}, {source}")
-                peak_label = f"{dtype} peak {{:,.0f}} (recorded GPU)"
+                peak_label = f"{dtype} peak {{:,.0f}}, vendor figure (not recorded)"
             peak = rs[0].peak_gflops
             if peak:
                 ax.axhline(peak, ls="--", color=line.get_color(), alpha=0.7, label=peak_label.format(peak))

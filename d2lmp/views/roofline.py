@@ -1,5 +1,6 @@
-"""The roofline: measured operations under a machine's roofs, speed-ups per operation, and a widget
-that places a chosen operation (matmul, add, reduction, conv layer; size and dtype) under the roof."""
+"""The roofline: measured operations under a machine's roofs, speed-ups per operation, a widget that places a
+chosen operation (matmul, add, reduction, conv layer; size and dtype) under the roof, and one roof per number
+format (a GPU's FP32, FP16 and INT8 figures) with a linear layer whose point moves with its batch."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..roofline import OpPoint
+    from ..roofline import OpPoint, Placement
 
-__all__ = ["plot_roofline", "roofline_widget", "plot_speedups"]
+__all__ = ["plot_roofline", "roofline_widget", "plot_speedups", "plot_format_roofs", "linear_layer_roofline_widget"]
 
 
 def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points: Sequence[OpPoint] = (), ax: Axes | None = None,
@@ -136,3 +137,59 @@ def plot_speedups(names: Iterable[str], ratios: Iterable[float], kinds: Iterable
         ax.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     return fig
+
+
+def plot_format_roofs(roofs: Mapping[str, float], bandwidth_gbs: float, placement: Placement | None = None,
+                      number_format: str | None = None, ax: Axes | None = None, label: str = "vendor figures",
+                      title: str = "One memory, one roof per number format") -> Figure:
+    """One roofline per number format over one bandwidth (``roofline.vendor_roofs``), and a placed operation.
+
+    Every format shares the sloped roof (bytes per second are bytes, whatever they hold) and has its own flat
+    roof and ridge point; ``placement`` (from ``roofline.place_linear_layer``) is drawn at its bound, on the
+    roof of ``number_format``, which is drawn bold.
+    """
+    from ..roofline import attainable_gflops, ridge_point
+
+    if not roofs:
+        raise ValueError("need at least one roof")
+    fig, ax = fig_ax(ax, figsize=(9, 4.5))
+    ridges = [ridge_point(peak, bandwidth_gbs) for peak in roofs.values()]
+    lo = min(ridges + ([placement.intensity] if placement else [])) / 20
+    hi = max(ridges + ([placement.intensity] if placement else [])) * 8
+    ai = np.logspace(np.log10(lo), np.log10(hi), 200)
+    palette = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
+    for i, (name, peak) in enumerate(roofs.items()):
+        chosen = name == number_format
+        ax.plot(ai, attainable_gflops(ai, peak, bandwidth_gbs), color=palette[i % len(palette)],
+                lw=2.5 if chosen else 1.2, alpha=1 if chosen else 0.7,
+                label=f"{name}: {peak:,.0f} G(FL)OP/s, ridge {ridge_point(peak, bandwidth_gbs):,.0f} op/byte")
+    if placement is not None:
+        ax.plot(placement.intensity, placement.attainable_gflops, "k*", ms=14, ls="none",
+                label=f"{placement.name}: {placement.intensity:,.1f} op/byte, {placement.bound}-bound")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (operations / byte)",
+           ylabel="G(FL)OP/s at most", title=f"{title}\n({label}, {bandwidth_gbs:,.0f} GB/s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def linear_layer_roofline_widget(roofs: Mapping[str, float], bandwidth_gbs: float, features: int,
+                                 **plot_kwargs: Any) -> ipywidgets.interactive:
+    """Move the batch of a ``features`` → ``features`` linear layer and pick its number format: the layer's point
+    moves along the roofs of ``plot_format_roofs`` (counted by ``roofline.place_linear_layer``, not measured)."""
+    import ipywidgets as w
+
+    from ..roofline import place_linear_layer
+
+    formats = list(roofs)
+
+    def draw(batch: int = 1, number_format: str = formats[-1]) -> None:
+        p = place_linear_layer(batch, features, number_format, roofs, bandwidth_gbs)
+        print(f"{p.name}: {p.flops:.3g} operations on {p.bytes:.3g} bytes → {p.intensity:,.1f} op/byte → at most "
+              f"{p.attainable_gflops:,.0f} G(FL)OP/s ({p.bound}-bound), {p.seconds * 1e6:,.1f} µs at best")
+        show(plot_format_roofs(roofs, bandwidth_gbs, p, number_format, **plot_kwargs))
+
+    batches = [2**k for k in range(13)]
+    return w.interactive(draw, batch=w.SelectionSlider(options=batches, value=1, description="batch b"),
+                         number_format=w.Dropdown(options=formats, value=formats[-1], description="format"))
