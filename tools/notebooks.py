@@ -3,7 +3,8 @@
 ``paths()`` lists ``notebooks/*.ipynb`` sorted by name (``NN_slug.ipynb``, so in chapter order); ``read(path)``
 parses one into a ``Notebook`` whose ``cells`` are ``Cell`` records (kind, source text, outputs, execution count).
 The maintenance scripts in ``tools/`` and the tests use it, so all of them see the same notebooks the same way.
-Reading never changes a file; the scripts that rewrite notebooks write them themselves.
+Reading never changes a file; ``rewrite`` is how the scripts that regenerate cells write one back, and
+``update_each`` runs such a script over the notebooks named on its command line (all of them by default).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import ast
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ROOT", "NOTEBOOK_DIR", "Cell", "Notebook", "paths", "read", "notebooks", "source_text"]
+__all__ = ["ROOT", "NOTEBOOK_DIR", "Cell", "Notebook", "paths", "read", "notebooks", "source_text", "rewrite",
+           "update_each"]
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -126,3 +128,20 @@ def _read(path: Path, _mtime_ns: int, _size: int) -> Notebook:
 def notebooks() -> list[Notebook]:
     """``read`` of every path in ``paths()``."""
     return [read(p) for p in paths()]
+
+
+def rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> bool:
+    """Apply ``change`` to the notebook's JSON and write it back (nbformat's layout) when it differs; True if so."""
+    text = path.read_text(encoding="utf-8")
+    nb = json.loads(text)
+    change(nb)
+    new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def update_each(argv: list[str], update: Callable[[Path], bool]) -> None:
+    """``update`` each notebook named in ``argv`` (every notebook when none is), printing which ones changed."""
+    for path in [Path(a) for a in argv] or paths():
+        print(f"{path.name}: {'updated' if update(path) else 'up to date'}")

@@ -12,35 +12,27 @@ date. Nothing is executed. Then run python -m tools.update_references: a questio
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
 from d2lmp.exercises.cells import update_section
-from tools.notebooks import paths
+from tools.notebooks import rewrite, update_each
 
 
 def update(path: Path) -> bool:
     """Rewrite ``path``'s Exercises section from its module; return True when the file changed."""
     slug = path.stem.split("_", 1)[1]
     module = importlib.import_module(f"d2lmp.exercises.{slug}")
-    text = path.read_text(encoding="utf-8")
-    nb = json.loads(text)
-    update_section(nb, slug, module.EXERCISES)
-    nbformat.validate(nbformat.from_dict(nb))
-    new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
 
+    def change(nb: dict[str, Any]) -> None:
+        update_section(nb, slug, module.EXERCISES)
+        nbformat.validate(nbformat.from_dict(nb))
 
-def main(argv: list[str]) -> None:
-    targets = [Path(a) for a in argv] or paths()
-    for path in targets:
-        print(f"{path.name}: {'updated' if update(path) else 'up to date'}")
+    return rewrite(path, change)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    update_each(sys.argv[1:], update)

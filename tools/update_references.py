@@ -9,12 +9,12 @@ cell is out of date. Only that cell's source changes; nothing is executed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from d2lmp.bibliography import cited_keys, references_markdown
-from tools.notebooks import paths, read
+from tools.notebooks import read, rewrite, update_each
 
 
 def update(path: Path) -> bool:
@@ -23,20 +23,12 @@ def update(path: Path) -> bool:
     if not last.is_markdown or not last.source.startswith("## References"):
         raise ValueError(f"{path.name}: the last cell is not a '## References' markdown cell")
     prose = "\n".join(c.source for c in cells if c.is_markdown)
-    text = path.read_text(encoding="utf-8")
-    nb = json.loads(text)
-    nb["cells"][-1]["source"] = references_markdown(cited_keys(prose)).splitlines(keepends=True)
-    new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
 
+    def change(nb: dict[str, Any]) -> None:
+        nb["cells"][-1]["source"] = references_markdown(cited_keys(prose)).splitlines(keepends=True)
 
-def main(argv: list[str]) -> None:
-    targets = [Path(a) for a in argv] or paths()
-    for path in targets:
-        print(f"{path.name}: {'updated' if update(path) else 'up to date'}")
+    return rewrite(path, change)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    update_each(sys.argv[1:], update)
