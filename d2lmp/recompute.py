@@ -33,6 +33,7 @@ from torch.utils.checkpoint import checkpoint
 
 from .memory import measure_saved_activations, predict_saved_activations
 from .parallel.pipeline_balance import equal_split, flat_sequential
+from .parallel.pipeline_memory import counting_saves, storage_key
 
 __all__ = ["CheckpointedSegment", "checkpointed", "SavedWithRecompute", "measure_saved_with_recompute",
            "predict_saved_with_recompute",
@@ -159,22 +160,9 @@ def predict_saved_with_recompute(model: nn.Sequential, input_shape: Sequence[int
                               recomputed=saves[:-1], held_in_backward=held, peak=max([after_forward] + held))
 
 
-def _storage_key(t: torch.Tensor) -> tuple[str, int]:
-    return (t.device.type, t.untyped_storage().data_ptr())
-
-
 def _saved_storages(run: Callable[[], object], params: Iterable[torch.Tensor]) -> dict[tuple[str, int], int]:
     """{storage key: bytes} of every tensor autograd saves while ``run()`` runs, parameters excluded."""
-    skip = {_storage_key(p) for p in params}
-    saved: dict[tuple[str, int], int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(t)
-        if key not in skip:
-            saved.setdefault(key, t.untyped_storage().nbytes())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with counting_saves({storage_key(p) for p in params}) as saved:
         run()
     return saved
 
@@ -201,7 +189,7 @@ def measure_saved_with_recompute(model: nn.Sequential, x: torch.Tensor,
     finally:
         for h in hooks:
             h.remove()
-    boundary_keys = [_storage_key(t) for t in inputs[:-1]]
+    boundary_keys = [storage_key(t) for t in inputs[:-1]]
     boundaries = [t.untyped_storage().nbytes() for t in inputs[:-1]]
     last = _saved_storages(lambda: parts[-1](inputs[-1]), params)
     recomputed: list[int] = []

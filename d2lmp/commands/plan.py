@@ -17,7 +17,7 @@ import time
 from typing import TypedDict
 
 from ..scale.hardware import GPU_PRESETS, Cluster, gpu_preset
-from ..scale.planner import PlanReport, family_options, plan
+from ..scale.planner import PlanReport, family_options, plan, powers_of_two
 from ..scale.presets import MODEL_PRESETS, model_preset
 from ..scale.report import format_plan
 from ..transformer_accounting import RECOMPUTE, Transformer
@@ -29,14 +29,6 @@ __all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of"
 HELP = "rank the parallel configurations of a model on a GPU cluster (the cluster model's planner)"
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads")
 PROGRESS_AFTER_S = 1.0  # a search that lasts longer says so on stderr
-
-
-def _powers_of_two(limit: int) -> list[int]:
-    out, n = [], 1
-    while n <= limit:
-        out.append(n)
-        n *= 2
-    return out
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -117,7 +109,7 @@ def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster
                               args.sequence_parallel])
     if args.max_tp is not None:
         need_positive("--max-tp", args.max_tp)
-        limits["tp"] = [t for t in _powers_of_two(min(args.max_tp, cluster.gpus))
+        limits["tp"] = [t for t in powers_of_two(min(args.max_tp, cluster.gpus))
                         if model.heads % t == 0 and model.kv_head_count % t == 0]
     if args.max_pp is not None:
         need_positive("--max-pp", args.max_pp)

@@ -20,12 +20,13 @@ import torch
 
 from .timeline import TimelineEvent
 
-__all__ = ["counting_saves", "ActivationLedger", "LedgerSummary", "Key", "peak_in_flight"]
+__all__ = ["counting_saves", "storage_key", "ActivationLedger", "LedgerSummary", "Key", "peak_in_flight"]
 
 Key = int | tuple[int, int]  # a micro-batch, or (virtual stage, micro-batch) where a rank holds several stages
 
 
-def _storage_key(t: torch.Tensor) -> tuple[str, int]:
+def storage_key(t: torch.Tensor) -> tuple[str, int]:
+    """What identifies the memory a tensor lives in: views of one storage share it, so it is counted once."""
     return (t.device.type, t.untyped_storage().data_ptr())
 
 
@@ -46,7 +47,7 @@ def counting_saves(skip: set[tuple[str, int]]) -> Iterator[dict[tuple[str, int],
     saved: dict[tuple[str, int], int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(t)
+        key = storage_key(t)
         if key not in skip:
             saved.setdefault(key, t.untyped_storage().nbytes())
         return t
@@ -61,7 +62,7 @@ class ActivationLedger:
     stage, micro-batch) pair). Micro-batches must own their tensors: ``counting_saves`` counts storages whole."""
 
     def __init__(self, parameters: Iterable[torch.Tensor]) -> None:
-        self._skip = {_storage_key(p) for p in parameters}
+        self._skip = {storage_key(p) for p in parameters}
         self.held: dict[Key, int] = {}  # micro-batch -> bytes saved for its backward, while in flight
         self.micro_batch_bytes: dict[Key, int] = {}
         self.peak_in_flight = self.peak_bytes = 0

@@ -22,7 +22,7 @@ from .layout import Layout, Plan, check_plan
 from .memory import MemoryBreakdown, memory_per_gpu
 from .predict import Prediction, predict
 
-__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "TERM_LINK"]
+__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
 
 MAX_MICRO_BATCH = 16
 MAX_INTERLEAVE = 8
@@ -85,7 +85,8 @@ class PlanReport:
         return None
 
 
-def _powers_of_two(limit: int) -> list[int]:
+def powers_of_two(limit: int) -> list[int]:
+    """1, 2, 4, ... up to ``limit``: the tensor- and context-parallel sizes the search tries."""
     out, n = [], 1
     while n <= limit:
         out.append(n)
@@ -102,9 +103,9 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
                    cp: Sequence[int] | None = None) -> list[tuple[int, int, int, int]]:
     """The (tp, pp, dp, cp) families whose product is the cluster's GPU count."""
     n = cluster.gpus
-    tps = tp if tp is not None else [t for t in _powers_of_two(min(n, 4 * cluster.gpus_per_node))
+    tps = tp if tp is not None else [t for t in powers_of_two(min(n, 4 * cluster.gpus_per_node))
                                      if model.heads % t == 0 and model.kv_head_count % t == 0]
-    cps = cp if cp is not None else [c for c in _powers_of_two(n)
+    cps = cp if cp is not None else [c for c in powers_of_two(n)
                                      if c == 1 or (model.seq % (2 * c) == 0
                                                    and model.seq // c >= MIN_TOKENS_PER_CP_RANK)]
     pps = pp if pp is not None else _divisors(model.layers)
