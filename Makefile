@@ -44,9 +44,9 @@ PARALLEL := -n $(WORKERS) --dist loadgroup
 
 # ruff, then the unit tests, the browser tests and every notebook, all in quick mode. Each notebook runs once:
 # in JupyterLab for the browser tests, nbval checking its cells on that run (by itself where Chromium is missing).
+# mypy runs as a test (tests/test_types.py::test_mypy_passes), beside the others rather than before them.
 test: install browser-deps
 	$(PY) -m ruff check $(LINT_PATHS)
-	$(PY) -m mypy
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=25
 
 unit: install

@@ -78,7 +78,8 @@ def test_a_hang_shows_where_every_rank_waits(tmp_path):
     from d2lmp.parallel import stacks
 
     with pytest.raises(WorkerError) as info:
-        launch(W.rank_0_hangs, 2, str(tmp_path), timeout=5)  # long enough for both ranks to start on a busy machine
+        # the group's own timeout outlasts launch's: rank 1 stays in the closing barrier, where its stack shows it
+        launch(W.rank_0_hangs, 2, str(tmp_path), timeout=3, group_timeout=60)
     err = info.value
     assert set(err.stacks) == {0, 1}, "both ranks were still running: both stacks come back"
     sleep_line = inspect.getsourcelines(W.rank_0_hangs)[1] + 4  # the time.sleep(300) of rank 0
