@@ -306,17 +306,6 @@ def _column_forward_by_all_reduce(rank, world, x, weight, bias):
     return out
 
 
-def _pipeline_whole_batch(rank, world, stage, x, micro_batches):
-    inp = x
-    if rank > 0:
-        inp = torch.empty_like(x)
-        dist.recv(inp, rank - 1)
-    out = stage(inp)
-    if rank < world - 1:
-        dist.send(out, rank + 1)
-    return out if rank == world - 1 else None
-
-
 def _global_stats_by_padded_all_reduce(rank, world, x):
     """Right statistics, not SyncBatchNorm's traffic: every example is summed into a buffer of the global batch."""
     counts = torch.zeros(world, dtype=torch.long)
@@ -380,7 +369,6 @@ SHORTCUTS = [
     ("activation_memory_and_composing", "accumulation_bug", _accumulate_by_all_reduce_per_micro_step,
      "once per optimizer step, not once per micro-step"),
     ("layerwise_partitioning", "column_forward", _column_forward_by_all_reduce, "2 times the"),
-    ("network_partitioning", "pipeline_forward", _pipeline_whole_batch, "one message per micro-batch"),
     ("data_parallelism", "global_stats", _global_stats_by_padded_all_reduce, "times the"),
     ("long_sequences_and_experts", "pass_kv", _pass_by_all_gather, "your function called dist.all_gather;"),
     ("long_sequences_and_experts", "ring_forward_code", _ring_attention_by_all_gather, "called dist.all_gather;"),

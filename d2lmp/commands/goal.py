@@ -8,6 +8,7 @@ each threshold a named constant beside the command that judges it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["OPS", "Goal", "goal_line"]
@@ -62,3 +63,13 @@ class Goal:
         """The goal line for ``value``; ``shown`` replaces the value's default text (two decimals and the unit)."""
         return goal_line(self.what, self.target, f"{value:.2f}{self.unit}" if shown is None else shown,
                          self.met(value), note)
+
+    def worst_line(self, ratios: Mapping[int, float], planned: Sequence[int], label: Callable[[int], str]) -> str:
+        """The goal line for the worst of ``ratios`` (message size -> ratio), saying at which size, and naming the
+        sizes of ``planned`` the run did not measure; a goal with no measured size misses, and says so."""
+        if not ratios:
+            return goal_line(self.what, self.target, "no size in range measured", False)
+        worst = min(ratios, key=lambda s: ratios[s])
+        skipped = [label(s) for s in planned if s not in ratios]
+        return self.line(ratios[worst], shown=f"worst {ratios[worst]:.2f}{self.unit} at {label(worst)}",
+                         note=f"not measured: {', '.join(skipped)}" if skipped else "")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ...bench import all_to_all as a2a
 from ...bench.allreduce import KIB, size_label
 from ...report import table
-from ..goal import Goal, goal_line
+from ..goal import Goal
 from ..options import ints, need_positive
 
 __all__ = ["HELP", "GOAL_SIZES", "A2A_GOALS", "add_options", "check", "goal_lines", "run"]
@@ -48,13 +48,7 @@ def goal_lines(rows: Sequence[a2a.AllToAllTiming]) -> list[str]:
                     f"{world} ranks", ">=", least, "×")
         ratios = {q.size_bytes: q.ratio for q in a2a.all_to_all_ratios(ran, a2a.A2A_PAIRS[:1])
                   if low <= q.size_bytes <= high}
-        if not ratios:
-            lines.append(goal_line(goal.what, goal.target, "no size in range measured", False))
-            continue
-        worst = min(ratios, key=lambda s: ratios[s])
-        skipped = [size_label(s) for s in a2a.A2A_SIZES if low <= s <= high and s not in ratios]
-        lines.append(goal.line(ratios[worst], shown=f"worst {ratios[worst]:.2f}× at {size_label(worst)}",
-                               note=f"not measured: {', '.join(skipped)}" if skipped else ""))
+        lines.append(goal.worst_line(ratios, [s for s in a2a.A2A_SIZES if low <= s <= high], size_label))
     return lines
 
 

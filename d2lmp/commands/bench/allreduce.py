@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from ...bench import allreduce
 from ...bench.allreduce import ALLREDUCE_SIZES, KIB, AllReduceTiming, size_label
 from ...report import table
-from ..goal import Goal, goal_line
+from ..goal import Goal
 from ..options import ints, need_positive
 
 __all__ = ["HELP", "GOAL_SIZES", "ALLREDUCE_GOALS", "add_options", "check", "run", "goal_lines"]
@@ -56,13 +56,7 @@ def goal_lines(rows: Iterable[AllReduceTiming]) -> list[str]:
         goal = Goal(f"ring/{ran[0].backend} busbw from {size_label(low)} to {size_label(high)} on {world} ranks",
                     ">=", least, "×")
         ratios = {s: ratio for s, ratio in allreduce.busbw_ratios(ran, world).items() if low <= s <= high}
-        if not ratios:
-            lines.append(goal_line(goal.what, goal.target, "no size in range measured", False))
-            continue
-        worst = min(ratios, key=lambda s: ratios[s])
-        skipped = [size_label(s) for s in ALLREDUCE_SIZES if low <= s <= high and s not in ratios]
-        lines.append(goal.line(ratios[worst], shown=f"worst {ratios[worst]:.2f}× at {size_label(worst)}",
-                               note=f"not measured: {', '.join(skipped)}" if skipped else ""))
+        lines.append(goal.worst_line(ratios, [s for s in ALLREDUCE_SIZES if low <= s <= high], size_label))
     return lines
 
 
