@@ -2,6 +2,6 @@
 
 import sys
 
-from .commands.main import main
+from d2lmp.commands.main import main
 
 sys.exit(main())

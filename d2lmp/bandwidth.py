@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .gpu_specs import NOTABLE_GPUS, find_gpu_spec
-from .timing import benchmark, resolve_device
+from d2lmp.gpu_specs import NOTABLE_GPUS, find_gpu_spec
+from d2lmp.timing import benchmark, resolve_device
 
 __all__ = ["bus_bandwidth_gbs", "GPUMemoryRow", "gpu_memory_table", "measure_bandwidth", "DeviceCopyRow",
            "device_copy_sweep", "host_device_copy", "CopyRow", "transfer_sweep"]

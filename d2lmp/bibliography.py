@@ -17,9 +17,9 @@ from collections.abc import Iterable
 __all__ = ["Source", "SOURCES", "cite", "cite_text", "sources_text", "year_text", "references_markdown", "cited_keys"]
 
 
-from .sources.documents import DOCUMENTS
-from .sources.papers import PAPERS
-from .sources.record import Source
+from d2lmp.sources.documents import DOCUMENTS
+from d2lmp.sources.papers import PAPERS
+from d2lmp.sources.record import Source
 
 SOURCES: dict[str, Source] = {s.key: s for s in (*PAPERS, *DOCUMENTS)}
 

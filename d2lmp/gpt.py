@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .transformer_accounting import RECOMPUTE, Transformer
+from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 
 __all__ = ["GPTConfig", "PRESETS", "preset", "causal_attention", "AttentionCore", "CausalSelfAttention", "MLP",
            "Block", "Embedding", "Head", "GPT", "gpt_sequential", "head_rows", "lm_loss", "generate"]

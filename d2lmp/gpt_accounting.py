@@ -34,9 +34,8 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from .gpt import GPT, Block, GPTConfig, lm_loss
-from .report import table
-from .transformer_accounting import (
+from d2lmp.gpt import GPT, Block, GPTConfig, lm_loss
+from d2lmp.model.transformer_accounting import (
     activation_bytes_per_layer,
     activation_parts,
     forward_flops,
@@ -45,6 +44,7 @@ from .transformer_accounting import (
     parameter_count,
     training_flops,
 )
+from d2lmp.report import table
 
 __all__ = ["Extra", "Comparison", "comparison_table", "parameter_comparisons", "count_flops",
            "recompute_flops_skipped", "flop_comparisons", "MODULE_OF_PART", "saved_bytes_by_module",

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from .gpt import lm_loss
-from .text import CharData, batches, get_batch
-from .train import choose_device
+from d2lmp.gpt import lm_loss
+from d2lmp.text import CharData, batches, get_batch
+from d2lmp.train import choose_device
 
 __all__ = ["LMHistory", "estimate_loss", "train_gpt"]
 

@@ -90,7 +90,7 @@ def measure_transforms(counts: Iterable[int], devices: Iterable[str] = ("cpu",),
     The loop runs on the CPU only and only up to ``loop_limit`` vertices (it is slow on
     purpose). Returns one ``TransformRate`` per method, device and count.
     """
-    from .timing import benchmark, resolve_device
+    from d2lmp.timing import benchmark, resolve_device
 
     counts = list(counts)
     if not counts or any(not isinstance(n, int) or n <= 0 for n in counts):

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import gpu_specs
-from .bibliography import sources_text
+from d2lmp import gpu_specs
+from d2lmp.bibliography import sources_text
 
 __all__ = ["CPUInfo", "simd_from_flags", "usable_cores", "cpu_info", "last_level_cache", "meminfo_total_bytes",
            "host_memory_bytes", "GPUInfo", "nvml_gpus", "torch_devices", "gpu_count", "accelerator_sentence",

@@ -24,8 +24,8 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from . import memory_records as rec
-from .training_state import optimizer_bytes
+from d2lmp import memory_records as rec
+from d2lmp.model.training_state import optimizer_bytes
 
 __all__ = ["SAVE_RULES", "TORCH_OPTIMIZERS", "OUTSIDE", "measure_saved_activations", "predict_saved_activations",
            "compare_saved_activations", "predict_step_memory", "measure_step_memory", "inference_activation_peak",

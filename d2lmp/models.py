@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .parallel.pipeline_balance import flat_sequential
+from d2lmp.parallel.pipeline_balance import flat_sequential
 
 __all__ = ["paper_lrn", "lenet5", "alexnet_d2l", "TowerLRN", "tower_lrn", "alexnet2012", "TorchvisionAlexNet",
            "alexnet_torchvision", "alexnet_small", "mlp", "pipeline_model", "count_parameters", "LayerRow",
@@ -341,7 +341,7 @@ def format_layer_table(rows: list[LayerRow], skip_kinds: Sequence[str] = ("ReLU"
 
     Layers of ``skip_kinds`` are left out; the activation total sums the rows shown.
     """
-    from .report import table
+    from d2lmp.report import table
 
     body = [[r.name, r.kind, "×".join(str(s) for s in r.output_shape[1:]), f"{r.params:,}",
              f"{r.flops / 1e6:,.1f}", f"{r.activation_bytes / 2**10:,.1f}"]

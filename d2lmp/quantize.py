@@ -211,7 +211,7 @@ def compare_inference(model: nn.Module, x: torch.Tensor, y: torch.Tensor, min_ti
     variant's timing (``timing.benchmark``): where one call is slow, fewer calls are timed; each row's
     ``timed_calls`` and ``budget_cut`` say so.
     """
-    from .timing import benchmark
+    from d2lmp.timing import benchmark
 
     model = copy.deepcopy(model).eval().to(device)
     x, y = x.to(device), y.to(device)

@@ -31,9 +31,9 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .memory import measure_saved_activations, predict_saved_activations
-from .parallel.pipeline_balance import equal_split, flat_sequential
-from .parallel.pipeline_memory import counting_saves, storage_key
+from d2lmp.memory import measure_saved_activations, predict_saved_activations
+from d2lmp.parallel.pipeline_balance import equal_split, flat_sequential
+from d2lmp.parallel.pipeline_memory import counting_saves, storage_key
 
 __all__ = ["CheckpointedSegment", "checkpointed", "SavedWithRecompute", "measure_saved_with_recompute",
            "predict_saved_with_recompute",

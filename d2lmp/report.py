@@ -26,7 +26,7 @@ def info_text() -> str:
 
     import torch
 
-    from .hardware import accelerator_sentence, cpu_info, nvml_gpus, torch_devices
+    from d2lmp.hardware import accelerator_sentence, cpu_info, nvml_gpus, torch_devices
 
     cpu = cpu_info()
     lines = [

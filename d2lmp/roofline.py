@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from .conv import conv2d_flops, conv2d_min_bytes
-from .gpu_specs import GPUSpec
-from .quantize import linear_intensity
-from .timing import benchmark, resolve_device, resolve_dtype
+from d2lmp.conv import conv2d_flops, conv2d_min_bytes
+from d2lmp.gpu_specs import GPUSpec
+from d2lmp.quantize import linear_intensity
+from d2lmp.timing import benchmark, resolve_device, resolve_dtype
 
 __all__ = ["attainable_gflops", "ridge_point", "OpPoint", "ELEMENT_BYTES", "OPERATIONS", "operation_cost", "Placement",
            "place_operation", "points_from_records", "best_matmul", "PointSummary", "summarise", "speedups",

@@ -202,7 +202,7 @@ def resolve_dtype(dtype: str | torch.dtype) -> tuple[str, torch.dtype]:
 
 def resolve_device(device: str | torch.device) -> str:
     """A device string that is present here; ValueError names the available devices."""
-    from .hardware import torch_devices
+    from d2lmp.hardware import torch_devices
 
     available = torch_devices()
     name = str(device)
@@ -257,7 +257,7 @@ def matmul_sweep(sizes: Iterable[int], dtypes: Iterable[str | torch.dtype] = ("f
 
     All inputs are checked before anything is timed.
     """
-    from .hardware import cpu_info, peak_gflops
+    from d2lmp.hardware import cpu_info, peak_gflops
 
     sizes = _check_sizes(sizes)
     dtype_names = [resolve_dtype(d)[0] for d in dtypes]

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from .data import Dataset
+    from d2lmp.data import Dataset
 
 __all__ = ["choose_device", "Loader", "History", "accuracy", "train", "train_small_alexnet"]
 
@@ -19,7 +19,7 @@ __all__ = ["choose_device", "Loader", "History", "accuracy", "train", "train_sma
 def choose_device(device: str | None = None) -> tuple[str, str]:
     """(device, one sentence saying why): the first CUDA GPU if there is one, else the CPU."""
     if device is not None:
-        from .timing import resolve_device
+        from d2lmp.timing import resolve_device
 
         return resolve_device(device), f"using {device}, as asked"
     if torch.cuda.is_available():
@@ -134,9 +134,9 @@ def train_small_alexnet(epochs: int = 10, batch_size: int = 64, lr: float = 2e-3
 
     Returns (model, history, dataset).
     """
-    from .config import set_seed
-    from .data import load_digits
-    from .models import alexnet_small
+    from d2lmp.config import set_seed
+    from d2lmp.data import load_digits
+    from d2lmp.models import alexnet_small
 
     set_seed(seed)
     data = load_digits(resize=32, seed=seed)

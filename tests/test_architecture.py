@@ -1,16 +1,21 @@
-"""The package keeps its shape: layered imports, small modules with docstrings, nothing tracked that git ignores.
+"""The package keeps its shape: the folders carry the layers and the kinds of code, small modules with
+docstrings, nothing tracked that git ignores.
 
-The layers, lowest first (imports point down, never up):
+The layers, lowest first (imports point down, never up), and the folders that hold them:
 
-    library  <-  checks & measurements  <-  front ends
+    library                 d2lmp/model/, d2lmp/parallel/, the modules at d2lmp/'s root, sources/, recorded/
+    checks & benchmarks     d2lmp/checks/, d2lmp/bench/, d2lmp/exercises/
+    views & commands        d2lmp/views/, d2lmp/commands/
 
-The library computes; checks and benchmarks prove it right and measure it; views and commands (the
-`d2lmp` command, its benchmarks and the torchrun entry point) show it. The analytic models (step time,
-memory, alpha-beta) are pure arithmetic: they must import without a process group, so they never import
-the runtime.
+Inside the library, three kinds of code, told apart by their folder:
 
-Every module under d2lmp/ must belong to exactly one layer: a new module fails these tests until it
-is placed in LAYERS below. The imports are read with `ast`, nothing is imported, so the tests take
+    d2lmp/model/     every formula, assumed number and vocabulary: standard library only (no torch, no numpy,
+                     no runtime), beside the torch-free sourced tables it reads (SOURCED_TABLES)
+    d2lmp/parallel/  code that runs on ranks (launch, collectives, the strategies, checkpoints)
+    d2lmp/*.py       the single-device library (timing, models, memory, precision, ...) and its data
+
+A new module is placed by the folder it is created in; nothing here lists modules one by one but the few
+torch-free tables the model may read. The imports are read with `ast`, nothing is imported, so the tests take
 milliseconds and also see imports inside functions.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import ast
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,71 +32,33 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "d2lmp"
 
-# A name ending in ".*" covers that package and everything below it; any other name is one module.
+# Layer -> the folders (subpackages) it holds; a module in no listed folder is library.
 LAYERS = {
-    "library": (
-        "d2lmp",  # the package's __init__ only
-        "d2lmp.config", "d2lmp.hardware", "d2lmp.gpu_specs", "d2lmp.timing", "d2lmp.roofline",
-        "d2lmp.power", "d2lmp.graphics", "d2lmp.bandwidth", "d2lmp.topology", "d2lmp.conv",
-        "d2lmp.models", "d2lmp.data", "d2lmp.features", "d2lmp.train", "d2lmp.memory", "d2lmp.memory_records",
-        "d2lmp.precision",
-        "d2lmp.quantize", "d2lmp.report", "d2lmp.bibliography", "d2lmp.sources.*", "d2lmp.recorded.*",
-        "d2lmp.recompute",
-        "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.training_state", "d2lmp.scale.*",
-        "d2lmp.gpt", "d2lmp.text", "d2lmp.gpt_train", "d2lmp.gpt_accounting",
-        "d2lmp.moe",
-        "d2lmp.parallel",  # the subpackage's __init__ only
-        "d2lmp.parallel.launch", "d2lmp.parallel.collectives", "d2lmp.parallel.alpha_beta",
-        "d2lmp.parallel.ring_messages", "d2lmp.parallel.nccl_published",
-        "d2lmp.parallel.data_parallel", "d2lmp.parallel.accumulation", "d2lmp.parallel.pipeline",
-        "d2lmp.parallel.pipeline_memory",
-        "d2lmp.parallel.pipeline_balance", "d2lmp.parallel.pipeline_schedule", "d2lmp.parallel.p2p_log",
-        "d2lmp.parallel.comm_log", "d2lmp.parallel.tensor_parallel",
-        "d2lmp.parallel.alexnet_towers", "d2lmp.parallel.timeline", "d2lmp.parallel.dp_model",
-        "d2lmp.parallel.costmodel", "d2lmp.parallel.zero", "d2lmp.parallel.hybrid",
-        "d2lmp.parallel.context_layout", "d2lmp.parallel.attention_blocks", "d2lmp.parallel.context_parallel",
-        "d2lmp.parallel.model_size", "d2lmp.parallel.allreduce_steps",
-        "d2lmp.parallel.transformer_tp", "d2lmp.parallel.gpt_tp", "d2lmp.parallel.tp_accounting",
-        "d2lmp.parallel.grid3d",
-        "d2lmp.parallel.all_to_all", "d2lmp.parallel.expert_parallel",
-        "d2lmp.parallel.lr_scaling", "d2lmp.parallel.sync_batchnorm", "d2lmp.parallel.dp_training",
-        "d2lmp.parallel.dp_batchnorm", "d2lmp.parallel.trace_events", "d2lmp.parallel.profiler_trace",
-        "d2lmp.checkpoint_interval", "d2lmp.parallel.stacks", "d2lmp.parallel.checkpoint",
-        "d2lmp.parallel.resilient", "d2lmp.parallel.faults",
-    ),
-    # Exercises check a student's answer against the library, as the checks check the library.
-    "checks & measurements": ("d2lmp.checks.*", "d2lmp.bench.*", "d2lmp.exercises.*"),
-    # Figures and widgets; the `d2lmp` command, each `d2lmp bench` and the torchrun entry point.
-    "front ends": ("d2lmp.views.*", "d2lmp.commands.*", "d2lmp.__main__"),
+    "library": (),
+    "checks & benchmarks": ("d2lmp.checks", "d2lmp.bench", "d2lmp.exercises"),
+    "views & commands": ("d2lmp.views", "d2lmp.commands", "d2lmp.__main__"),
 }
 # A module may import modules of its own layer and of the layers before it in this order.
 ORDER = list(LAYERS)
 
-# Pure arithmetic that must work without a process group.
-ANALYTIC = ("d2lmp.parallel.alpha_beta", "d2lmp.parallel.dp_model", "d2lmp.parallel.costmodel",
-            "d2lmp.parallel.model_size", "d2lmp.training_state", "d2lmp.parallel.nccl_published",
-            "d2lmp.transformer_accounting", "d2lmp.transformer_stage_memory", "d2lmp.scale",
-            "d2lmp.scale.hardware", "d2lmp.scale.layout", "d2lmp.scale.cpu",
-            "d2lmp.scale.memory", "d2lmp.scale.steptime", "d2lmp.scale.efficiency", "d2lmp.scale.predict",
-            "d2lmp.scale.published", "d2lmp.scale.calibration", "d2lmp.scale.planner", "d2lmp.scale.presets",
-            "d2lmp.scale.report", "d2lmp.scale.comm_roofline", "d2lmp.checkpoint_interval")
-RUNTIME = ("d2lmp.parallel.launch", "d2lmp.parallel.collectives", "torch.distributed.*")
+MODEL = "d2lmp.model"
+RUNTIME = "d2lmp.parallel"
+# The torch-free sourced tables outside model/ that the model reads (GPU datasheets, link rates, the bibliography).
+SOURCED_TABLES = ("d2lmp.gpu_specs", "d2lmp.topology", "d2lmp.bibliography", "d2lmp.sources")
+# The cluster model's public face (``from d2lmp.scale import ...``) re-exports model/cluster and nothing else.
+FACADE = "d2lmp.scale"
 
 MAX_LINES = 400
 # path (relative to the repository) -> why it may be longer. Keep it empty: split a long module by job.
 LONG_MODULE_ALLOWED: dict[str, str] = {}
 
 
-def _matches(module: str, pattern: str) -> bool:
-    if pattern.endswith(".*"):
-        base = pattern[:-2]
-        return module == base or module.startswith(base + ".")
-    return module == pattern
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
-def _layer_of(module: str) -> str | None:
-    found = [layer for layer, patterns in LAYERS.items() if any(_matches(module, p) for p in patterns)]
-    return found[0] if len(found) == 1 else None
+def _layer_of(module: str) -> str:
+    return next((layer for layer, folders in LAYERS.items() if any(_under(module, f) for f in folders)), "library")
 
 
 def _module_name(path: Path, root: Path = ROOT) -> str:
@@ -166,30 +134,45 @@ def layering_errors(files: dict[str, Path]) -> list[str]:
     return errors
 
 
-def analytic_errors(files: dict[str, Path]) -> list[str]:
-    """One line per way an analytic model reaches the runtime, directly or through other d2lmp modules."""
+def _stdlib(module: str) -> bool:
+    return module.split(".")[0] in sys.stdlib_module_names or module == "__future__"
+
+
+def torch_free_errors(files: dict[str, Path]) -> list[str]:
+    """One line per import by which the model package (or a table it reads) leaves the standard library,
+    reaches the rank runtime, or reads a d2lmp module outside model/ and the sourced tables."""
     known = set(files)
+    allowed = (MODEL,) + SOURCED_TABLES
     errors = []
-    for start in ANALYTIC:
-        if start not in files:
+    for module, path in files.items():
+        if not any(_under(module, a) for a in allowed):
             continue
-        chains, seen = [[start]], {start}
-        while chains:
-            chain = chains.pop()
-            path = files[chain[-1]]
-            for line, imported in imports_of(path, known):
-                if any(_matches(imported, r) for r in RUNTIME):
-                    via = " -> ".join(chain[1:] + [imported]) if len(chain) > 1 else imported
-                    errors.append(f"{_rel(path)}:{line}: analytic model {start} imports the runtime: {via}")
-                elif imported in files and imported not in seen and imported not in ANALYTIC:  # those are checked
-                    seen.add(imported)
-                    chains.append(chain + [imported])
+        for line, imported in imports_of(path, known):
+            if _stdlib(imported) or any(_under(imported, a) for a in allowed):
+                continue
+            errors.append(f"{_rel(path)}:{line}: {module} is torch-free, standard library only, "
+                          f"but imports {imported}")
     return errors
 
 
-def unplaced_modules(files: dict[str, Path]) -> list[str]:
-    return [f"{_rel(path)}: {module} belongs to no layer (or to several): add it to LAYERS"
-            for module, path in files.items() if _layer_of(module) is None]
+def facade_errors(files: dict[str, Path]) -> list[str]:
+    """The facade ``d2lmp.scale`` re-exports the cluster model and imports nothing else."""
+    return [f"{_rel(files[FACADE])}:{line}: {FACADE} imports {imported}; it only re-exports {MODEL}.cluster"
+            for line, imported in imports_of(files[FACADE], set(files))
+            if not _stdlib(imported) and not _under(imported, f"{MODEL}.cluster")]
+
+
+def runtime_errors(files: dict[str, Path]) -> list[str]:
+    """The single-device library (the root's modules) never imports the rank runtime: d2lmp/parallel/ builds on
+    it, not the other way round."""
+    known = set(files)
+    errors = []
+    for module, path in files.items():
+        if _layer_of(module) != "library" or any(_under(module, p) for p in (MODEL, RUNTIME)):
+            continue
+        errors += [f"{_rel(path)}:{line}: {module} (single-device library) imports the runtime {imported}"
+                   for line, imported in imports_of(path, known) if _under(imported, RUNTIME)]
+    return errors
 
 
 def long_modules(files: dict[str, Path]) -> list[str]:
@@ -215,16 +198,11 @@ def test_the_package_is_where_we_look():
     assert "d2lmp" in files and "d2lmp.commands.main" in files and len(files) > 20
 
 
-def test_every_module_belongs_to_one_layer():
-    errors = unplaced_modules(_package_files())
-    assert not errors, _report(errors)
-
-
-def test_every_named_module_exists():
-    """An entry of LAYERS or ANALYTIC that names one module names a module that is there: the table stays true."""
+def test_every_named_folder_exists():
+    """The folders and tables named above are there: the rules stay true when the tree moves."""
     files = _package_files()
-    named = [p for patterns in LAYERS.values() for p in patterns if not p.endswith(".*")] + list(ANALYTIC)
-    missing = sorted({p for p in named if p not in files})
+    named = [f for folders in LAYERS.values() for f in folders] + [MODEL, RUNTIME, FACADE, *SOURCED_TABLES]
+    missing = sorted(n for n in named if n not in files)
     assert not missing, f"named in tests/test_architecture.py but not in d2lmp/: {missing}"
 
 
@@ -233,9 +211,34 @@ def test_imports_point_down_the_layers():
     assert not errors, _report(errors)
 
 
-def test_analytic_models_do_not_import_the_runtime():
-    errors = analytic_errors(_package_files())
+def test_the_model_package_is_standard_library_only():
+    errors = torch_free_errors(_package_files())
     assert not errors, _report(errors)
+
+
+def test_the_scale_facade_only_reexports_the_cluster_model():
+    errors = facade_errors(_package_files())
+    assert not errors, _report(errors)
+
+
+def test_the_single_device_library_does_not_import_the_runtime():
+    errors = runtime_errors(_package_files())
+    assert not errors, _report(errors)
+
+
+def test_the_model_package_imports_without_torch_or_numpy(tmp_path):
+    """Import every model module in a fresh interpreter where torch and numpy cannot be imported."""
+    block = tmp_path / "sitecustomize.py"
+    block.write_text("import sys\nclass _Block:\n    def find_spec(self, name, path=None, target=None):\n"
+                     "        if name.split('.')[0] in ('torch', 'numpy', 'matplotlib'):\n"
+                     "            raise ImportError(f'{name} is blocked: the model package is standard library only')\n"
+                     "sys.meta_path.insert(0, _Block())\n")
+    modules = sorted(m for m in _package_files() if _under(m, MODEL) or m == FACADE)
+    code = "import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules)
+    import os
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_modules_are_short():

@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from d2lmp import checkpoint_interval as CI
 from d2lmp.bibliography import SOURCES
+from d2lmp.model import checkpoint_interval as CI
 
 MINUTE = 60.0
 

@@ -324,7 +324,7 @@ def test_bench_pipeline_rejects_bad_sizes():
 
 def test_bench_scale_prints_every_published_row_with_its_ratio_and_the_goals(capsys):
     from d2lmp.commands.bench.scale import PUBLISHED_GOAL
-    from d2lmp.scale.report import calibration_report
+    from d2lmp.model.cluster.report import calibration_report
 
     assert PUBLISHED_GOAL == (0.8, 1.25)  # issue #21, item 3
     assert main(["bench", "scale", "--no-planner"]) == 0
@@ -347,7 +347,7 @@ def test_bench_scale_prints_every_published_row_with_its_ratio_and_the_goals(cap
 
 
 def test_bench_scale_prints_the_planner_against_the_published_configurations(capsys):
-    from d2lmp.scale.published import NARAYANAN_TABLE1
+    from d2lmp.model.cluster.published import NARAYANAN_TABLE1
 
     assert main(["bench", "scale"]) == 0
     out = capsys.readouterr().out
@@ -378,7 +378,7 @@ def _plan_rows(out: str) -> list[tuple[int, ...]]:
 
 
 def test_plan_prints_the_planners_top_configurations(capsys):
-    from d2lmp.scale import Cluster, model_preset, plan
+    from d2lmp.model.cluster import Cluster, model_preset, plan
 
     assert main(["plan", "--model", "1.7B", "--gpus", "32", "--global-batch", "512", "--top", "3"]) == 0
     out = capsys.readouterr().out

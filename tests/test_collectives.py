@@ -6,8 +6,9 @@ import pytest
 
 from d2lmp.bibliography import SOURCES
 from d2lmp.checks.ranks import check_collectives
-from d2lmp.parallel import allreduce_steps as AS
-from d2lmp.parallel import alpha_beta as AB
+from d2lmp.model import allreduce_steps as AS
+from d2lmp.model import alpha_beta as AB
+from d2lmp.model import collective_schedules as CS
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.launch import launch
 
@@ -24,13 +25,13 @@ def test_single_rank_collectives_are_identity():
 
 
 def test_ring_schedule_sends_one_chunk_per_rank_to_the_right():
-    for messages in C.ring_schedule(4):
+    for messages in CS.ring_schedule(4):
         assert sorted(m[0] for m in messages) == [0, 1, 2, 3]
         assert all(m[1] == (m[0] + 1) % 4 for m in messages)
     with pytest.raises(ValueError):
-        C.ring_schedule(1)
+        CS.ring_schedule(1)
     with pytest.raises(ValueError, match="phase"):
-        C.ring_send_chunk("broadcast", 0, 0, 4)
+        CS.ring_send_chunk("broadcast", 0, 0, 4)
 
 
 @pytest.mark.parametrize("world", [2, 3, 5])
@@ -56,7 +57,7 @@ def test_tree_schedule_sums_at_rank_0_then_copies_back(world):
     message a round, and every message carries the whole buffer."""
     start = np.random.default_rng(world).random((world, 3))
     steps = AS.tree_steps(world, start)
-    schedule = C.tree_schedule(world)
+    schedule = CS.tree_schedule(world)
     assert len(schedule) == 2 * int(np.ceil(np.log2(world))) if world > 1 else schedule == []
     assert len(steps.states) == len(schedule) + 1 and steps.messages[1:] == [[m[:2] for m in r] for r in schedule]
     for messages in schedule:
@@ -65,9 +66,9 @@ def test_tree_schedule_sums_at_rank_0_then_copies_back(world):
     if world > 1:
         np.testing.assert_allclose(steps.states[len(schedule) // 2][0], start.sum(axis=0))  # rank 0 holds the sum
     np.testing.assert_allclose(steps.states[-1], np.tile(start.sum(axis=0), (world, 1)))
-    assert C.tree_schedule(4)[0] == [(1, 0, "reduce"), (3, 2, "reduce")]
+    assert CS.tree_schedule(4)[0] == [(1, 0, "reduce"), (3, 2, "reduce")]
     with pytest.raises(ValueError):
-        C.tree_schedule(0)
+        CS.tree_schedule(0)
     with pytest.raises(ValueError, match="rank"):
         AS.tree_steps(world, np.ones((world + 1, 2)))
 

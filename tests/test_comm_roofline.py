@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from d2lmp.scale import Cluster, Plan, model_preset
-from d2lmp.scale import steptime as S
-from d2lmp.scale.comm_roofline import (
+from d2lmp.model.cluster import Cluster, Plan, model_preset
+from d2lmp.model.cluster import steptime as S
+from d2lmp.model.cluster.comm_roofline import (
     LINKS,
     STRATEGIES,
     context_parallel_point,
@@ -23,17 +23,17 @@ from d2lmp.scale.comm_roofline import (
     tensor_parallel_point,
     zero3_point,
 )
-from d2lmp.scale.efficiency import FITTED
-from d2lmp.scale.layout import check_plan
-from d2lmp.scale.memory import stage_parameters
-from d2lmp.topology import pcie_bandwidth_gbs
-from d2lmp.transformer_accounting import (
+from d2lmp.model.cluster.efficiency import FITTED
+from d2lmp.model.cluster.layout import check_plan
+from d2lmp.model.cluster.memory import stage_parameters
+from d2lmp.model.transformer_accounting import (
     Transformer,
     attention_core_flops,
     narayanan_parameters,
     parameter_count,
     training_flops,
 )
+from d2lmp.topology import pcie_bandwidth_gbs
 
 GPT3 = model_preset("175B").model
 LLAMA = model_preset("llama3-70b").model
@@ -215,7 +215,7 @@ def test_every_strategy_and_link_has_a_point():
 
 def test_the_exercises_formula_is_the_librarys():
     from d2lmp.exercises.training_at_scale import tp_intensity
-    from d2lmp.scale.published import gpt
+    from d2lmp.model.cluster.published import gpt
 
     for h, s, t in ((12288, 2048, 8), (4096, 4096, 2), (25600, 2048, 16)):
         point = tensor_parallel_point(gpt(2, h, h // 128, seq=s), NETWORK, t)

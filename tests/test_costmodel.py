@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from d2lmp.gpu_specs import NOTABLE_GPUS
+from d2lmp.model import costmodel as CM
+from d2lmp.model.alpha_beta import GPU_ALPHA_S, GPU_ALPHA_SOURCE
 from d2lmp.models import alexnet2012, layer_table
-from d2lmp.parallel import costmodel as CM
-from d2lmp.parallel.alpha_beta import GPU_ALPHA_S, GPU_ALPHA_SOURCE
 from d2lmp.topology import NVLINK, pcie_bandwidth_gbs
 
 

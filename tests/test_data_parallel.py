@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from d2lmp.checks.ranks import check_data_parallel
+from d2lmp.model.timeline import Timeline, TimelineEvent, align, overlap_ms, split_steps
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.accumulation import accumulated_gradients
 from d2lmp.parallel.launch import launch
-from d2lmp.parallel.timeline import Timeline, TimelineEvent, align, overlap_ms, split_steps
 
 
 @pytest.mark.parametrize("world", [2, 4])

@@ -1,6 +1,6 @@
 import pytest
 
-from d2lmp.parallel.dp_model import buckets_needed, predict_step
+from d2lmp.model.dp_model import buckets_needed, predict_step
 
 
 def test_one_device_has_no_communication():

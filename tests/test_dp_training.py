@@ -10,6 +10,7 @@ from torch import nn
 
 from d2lmp.config import pick
 from d2lmp.data import load_digits
+from d2lmp.model.lr_scaling import linear_scaling, warmup_steps_for
 from d2lmp.parallel.dp_batchnorm import (
     BatchNormAccuracy,
     BatchNormGap,
@@ -29,7 +30,6 @@ from d2lmp.parallel.dp_training import (
     one_device_fit,
 )
 from d2lmp.parallel.launch import launch
-from d2lmp.parallel.lr_scaling import linear_scaling, warmup_steps_for
 from d2lmp.parallel.sync_batchnorm import SyncBatchNorm2d, to_sync_batchnorm
 
 TRAIN = pick(full=256, quick=96)  # training examples of the equality checks: a few steps each

@@ -147,7 +147,7 @@ def test_update_keeps_unchanged_cells_and_their_outputs():
 
 def test_numbers_in_questions_come_from_the_library():
     from d2lmp.exercises import nccl_collectives
-    from d2lmp.parallel.costmodel import PRESETS
+    from d2lmp.model.costmodel import PRESETS
 
     preset = PRESETS["8x H100 (NVSwitch)"]
     assert f"α = {preset.alpha * 1e6:g} µs" in nccl_collectives.ring_beats_tree.question
@@ -493,8 +493,8 @@ def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
 
     from d2lmp import models
     from d2lmp.exercises import parallel_strategies as ps
-    from d2lmp.parallel import costmodel as CM
-    from d2lmp.transformer_accounting import korthikanti_bytes_per_layer
+    from d2lmp.model import costmodel as CM
+    from d2lmp.model.transformer_accounting import korthikanti_bytes_per_layer
 
     with torch.device("meta"):
         fc6 = models.layer_table(nn.Sequential(nn.Linear(ps.FC6_IN, 4096)), (1, ps.FC6_IN))

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from d2lmp.config import set_threads
 from d2lmp.gpt import GPT, PRESETS, GPTConfig, causal_attention, generate, gpt_sequential, head_rows, lm_loss, preset
 from d2lmp.gpt_train import train_gpt
+from d2lmp.model.transformer_accounting import parameter_count
 from d2lmp.parallel import pipeline as P
 from d2lmp.parallel.launch import launch
 from d2lmp.text import char_data, unigram_cross_entropy
-from d2lmp.transformer_accounting import parameter_count
 
 TINY = preset("tiny")
 

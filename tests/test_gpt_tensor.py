@@ -10,10 +10,10 @@ import torch
 from d2lmp.checks.gpt_parallel import TOLERANCE, check_3d, tiny_for
 from d2lmp.gpt import GPT, preset
 from d2lmp.gpt_accounting import comparison_table
+from d2lmp.model.transformer_accounting import layer_communication
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.tensor_parallel import ring_wire_bytes
 from d2lmp.parallel.tp_accounting import PARTS, closed_form
-from d2lmp.transformer_accounting import layer_communication
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2 ranks", "4 ranks"])

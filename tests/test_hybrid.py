@@ -9,12 +9,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from d2lmp.model.costmodel import predict, this_machine
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import hybrid as H
 from d2lmp.parallel import pipeline as P
 from d2lmp.parallel import tensor_parallel as TP
-from d2lmp.parallel.costmodel import predict, this_machine
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.zero import ZeroAdam
 
@@ -157,7 +157,7 @@ def test_grid_prediction_charges_each_message_the_hybrid_sends():
 
 def test_breakdown_splits_the_slowest_step_at_its_column_s_last_backward():
     from d2lmp.bench.hybrid import breakdown
-    from d2lmp.parallel.timeline import TimelineEvent as E
+    from d2lmp.model.timeline import TimelineEvent as E
 
     def rank(r, backward_end, all_reduces, end):
         return [E(r, "forward+backward", "", 0.0, backward_end), *[E(r, "allreduce", "", s, e) for s, e in all_reduces],

@@ -6,8 +6,8 @@ from torch import nn
 
 from d2lmp import memory
 from d2lmp.memory_records import InferenceMemory, LayerComparison
+from d2lmp.model.training_state import MEMORY_PARTS
 from d2lmp.models import alexnet_d2l, alexnet_small, lenet5, mlp
-from d2lmp.training_state import MEMORY_PARTS
 
 
 @pytest.mark.parametrize("make, shape", [

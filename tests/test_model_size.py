@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from d2lmp import models
-from d2lmp.parallel import costmodel as CM
-from d2lmp.parallel import model_size as MS
-from d2lmp.training_state import OPTIMIZERS, STATE_PARTS
+from d2lmp.model import costmodel as CM
+from d2lmp.model import model_size as MS
+from d2lmp.model.training_state import OPTIMIZERS, STATE_PARTS
 
 H100 = CM.PRESETS["8x H100 (NVSwitch)"]
 

@@ -5,8 +5,8 @@ import dataclasses
 import pytest
 
 from d2lmp.bibliography import SOURCES
-from d2lmp.parallel import alpha_beta as AB
-from d2lmp.parallel import nccl_published as P
+from d2lmp.model import alpha_beta as AB
+from d2lmp.model import nccl_published as P
 
 
 def test_azure_h200_sweep_is_the_tables_doubling_sizes_from_1_kib_to_8_gib():

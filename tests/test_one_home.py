@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from d2lmp.parallel.alpha_beta import GPU_ALPHA_S
-from d2lmp.parallel.dp_model import DDP_BUCKET_BYTES
-from d2lmp.training_state import BUFFERS, MEMORY_PARTS, OPTIMIZERS
+from d2lmp.model.alpha_beta import GPU_ALPHA_S
+from d2lmp.model.dp_model import DDP_BUCKET_BYTES
+from d2lmp.model.training_state import BUFFERS, MEMORY_PARTS, OPTIMIZERS
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = ROOT / "d2lmp" / "views"
@@ -64,12 +64,12 @@ NEUTRAL = (0, 1)  # a start or an identity (an accumulator's 0.0, a scale of 1.0
 # A latency α written as a literal outside its home; LRN_ALPHA is another α, local response normalization's.
 LATENCY_NAME = re.compile(r"(^|_)alpha($|_)", re.I)
 OTHER_ALPHAS = {"LRN_ALPHA"}
-ALPHA_HOME = "d2lmp/parallel/alpha_beta.py"
-BUCKET_HOME = "d2lmp/parallel/dp_model.py"
-BYTES_HOME = "d2lmp/training_state.py"
+ALPHA_HOME = "d2lmp/model/alpha_beta.py"
+BUCKET_HOME = "d2lmp/model/dp_model.py"
+BYTES_HOME = "d2lmp/model/training_state.py"
 BYTES_KEYWORDS = {"param_bytes", "grad_bytes", "optimizer_bytes", "state_bytes"}
-SIMULATION_HOME = "d2lmp/parallel/allreduce_steps.py"
-MICRO_BATCH_HOME = "d2lmp/parallel/pipeline_schedule.py"
+SIMULATION_HOME = "d2lmp/model/allreduce_steps.py"
+MICRO_BATCH_HOME = "d2lmp/model/pipeline_schedule.py"
 ZERO_IMPL = "d2lmp/parallel/zero.py"
 COLOURS_HOME = "d2lmp/views/memory.py"
 OLD_NAMES = {"optimizer", "activations"}  # what the parts of memory were once also called

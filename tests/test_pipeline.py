@@ -5,12 +5,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from d2lmp.model import pipeline_schedule as S
+from d2lmp.model.timeline import TimelineEvent
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
 from d2lmp.parallel import pipeline_balance as B
-from d2lmp.parallel import pipeline_schedule as S
 from d2lmp.parallel.launch import launch
-from d2lmp.parallel.timeline import TimelineEvent
 
 
 def _brute_force(costs, stages):

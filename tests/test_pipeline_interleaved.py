@@ -5,9 +5,9 @@ from functools import partial
 import pytest
 import torch
 
+from d2lmp.model import pipeline_schedule as S
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
-from d2lmp.parallel import pipeline_schedule as S
 from d2lmp.parallel.launch import WorkerError, launch
 from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.parallel.pipeline_balance import equal_split

@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from d2lmp.parallel import pipeline_schedule as S
+from d2lmp.model import pipeline_schedule as S
 
 
 def _ops(text):

@@ -1,4 +1,4 @@
-"""d2lmp.scale's interface, its presets, its bad-input errors, and the identities its step and memory obey."""
+"""d2lmp.model.cluster's interface, its presets, its bad-input errors, and the identities its step and memory obey."""
 
 import subprocess
 import sys
@@ -7,14 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from d2lmp import transformer_accounting as ta
-from d2lmp import transformer_stage_memory as tsm
 from d2lmp.bibliography import SOURCES
-from d2lmp.scale import GPU_PRESETS, MODEL_PRESETS, Cluster, Plan, Transformer, gpu_preset, model_preset, predict
-from d2lmp.scale.layout import check_plan
-from d2lmp.scale.memory import stage_activation_bytes, stage_parameters, state_bytes
-from d2lmp.scale.steptime import STEP_PARTS
-from d2lmp.training_state import OPTIMIZERS, STATE_PARTS
+from d2lmp.model import transformer_accounting as ta
+from d2lmp.model import transformer_stage_memory as tsm
+from d2lmp.model.cluster import (
+    GPU_PRESETS,
+    MODEL_PRESETS,
+    Cluster,
+    Plan,
+    Transformer,
+    gpu_preset,
+    model_preset,
+    predict,
+)
+from d2lmp.model.cluster.layout import check_plan
+from d2lmp.model.cluster.memory import stage_activation_bytes, stage_parameters, state_bytes
+from d2lmp.model.cluster.steptime import STEP_PARTS
+from d2lmp.model.training_state import OPTIMIZERS, STATE_PARTS
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT3 = Transformer(layers=96, hidden=12288, heads=96, seq=2048, vocab=51200, ffn=None, kv_heads=None,
@@ -26,8 +35,8 @@ MEGATRON = Plan(tp=8, pp=8, dp=16, cp=1, micro_batch=1, global_batch=1536, zero=
 
 def test_the_interface_imports_and_predicts_without_torch():
     code = ("import sys\n"
-            "from d2lmp.scale import Transformer, Cluster, Plan, predict, plan\n"
-            "import d2lmp.scale.report, d2lmp.scale.calibration\n"
+            "from d2lmp.model.cluster import Transformer, Cluster, Plan, predict, plan\n"
+            "import d2lmp.model.cluster.report, d2lmp.model.cluster.calibration\n"
             "m = Transformer(layers=4, hidden=256, heads=4, seq=512, vocab=1000)\n"
             "c = Cluster(gpu='H100-SXM', gpus=8)\n"
             "r = predict(m, c, Plan(tp=2, pp=2, dp=2, micro_batch=1, global_batch=16))\n"

@@ -4,18 +4,18 @@ from dataclasses import fields, replace
 
 import pytest
 
-from d2lmp import transformer_accounting as ta
 from d2lmp.bibliography import SOURCES
-from d2lmp.scale.calibration import GOAL, compare, fit, objective
-from d2lmp.scale.efficiency import BOUNDS, FITTED, describe
-from d2lmp.scale.published import (
+from d2lmp.model import transformer_accounting as ta
+from d2lmp.model.cluster.calibration import GOAL, compare, fit, objective
+from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, describe
+from d2lmp.model.cluster.published import (
     CHECKED_TABLES,
     KORTHIKANTI_TABLE,
     MEGATRON_GPT3,
     NARAYANAN_TABLE1,
     NARAYANAN_TABLE2,
 )
-from d2lmp.scale.report import calibration_report, format_calibration
+from d2lmp.model.cluster.report import calibration_report, format_calibration
 
 # Narayanan et al. (2021), Table 1: the columns the data table does not hold, to check its transcription
 # against: parameters (billions) and achieved aggregate petaFLOP/s.

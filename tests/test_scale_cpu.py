@@ -1,4 +1,4 @@
-"""The CPU preset of the cluster model (d2lmp.scale.cpu) and its calibration's arithmetic (d2lmp.bench.cpu_calibration).
+"""The CPU preset of the cluster model (model.cluster.cpu) and its calibration's arithmetic (d2lmp.bench.cpu_calibration).
 
 Made-up calibration numbers go through ``predict_cpu``, the cluster model's own ``predict``, and every part of
 the step is checked against the model's formulas written out here (FLOPs, bytes and parameters from
@@ -12,11 +12,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from d2lmp import transformer_accounting as ta
 from d2lmp.bench.cpu_calibration import RankCalibration, cpu_calibration, gpt_matmuls, product_flops
 from d2lmp.gpt import GPT, lm_loss, preset
-from d2lmp.scale import Cluster, Plan, gpu_preset
-from d2lmp.scale.cpu import (
+from d2lmp.model import transformer_accounting as ta
+from d2lmp.model.cluster import Cluster, Plan, gpu_preset
+from d2lmp.model.cluster.cpu import (
     PHASES,
     CPUCalibration,
     cpu_cluster,
@@ -25,9 +25,9 @@ from d2lmp.scale.cpu import (
     phases,
     predict_cpu,
 )
-from d2lmp.scale.efficiency import FITTED, LATENCY_S, OPTIMIZER_BYTES_PER_PARAM
-from d2lmp.scale.hardware import LinkRate, latency_of, p2p_rate_of
-from d2lmp.scale.steptime import STEP_PARTS, link_bytes_per_s
+from d2lmp.model.cluster.efficiency import FITTED, LATENCY_S, OPTIMIZER_BYTES_PER_PARAM
+from d2lmp.model.cluster.hardware import LinkRate, latency_of, p2p_rate_of
+from d2lmp.model.cluster.steptime import STEP_PARTS, link_bytes_per_s
 
 MODEL = ta.Transformer(layers=2, hidden=8, heads=2, seq=4, vocab=16, tied_embeddings=False)
 CAL = CPUCalibration(ranks=2, matmul_flops=1e9, memory_bytes_per_s=2e9, alpha_s=1e-4, allreduce_bytes_per_s=4e8,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from d2lmp.scale import Cluster, Plan, Transformer, model_preset, plan, predict
-from d2lmp.scale.report import format_plan, format_planner_checks, planner_checks
+from d2lmp.model.cluster import Cluster, Plan, Transformer, model_preset, plan, predict
+from d2lmp.model.cluster.report import format_plan, format_planner_checks, planner_checks
 
 GPT3 = model_preset("175B").model
 A100 = Cluster(gpu="A100-80GB", gpus=1024)

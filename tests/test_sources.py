@@ -16,7 +16,7 @@ from d2lmp.bibliography import (
     sources_text,
     year_text,
 )
-from d2lmp.parallel import costmodel, nccl_published
+from d2lmp.model import costmodel, nccl_published
 from tools.notebooks import ROOT, paths, read
 
 NOTEBOOKS = paths()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from d2lmp.transformer_accounting import (
+from d2lmp.model.transformer_accounting import (
     BLOCK_PARTS,
     Transformer,
     activation_bytes_per_layer,
@@ -19,7 +19,7 @@ from d2lmp.transformer_accounting import (
     parameter_count,
     training_flops,
 )
-from d2lmp.transformer_stage_memory import (
+from d2lmp.model.transformer_stage_memory import (
     embedding_activation_bytes,
     korthikanti_first_stage_bytes,
     output_activation_bytes,
@@ -95,7 +95,7 @@ def _peak_in_flight(ops):
 @pytest.mark.parametrize("pp, m", [(1, 1), (4, 2), (4, 8), (8, 64)])
 def test_1f1b_layers_in_flight_follow_the_schedule(pp, m):
     """Each stage of 1F1B holds as many micro-batches as the project's own 1F1B schedule keeps in flight."""
-    from d2lmp.parallel.pipeline_schedule import schedule
+    from d2lmp.model.pipeline_schedule import schedule
 
     layers = 8 * pp
     for stage in range(pp):

@@ -6,8 +6,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from d2lmp.scale.presets import model_preset  # noqa: E402
-from d2lmp.transformer_stage_memory import korthikanti_first_stage_bytes  # noqa: E402
+from d2lmp.model.cluster.presets import model_preset  # noqa: E402
+from d2lmp.model.transformer_stage_memory import korthikanti_first_stage_bytes  # noqa: E402
 from d2lmp.views.activation_memory import first_stage_bytes_by_recompute, plot_activation_memory  # noqa: E402
 
 

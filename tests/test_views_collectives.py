@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from matplotlib.text import Annotation
 
-from d2lmp.parallel.allreduce_steps import ring_steps, tree_steps
-from d2lmp.parallel.alpha_beta import all_reduce_model
+from d2lmp.model.allreduce_steps import ring_steps, tree_steps
+from d2lmp.model.alpha_beta import all_reduce_model
 from d2lmp.views.collectives import (
     allreduce_model_widget,
     collective_examples,

@@ -5,8 +5,8 @@ roof and point it is given, and moving a control moves the point."""
 import matplotlib.pyplot as plt
 import pytest
 
-from d2lmp.scale import model_preset
-from d2lmp.scale.comm_roofline import link_roof, tensor_parallel_point, zero3_point
+from d2lmp.model.cluster import model_preset
+from d2lmp.model.cluster.comm_roofline import link_roof, tensor_parallel_point, zero3_point
 from d2lmp.views import comm_roofline as V
 
 

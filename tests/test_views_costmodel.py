@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from d2lmp import models
-from d2lmp.parallel import costmodel as CM
-from d2lmp.parallel import model_size as MS
+from d2lmp.model import costmodel as CM
+from d2lmp.model import model_size as MS
 from d2lmp.views import costmodel as V
 from d2lmp.views.memory import MEMORY_PART_COLOURS
 

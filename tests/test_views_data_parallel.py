@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from d2lmp import models, topology
-from d2lmp.parallel import dp_model
-from d2lmp.parallel.alpha_beta import GPU_ALPHA_S
+from d2lmp.model import dp_model
+from d2lmp.model.alpha_beta import GPU_ALPHA_S
 from d2lmp.views import data_parallel as V
 
 

@@ -3,7 +3,7 @@
 import matplotlib
 import pytest
 
-from d2lmp import checkpoint_interval as CI
+from d2lmp.model import checkpoint_interval as CI
 from d2lmp.parallel.resilient import LogEvent
 from d2lmp.views import failures as V
 

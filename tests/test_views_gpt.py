@@ -6,7 +6,7 @@ import pytest
 from d2lmp.gpt import preset
 from d2lmp.gpt_accounting import Comparison
 from d2lmp.gpt_train import LMHistory
-from d2lmp.transformer_accounting import BLOCK_PARTS, Transformer, block_anatomy
+from d2lmp.model.transformer_accounting import BLOCK_PARTS, Transformer, block_anatomy
 from d2lmp.views import gpt as V
 
 

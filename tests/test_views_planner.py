@@ -5,7 +5,7 @@ memory, and a plan that does not fit says so."""
 import matplotlib.pyplot as plt
 import pytest
 
-from d2lmp.scale import Cluster, Plan, model_preset, plan, predict
+from d2lmp.model.cluster import Cluster, Plan, model_preset, plan, predict
 from d2lmp.views import planner as V
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from d2lmp.parallel.timeline import TimelineEvent
+from d2lmp.model.timeline import TimelineEvent
 from d2lmp.views.timeline import plot_timeline
 
 

@@ -3,8 +3,8 @@
 import matplotlib.pyplot as plt
 import pytest
 
-from d2lmp.parallel.costmodel import zero_memory, zero_memory_by_stage
-from d2lmp.training_state import STATE_PARTS
+from d2lmp.model.costmodel import zero_memory, zero_memory_by_stage
+from d2lmp.model.training_state import STATE_PARTS
 from d2lmp.views import zero as V
 
 

@@ -13,7 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from d2lmp import models, roofline
-from d2lmp.parallel import costmodel as CM
+from d2lmp.model import costmodel as CM
 from d2lmp.views import activation_memory as activation_memory_views
 from d2lmp.views import bandwidth as bandwidth_views
 from d2lmp.views import collectives as collectives_views

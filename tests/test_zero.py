@@ -6,11 +6,11 @@ import torch.distributed as dist
 from torch import nn
 
 from d2lmp.commands.main import main
+from d2lmp.model.costmodel import ZERO_SHARDED, zero_memory, zero_traffic
+from d2lmp.model.training_state import STATE_PARTS
 from d2lmp.models import mlp
 from d2lmp.parallel import zero as Z
-from d2lmp.parallel.costmodel import ZERO_SHARDED, zero_memory, zero_traffic
 from d2lmp.parallel.launch import launch
-from d2lmp.training_state import STATE_PARTS
 
 # 9*30+30 + 30*17+17 + 17*5+5 = 300 + 527 + 90 = 917 parameters: odd, so neither 2 nor 4 ranks
 # divide it, and the layers (stage 3's units) are uneven too.

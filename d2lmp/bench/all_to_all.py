@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import torch.distributed as dist
 
-from ..parallel import collectives as C
-from ..parallel.alpha_beta import bus_bandwidth
-from ..parallel.launch import launch
+from d2lmp.model.alpha_beta import bus_bandwidth
+from d2lmp.parallel import collectives as C
+from d2lmp.parallel.launch import launch
 
 __all__ = ["A2A_SIZES", "A2A_PAIRS", "AllToAllTiming", "AllToAllRatio", "all_to_all_bench", "all_to_all_ratios"]
 

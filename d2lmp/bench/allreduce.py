@@ -12,9 +12,9 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..parallel import collectives as C
-from ..parallel.alpha_beta import bus_bandwidth
-from ..parallel.launch import launch
+from d2lmp.model.alpha_beta import bus_bandwidth
+from d2lmp.parallel import collectives as C
+from d2lmp.parallel.launch import launch
 
 __all__ = ["KIB", "ALLREDUCE_SIZES", "AllReduceTiming", "allreduce_bench", "busbw_ratios", "measure_all_reduces",
            "size_label"]

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..checks.reshard import _import_before_fork, build
-from ..parallel import checkpoint as ckpt
-from ..parallel.launch import launch
+from d2lmp.checks.reshard import _import_before_fork, build
+from d2lmp.parallel import checkpoint as ckpt
+from d2lmp.parallel.launch import launch
 
 __all__ = ["RankSaveTimes", "SaveTiming", "save_timing_rank", "save_timing"]
 

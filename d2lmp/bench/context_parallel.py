@@ -22,11 +22,11 @@ import torch
 import torch.distributed as dist
 from torch.nn import functional as F
 
-from ..config import pick
-from ..parallel.attention_blocks import BLOCK_KERNELS
-from ..parallel.context_layout import LAYOUTS, split_sequence
-from ..parallel.context_parallel import RingLog, pass_kv_round, ring_attention
-from ..parallel.launch import launch
+from d2lmp.config import pick
+from d2lmp.parallel.attention_blocks import BLOCK_KERNELS
+from d2lmp.parallel.context_layout import LAYOUTS, split_sequence
+from d2lmp.parallel.context_parallel import RingLog, pass_kv_round, ring_attention
+from d2lmp.parallel.launch import launch
 
 __all__ = ["CONTENDERS", "RingTiming", "RingAttentionBench", "ring_attention_bench"]
 

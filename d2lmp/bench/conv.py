@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..conv import (
+from d2lmp.conv import (
     ALEXNET_2012_CONV,
     ConvLayer,
     conv2d_c01b,
@@ -26,8 +26,8 @@ from ..conv import (
     layer_inputs,
     to_c01b,
 )
-from ..roofline import OpPoint
-from ..timing import benchmark, resolve_device
+from d2lmp.roofline import OpPoint
+from d2lmp.timing import benchmark, resolve_device
 
 __all__ = ["IMPLEMENTATIONS", "ConvTiming", "GemmRate", "layer_fns", "benchmark_conv", "im2col_over_lower_bound",
            "conv_points", "blas_name", "onednn_matmul", "compare_gemm_libraries"]

@@ -1,6 +1,6 @@
 """Cost-model benchmark: the analytic model's predicted step time against steps measured here.
 
-The model (``parallel.costmodel``) is calibrated on this machine (one rank's FLOP/s and a fitted
+The model (``model.costmodel``) is calibrated on this machine (one rank's FLOP/s and a fitted
 all-reduce α and β), then data, pipeline and tensor parallelism of an MLP run on 2 CPU ranks; one
 ``StrategyTiming`` per strategy holds the prediction, its parts and the measurement.
 """
@@ -16,17 +16,17 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..models import layer_table
-from ..parallel import data_parallel as DP
-from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
-from ..parallel.costmodel import predict, this_machine
-from ..parallel.launch import launch
-from ..parallel.pipeline import pipeline_steps
-from ..parallel.pipeline_balance import balance
-from ..parallel.pipeline_schedule import step_span
-from ..parallel.tensor_parallel import ColumnParallelLinear
-from ..timing import benchmark
-from .allreduce import measure_all_reduces
+from d2lmp.bench.allreduce import measure_all_reduces
+from d2lmp.model.alpha_beta import fit_alpha_beta, ring_alpha_beta
+from d2lmp.model.costmodel import predict, this_machine
+from d2lmp.model.pipeline_schedule import step_span
+from d2lmp.models import layer_table
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.launch import launch
+from d2lmp.parallel.pipeline import pipeline_steps
+from d2lmp.parallel.pipeline_balance import balance
+from d2lmp.parallel.tensor_parallel import ColumnParallelLinear
+from d2lmp.timing import benchmark
 
 __all__ = ["StrategyTiming", "costmodel_bench"]
 

@@ -1,4 +1,4 @@
-"""The calibration of a CPU preset on ranks: the few numbers ``scale.cpu.CPUCalibration`` holds, measured here.
+"""The calibration of a CPU preset on ranks: the few numbers ``model.cluster.cpu.CPUCalibration`` holds, measured here.
 
 ``calibrate_rank`` runs on every rank of a launch at once (so each rate is the one a rank gets while the others
 are as busy) and returns a ``RankCalibration``: the FLOP rate of the GPT's matrix products on this rank's thread
@@ -20,13 +20,13 @@ from dataclasses import dataclass, replace
 import torch
 import torch.distributed as dist
 
-from ..gpt import GPT, GPTConfig, lm_loss
-from ..hardware import host_memory_bytes
-from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
-from ..scale.cpu import CPUCalibration, memory_passes_from
-from ..scale.efficiency import OPTIMIZER_BYTES_PER_PARAM
-from ..scale.layout import Plan
-from ..timing import benchmark
+from d2lmp.gpt import GPT, GPTConfig, lm_loss
+from d2lmp.hardware import host_memory_bytes
+from d2lmp.model.alpha_beta import fit_alpha_beta, ring_alpha_beta
+from d2lmp.model.cluster.cpu import CPUCalibration, memory_passes_from
+from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM
+from d2lmp.model.cluster.layout import Plan
+from d2lmp.timing import benchmark
 
 __all__ = ["ALLREDUCE_SIZES", "P2P_SIZES", "Product", "gpt_matmuls", "product_flops", "RankCalibration",
            "flat_gradients", "Calibrator", "calibrate_rank", "cpu_calibration"]

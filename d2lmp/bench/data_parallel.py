@@ -10,8 +10,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..parallel import data_parallel as DP
-from ..parallel.launch import launch
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.launch import launch
 
 __all__ = ["VersionTiming", "dp_bench", "dp_bench_spec"]
 

@@ -1,6 +1,6 @@
 """Hybrid benchmark: the measured step of a 2 × 2 data × tensor grid against the cost model's prediction.
 
-The model (``parallel.costmodel.predict(..., "hybrid", grid=(2, 2))``) is calibrated on this machine the
+The model (``model.costmodel.predict(..., "hybrid", grid=(2, 2))``) is calibrated on this machine the
 way the grid runs: every rank's share of the compute timed while all four compute at once, and α, β
 fitted from all-reduces inside the two-rank groups while both groups talk at once. Calibration and
 measurement alternate round by round in one launch, so load from other processes hits both alike.
@@ -20,15 +20,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..models import LayerRow, layer_table
-from ..parallel import data_parallel as DP
-from ..parallel.alpha_beta import fit_alpha_beta, ring_alpha_beta
-from ..parallel.costmodel import Hardware, predict, this_machine
-from ..parallel.hybrid import grid_groups, hybrid_train
-from ..parallel.launch import launch
-from ..parallel.timeline import TimelineEvent
-from ..report import table
-from ..timing import benchmark
+from d2lmp.model.alpha_beta import fit_alpha_beta, ring_alpha_beta
+from d2lmp.model.costmodel import Hardware, predict, this_machine
+from d2lmp.model.timeline import TimelineEvent
+from d2lmp.models import LayerRow, layer_table
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.hybrid import grid_groups, hybrid_train
+from d2lmp.parallel.launch import launch
+from d2lmp.report import table
+from d2lmp.timing import benchmark
 
 __all__ = ["HYBRID_SPEC", "HybridResult", "breakdown", "hybrid_bench", "hybrid_table"]
 

@@ -15,20 +15,20 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..models import pipeline_model
-from ..parallel import data_parallel as DP
-from ..parallel.launch import launch
-from ..parallel.pipeline import counted_pipeline_step, pipeline_step, pipeline_steps
-from ..parallel.pipeline_balance import balance, balance_schedule, equal_split, layer_costs
-from ..parallel.pipeline_memory import LedgerSummary
-from ..parallel.pipeline_schedule import (
+from d2lmp.model.pipeline_schedule import (
     bubble_fraction,
     bubble_time_fraction,
     measured_bubble,
     measured_bubble_time,
     step_span,
 )
-from ..parallel.timeline import TimelineEvent
+from d2lmp.model.timeline import TimelineEvent
+from d2lmp.models import pipeline_model
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.launch import launch
+from d2lmp.parallel.pipeline import counted_pipeline_step, pipeline_step, pipeline_steps
+from d2lmp.parallel.pipeline_balance import balance, balance_schedule, equal_split, layer_costs
+from d2lmp.parallel.pipeline_memory import LedgerSummary
 
 __all__ = ["PartitionTiming", "BubbleTiming", "PipelineBench", "ScheduleTiming", "InterleavedBubble",
            "interleaved_bench", "pipeline_bench", "schedule_bench"]

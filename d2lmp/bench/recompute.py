@@ -18,15 +18,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..models import alexnet_small, mlp
-from ..recompute import (
+from d2lmp.models import alexnet_small, mlp
+from d2lmp.recompute import (
     SavedWithRecompute,
     checkpointed,
     measure_saved_with_recompute,
     predict_saved_with_recompute,
     split_segments,
 )
-from ..timing import benchmark
+from d2lmp.timing import benchmark
 
 __all__ = ["RecomputeCase", "RecomputeTiming", "RecomputeResult", "recompute_bench", "recompute_cases",
            "time_recompute"]

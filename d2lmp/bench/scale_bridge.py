@@ -1,11 +1,11 @@
-"""The bridge to this machine: ``d2lmp.scale``'s step-time model, given a CPU preset calibrated here, against steps
+"""The bridge to this machine: the cluster model's step time, given a CPU preset calibrated here, against steps
 of the small GPT measured on CPU ranks: data, tensor (``gpt_tp``), pipeline (1F1B: ``pipeline_step`` on
 ``gpt_sequential`` stages) and data × tensor parallelism.
 
 One launch of 2 ranks runs, round after round, a calibration (``cpu_calibration``) and a few steps of each 2-rank
 strategy, in an order that turns by one every round; a launch of 4 ranks does the same for the 2 × 2 data × tensor
 grid, its calibration's all-reduces and sends inside the tensor pairs, both at once. Each measured number's median
-over the rounds makes the launch's CPU preset, from which ``scale.cpu.predict_cpu`` predicts each strategy's step,
+over the rounds makes the launch's CPU preset, from which ``model.cluster.cpu.predict_cpu`` predicts each strategy's step,
 against the median of its measured steps; each round's own prediction against that round's step shows the spread
 (on a shared machine the load moves within a round, so a round's calibration and steps need not see the same). Every
 step is AdamW on float32, its gradients in one flat buffer (one all-reduce a step, after the backward: the ranks'
@@ -26,16 +26,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..gpt import GPT, GPTConfig, gpt_sequential, lm_loss, preset
-from ..hardware import usable_cores
-from ..parallel.gpt_tp import TensorParallelGPT
-from ..parallel.grid3d import grid3d_groups
-from ..parallel.launch import launch
-from ..parallel.pipeline import pipeline_step
-from ..parallel.pipeline_balance import equal_split
-from ..scale.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
-from ..scale.layout import Plan
-from .cpu_calibration import (
+from d2lmp.bench.cpu_calibration import (
     ALLREDUCE_SIZES,
     P2P_SIZES,
     Calibrator,
@@ -44,6 +35,15 @@ from .cpu_calibration import (
     cpu_calibration,
     flat_gradients,
 )
+from d2lmp.gpt import GPT, GPTConfig, gpt_sequential, lm_loss, preset
+from d2lmp.hardware import usable_cores
+from d2lmp.model.cluster.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
+from d2lmp.model.cluster.layout import Plan
+from d2lmp.parallel.gpt_tp import TensorParallelGPT
+from d2lmp.parallel.grid3d import grid3d_groups
+from d2lmp.parallel.launch import launch
+from d2lmp.parallel.pipeline import pipeline_step
+from d2lmp.parallel.pipeline_balance import equal_split
 
 __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "PartRun", "BridgeResult", "bridge_plans",
            "scale_bridge_bench"]

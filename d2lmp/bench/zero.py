@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from ..parallel.launch import launch
-from ..parallel.zero import STAGES, fsdp2_train, zero_train
-from ..training_state import STATE_PARTS
+from d2lmp.model.training_state import STATE_PARTS
+from d2lmp.parallel.launch import launch
+from d2lmp.parallel.zero import STAGES, fsdp2_train, zero_train
 
 __all__ = ["CONFIGS", "DEFAULT_SIZES", "HeldBytes", "ZeroTiming", "zero_bench"]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from ..config import quick_mode_set
-from . import compute, conv, memory, nccl, precision, training
-from .result import Check, CheckResult
+from d2lmp.checks import compute, conv, memory, nccl, precision, training
+from d2lmp.checks.result import Check, CheckResult
+from d2lmp.config import quick_mode_set
 
 __all__ = ["CHECKS", "TOPICS", "CheckResult", "run_selfcheck"]
 

@@ -13,14 +13,14 @@ from typing import cast
 
 import torch
 
-from ..config import pick
-from .result import NO_GPU, CheckResult
+from d2lmp.checks.result import NO_GPU, CheckResult
+from d2lmp.config import pick
 
 __all__ = ["CHECKS"]
 
 
 def check_environment(device: str | None, quick: bool) -> CheckResult:
-    from ..hardware import accelerator_sentence, cpu_info, nvml_gpus
+    from d2lmp.hardware import accelerator_sentence, cpu_info, nvml_gpus
 
     gpus, sentence = nvml_gpus()
     cpu = cpu_info()
@@ -37,7 +37,7 @@ def check_environment(device: str | None, quick: bool) -> CheckResult:
 
 
 def check_nvml_matches_torch(device: str | None, quick: bool) -> CheckResult:
-    from ..hardware import gpu_count, nvml_gpus
+    from d2lmp.hardware import gpu_count, nvml_gpus
 
     if device is None:
         return NO_GPU
@@ -69,7 +69,7 @@ def check_matmul_correctness(device: str | None, quick: bool) -> CheckResult:
 
 def check_timer_synchronises(device: str | None, quick: bool) -> CheckResult:
     """An unsynchronised clock sees only the launch; ``Timer`` must see the work."""
-    from ..timing import Timer, matmul_flops
+    from d2lmp.timing import Timer, matmul_flops
 
     if device is None:
         return NO_GPU
@@ -96,7 +96,7 @@ def check_timer_synchronises(device: str | None, quick: bool) -> CheckResult:
 
 def check_matmul_sweep(device: str | None, quick: bool) -> CheckResult:
     """GPU matmul GFLOP/s in three dtypes with the ratio to the vendor peak; above-peak figures fail."""
-    from ..timing import matmul_sweep
+    from d2lmp.timing import matmul_sweep
 
     if device is None:
         return NO_GPU
@@ -113,7 +113,7 @@ def check_matmul_sweep(device: str | None, quick: bool) -> CheckResult:
 
 def check_harness_agreement(device: str | None, quick: bool) -> CheckResult:
     """Our benchmark against torch.utils.benchmark on the GPU (goal: within 5 %)."""
-    from ..timing import harness_agreement
+    from d2lmp.timing import harness_agreement
 
     if device is None:
         return NO_GPU
@@ -125,8 +125,8 @@ def check_harness_agreement(device: str | None, quick: bool) -> CheckResult:
 
 def check_bandwidth(device: str | None, quick: bool) -> CheckResult:
     """Device-memory copy bandwidth against the vendor figure (above spec would mean a broken timer)."""
-    from ..bandwidth import measure_bandwidth
-    from ..gpu_specs import find_gpu_spec
+    from d2lmp.bandwidth import measure_bandwidth
+    from d2lmp.gpu_specs import find_gpu_spec
 
     if device is None:
         return NO_GPU
@@ -142,7 +142,7 @@ def check_bandwidth(device: str | None, quick: bool) -> CheckResult:
 
 def check_roofline_points(device: str | None, quick: bool) -> CheckResult:
     """The operation ladder of notebook 03, measured on the GPU."""
-    from ..roofline import measure_operations
+    from d2lmp.roofline import measure_operations
 
     if device is None:
         return NO_GPU
@@ -154,7 +154,7 @@ def check_roofline_points(device: str | None, quick: bool) -> CheckResult:
 
 def check_graphics(device: str | None, quick: bool) -> CheckResult:
     """The vertex transform of notebook 01 gives the same result on the GPU as on the CPU."""
-    from ..graphics import rotation_y, transform_batched
+    from d2lmp.graphics import rotation_y, transform_batched
 
     if device is None:
         return NO_GPU

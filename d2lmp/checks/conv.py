@@ -8,9 +8,9 @@ from typing import cast
 
 import torch
 
-from ..config import pick
-from ..precision import tf32_off
-from .result import NO_GPU, CheckResult
+from d2lmp.checks.result import NO_GPU, CheckResult
+from d2lmp.config import pick
+from d2lmp.precision import tf32_off
 
 __all__ = ["CHECKS"]
 
@@ -19,7 +19,7 @@ def check_conv_cuda(device: str | None, quick: bool) -> CheckResult:
     """im2col and c01b convolution on the GPU against F.conv2d on AlexNet's layers (forward and gradients)."""
     import torch.nn.functional as F
 
-    from ..conv import ALEXNET_2012_CONV, check_layer, conv2d_im2col
+    from d2lmp.conv import ALEXNET_2012_CONV, check_layer, conv2d_im2col
 
     if device is None:
         return NO_GPU
@@ -46,8 +46,8 @@ def check_conv_cuda(device: str | None, quick: bool) -> CheckResult:
 
 def check_conv_speed(device: str | None, quick: bool) -> CheckResult:
     """im2col and c01b against F.conv2d (cuDNN) on AlexNet's conv layers on the GPU, batch 128 and 16."""
-    from ..bench.conv import ConvTiming, benchmark_conv
-    from ..conv import ALEXNET_2012_CONV
+    from d2lmp.bench.conv import ConvTiming, benchmark_conv
+    from d2lmp.conv import ALEXNET_2012_CONV
 
     if device is None:
         return NO_GPU

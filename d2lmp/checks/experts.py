@@ -18,11 +18,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..moe import MoE, MoESpec
-from ..parallel import collectives as C
-from ..parallel.all_to_all import torch_all_to_all
-from ..parallel.expert_parallel import ExpertParallelMoE
-from ..parallel.launch import rank_device
+from d2lmp.moe import MoE, MoESpec
+from d2lmp.parallel import collectives as C
+from d2lmp.parallel.all_to_all import torch_all_to_all
+from d2lmp.parallel.expert_parallel import ExpertParallelMoE
+from d2lmp.parallel.launch import rank_device
 
 __all__ = ["PointToPointLog", "all_to_all_block", "check_all_to_all", "expert_parallel_case", "check_expert_parallel"]
 

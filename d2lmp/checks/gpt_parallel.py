@@ -14,12 +14,12 @@ from typing import cast
 import torch
 from torch import nn
 
-from ..config import pick
-from ..gpt import GPT, Block, GPTConfig, lm_loss, preset
-from ..parallel.gpt_tp import TensorParallelGPT, sequence_parallel_gradients
-from ..parallel.grid3d import sgd_step, train_3d
-from ..parallel.launch import rank_device
-from ..parallel.transformer_tp import SEQ_DIM, TPBlock, TPGroup, cut_like, take_shards, tp_group
+from d2lmp.config import pick
+from d2lmp.gpt import GPT, Block, GPTConfig, lm_loss, preset
+from d2lmp.parallel.gpt_tp import TensorParallelGPT, sequence_parallel_gradients
+from d2lmp.parallel.grid3d import sgd_step, train_3d
+from d2lmp.parallel.launch import rank_device
+from d2lmp.parallel.transformer_tp import SEQ_DIM, TPBlock, TPGroup, cut_like, take_shards, tp_group
 
 __all__ = ["TOLERANCE", "MODES", "tiny_for", "check_tp_block", "check_tp_gpt", "check_gpt_tensor", "check_3d"]
 

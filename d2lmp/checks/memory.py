@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ..config import pick
-from .result import NO_GPU, CheckResult
+from d2lmp.checks.result import NO_GPU, CheckResult
+from d2lmp.config import pick
 
 __all__ = ["CHECKS", "MEMORY_ACCOUNTING"]
 
@@ -27,7 +27,7 @@ def check_bandwidth_sweep(device: str | None, quick: bool) -> CheckResult:
     spec; only the larger ones are held to it (a copy above the spec from device memory would
     mean the measurement is wrong).
     """
-    from ..bandwidth import device_copy_sweep
+    from d2lmp.bandwidth import device_copy_sweep
 
     if device is None:
         return NO_GPU
@@ -56,9 +56,9 @@ def check_bandwidth_sweep(device: str | None, quick: bool) -> CheckResult:
 
 def check_pinned_copies(device: str | None, quick: bool) -> CheckResult:
     """Host-to-device and back, pageable vs pinned host memory; pinned should be faster, and below the PCIe link."""
-    from ..bandwidth import transfer_sweep
-    from ..hardware import nvml_gpus
-    from ..topology import PCIE, pcie_bandwidth_gbs
+    from d2lmp.bandwidth import transfer_sweep
+    from d2lmp.hardware import nvml_gpus
+    from d2lmp.topology import PCIE, pcie_bandwidth_gbs
 
     if device is None:
         return NO_GPU
@@ -84,15 +84,15 @@ def check_memory_cuda(device: str | None, quick: bool) -> CheckResult:
     """Saved activations measured on the GPU vs the formula (dropout keeps a 1-byte mask on CUDA), and the
     allocator's peak for an inference pass (vs its prediction, within 5 %) and a training step (at least
     parameters + optimizer state + saved activations; see ``memory.judge_cuda_peaks``)."""
-    from ..config import set_seed
-    from ..memory import (
+    from d2lmp.config import set_seed
+    from d2lmp.memory import (
         compare_saved_activations,
         cuda_peak_memory,
         judge_cuda_peaks,
         predict_inference_memory,
         predict_step_memory,
     )
-    from ..recorded import memory_cuda_models
+    from d2lmp.recorded import memory_cuda_models
 
     if device is None:
         return NO_GPU

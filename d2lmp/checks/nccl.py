@@ -9,19 +9,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from .result import NO_GPU, CheckResult
+from d2lmp.checks.result import NO_GPU, CheckResult
 
 if TYPE_CHECKING:
-    from ..parallel.collectives import CollectiveTiming
+    from d2lmp.parallel.collectives import CollectiveTiming
 
 __all__ = ["CHECKS"]
 
 
 def check_nccl_collectives(device: str | None, quick: bool) -> CheckResult:
     """Our send/recv collectives against NCCL's, one rank per GPU."""
-    from ..hardware import gpu_count
-    from ..parallel.launch import launch
-    from .ranks import check_collectives
+    from d2lmp.checks.ranks import check_collectives
+    from d2lmp.hardware import gpu_count
+    from d2lmp.parallel.launch import launch
 
     if device is None:
         return NO_GPU
@@ -35,10 +35,10 @@ def check_nccl_collectives(device: str | None, quick: bool) -> CheckResult:
 
 def check_nccl_data_parallel(device: str | None, quick: bool) -> CheckResult:
     """Every data-parallel version on NCCL ranks gives the single-process gradients."""
-    from ..hardware import gpu_count
-    from ..parallel.data_parallel import VERSIONS
-    from ..parallel.launch import launch
-    from .ranks import check_data_parallel
+    from d2lmp.checks.ranks import check_data_parallel
+    from d2lmp.hardware import gpu_count
+    from d2lmp.parallel.data_parallel import VERSIONS
+    from d2lmp.parallel.launch import launch
 
     if device is None:
         return NO_GPU
@@ -53,8 +53,8 @@ def check_nccl_data_parallel(device: str | None, quick: bool) -> CheckResult:
 
 def check_nccl_bandwidth(device: str | None, quick: bool) -> CheckResult:
     """All-reduce bus bandwidth on NCCL, like nccl-tests (needs two or more GPUs)."""
-    from ..hardware import gpu_count
-    from ..parallel.launch import launch
+    from d2lmp.hardware import gpu_count
+    from d2lmp.parallel.launch import launch
 
     if device is None:
         return NO_GPU
@@ -69,9 +69,9 @@ def check_nccl_bandwidth(device: str | None, quick: bool) -> CheckResult:
 
 def check_nccl_pipeline_and_tensor_parallel(device: str | None, quick: bool) -> CheckResult:
     """Pipeline schedules and split linear layers on NCCL ranks against the unsplit model."""
-    from ..hardware import gpu_count
-    from ..parallel.launch import launch
-    from .ranks import check_pipeline, check_tensor_parallel
+    from d2lmp.checks.ranks import check_pipeline, check_tensor_parallel
+    from d2lmp.hardware import gpu_count
+    from d2lmp.parallel.launch import launch
 
     if device is None:
         return NO_GPU
@@ -86,7 +86,7 @@ def check_nccl_pipeline_and_tensor_parallel(device: str | None, quick: bool) -> 
 
 
 def _nccl_bandwidth_worker(rank: int, world: int) -> list[CollectiveTiming]:
-    from ..parallel.collectives import measure_collective
+    from d2lmp.parallel.collectives import measure_collective
 
     return measure_collective("all_reduce", "torch", [2**20, 2**24, 2**28], device="cuda")
 

@@ -7,18 +7,18 @@ from typing import Any
 
 import torch
 
-from ..config import pick
-from .result import NO_GPU, CheckResult
+from d2lmp.checks.result import NO_GPU, CheckResult
+from d2lmp.config import pick
 
 __all__ = ["CHECKS"]
 
 
 def check_fp16_grad_scaler(device: str | None, quick: bool) -> CheckResult:
     """Train the same MLP in FP32, BF16 autocast and FP16 autocast with GradScaler on the GPU; accuracies must agree."""
-    from ..config import set_seed
-    from ..data import load_digits
-    from ..models import mlp
-    from ..precision import train_mixed
+    from d2lmp.config import set_seed
+    from d2lmp.data import load_digits
+    from d2lmp.models import mlp
+    from d2lmp.precision import train_mixed
 
     if device is None:
         return NO_GPU
@@ -41,11 +41,11 @@ def check_fp16_grad_scaler(device: str | None, quick: bool) -> CheckResult:
 
 def check_int8_inference(device: str | None, quick: bool) -> CheckResult:
     """Hand-written int8 inference (torch._int_mm) on the GPU against FP32 and BF16: accuracy and latency."""
-    from ..config import set_seed
-    from ..data import load_digits
-    from ..models import mlp
-    from ..precision import train_mixed
-    from ..quantize import compare_inference, has_int_mm
+    from d2lmp.config import set_seed
+    from d2lmp.data import load_digits
+    from d2lmp.models import mlp
+    from d2lmp.precision import train_mixed
+    from d2lmp.quantize import compare_inference, has_int_mm
 
     if device is None:
         return NO_GPU

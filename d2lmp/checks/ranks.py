@@ -14,11 +14,11 @@ from typing import Any, cast
 import torch
 import torch.distributed as dist
 
-from ..parallel import collectives as C
-from ..parallel import data_parallel as DP
-from ..parallel.launch import rank_device
-from ..parallel.pipeline import Reference, StepResult, pipeline_step, sequential_reference
-from ..parallel.pipeline_balance import equal_split
+from d2lmp.parallel import collectives as C
+from d2lmp.parallel import data_parallel as DP
+from d2lmp.parallel.launch import rank_device
+from d2lmp.parallel.pipeline import Reference, StepResult, pipeline_step, sequential_reference
+from d2lmp.parallel.pipeline_balance import equal_split
 
 __all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_interleaved_pipeline",
            "check_tensor_parallel", "check_zero", "check_hybrid", "DTensorCheck", "dtensor_mlp_check",
@@ -139,7 +139,7 @@ def check_tensor_parallel(rank: int, world: int) -> dict[str, float]:
     """Max |difference| of column- and row-split linear layers (on this rank's device) from the full layer."""
     from torch import nn
 
-    from ..parallel import tensor_parallel as TP
+    from d2lmp.parallel import tensor_parallel as TP
 
     dev = rank_device("auto")
     torch.manual_seed(0)
@@ -181,7 +181,7 @@ def torch_pipelining_check(rank: int, world: int, micro_batches: int = 4) -> dic
 
 def check_zero(rank: int, world: int, steps: int = 3, lr: float = 1e-2) -> dict[str, float]:
     """Max |difference| of each ZeRO stage's parameters after ``steps`` Adam steps from one device's Adam."""
-    from ..parallel.zero import STAGES, zero_train
+    from d2lmp.parallel.zero import STAGES, zero_train
 
     sizes = (16, 24, 24, 5)
     x, y = DP.synthetic_data(DP.MLPSpec(sizes), 4 * world + 3)  # uneven over the ranks
@@ -204,7 +204,7 @@ def check_hybrid(rank: int, world: int, steps: int = 3, lr: float = 0.1) -> dict
 
     The grid is world/2 replicas of 2 ranks each (2 x 2 on 4 ranks); on an odd world, world replicas of 1.
     """
-    from ..parallel.hybrid import hybrid_train, one_device_shards
+    from d2lmp.parallel.hybrid import hybrid_train, one_device_shards
 
     tensor = 2 if world % 2 == 0 else 1
     spec = DP.MLPSpec((12, 16, 16, 6), seed=0)
@@ -227,9 +227,9 @@ def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, devi
     (the fused one on CPU ranks only)."""
     from torch.nn import functional as F
 
-    from ..parallel.attention_blocks import BLOCK_KERNELS
-    from ..parallel.context_layout import LAYOUTS, split_sequence
-    from ..parallel.context_parallel import ring_attention
+    from d2lmp.parallel.attention_blocks import BLOCK_KERNELS
+    from d2lmp.parallel.context_layout import LAYOUTS, split_sequence
+    from d2lmp.parallel.context_parallel import ring_attention
 
     dev = rank_device(device)
     kernels = BLOCK_KERNELS if dev.type == "cpu" else ("explicit",)

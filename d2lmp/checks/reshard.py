@@ -19,9 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..models import mlp
-from ..parallel import checkpoint as ckpt
-from ..parallel.launch import launch
+from d2lmp.models import mlp
+from d2lmp.parallel import checkpoint as ckpt
+from d2lmp.parallel.launch import launch
 
 __all__ = ["KINDS", "SAVE_WORLD", "RankState", "ReshardReport", "build", "save_rank", "load_rank",
            "state_difference", "reshard_roundtrip"]

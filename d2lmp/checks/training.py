@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from ..config import pick
-from .result import NO_GPU, CheckResult
+from d2lmp.checks.result import NO_GPU, CheckResult
+from d2lmp.config import pick
 
 __all__ = ["CHECKS"]
 
 
 def check_train_cuda(device: str | None, quick: bool) -> CheckResult:
     """A few training steps of the small AlexNet on the GPU: loss falls, GPU forward equals CPU forward."""
-    from ..config import set_seed
-    from ..data import load_digits
-    from ..models import alexnet_small
-    from ..train import train
+    from d2lmp.config import set_seed
+    from d2lmp.data import load_digits
+    from d2lmp.models import alexnet_small
+    from d2lmp.train import train
 
     if device is None:
         return NO_GPU

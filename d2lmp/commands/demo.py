@@ -22,10 +22,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..checks.experts import check_all_to_all, check_expert_parallel
-from ..checks.gpt_parallel import TOLERANCE as GPT_TOLERANCE
-from ..checks.gpt_parallel import check_3d, check_gpt_tensor
-from ..checks.ranks import (
+from d2lmp.checks.experts import check_all_to_all, check_expert_parallel
+from d2lmp.checks.gpt_parallel import TOLERANCE as GPT_TOLERANCE
+from d2lmp.checks.gpt_parallel import check_3d, check_gpt_tensor
+from d2lmp.checks.ranks import (
     check_collectives,
     check_context_parallel,
     check_data_parallel,
@@ -35,8 +35,8 @@ from ..checks.ranks import (
     check_tensor_parallel,
     check_zero,
 )
-from ..parallel.launch import exit_after_torchrun, run_from_env
-from . import resilient
+from d2lmp.commands import resilient
+from d2lmp.parallel.launch import exit_after_torchrun, run_from_env
 
 __all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
 

@@ -12,20 +12,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, plan
+from d2lmp.commands import bench, plan
 
 __all__ = ["build_parser", "main"]
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from ..report import info_text
+    from d2lmp.report import info_text
 
     print(info_text())
     return 0
 
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    from ..checks import run_selfcheck
+    from d2lmp.checks import run_selfcheck
 
     report = run_selfcheck(args.output, quick=args.quick)
     failed = [c["name"] for c in report["checks"] if c["status"] == "fail"]

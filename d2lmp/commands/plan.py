@@ -1,7 +1,7 @@
 """``d2lmp plan``: the planner (``scale.plan``) from the command line: the fastest configurations that fit, as a
 table, and each family's verdict (why it is not the winner).
 
-The model is a preset name (``scale.presets``: the calibration table's GPTs, 22B, 175B, Llama 3) or a shape given
+The model is a preset name (``d2lmp.scale.MODEL_PRESETS``: the calibration table's GPTs, 22B, 175B, Llama 3) or a shape given
 as options (``--layers``, ``--hidden``, ``--heads`` and the rest); the cluster a GPU preset and a count. Options
 limit the search (recomputation, ZeRO stages, the largest tensor or pipeline size, ...). Every option is checked
 before the search: a bad one is a ``ValueError`` (one line, exit 2), and so is a request nothing fits. A search
@@ -16,12 +16,12 @@ import threading
 import time
 from typing import TypedDict
 
-from ..scale.hardware import GPU_PRESETS, Cluster, gpu_preset
-from ..scale.planner import PlanReport, family_options, plan, powers_of_two
-from ..scale.presets import MODEL_PRESETS, model_preset
-from ..scale.report import format_plan
-from ..transformer_accounting import RECOMPUTE, Transformer
-from .options import ints, need_positive, words
+from d2lmp.commands.options import ints, need_positive, words
+from d2lmp.model.cluster.hardware import GPU_PRESETS, Cluster, gpu_preset
+from d2lmp.model.cluster.planner import PlanReport, family_options, plan, powers_of_two
+from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
+from d2lmp.model.cluster.report import format_plan
+from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 
 __all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of", "SearchLimits", "search_limits",
            "cmd_plan"]

@@ -26,8 +26,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from ..parallel import resilient as RS
-from ..parallel.launch import exit_after_torchrun
+from d2lmp.parallel import resilient as RS
+from d2lmp.parallel.launch import exit_after_torchrun
 
 __all__ = ["PROG", "parse", "main", "run"]
 

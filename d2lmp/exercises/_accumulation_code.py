@@ -18,8 +18,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..models import mlp
-from ._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.models import mlp
 
 __all__ = ["SIZES", "BATCH", "MICRO_STEPS", "given_accumulate", "my_accumulate", "accumulate_checker",
            "ACCUMULATE_WRONG"]

@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..gpu_specs import GPUSpec, find_gpu_spec
-from .core import Verdict, function_checker, number_checker
+from d2lmp.exercises.core import Verdict, function_checker, number_checker
+from d2lmp.gpu_specs import GPUSpec, find_gpu_spec
 
 __all__ = ["parts_checker", "MeasuredHere", "measured_checker", "formula_checker", "close", "gpu", "figure"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
 
 __all__ = ["STATS_CASES", "STATS_CHANNELS", "stats_batch", "my_global_stats", "global_stats_checker",
            "GLOBAL_STATS_WRONG"]

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from ..parallel.p2p_log import Message, MessageLog
-from .core import Verdict, run_checker
+from d2lmp.exercises.core import Verdict, run_checker
+from d2lmp.parallel.p2p_log import Message, MessageLog
 
 __all__ = ["DIST_IMPORT", "RanksFailed", "on_ranks", "code_checker", "detached", "max_error", "Logged", "logged",
            "no_collective", "ring_only", "sent_at_most", "bug_hunt", "same_code"]

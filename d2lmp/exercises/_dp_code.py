@@ -20,10 +20,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
 
 if TYPE_CHECKING:
-    from ..parallel.data_parallel import MLPSpec
+    from d2lmp.parallel.data_parallel import MLPSpec
 
 __all__ = ["my_dp_gradients", "uneven_checker", "UNEVEN_WRONG", "given_dp_step", "my_dp_step", "dp_step_checker",
            "DP_STEP_WRONG"]

@@ -19,7 +19,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from ._code import Logged, code_checker, logged, max_error, no_collective, on_ranks
+from d2lmp.exercises._code import Logged, code_checker, logged, max_error, no_collective, on_ranks
 
 __all__ = ["my_pipeline_forward", "forward_checker", "FORWARD_WRONG", "given_pipeline_loss", "my_pipeline_loss",
            "loss_checker", "LOSS_WRONG"]

@@ -20,8 +20,8 @@ from typing import Any, cast, no_type_check
 import torch
 import torch.distributed as dist
 
-from ..parallel.collectives import ring_all_gather
-from ._code import Logged, code_checker, logged, no_collective, on_ranks, ring_only
+from d2lmp.exercises._code import Logged, code_checker, logged, no_collective, on_ranks, ring_only
+from d2lmp.parallel.collectives import ring_all_gather
 
 __all__ = ["my_all_gather", "gather_checker", "GATHER_WRONG", "my_reduce_scatter", "scatter_checker",
            "SCATTER_WRONG", "my_ring_all_reduce", "given_ring_all_reduce", "all_reduce_checker", "ALL_REDUCE_WRONG"]

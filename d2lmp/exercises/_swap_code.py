@@ -15,8 +15,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..parallel.p2p_log import MessageLog
-from ._code import code_checker, detached, on_ranks
+from d2lmp.exercises._code import code_checker, detached, on_ranks
+from d2lmp.parallel.p2p_log import MessageLog
 
 __all__ = ["SWAP_TIMEOUT_S", "SHAPES", "my_swap", "swap_checker", "SWAP_WRONG"]
 

@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from ._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
 
 __all__ = ["my_column_linear", "forward_checker", "FORWARD_WRONG", "my_column_backward", "backward_checker",
            "BACKWARD_WRONG", "given_row_linear", "my_row_linear", "row_checker", "ROW_WRONG", "given_column_init",

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..parallel.collectives import ring_all_gather, ring_reduce_scatter
-from ._code import Logged, code_checker, logged, on_ranks, sent_at_most
+from d2lmp.exercises._code import Logged, code_checker, logged, on_ranks, sent_at_most
+from d2lmp.parallel.collectives import ring_all_gather, ring_reduce_scatter
 
 __all__ = ["LENGTH", "my_grad_shard", "shard_checker", "SHARD_WRONG", "MOMENTUM", "given_zero_step", "my_zero_step",
            "zero_step_checker", "ZERO_STEP_WRONG"]

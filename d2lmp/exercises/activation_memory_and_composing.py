@@ -8,12 +8,12 @@ and what accumulation saves under ZeRO stage 3.
 
 from __future__ import annotations
 
-from ..scale.presets import model_preset
-from ..transformer_accounting import korthikanti_bytes_per_layer
-from . import _accumulation_code as A
-from ._answers import parts_checker
-from ._code import DIST_IMPORT, bug_hunt
-from .core import Exercise, number_checker
+from d2lmp.exercises import _accumulation_code as A
+from d2lmp.exercises._answers import parts_checker
+from d2lmp.exercises._code import DIST_IMPORT, bug_hunt
+from d2lmp.exercises.core import Exercise, number_checker
+from d2lmp.model.cluster.presets import model_preset
+from d2lmp.model.transformer_accounting import korthikanti_bytes_per_layer
 
 __all__ = ["EXERCISES", "pipeline_peak", "segments", "full_recompute_gb", "accumulation_bug", "accumulate_stage3"]
 

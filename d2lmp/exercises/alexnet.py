@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from ._code import code_checker
-from .core import Exercise, Verdict
+from d2lmp.exercises._code import code_checker
+from d2lmp.exercises.core import Exercise, Verdict
 
 __all__ = ["EXERCISES", "conv2_by_hand", "fc6_inputs", "fc_share", "sigmoid_vs_relu", "dropout_gap",
            "batch_activations", "gpu_speedup"]
@@ -166,7 +166,7 @@ def _table_total_kib() -> float:
 
 
 def _check_batch_activations(answer: Any) -> Verdict:
-    from .core import number_checker
+    from d2lmp.exercises.core import number_checker
 
     mib = _table_total_kib() * 128 / 2**10
     check = number_checker(mib, "MiB", rel_tol=0.015, why=(

@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from .core import Exercise
+from d2lmp.exercises.core import Exercise
 
 __all__ = ["INTRO", "HEADING", "question_markdown", "check_code", "section", "section_bounds", "update_section"]
 

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._answers import MeasuredHere, measured_checker, parts_checker
-from .core import Exercise, Verdict, number_checker
+from d2lmp.exercises._answers import MeasuredHere, measured_checker, parts_checker
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "per_core_peak", "float64_ratio", "lanes_fill", "power_exponent", "fast_plus_slow",
            "lanes_not_cores"]

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ._code import code_checker, max_error
-from .core import Exercise, Verdict, number_checker
+from d2lmp.exercises._code import code_checker, max_error
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "im2col_blowup", "im2col_code", "batch_scaling", "copy_vs_gemm", "four_images_per_thread",
            "im2col_over_3gb", "gpu_bench"]

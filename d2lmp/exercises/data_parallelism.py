@@ -15,13 +15,13 @@ from typing import Any, cast
 
 import torch
 
-from ..parallel.alpha_beta import GPU_ALPHA_S as ALPHA
-from ..parallel.dp_model import BACKWARD_SHARE
-from ..parallel.dp_model import DDP_BUCKET_BYTES as BUCKET
-from . import _bn_code as BN
-from . import _dp_code as D
-from ._code import DIST_IMPORT, bug_hunt
-from .core import Exercise, Verdict
+from d2lmp.exercises import _bn_code as BN
+from d2lmp.exercises import _dp_code as D
+from d2lmp.exercises._code import DIST_IMPORT, bug_hunt
+from d2lmp.exercises.core import Exercise, Verdict
+from d2lmp.model.alpha_beta import GPU_ALPHA_S as ALPHA
+from d2lmp.model.dp_model import BACKWARD_SHARE
+from d2lmp.model.dp_model import DDP_BUCKET_BYTES as BUCKET
 
 __all__ = ["EXERCISES", "bucket_count", "uneven_batch", "bench_dp", "bandwidth_for_80", "bf16_gradients",
            "summed_gradients", "global_stats"]
@@ -74,7 +74,7 @@ def _check_buckets(answer: Any) -> Verdict:
 
 
 # --------------------------------------------------------------------------------------------
-# Scaling: the notebook's model of a data-parallel step (d2lmp.parallel.dp_model), written out
+# Scaling: the notebook's model of a data-parallel step (d2lmp.model.dp_model), written out
 
 SMALL_BATCH = 32  # a global batch too small for any bandwidth to reach 80 % at the assumed α
 
@@ -82,8 +82,8 @@ SMALL_BATCH = 32  # a global batch too small for any bandwidth to reach 80 % at 
 def _alexnet_on_h200() -> tuple[float, int]:
     """(seconds per image forward and backward on one H200 at its recorded FP32 rate, gradient bytes) of
     torchvision's AlexNet: the figures of the notebook's table and widget."""
-    from ..models import alexnet_torchvision, layer_table, totals
-    from ..recorded import matmul_rows
+    from d2lmp.models import alexnet_torchvision, layer_table, totals
+    from d2lmp.recorded import matmul_rows
 
     with torch.device("meta"):
         tv = totals(layer_table(alexnet_torchvision(), (1, 3, 224, 224)))

@@ -4,8 +4,8 @@ the intensity of batched matrix-vector products, double precision, read-only ban
 
 from __future__ import annotations
 
-from ._answers import formula_checker
-from .core import Exercise, choice_checker, number_checker
+from d2lmp.exercises._answers import formula_checker
+from d2lmp.exercises.core import Exercise, choice_checker, number_checker
 
 __all__ = ["EXERCISES", "fused_relu_axpy", "find_the_caches", "matvec_intensity", "double_precision",
            "read_bandwidth", "your_gpu", "batched_matvec_intensity"]

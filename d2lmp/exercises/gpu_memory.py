@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._answers import formula_checker, gpu
-from .core import Exercise, Verdict, number_checker
+from d2lmp.exercises._answers import formula_checker, gpu
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
 
 __all__ = ["EXERCISES", "gddr6_pins", "cache_drop", "add_bandwidth", "h200_vs_h100", "pinned_copies",
            "add_gbs"]
@@ -95,8 +95,8 @@ def _measure_add(n: int = 64 * 2**20 // 4) -> tuple[float, float]:
     """(seconds of x + y, copy GB/s) on this CPU for vectors of 64 MiB."""
     import torch
 
-    from ..bandwidth import measure_bandwidth
-    from ..timing import benchmark
+    from d2lmp.bandwidth import measure_bandwidth
+    from d2lmp.timing import benchmark
 
     x, y = torch.rand(n), torch.rand(n)
     out = torch.empty_like(x)

@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from ..graphics import rotation_x, translation
-from ..timing import LinearRow
-from ._answers import formula_checker, parts_checker
-from .core import Exercise, Verdict, number_checker
+from d2lmp.exercises._answers import formula_checker, parts_checker
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
+from d2lmp.graphics import rotation_x, translation
+from d2lmp.timing import LinearRow
 
 __all__ = ["EXERCISES", "rotate_then_shift", "vertex_flops", "vertex_intensity", "half_peak_batch", "fc6_bytes",
            "half_peak_batch_reference"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..topology import hop_counts, hybrid_cube_mesh, pcie_bandwidth_gbs
-from ._answers import gpu
-from .core import Exercise, Verdict, number_checker
+from d2lmp.exercises._answers import gpu
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
+from d2lmp.topology import hop_counts, hybrid_cube_mesh, pcie_bandwidth_gbs
 
 __all__ = ["EXERCISES", "shared_lanes", "cube_mesh_ring", "fp16_exchange", "link_fraction", "t4_power_supply"]
 

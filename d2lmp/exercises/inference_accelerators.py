@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from ._answers import figure, gpu, parts_checker
-from .core import Exercise, Verdict, choice_checker, function_checker, number_checker
+from d2lmp.exercises._answers import figure, gpu, parts_checker
+from d2lmp.exercises.core import Exercise, Verdict, choice_checker, function_checker, number_checker
 
 __all__ = ["EXERCISES", "per_tensor_int8", "weight_only", "int8_steps", "t4_compute_bound", "t4_models",
            "quantize_per_tensor"]
@@ -215,7 +215,7 @@ int8_steps = Exercise(
 
 
 def _smallest_batch(ridge: float, bytes_per_value: float, weights_only: bool = False) -> int:
-    from ..quantize import linear_intensity
+    from d2lmp.quantize import linear_intensity
 
     b = 1
     while True:
@@ -274,8 +274,8 @@ _DECIMAL = f"you took {_T4_GB:g} GB as {_T4_GB:g} × 10⁹ bytes; GPU memory is 
 @functools.cache
 def _t4_bytes_per_model() -> dict[str, float]:
     """Bytes of one served (INT8 weights, batch 8) and one trained (FP32, Adam, batch 128) D2L AlexNet."""
-    from ..memory import inference_activation_peak, predict_step_memory
-    from ..models import alexnet_d2l
+    from d2lmp.memory import inference_activation_peak, predict_step_memory
+    from d2lmp.models import alexnet_d2l
 
     with torch.device("meta"):
         net = alexnet_d2l()

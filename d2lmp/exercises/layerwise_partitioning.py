@@ -8,11 +8,11 @@ gloo ranks against one device's ``nn.Linear``, and the column split's bytes are 
 
 from __future__ import annotations
 
-from ..scale.comm_roofline import link_roof, tensor_parallel_point
-from ..scale.presets import model_preset
-from . import _tensor_code as T
-from ._code import bug_hunt
-from .core import Exercise, number_checker
+from d2lmp.exercises import _tensor_code as T
+from d2lmp.exercises._code import bug_hunt
+from d2lmp.exercises.core import Exercise, number_checker
+from d2lmp.model.cluster.comm_roofline import link_roof, tensor_parallel_point
+from d2lmp.model.cluster.presets import model_preset
 
 __all__ = ["EXERCISES", "column_forward", "column_backward", "megatron_order", "fc6_break_even", "conv4_all_maps",
            "overlap_gathers", "row_bias", "same_seed", "tp_ranks_nvlink"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..moe import expert_capacity
-from . import _long_sequences_code as code
-from ._code import DIST_IMPORT, bug_hunt
-from .core import Exercise, Verdict
+from d2lmp.exercises import _long_sequences_code as code
+from d2lmp.exercises._code import DIST_IMPORT, bug_hunt
+from d2lmp.exercises.core import Exercise, Verdict
+from d2lmp.moe import expert_capacity
 
 __all__ = ["EXERCISES", "online_merge", "pass_kv", "ring_forward_code", "balanced_bug", "capacity_drops",
            "all_to_all_code", "top2_roofline"]

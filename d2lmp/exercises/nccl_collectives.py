@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 
-from ..parallel.costmodel import PRESETS
-from . import _ring_code as R
-from . import _swap_code
-from ._code import bug_hunt
-from .core import Exercise, number_checker
+from d2lmp.exercises import _ring_code as R
+from d2lmp.exercises import _swap_code
+from d2lmp.exercises._code import bug_hunt
+from d2lmp.exercises.core import Exercise, number_checker
+from d2lmp.model.costmodel import PRESETS
 
 __all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all_gather_busbw", "slow_link",
            "reduce_scatter_code", "ring_bug", "swap_code"]

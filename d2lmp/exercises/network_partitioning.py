@@ -1,6 +1,6 @@
 """Exercises for notebook 13 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
 
-Numbers are checked against ``d2lmp.parallel.pipeline_schedule`` (its bubble formula, simulator and schedules,
+Numbers are checked against ``d2lmp.model.pipeline_schedule`` (its bubble formula, simulator and schedules,
 the interleaved one included).
 The balancing exercise compares the student's partition with the exact ``pipeline_balance.balance`` on awkward
 layer costs; the pipeline exercises (a micro-batched forward, and a pipeline's loss given with a bug) run on
@@ -13,10 +13,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..parallel import pipeline_balance, pipeline_schedule
-from . import _pipeline_code as P
-from ._code import DIST_IMPORT, bug_hunt, code_checker
-from .core import Exercise, Verdict, choice_checker, number_checker
+from d2lmp.exercises import _pipeline_code as P
+from d2lmp.exercises._code import DIST_IMPORT, bug_hunt, code_checker
+from d2lmp.exercises.core import Exercise, Verdict, choice_checker, number_checker
+from d2lmp.model import pipeline_schedule
+from d2lmp.parallel import pipeline_balance
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
            "bytes_pipeline_vs_data", "balance_code", "pipeline_forward", "pipeline_loss", "interleaved_warmup"]

@@ -1,9 +1,9 @@
 """Exercises for notebook 10 (three ways to split the work): the cost model, memory, the one weird trick counted, the
 small GPT's accounting under tensor parallelism and the communication roofline.
 
-The cost-model questions are checked with ``d2lmp.parallel.costmodel`` itself on AlexNet's layer table, so a wrong
+The cost-model questions are checked with ``d2lmp.model.costmodel`` itself on AlexNet's layer table, so a wrong
 choice gets the model's own numbers; the GPT and roofline questions with ``transformer_accounting`` and
-``scale.comm_roofline``, whose typical mistakes (a part split that is not, the ring's factor forgotten, the wrong
+``comm_roofline``, whose typical mistakes (a part split that is not, the ring's factor forgotten, the wrong
 link, 6 FLOPs per parameter for a narrow model) are computed here and recognised. Nothing here runs on ranks: the
 programming model comes in notebook 11.
 """
@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..gpt import preset as gpt_preset
-from ..scale.comm_roofline import data_parallel_point, link_roof
-from ..scale.presets import model_preset
-from ..transformer_accounting import activation_bytes_per_layer, parameter_count, training_flops
-from .core import Exercise, Verdict, number_checker
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
+from d2lmp.gpt import preset as gpt_preset
+from d2lmp.model.cluster.comm_roofline import data_parallel_point, link_roof
+from d2lmp.model.cluster.presets import model_preset
+from d2lmp.model.transformer_accounting import activation_bytes_per_layer, parameter_count, training_flops
 
 if TYPE_CHECKING:
-    from ..models import LayerRow
-    from ..parallel.costmodel import Hardware
+    from d2lmp.model.costmodel import Hardware
+    from d2lmp.models import LayerRow
 
 __all__ = ["EXERCISES", "pipeline_beats_data", "wide_fc", "megatron_bytes", "bench_noise", "adam_fit",
            "weird_trick_bytes", "tp_block_activations", "dp_crossing"]
@@ -45,7 +45,7 @@ def _alexnet_rows(fc_width: int = 4096) -> list[LayerRow]:
 
 
 def _preset(name: str) -> Hardware:
-    from d2lmp.parallel import costmodel
+    from d2lmp.model import costmodel
 
     if name in costmodel.PRESETS:
         return costmodel.PRESETS[name]
@@ -56,7 +56,7 @@ def _preset(name: str) -> Hardware:
 
 
 def _check_pipeline_beats_data(answer: Any) -> Verdict:
-    from d2lmp.parallel import costmodel
+    from d2lmp.model import costmodel
 
     try:
         name, devices, batch = answer
@@ -81,7 +81,7 @@ def _check_pipeline_beats_data(answer: Any) -> Verdict:
 
 
 def _check_wide_fc(answer: Any) -> Verdict:
-    from d2lmp.parallel import costmodel
+    from d2lmp.model import costmodel
 
     hw = _preset("V100")
     rows = _alexnet_rows(fc_width=40960)

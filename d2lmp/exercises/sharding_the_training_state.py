@@ -1,6 +1,6 @@
 """Exercises for notebook 15 (sharding the training state): ZeRO's memory and traffic, on paper and on ranks.
 
-Memory per GPU and traffic per step by hand (``parallel.costmodel``'s ``zero_memory`` and ``zero_traffic``),
+Memory per GPU and traffic per step by hand (``model.costmodel``'s ``zero_memory`` and ``zero_traffic``),
 stage 2's gradient step on ranks, and a ZeRO-2 step given with a bug to find (a stale shard); both code
 exercises run on 2 and 4 gloo ranks and count each rank's bytes (``_zero_code``), so an all-reduce and a
 slice, or an all-gather and a sum, fails with what was asked.
@@ -8,11 +8,11 @@ slice, or an all-gather and a sum, fails with what was asked.
 
 from __future__ import annotations
 
-from ..parallel.costmodel import zero_memory, zero_traffic
-from ..training_state import OPTIMIZERS
-from . import _zero_code as Z
-from ._code import DIST_IMPORT, bug_hunt
-from .core import Exercise, number_checker
+from d2lmp.exercises import _zero_code as Z
+from d2lmp.exercises._code import DIST_IMPORT, bug_hunt
+from d2lmp.exercises.core import Exercise, number_checker
+from d2lmp.model.costmodel import zero_memory, zero_traffic
+from d2lmp.model.training_state import OPTIMIZERS
 
 __all__ = ["EXERCISES", "zero_by_hand", "stage2_shard", "stage3_traffic", "stale_shard"]
 

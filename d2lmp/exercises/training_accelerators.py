@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from ._answers import parts_checker
-from .core import Exercise, Verdict, choice_checker, function_checker, number_checker
+from d2lmp.exercises._answers import parts_checker
+from d2lmp.exercises.core import Exercise, Verdict, choice_checker, function_checker, number_checker
 
 __all__ = ["EXERCISES", "activation_growth", "inplace_relu", "untrained_gradients", "gtx580_batch", "round_trip",
            "fp16_round_trip"]
@@ -23,8 +23,8 @@ __all__ = ["EXERCISES", "activation_growth", "inplace_relu", "untrained_gradient
 @functools.cache
 def _width_factor() -> float:
     """Saved activations of the small AlexNet at width 32 over width 16, batch 64 (FP32, CPU rules)."""
-    from ..memory import predict_saved_activations
-    from ..models import alexnet_small
+    from d2lmp.memory import predict_saved_activations
+    from d2lmp.models import alexnet_small
 
     def saved(width: int) -> int:
         return predict_saved_activations(alexnet_small(width=width), (64, 1, 32, 32)).total_bytes
@@ -134,8 +134,8 @@ untrained_gradients = Exercise(
 @functools.cache
 def _step_bytes() -> tuple[dict[tuple[str, str], float], dict[str, float]]:
     """(one training step's batch-independent bytes per optimizer and mask rule, saved bytes per image)."""
-    from ..memory import predict_step_memory
-    from ..models import alexnet_d2l
+    from d2lmp.memory import predict_step_memory
+    from d2lmp.models import alexnet_d2l
 
     with torch.device("meta"):
         net = alexnet_d2l()

@@ -1,18 +1,18 @@
 """Exercises for notebook 19 (training at scale): the communication roofline by hand, tensor parallelism's
 intensity as a function, why tensor parallelism stays in a node, ZeRO-3's batch, new hardware and a new model.
 
-The numbers follow ``scale.comm_roofline`` on the fitted roofs of ``scale.efficiency`` (the ridges printed in the
+The numbers follow ``model.cluster.comm_roofline`` on the fitted roofs of ``efficiency`` (the ridges printed in the
 notebook's first section); the typical mistakes (the ring's (n−1)/n forgotten or doubled, 4-byte values, the
 wrong link, only the forward pass) are recognised by computing each of them here.
 """
 
 from __future__ import annotations
 
-from ..scale.comm_roofline import link_roof, tensor_parallel_point, zero3_point
-from ..scale.presets import model_preset
-from ..scale.published import NARAYANAN_TABLE2
-from ._answers import formula_checker
-from .core import Exercise, choice_checker, number_checker
+from d2lmp.exercises._answers import formula_checker
+from d2lmp.exercises.core import Exercise, choice_checker, number_checker
+from d2lmp.model.cluster.comm_roofline import link_roof, tensor_parallel_point, zero3_point
+from d2lmp.model.cluster.presets import model_preset
+from d2lmp.model.cluster.published import NARAYANAN_TABLE2
 
 __all__ = ["EXERCISES", "dp_tokens", "tp_intensity_function", "tp16", "zero3_tokens", "new_hardware",
            "plan_llama", "tp_intensity"]

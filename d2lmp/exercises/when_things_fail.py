@@ -21,12 +21,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .. import checkpoint_interval as CI
-from ..checks import reshard as R
-from ..parallel import checkpoint as ckpt
-from ..parallel.launch import launch
-from ._code import code_checker, on_ranks
-from .core import Exercise, Verdict, number_checker
+from d2lmp.checks import reshard as R
+from d2lmp.exercises._code import code_checker, on_ranks
+from d2lmp.exercises.core import Exercise, Verdict, number_checker
+from d2lmp.model import checkpoint_interval as CI
+from d2lmp.parallel import checkpoint as ckpt
+from d2lmp.parallel.launch import launch
 
 __all__ = ["EXERCISES", "pass_along", "load_into", "interval", "recomputed", "lost_message", "resharded_load",
            "async_when", "rng_why"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .data_parallel import DataParallelStep, MLPSpec, local_loss, shard
-from .timeline import TimelineEvent
+from d2lmp.model.timeline import TimelineEvent
+from d2lmp.parallel.data_parallel import DataParallelStep, MLPSpec, local_loss, shard
 
 __all__ = ["accumulate", "AccumulatedGradients", "accumulated_gradients"]
 

@@ -22,8 +22,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
-from ..models import tower_lrn
-from .tensor_parallel import gather_for_split_compute, gather_from_parallel
+from d2lmp.models import tower_lrn
+from d2lmp.parallel.tensor_parallel import gather_for_split_compute, gather_from_parallel
 
 __all__ = ["TowerConv", "TowerLinear", "AlexNetTower", "crossing_bytes"]
 

@@ -24,9 +24,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .attention_blocks import Partial, block_functions, merge, watch_scores
-from .collectives import global_rank
-from .context_layout import chunks_per_rank, ring_attention_schedule
+from d2lmp.parallel.attention_blocks import Partial, block_functions, merge, watch_scores
+from d2lmp.parallel.collectives import global_rank
+from d2lmp.parallel.context_layout import chunks_per_rank, ring_attention_schedule
 
 __all__ = ["RingLog", "ring_forward", "ring_backward", "ring_attention", "pass_kv_round", "RingTraffic", "ring_traffic"]
 

@@ -30,9 +30,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.futures import Future
 
-from ..models import mlp
-from .launch import rank_device
-from .timeline import Timeline, TimelineEvent
+from d2lmp.model.timeline import Timeline, TimelineEvent
+from d2lmp.models import mlp
+from d2lmp.parallel.launch import rank_device
 
 __all__ = ["MLPSpec", "synthetic_data", "shard", "local_loss", "allreduce_gradients", "fill_buckets", "grad_or_zeros",
            "unflatten_into_grads", "BucketedAllReduce", "RecordedBucketedAllReduce", "recording_hook", "VERSIONS",

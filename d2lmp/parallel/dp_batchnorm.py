@@ -20,12 +20,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..data import Dataset
-from ..report import table
-from .data_parallel import shard
-from .dp_training import CNNSpec, FitConfig, dp_fit_many, one_device_fit
-from .launch import launch, rank_device
-from .sync_batchnorm import SyncBatchNorm2d, torch_sync_batchnorm_error
+from d2lmp.data import Dataset
+from d2lmp.parallel.data_parallel import shard
+from d2lmp.parallel.dp_training import CNNSpec, FitConfig, dp_fit_many, one_device_fit
+from d2lmp.parallel.launch import launch, rank_device
+from d2lmp.parallel.sync_batchnorm import SyncBatchNorm2d, torch_sync_batchnorm_error
+from d2lmp.report import table
 
 __all__ = ["BatchNormGap", "BatchNormAccuracy", "bn_inputs", "batchnorm_gaps", "batchnorm_gap_table",
            "batchnorm_accuracy_table", "format_batchnorm_gaps", "format_batchnorm_accuracy"]

@@ -20,15 +20,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..config import set_threads
-from ..data import Dataset
-from ..report import table
-from ..train import accuracy
-from .data_parallel import local_loss, recording_hook, shard
-from .launch import launch
-from .lr_scaling import LRSchedule, linear_scaling, warmup_steps_for
-from .sync_batchnorm import SyncBatchNorm2d
-from .timeline import Timeline
+from d2lmp.config import set_threads
+from d2lmp.data import Dataset
+from d2lmp.model.lr_scaling import LRSchedule, linear_scaling, warmup_steps_for
+from d2lmp.model.timeline import Timeline
+from d2lmp.parallel.data_parallel import local_loss, recording_hook, shard
+from d2lmp.parallel.launch import launch
+from d2lmp.parallel.sync_batchnorm import SyncBatchNorm2d
+from d2lmp.report import table
+from d2lmp.train import accuracy
 
 __all__ = ["NORMS", "CNNSpec", "FitConfig", "FitResult", "LRScalingRow", "global_batches", "dp_fit",
            "one_device_fit", "dp_fit_many", "lr_scaling_table", "format_lr_scaling"]

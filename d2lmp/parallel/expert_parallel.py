@@ -22,8 +22,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
-from ..moe import MoE, MoEOutput, MoESpec, Routing, kept_counts, load_balancing_loss, route
-from .collectives import all_to_all, ring_all_gather, ring_all_reduce
+from d2lmp.moe import MoE, MoEOutput, MoESpec, Routing, kept_counts, load_balancing_loss, route
+from d2lmp.parallel.collectives import all_to_all, ring_all_gather, ring_all_reduce
 
 __all__ = ["experts_per_rank", "expert_owner", "DispatchCounts", "dispatch_counts", "counts_per_rank",
            "ExpertParallelMoE"]

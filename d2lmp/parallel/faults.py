@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from . import stacks
-from .launch import WorkerError, launch
+from d2lmp.parallel import stacks
+from d2lmp.parallel.launch import WorkerError, launch
 
 __all__ = ["FAULTS", "Diagnosis", "skipped_collective", "send_send", "shape_mismatch", "debug_level", "stage"]
 

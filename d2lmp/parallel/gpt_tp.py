@@ -24,9 +24,18 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..gpt import GPT, Embedding, GPTConfig, Head
-from .tensor_parallel import all_reduce_logged, reduce_from_parallel, reduce_scatter_sequence, shard_range
-from .transformer_tp import SEQ_DIM, ColumnLinear, RegionDropout, RowLinear, TPBlock, TPGroup, check_split, tp_group
+from d2lmp.gpt import GPT, Embedding, GPTConfig, Head
+from d2lmp.parallel.tensor_parallel import all_reduce_logged, reduce_from_parallel, reduce_scatter_sequence, shard_range
+from d2lmp.parallel.transformer_tp import (
+    SEQ_DIM,
+    ColumnLinear,
+    RegionDropout,
+    RowLinear,
+    TPBlock,
+    TPGroup,
+    check_split,
+    tp_group,
+)
 
 __all__ = ["VocabShard", "VocabParallelEmbedding", "VocabParallelHead", "vocab_parallel_cross_entropy",
            "TensorParallelGPT", "tp_gpt_sequential", "sequence_parallel_gradients"]

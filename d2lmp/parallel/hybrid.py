@@ -22,9 +22,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .data_parallel import MLPSpec, allreduce_gradients, local_loss, shard
-from .tensor_parallel import ColumnParallelLinear
-from .timeline import Timeline, TimelineEvent
+from d2lmp.model.timeline import Timeline, TimelineEvent
+from d2lmp.parallel.data_parallel import MLPSpec, allreduce_gradients, local_loss, shard
+from d2lmp.parallel.tensor_parallel import ColumnParallelLinear
 
 __all__ = ["Grid", "grid_groups", "hybrid_model", "hybrid_step", "HybridRun", "hybrid_train", "one_device_shards"]
 

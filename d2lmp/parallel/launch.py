@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import TCPStore
 
-from . import stacks as _stacks
+from d2lmp.parallel import stacks as _stacks
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "loopback_listener", "choose_backend",
            "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun"]
@@ -112,7 +112,7 @@ def choose_start_method(backend: str, start_method: str = "auto") -> str:
 
 def threads_per_rank(world_size: int) -> int:
     """CPU cores divided among the ranks, at least one: ranks that share cores must not oversubscribe them."""
-    from ..hardware import usable_cores
+    from d2lmp.hardware import usable_cores
 
     return max(1, usable_cores() // world_size)
 

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .alpha_beta import BUS_FACTORS
+from d2lmp.model.alpha_beta import BUS_FACTORS
 
 __all__ = ["Message", "MessageLog", "OPS", "COLLECTIVES"]
 

@@ -21,12 +21,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .collectives import global_rank
-from .launch import rank_device
-from .p2p_log import MessageLog
-from .pipeline_memory import ActivationLedger, LedgerSummary
-from .pipeline_schedule import micro_batch_count, rank_plan
-from .timeline import Timeline, TimelineEvent
+from d2lmp.model.pipeline_schedule import micro_batch_count, rank_plan
+from d2lmp.model.timeline import Timeline, TimelineEvent
+from d2lmp.parallel.collectives import global_rank
+from d2lmp.parallel.launch import rank_device
+from d2lmp.parallel.p2p_log import MessageLog
+from d2lmp.parallel.pipeline_memory import ActivationLedger, LedgerSummary
 
 __all__ = ["LossFn", "Reference", "StepResult", "CountedStep", "pipeline_step", "counted_pipeline_step",
            "pipeline_steps", "sequential_reference"]

@@ -21,9 +21,9 @@ from itertools import accumulate, combinations
 import torch
 from torch import nn
 
-from .. import timing
-from ..config import set_threads
-from .pipeline_schedule import simulate, step_span
+from d2lmp import timing
+from d2lmp.config import set_threads
+from d2lmp.model.pipeline_schedule import simulate, step_span
 
 __all__ = ["LayerProfile", "balance", "balance_schedule", "equal_split", "flat_sequential", "layer_costs",
            "profile_layers", "rank_costs", "stage_costs"]

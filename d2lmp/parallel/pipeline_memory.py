@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .timeline import TimelineEvent
+from d2lmp.model.timeline import TimelineEvent
 
 __all__ = ["counting_saves", "storage_key", "ActivationLedger", "LedgerSummary", "Key", "peak_in_flight"]
 

@@ -24,10 +24,10 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, supported_activities
 
-from .data_parallel import MLPSpec, local_loss, recording_hook, shard, synthetic_data
-from .launch import launch, rank_device
-from .timeline import Timeline, TimelineEvent
-from .trace_events import TraceSummary, load_trace, merge_traces, summarise, trace_spans
+from d2lmp.model.timeline import Timeline, TimelineEvent
+from d2lmp.parallel.data_parallel import MLPSpec, local_loss, recording_hook, shard, synthetic_data
+from d2lmp.parallel.launch import launch, rank_device
+from d2lmp.parallel.trace_events import TraceSummary, load_trace, merge_traces, summarise, trace_spans
 
 __all__ = ["TRACE_SPEC", "TraceRecording", "RankTrace", "profiler_activities", "ddp_trace_step", "record_ddp_trace"]
 

@@ -32,8 +32,8 @@ from torch import nn
 from torch.distributed.checkpoint.filesystem import FileSystemWriter
 from torch.distributed.checkpoint.state_dict import set_model_state_dict
 
-from ..models import mlp
-from . import checkpoint as ckpt
+from d2lmp.models import mlp
+from d2lmp.parallel import checkpoint as ckpt
 
 __all__ = ["EVENTS", "FAULT_PLACES", "FORGETTABLE", "RunSpec", "Fault", "ShuffledBatches", "RunResult", "LogEvent",
            "Restart", "check_folder", "build", "train", "max_difference", "read_events", "lost_work"]

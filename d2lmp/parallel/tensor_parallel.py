@@ -35,8 +35,8 @@ from torch import nn
 from torch.distributed import ProcessGroup
 from torch.nn import functional as F
 
-from .comm_log import CommCall, CommLog, ring_wire_bytes
-from .comm_log import record as _log
+from d2lmp.parallel.comm_log import CommCall, CommLog, ring_wire_bytes
+from d2lmp.parallel.comm_log import record as _log
 
 __all__ = ["CommCall", "CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel",
            "gather_from_parallel", "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
@@ -95,7 +95,7 @@ class _GatherFromParallel(torch.autograd.Function):
 
 def _reduce_scatter(t: torch.Tensor, dim: int, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
     """Sum over ranks, keeping this rank's block along ``dim`` (a ring reduce-scatter from send/recv)."""
-    from .collectives import ring_reduce_scatter
+    from d2lmp.parallel.collectives import ring_reduce_scatter
 
     world = dist.get_world_size(group)
     moved = t.movedim(dim, 0).contiguous()

@@ -19,8 +19,8 @@ from typing import cast
 
 import torch
 
-from ..gpt import GPT, Block, GPTConfig
-from ..gpt_accounting import (
+from d2lmp.gpt import GPT, Block, GPTConfig
+from d2lmp.gpt_accounting import (
     MODULE_OF_PART,
     Comparison,
     Extra,
@@ -28,15 +28,15 @@ from ..gpt_accounting import (
     dropout_mask_bytes,
     saved_bytes_by_module,
 )
-from ..transformer_accounting import (
+from d2lmp.model.transformer_accounting import (
     BLOCK_PARTS,
     activation_bytes_per_layer,
     activation_parts,
     korthikanti_bytes_per_layer,
     layer_communication,
 )
-from .tensor_parallel import CommLog
-from .transformer_tp import SEQ_DIM, TPBlock, TPGroup
+from d2lmp.parallel.tensor_parallel import CommLog
+from d2lmp.parallel.transformer_tp import SEQ_DIM, TPBlock, TPGroup
 
 __all__ = ["PARTS", "PART_OF_MODULE", "BlockMeasurement", "measure_block", "measure_full_block", "closed_form",
            "activation_table"]

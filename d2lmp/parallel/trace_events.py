@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .timeline import TimelineEvent
+from d2lmp.model.timeline import TimelineEvent
 
 __all__ = ["BACKWARD_PREFIX", "ALLREDUCE_NAMES", "TraceSpan", "TraceSummary", "load_trace", "classify",
            "trace_spans", "union_ms", "intersection_ms", "summarise", "to_timeline", "merge_traces"]

@@ -30,8 +30,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn import functional as F
 
-from ..gpt import MLP, AttentionCore, Block, CausalSelfAttention, GPTConfig, head_rows
-from .tensor_parallel import (
+from d2lmp.gpt import MLP, AttentionCore, Block, CausalSelfAttention, GPTConfig, head_rows
+from d2lmp.parallel.tensor_parallel import (
     all_gather_sequence,
     copy_to_parallel,
     gather_linear,

@@ -36,8 +36,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..models import mlp
-from .collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
+from d2lmp.models import mlp
+from d2lmp.parallel.collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
 
 __all__ = ["STAGES", "FlatBuffers", "flat_views", "gradient_views", "FlatUnit", "LoggedCall", "LoggedCollectives",
            "shard_parameters", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",

@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..bandwidth import CopyRow
-from ..hardware import GPUInfo
-from ..roofline import OpPoint
-from ..timing import MatmulRow
+from d2lmp.bandwidth import CopyRow
+from d2lmp.hardware import GPUInfo
+from d2lmp.roofline import OpPoint
+from d2lmp.timing import MatmulRow
 
 if TYPE_CHECKING:
     from torch import nn
@@ -244,7 +244,7 @@ def conv_speed(batch: int | None = None, name: str = H200_SELFCHECK) -> list[Con
 
 def memory_cuda_models() -> list[tuple[str, nn.Module, tuple[int, ...]]]:
     """(name, model, input shape) of the two models the ``memory_cuda`` self-check measures, freshly built."""
-    from ..models import alexnet_small, mlp
+    from d2lmp.models import alexnet_small, mlp
 
     return [("mlp", mlp(64, (256, 256), 10, dropout=0.5), (256, 1, 8, 8)),
             ("alexnet_small", alexnet_small(), (128, 1, 32, 32))]
@@ -272,7 +272,7 @@ def memory_cuda_rows(name: str = H200_SELFCHECK) -> list[MemoryPeakRow]:
     Reports written before that field existed counted only the bytes allocated during each call; such a
     report must be recorded again (``tools/record_gpu.sh``), not read as if it counted everything.
     """
-    from ..memory import predict_inference_memory, predict_step_memory
+    from d2lmp.memory import predict_inference_memory, predict_step_memory
 
     where = f"{name}, check 'memory_cuda'"
     entry = selfcheck_section("memory_cuda", name)

@@ -1,22 +1,24 @@
-"""d2lmp.scale: the step time, throughput and memory of a dense transformer LM on a GPU cluster, and a planner.
+"""d2lmp.scale: the cluster model's public face, ``from d2lmp.scale import Transformer, Cluster, Plan, predict, plan``.
 
-Plain arithmetic, no torch. ``Transformer`` is ``d2lmp.transformer_accounting.Transformer`` (the one home of
-the formulas); ``Cluster`` a sourced GPU preset and a GPU count; ``Plan`` the parallel layout;
-``predict`` one step's time, throughput, FLOP rates and memory per GPU; ``plan`` ranks the layouts that fit
-and says why the others lose. The modules, one job each: ``hardware`` (GPU presets), ``layout`` (a plan's
-checks), ``memory``, ``steptime`` (the step's terms), ``efficiency`` (the fitted parameters), ``published``
-(the published runs), ``calibration`` (the fit and the comparisons), ``planner``, ``presets`` (model
-shapes), ``report`` (what the commands print) and ``comm_roofline`` (each strategy's FLOPs per byte sent against
-a link's ridge).
+The model itself lives in ``d2lmp.model.cluster`` (torch-free, standard library only); this module only
+re-exports its front door, so that readers' code and the README's examples keep one short import path.
 """
 
-from ..transformer_accounting import Transformer
-from .efficiency import FITTED, Efficiency
-from .hardware import GPU_PRESETS, Cluster, gpu_preset
-from .layout import Plan
-from .planner import PlanReport, plan
-from .predict import Prediction, predict
-from .presets import MODEL_PRESETS, model_preset
+from d2lmp.model.cluster import (
+    FITTED,
+    GPU_PRESETS,
+    MODEL_PRESETS,
+    Cluster,
+    Efficiency,
+    Plan,
+    PlanReport,
+    Prediction,
+    Transformer,
+    gpu_preset,
+    model_preset,
+    plan,
+    predict,
+)
 
 __all__ = ["Transformer", "Cluster", "Plan", "predict", "plan", "Prediction", "PlanReport", "Efficiency", "FITTED",
            "GPU_PRESETS", "gpu_preset", "MODEL_PRESETS", "model_preset"]

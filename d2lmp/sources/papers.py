@@ -5,7 +5,7 @@ Data only: ``d2lmp.bibliography`` gathers these with the other sources into ``SO
 
 from __future__ import annotations
 
-from .record import Source
+from d2lmp.sources.record import Source
 
 __all__ = ["PAPERS"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..scale.presets import MODEL_PRESETS
-from ..transformer_accounting import RECOMPUTE, Transformer
-from ..transformer_stage_memory import korthikanti_first_stage_bytes
-from .figure import fig_ax, show
+from d2lmp.model.cluster.presets import MODEL_PRESETS
+from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
+from d2lmp.model.transformer_stage_memory import korthikanti_first_stage_bytes
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..bandwidth import DeviceCopyRow, GPUMemoryRow
+    from d2lmp.bandwidth import DeviceCopyRow, GPUMemoryRow
 
 __all__ = ["MEMORY_COLOURS", "plot_bus_bandwidth", "bandwidth_widget", "plot_bandwidth_sweep", "plot_bandwidth_curves",
            "plot_memory_capacities"]
@@ -29,7 +29,7 @@ def plot_bus_bandwidth(table: Sequence[GPUMemoryRow], marked: tuple[int, float] 
                        title: str = "Bandwidth = bus width × data rate per pin / 8") -> Figure:
     """Known GPUs (rows from ``bandwidth.gpu_memory_table``) on bus width vs bandwidth, with lines of equal
     per-pin rate; ``marked`` = (bus bits, Gb/s per pin) adds a star for a design of your own."""
-    from ..bandwidth import bus_bandwidth_gbs
+    from d2lmp.bandwidth import bus_bandwidth_gbs
 
     fig, ax = fig_ax(ax, figsize=(8, 4.5))
     bits = np.logspace(np.log10(128), np.log10(10000), 50)
@@ -64,7 +64,7 @@ def bandwidth_widget() -> ipywidgets.interactive:
     """Bus width and data rate per pin → peak bandwidth, with the known GPUs (sourced table) for comparison."""
     import ipywidgets as w
 
-    from ..bandwidth import bus_bandwidth_gbs, gpu_memory_table
+    from d2lmp.bandwidth import bus_bandwidth_gbs, gpu_memory_table
 
     table = gpu_memory_table()
 

@@ -1,5 +1,5 @@
 """Pictures of collectives: who holds what before and after each NCCL collective, the ring and the
-tree all-reduce step by step (``parallel.allreduce_steps`` runs the schedules the implementations follow),
+tree all-reduce step by step (``model.allreduce_steps`` runs the schedules the implementations follow),
 and the α-β model of naive, tree and ring all-reduce (``alpha_beta.all_reduce_model``) as a figure and a
 widget. The library computes; these functions draw."""
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..parallel.allreduce_steps import AllReduceSteps
-from ..parallel.alpha_beta import ALGORITHMS, AllReduceModel, all_reduce_model
-from .figure import show
+from d2lmp.model.allreduce_steps import AllReduceSteps
+from d2lmp.model.alpha_beta import ALGORITHMS, AllReduceModel, all_reduce_model
+from d2lmp.views.figure import show
 
 if TYPE_CHECKING:
     import ipywidgets

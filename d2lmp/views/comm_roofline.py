@@ -1,7 +1,7 @@
 """The communication roofline on screen: each link's roof drawn like notebook 03's, strategies placed under them,
 and a widget (strategy, model, batch, group size, link) that moves a point across the ridge.
 
-The arithmetic is ``scale.comm_roofline``'s; ``roofline_case`` (names in, a ``CommPoint`` out) is the pure
+The arithmetic is ``model.cluster.comm_roofline``'s; ``roofline_case`` (names in, a ``CommPoint`` out) is the pure
 function the widget wraps. The y axis is the FLOP/s the roof allows, ``min(P, I·B)``: the flat part is the
 matrix rate, the sloped parts one per link, and a point sits on the roof of the link its group crosses.
 """
@@ -13,9 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from ..scale.comm_roofline import LINK_NAMES, LINKS, STRATEGIES, CommPoint, LinkRoof, link_roof, strategy_point
-from ..scale.presets import MODEL_PRESETS, model_preset
-from .figure import fig_ax, show
+from d2lmp.model.cluster.comm_roofline import (
+    LINK_NAMES,
+    LINKS,
+    STRATEGIES,
+    CommPoint,
+    LinkRoof,
+    link_roof,
+    strategy_point,
+)
+from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
+from d2lmp.views.figure import fig_ax, show
 
 __all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofline", "describe_point",
            "comm_roofline_widget"]

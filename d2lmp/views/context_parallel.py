@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..parallel.context_layout import LAYOUTS, Workload, ring_attention_schedule, workload
-from .figure import fig_ax, show
+from d2lmp.parallel.context_layout import LAYOUTS, Workload, ring_attention_schedule, workload
+from d2lmp.views.figure import fig_ax, show
 
 __all__ = ["holdings", "block_map", "plot_holdings", "plot_blocks", "plot_work_per_rank", "plot_ring_schedule",
            "describe_workload", "ring_work_widget"]

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..bench.conv import ConvTiming
-    from ..recorded import ConvSpeedRow
+    from d2lmp.bench.conv import ConvTiming
+    from d2lmp.recorded import ConvSpeedRow
 
 __all__ = ["plot_conv_speed", "plot_im2col_memory", "im2col_widget"]
 
@@ -54,7 +54,7 @@ def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16,
                        kernels: Sequence[int] = (1, 3, 5, 7, 9, 11), strides: Sequence[int] = (1, 2, 4),
                        marked: tuple[int, int] | None = None, ax: Axes | None = None) -> Figure:
     """How many times larger im2col's matrix is than its input, against kernel size, per stride ("same" padding)."""
-    from ..conv import im2col_size
+    from d2lmp.conv import im2col_size
 
     fig, ax = fig_ax(ax, figsize=(6.5, 3.8))
     for s in strides:
@@ -77,7 +77,7 @@ def im2col_widget() -> ipywidgets.interactive:
     """Kernel, stride, channels, input size and batch → the im2col matrix's size and its blow-up over the input."""
     import ipywidgets as w
 
-    from ..conv import im2col_size
+    from d2lmp.conv import im2col_size
 
     def draw(kernel: int = 3, stride: int = 1, channels: int = 64, size: int = 27, batch: int = 16) -> None:
         m = im2col_size((batch, channels, size, size), kernel, stride, kernel // 2)

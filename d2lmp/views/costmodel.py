@@ -1,8 +1,8 @@
 """The parallelism cost model on screen: step-time and memory bars for every strategy, and a widget that
 changes the hardware, the batch, the model's size and the optimizer.
 
-The numbers are the library's (``parallel.model_size.predictions``, ``widen``, ``fits`` and
-``memory_by_size`` over ``parallel.costmodel.predict``); this module only draws them.
+The numbers are the library's (``model.model_size.predictions``, ``widen``, ``fits`` and
+``memory_by_size`` over ``model.costmodel.predict``); this module only draws them.
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .figure import fig_ax, show
-from .memory import MEMORY_PART_COLOURS, part_label
+from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.memory import MEMORY_PART_COLOURS, part_label
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..models import LayerRow
-    from ..parallel.costmodel import Hardware, Prediction
+    from d2lmp.model.costmodel import Hardware, Prediction
+    from d2lmp.models import LayerRow
 
 __all__ = ["costmodel_widget", "plot_memory", "plot_memory_by_size", "plot_step_time"]
 
@@ -101,9 +101,9 @@ def costmodel_widget(rows: list[LayerRow], presets: Mapping[str, Hardware],
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from ..parallel.costmodel import STRATEGIES, WEIRD_TRICK
-    from ..parallel.model_size import fits, predictions, widen
-    from ..training_state import OPTIMIZERS
+    from d2lmp.model.costmodel import STRATEGIES, WEIRD_TRICK
+    from d2lmp.model.model_size import fits, predictions, widen
+    from d2lmp.model.training_state import OPTIMIZERS
 
     first_preset = next(iter(presets))
     own = sum(r.params for r in rows)

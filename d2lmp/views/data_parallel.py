@@ -1,7 +1,7 @@
 """Data parallelism in pictures: replicas, shards and the gradient all-reduce, and the predicted scaling
 (efficiency against devices, link bandwidth, bucket size and per-message latency α) as a plot and a widget.
 
-The predictions are ``parallel.dp_model``'s (``scaling_curves``, ``predict_step``); this module draws them.
+The predictions are ``model.dp_model``'s (``scaling_curves``, ``predict_step``); this module draws them.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..parallel.dp_model import DDP_BUCKET_BYTES
-from .figure import fig_ax, show
+from d2lmp.model.dp_model import DDP_BUCKET_BYTES
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -33,7 +33,7 @@ def plot_data_parallel(world: int = 3, batch: int = 10, ax: Axes | None = None) 
     import torch
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
-    from ..parallel.data_parallel import shard
+    from d2lmp.parallel.data_parallel import shard
 
     if not 1 <= world <= batch:
         raise ValueError(f"need 1 <= world <= batch, got world={world}, batch={batch}")
@@ -117,7 +117,7 @@ def dp_scaling_widget(single_device_s: float, grad_bytes: float, alpha: float,
     and without overlap. ``alpha`` (seconds) and ``default_gbs`` (GB/s per direction) are the sliders' start."""
     import ipywidgets as w
 
-    from ..parallel.dp_model import buckets_needed, predict_step, scaling_curves
+    from d2lmp.model.dp_model import buckets_needed, predict_step, scaling_curves
 
     def draw(world: int = 8, bucket_mb: float = DDP_BUCKET_BYTES / 2**20, bandwidth_gbs: float = default_gbs,
              alpha_us: float = alpha * 1e6, overlap: bool = True) -> None:

@@ -7,9 +7,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..parallel.dp_batchnorm import BatchNormAccuracy, BatchNormGap
-from ..parallel.dp_training import LRScalingRow
-from .figure import fig_ax
+from d2lmp.parallel.dp_batchnorm import BatchNormAccuracy, BatchNormGap
+from d2lmp.parallel.dp_training import LRScalingRow
+from d2lmp.views.figure import fig_ax
 
 __all__ = ["plot_lr_scaling", "plot_batchnorm_gaps", "plot_batchnorm_accuracy"]
 

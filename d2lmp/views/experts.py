@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..moe import ExpertLoad, MoE, MoESpec
-from ..parallel.expert_parallel import DispatchCounts
-from .figure import fig_ax, show
+from d2lmp.moe import ExpertLoad, MoE, MoESpec
+from d2lmp.parallel.expert_parallel import DispatchCounts
+from d2lmp.views.figure import fig_ax, show
 
 __all__ = ["plot_expert_load", "plot_dispatch", "plot_experts", "describe_load", "capacity_widget"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import checkpoint_interval as CI
-from .figure import fig_ax, show
+from d2lmp.model import checkpoint_interval as CI
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
-    from ..parallel.resilient import LogEvent
+    from d2lmp.parallel.resilient import LogEvent
 
 __all__ = ["SEGMENT_COLOURS", "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
            "interval_report", "interval_widget"]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..gpt_accounting import Comparison
-from ..gpt_train import LMHistory
-from ..transformer_accounting import BlockAnatomy
-from .figure import fig_ax
+from d2lmp.gpt_accounting import Comparison
+from d2lmp.gpt_train import LMHistory
+from d2lmp.model.transformer_accounting import BlockAnatomy
+from d2lmp.views.figure import fig_ax
 
 __all__ = ["PART_COLOURS", "anatomy_shares", "plot_block_anatomy", "plot_comparisons", "plot_loss"]
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..gpu_specs import SMLayout
+    from d2lmp.gpu_specs import SMLayout
 
 __all__ = ["plot_sm_hierarchy"]
 

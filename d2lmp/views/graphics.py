@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -43,7 +43,7 @@ def cube_matrix(yaw: float, pitch: float) -> torch.Tensor:
     """The 4×4 matrix that turns the cube: rotate by ``yaw`` degrees about y, then ``pitch`` about x."""
     import math
 
-    from ..graphics import rotation_x, rotation_y
+    from d2lmp.graphics import rotation_x, rotation_y
 
     return rotation_x(math.radians(pitch)) @ rotation_y(math.radians(yaw))
 
@@ -52,7 +52,7 @@ def plot_cube_view(yaw: float = 30, pitch: float = 20) -> Figure:
     """The cube turned by ``cube_matrix(yaw, pitch)``, with that matrix printed beside the picture."""
     import matplotlib.pyplot as plt
 
-    from ..graphics import cube_edges, cube_vertices, project, transform_batched
+    from d2lmp.graphics import cube_edges, cube_vertices, project, transform_batched
 
     m = cube_matrix(yaw, pitch)
     fig, (ax_cube, ax_m) = plt.subplots(1, 2, figsize=(8, 4), gridspec_kw=dict(width_ratios=(1, 1.1)))

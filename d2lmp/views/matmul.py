@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .figure import fig_ax
+from d2lmp.views.figure import fig_ax
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..timing import MatmulRow
+    from d2lmp.timing import MatmulRow
 
 __all__ = ["plot_matmul_sweep", "matmul_widget"]
 
@@ -61,8 +61,8 @@ def matmul_widget(sizes: Sequence[int] = (128, 256, 512, 1024, 2048), min_time: 
     """Pick size, dtype and a device that is present; press the button to measure one matmul."""
     import ipywidgets as w
 
-    from ..hardware import peak_gflops, torch_devices
-    from ..timing import DTYPES, time_matmul
+    from d2lmp.hardware import peak_gflops, torch_devices
+    from d2lmp.timing import DTYPES, time_matmul
 
     size = w.Dropdown(options=list(sizes), value=sizes[len(sizes) // 2], description="n")
     dtype = w.Dropdown(options=list(DTYPES), value="float32", description="dtype")

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..training_state import MEMORY_PARTS
-from .figure import fig_ax, show
+from d2lmp.model.training_state import MEMORY_PARTS
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..memory_records import LayerComparison, MemoryBar
+    from d2lmp.memory_records import LayerComparison, MemoryBar
 
 __all__ = ["MEMORY_PART_COLOURS", "BUFFER_COLOUR", "part_label", "plot_memory_breakdown", "memory_widget",
            "plot_saved_per_layer"]
@@ -64,8 +64,8 @@ def memory_widget() -> ipywidgets.interactive:
     import ipywidgets as w
     import torch
 
-    from ..memory import TORCH_OPTIMIZERS, breakdown_rows
-    from ..models import alexnet_d2l
+    from d2lmp.memory import TORCH_OPTIMIZERS, breakdown_rows
+    from d2lmp.models import alexnet_d2l
 
     with torch.device("meta"):
         model = alexnet_d2l()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..models import LayerShare
+    from d2lmp.models import LayerShare
 
 __all__ = ["plot_params_vs_flops", "alexnet_widget", "plot_filters", "plot_two_gpu_split"]
 
@@ -40,7 +40,7 @@ def alexnet_widget() -> ipywidgets.interactive:
     """Input size and width → AlexNet's (2012) layer shapes, parameters and FLOPs, and where they live."""
     import ipywidgets as w
 
-    from ..models import alexnet_summary, format_layer_table, params_vs_flops
+    from d2lmp.models import alexnet_summary, format_layer_table, params_vs_flops
 
     def draw(input_size: int = 224, width: float = 1.0) -> None:
         s = alexnet_summary(input_size=input_size, width=width)

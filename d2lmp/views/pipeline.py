@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
-from ..parallel.pipeline_memory import peak_in_flight
-from ..parallel.pipeline_schedule import (
+from d2lmp.model.pipeline_schedule import (
     COMPUTE_KINDS,
     SCHEDULES,
     bubble_fraction,
@@ -18,9 +17,10 @@ from ..parallel.pipeline_schedule import (
     micro_batch_count,
     simulate,
 )
-from ..parallel.timeline import TimelineEvent
-from .figure import fig_ax, show
-from .timeline import KIND_COLOURS, plot_timeline
+from d2lmp.model.timeline import TimelineEvent
+from d2lmp.parallel.pipeline_memory import peak_in_flight
+from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.timeline import KIND_COLOURS, plot_timeline
 
 if TYPE_CHECKING:
     import ipywidgets

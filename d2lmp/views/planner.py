@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scale import Cluster, PlanReport, Prediction, model_preset, plan
-from ..scale.hardware import GPU_PRESETS
-from ..scale.memory import MemoryBreakdown
-from ..scale.presets import MODEL_PRESETS
-from ..scale.report import format_plan
-from ..scale.steptime import STEP_PARTS
-from .figure import fig_ax, show
-from .memory import BUFFER_COLOUR, MEMORY_PART_COLOURS, part_label
+from d2lmp.model.cluster import Cluster, PlanReport, Prediction, model_preset, plan
+from d2lmp.model.cluster.hardware import GPU_PRESETS
+from d2lmp.model.cluster.memory import MemoryBreakdown
+from d2lmp.model.cluster.presets import MODEL_PRESETS
+from d2lmp.model.cluster.report import format_plan
+from d2lmp.model.cluster.steptime import STEP_PARTS
+from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.memory import BUFFER_COLOUR, MEMORY_PART_COLOURS, part_label
 
 __all__ = ["PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -19,7 +19,7 @@ __all__ = ["plot_power_model", "power_widget"]
 def plot_power_model(exponent: int, parallel_fraction: float = 1.0, marked: float | None = None,
                      ax: Axes | None = None) -> Figure:
     """Throughput of one power budget spent on cores at each relative clock."""
-    from ..power import EXPONENTS, many_slow_cores
+    from d2lmp.power import EXPONENTS, many_slow_cores
 
     fig, ax = fig_ax(ax)
     clocks = np.linspace(0.1, 1.0, 91)
@@ -47,7 +47,7 @@ def power_widget() -> ipywidgets.interactive:
     """Clock fraction, power exponent and parallel fraction → cores and throughput for one budget."""
     import ipywidgets as w
 
-    from ..power import EXPONENTS, many_slow_cores
+    from d2lmp.power import EXPONENTS, many_slow_cores
 
     def draw(clock: float = 0.25, exponent: int = 3, parallel: float = 1.0) -> None:
         r = many_slow_cores(clock, exponent, parallel_fraction=parallel)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..precision import Underflow
-    from ..quantize import InferenceRow
+    from d2lmp.precision import Underflow
+    from d2lmp.quantize import InferenceRow
 
 __all__ = ["plot_exponent_histogram", "loss_scale_widget", "plot_underflow_vs_scale", "plot_inference_compare"]
 
@@ -27,7 +27,7 @@ def plot_exponent_histogram(values: torch.Tensor, scale: float = 1.0, ax: Axes |
     """Histogram of log2 |value × scale| with FP16's smallest subnormal, smallest normal and max marked."""
     import torch
 
-    from ..precision import exponent_histogram
+    from d2lmp.precision import exponent_histogram
 
     edges, counts = exponent_histogram(values * scale)
     fig, ax = fig_ax(ax, figsize=(8, 3.6))
@@ -52,7 +52,7 @@ def loss_scale_widget(gradients: torch.Tensor) -> ipywidgets.interactive:
     """Slide the loss scale (a power of two) and watch gradients move into FP16's range or out past its max."""
     import ipywidgets as w
 
-    from ..precision import underflow_fractions
+    from d2lmp.precision import underflow_fractions
 
     def draw(log2_scale: int = 0) -> None:
         f = underflow_fractions(gradients, 2.0**log2_scale)

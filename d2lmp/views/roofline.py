@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..roofline import OpPoint, Placement
+    from d2lmp.roofline import OpPoint, Placement
 
 __all__ = ["plot_roofline", "roofline_widget", "plot_speedups", "plot_format_roofs", "linear_layer_roofline_widget"]
 
@@ -33,7 +33,7 @@ def plot_roofline(peak_gflops: float, bandwidth_gbs: float, points: Sequence[OpP
     second, dashed roof, so measured and quoted figures are never confused. Points are
     named in the legend (beside the axes) rather than on the plot, where labels collide.
     """
-    from ..roofline import attainable_gflops, ridge_point
+    from d2lmp.roofline import attainable_gflops, ridge_point
 
     fig, ax = fig_ax(ax, figsize=(9, 4.5))
     ridge = ridge_point(peak_gflops, bandwidth_gbs)
@@ -75,7 +75,7 @@ def roofline_widget(peak_gflops: float, bandwidth_gbs: float, points: Sequence[O
     """
     import ipywidgets as w
 
-    from ..roofline import OPERATIONS, place_operation
+    from d2lmp.roofline import OPERATIONS, place_operation
 
     peaks = dict(dtype_peaks or {"float32": peak_gflops})
     measured_dtype = next(iter(peaks))
@@ -148,7 +148,7 @@ def plot_format_roofs(roofs: Mapping[str, float], bandwidth_gbs: float, placemen
     roof and ridge point; ``placement`` (from ``roofline.place_linear_layer``) is drawn at its bound, on the
     roof of ``number_format``, which is drawn bold.
     """
-    from ..roofline import attainable_gflops, ridge_point
+    from d2lmp.roofline import attainable_gflops, ridge_point
 
     if not roofs:
         raise ValueError("need at least one roof")
@@ -180,7 +180,7 @@ def linear_layer_roofline_widget(roofs: Mapping[str, float], bandwidth_gbs: floa
     moves along the roofs of ``plot_format_roofs`` (counted by ``roofline.place_linear_layer``, not measured)."""
     import ipywidgets as w
 
-    from ..roofline import place_linear_layer
+    from d2lmp.roofline import place_linear_layer
 
     formats = list(roofs)
 

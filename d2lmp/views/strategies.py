@@ -143,7 +143,7 @@ def plot_grid(tensor_groups: list[list[int]], data_groups: list[list[int]], ax: 
     """
     from matplotlib.patches import Circle, FancyBboxPatch
 
-    from .figure import fig_ax
+    from d2lmp.views.figure import fig_ax
 
     ranks = sorted(r for g in tensor_groups for r in g)
     if ranks != sorted(r for g in data_groups for r in g) or len(set(ranks)) != len(ranks):

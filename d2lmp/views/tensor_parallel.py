@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..parallel.tensor_parallel import shard_range
-from ..parallel.tp_accounting import PARTS, BlockMeasurement
-from .figure import fig_ax, show
-from .gpt import PART_COLOURS
+from d2lmp.parallel.tensor_parallel import shard_range
+from d2lmp.parallel.tp_accounting import PARTS, BlockMeasurement
+from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.gpt import PART_COLOURS
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -110,7 +110,7 @@ def comm_volume_widget() -> ipywidgets.interactive:
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from ..parallel.tensor_parallel import comm_volume
+    from d2lmp.parallel.tensor_parallel import comm_volume
 
     def draw(batch: int = 128, width: int = 4096, world: int = 2) -> None:
         volume = comm_volume(batch, width, width, world)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..parallel.timeline import TimelineEvent, align
-from .figure import fig_ax
+from d2lmp.model.timeline import TimelineEvent, align
+from d2lmp.views.figure import fig_ax
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

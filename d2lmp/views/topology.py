@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
     import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..topology import NVLinkRow, PCIeRow, PowerBudget, Topology
+    from d2lmp.topology import NVLinkRow, PCIeRow, PowerBudget, Topology
 
 __all__ = ["plot_link_bandwidth", "plot_topology", "plot_power_budget", "power_budget_widget"]
 
@@ -79,8 +79,8 @@ def power_budget_widget() -> ipywidgets.interactive:
     """GPUs × board power + CPU + the rest against a power supply kept below a headroom."""
     import ipywidgets as w
 
-    from ..gpu_specs import NOTABLE_GPUS
-    from ..topology import power_budget
+    from d2lmp.gpu_specs import NOTABLE_GPUS
+    from d2lmp.topology import power_budget
 
     def draw(gpus: int = 2, gpu: str = "RTX 2080 Ti", cpu_watts: int = 150, other_watts: int = 100,
              psu_watts: int = 1000, headroom: float = 0.2) -> None:

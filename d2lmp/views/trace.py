@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..parallel.profiler_trace import TraceRecording
-from ..parallel.trace_events import load_trace, summarise, to_timeline, trace_spans
-from .timeline import plot_timeline
+from d2lmp.parallel.profiler_trace import TraceRecording
+from d2lmp.parallel.trace_events import load_trace, summarise, to_timeline, trace_spans
+from d2lmp.views.timeline import plot_timeline
 
 __all__ = ["plot_trace", "plot_trace_beside_timeline"]
 

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..train import History
+    from d2lmp.train import History
 
 __all__ = ["plot_history", "LivePlot"]
 

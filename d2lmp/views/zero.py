@@ -1,6 +1,6 @@
 """ZeRO on screen: what each rank holds per stage, measured against the formula, and memory per device by stage.
 
-The arithmetic is ``parallel.costmodel``'s (``zero_memory``, ``zero_memory_by_stage``, and ``ZERO_SHARDED``
+The arithmetic is ``model.costmodel``'s (``zero_memory``, ``zero_memory_by_stage``, and ``ZERO_SHARDED``
 for what each stage shards); this module only lays it out and draws it. ``held_segments`` lays out one
 rank's bar; the plots take computed numbers and an optional ``ax``; ``zero_widget`` is a thin ipywidgets
 front end over them.
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..parallel.costmodel import ZERO_SHARDED, ZERO_STAGES
-from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
-from .figure import fig_ax, show
-from .memory import MEMORY_PART_COLOURS, part_label
+from d2lmp.model.costmodel import ZERO_SHARDED, ZERO_STAGES
+from d2lmp.model.training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
+from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.memory import MEMORY_PART_COLOURS, part_label
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -139,11 +139,11 @@ def zero_widget(devices_memory: dict[str, float] | None = None) -> ipywidgets.in
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from ..parallel.costmodel import zero_memory_by_stage
-    from ..training_state import OPTIMIZERS
+    from d2lmp.model.costmodel import zero_memory_by_stage
+    from d2lmp.model.training_state import OPTIMIZERS
 
     if devices_memory is None:
-        from ..gpu_specs import NOTABLE_GPUS
+        from d2lmp.gpu_specs import NOTABLE_GPUS
 
         devices_memory = {g.name: g.memory_gb * 1e9 for g in NOTABLE_GPUS if g.memory_gb and g.memory_gb >= 16}
     sizes = [(_size_label(n), n) for n in (1.25e8, 1.3e9, 7.5e9, 13e9, 70e9, 175e9, 1e12)]

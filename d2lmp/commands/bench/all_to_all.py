@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from ...bench import all_to_all as a2a
-from ...bench.allreduce import KIB, size_label
-from ...report import table
-from ..goal import Goal
-from ..options import ints, need_positive
+from d2lmp.bench import all_to_all as a2a
+from d2lmp.bench.allreduce import KIB, size_label
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import ints, need_positive
+from d2lmp.report import table
 
 __all__ = ["HELP", "GOAL_SIZES", "A2A_GOALS", "add_options", "check", "goal_lines", "run"]
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from ...bench import allreduce
-from ...bench.allreduce import ALLREDUCE_SIZES, KIB, AllReduceTiming, size_label
-from ...report import table
-from ..goal import Goal
-from ..options import ints, need_positive
+from d2lmp.bench import allreduce
+from d2lmp.bench.allreduce import ALLREDUCE_SIZES, KIB, AllReduceTiming, size_label
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import ints, need_positive
+from d2lmp.report import table
 
 __all__ = ["HELP", "GOAL_SIZES", "ALLREDUCE_GOALS", "add_options", "check", "run", "goal_lines"]
 

@@ -8,13 +8,13 @@ import argparse
 
 import torch
 
-from ... import hardware
-from ...bench import conv
-from ...conv import ALEXNET_2012_CONV
-from ...report import table
-from ...timing import resolve_device
-from ..goal import Goal
-from ..options import need_positive, words
+from d2lmp import hardware
+from d2lmp.bench import conv
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive, words
+from d2lmp.conv import ALEXNET_2012_CONV
+from d2lmp.report import table
+from d2lmp.timing import resolve_device
 
 __all__ = ["HELP", "IM2COL_GOAL", "add_options", "check", "run"]
 

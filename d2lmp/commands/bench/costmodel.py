@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 
-from ...bench import costmodel
-from ...report import table
-from ..goal import Goal
-from ..options import need_positive
+from d2lmp.bench import costmodel
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive
+from d2lmp.report import table
 
 __all__ = ["HELP", "PREDICTION_GOAL", "add_options", "check", "run"]
 

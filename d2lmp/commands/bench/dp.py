@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 
-from ...bench import data_parallel
-from ...parallel.launch import choose_backend
-from ...report import table
-from ..goal import Goal
-from ..options import need_positive
+from d2lmp.bench import data_parallel
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive
+from d2lmp.parallel.launch import choose_backend
+from d2lmp.report import table
 
 __all__ = ["HELP", "BUCKETED_GOAL", "add_options", "check", "run"]
 

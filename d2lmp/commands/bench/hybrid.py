@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from ...bench import hybrid
-from ..goal import Goal
-from ..options import need_positive
+from d2lmp.bench import hybrid
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive
 
 __all__ = ["HELP", "PREDICTION_GOAL", "add_options", "check", "run"]
 

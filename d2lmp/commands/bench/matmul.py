@@ -9,10 +9,10 @@ import argparse
 
 import torch
 
-from ... import hardware, timing
-from ...report import table
-from ..goal import Goal
-from ..options import ints, need_positive, words
+from d2lmp import hardware, timing
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import ints, need_positive, words
+from d2lmp.report import table
 
 __all__ = ["HELP", "HARNESS_GOAL", "add_options", "check", "run"]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-from ...bench import pipeline
-from ...report import table
-from ..goal import Goal
-from ..options import ints, need_positive
+from d2lmp.bench import pipeline
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import ints, need_positive
+from d2lmp.report import table
 
 __all__ = ["HELP", "BUBBLE_GOAL", "add_options", "check", "run"]
 

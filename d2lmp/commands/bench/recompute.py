@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 
-from ...bench import recompute
-from ...report import table
-from ..goal import Goal
-from ..options import need_positive
+from d2lmp.bench import recompute
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive
+from d2lmp.report import table
 
 __all__ = ["HELP", "RATIO_GOAL", "add_options", "check", "run"]
 

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import argparse
 
-from ...report import table
-from ...scale.calibration import Comparison
-from ...scale.efficiency import describe
-from ...scale.report import TOP_FIVE, WITHIN, calibration_report, format_planner_checks, planner_checks
-from ..goal import Goal
+from d2lmp.commands.goal import Goal
+from d2lmp.model.cluster.calibration import Comparison
+from d2lmp.model.cluster.efficiency import describe
+from d2lmp.model.cluster.report import (
+    TOP_FIVE,
+    WITHIN,
+    calibration_report,
+    format_planner_checks,
+    planner_checks,
+)
+from d2lmp.report import table
 
 __all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table"]
 
@@ -63,7 +69,7 @@ def goal_lines(tables: dict[str, list[Comparison]]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     check(args)
     report = calibration_report()
-    print("The cluster model (d2lmp.scale), its four parameters fitted on the calibration table only, against "
+    print("The cluster model (d2lmp.model.cluster), its four parameters fitted on the calibration table only, against "
           "every published run it knows\n")
     print("Fitted parameters (on the calibration table):")
     print(describe(report.efficiency))

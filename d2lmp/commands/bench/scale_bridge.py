@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 
-from ... import config
-from ...bench import scale_bridge
-from ...gpt import preset
-from ...report import table
-from ...scale.cpu import MAPPING, PHASES, describe_calibration
-from ..goal import Goal
-from ..options import need_positive
+from d2lmp import config
+from d2lmp.bench import scale_bridge
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive
+from d2lmp.gpt import preset
+from d2lmp.model.cluster.cpu import MAPPING, PHASES, describe_calibration
+from d2lmp.report import table
 
 __all__ = ["HELP", "BRIDGE_GOAL", "add_options", "check", "run", "bridge_table", "phase_table"]
 

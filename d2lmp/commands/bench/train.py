@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from ... import train
-from ..goal import Goal
-from ..options import need_positive
+from d2lmp import train
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import need_positive
 
 __all__ = ["HELP", "ACCURACY_GOAL", "SECONDS_GOAL", "add_options", "check", "run"]
 

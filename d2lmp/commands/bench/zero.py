@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 
-from ...bench import zero
-from ...parallel.costmodel import zero_memory
-from ...report import table
-from ..goal import Goal
-from ..options import ints, need_positive
+from d2lmp.bench import zero
+from d2lmp.commands.goal import Goal
+from d2lmp.commands.options import ints, need_positive
+from d2lmp.model.costmodel import zero_memory
+from d2lmp.report import table
 
 __all__ = ["HELP", "STAGE3_GOAL", "add_options", "check", "run"]
 

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..transformer_accounting import Transformer
-from .layout import Plan
+from d2lmp.model.cluster.layout import Plan
+from d2lmp.model.transformer_accounting import Transformer
 
 __all__ = ["PublishedRun", "METRICS", "gpt", "NARAYANAN_TABLE1", "NARAYANAN_TABLE2", "KORTHIKANTI_TABLE",
            "MEGATRON_GPT3", "CHECKED_TABLES"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .alpha_beta import bus_bandwidth
+from d2lmp.model.alpha_beta import bus_bandwidth
 
 __all__ = ["PublishedBusBandwidth", "AZURE_ND_H200_V5", "PUBLISHED_BUSBW"]
 

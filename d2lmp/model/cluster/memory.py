@@ -18,11 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..parallel.costmodel import state_per_device
-from ..training_state import BUFFERS
-from ..transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
-from ..transformer_stage_memory import embedding_activation_bytes, output_activation_bytes, pipeline_layers_in_flight
-from .layout import Layout, Plan
+from d2lmp.model.cluster.layout import Layout, Plan
+from d2lmp.model.costmodel import state_per_device
+from d2lmp.model.training_state import BUFFERS
+from d2lmp.model.transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
+from d2lmp.model.transformer_stage_memory import (
+    embedding_activation_bytes,
+    output_activation_bytes,
+    pipeline_layers_in_flight,
+)
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes",

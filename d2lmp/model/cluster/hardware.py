@@ -8,7 +8,7 @@ its eight A100s; DGX H100 and H200 eight 400 Gb/s ConnectX-7 ports. Every figure
 (``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures.
 Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes.
 A preset may also carry its own per-message latency α and point-to-point rate (a CPU measured here does,
-``scale.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``.
+``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..gpu_specs import NOTABLE_GPUS, GPUSpec
-from ..topology import NVLINK, NVLINK_SOURCES
-from .efficiency import LATENCY_S
+from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
+from d2lmp.model.cluster.efficiency import LATENCY_S
+from d2lmp.topology import NVLINK, NVLINK_SOURCES
 
 __all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "LinkRate", "latency_of",
            "p2p_rate_of"]
@@ -146,7 +146,7 @@ class Cluster:
     """``gpus`` GPUs of one preset, ``gpus_per_node`` to a node joined by NVLink, nodes joined by the network.
 
     ``nvlink_GBps`` and ``network_GBps_per_gpu`` (per GPU, per direction) None take the preset's figures, the
-    sourced ones of that GPU's usual node. ``custom``: a preset built at run time (``scale.cpu.cpu_preset``, a
+    sourced ones of that GPU's usual node. ``custom``: a preset built at run time (``model.cluster.cpu.cpu_preset``, a
     CPU measured here), used instead of a named one; ``gpu`` then only labels it.
     """
 

@@ -8,7 +8,7 @@ Plain arithmetic, no torch.
 
 from __future__ import annotations
 
-from .transformer_accounting import Transformer, korthikanti_bytes_per_layer
+from d2lmp.model.transformer_accounting import Transformer, korthikanti_bytes_per_layer
 
 __all__ = ["pipeline_layers_in_flight", "embedding_activation_bytes", "output_activation_bytes",
            "korthikanti_first_stage_bytes"]

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..training_state import OptimizerBytes
-from .costmodel import STRATEGIES, Hardware, Prediction, predict
+from d2lmp.model.costmodel import STRATEGIES, Hardware, Prediction, predict
+from d2lmp.model.training_state import OptimizerBytes
 
 LayerRows = list[Any]  # ``models.LayerRow`` records (not imported: ``models`` pulls in the runtime)
 

@@ -34,14 +34,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..gpu_specs import NOTABLE_GPUS, GPUSpec
-from ..topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
-from ..training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
-from .alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_all_reduce_time
-from .dp_model import predict_step
+from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
+from d2lmp.model.alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_all_reduce_time
+from d2lmp.model.dp_model import predict_step
+from d2lmp.model.training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
+from d2lmp.topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
 
 if TYPE_CHECKING:
-    from ..models import LayerRow  # the layer table's rows; models imports torch, this model does not
+    from d2lmp.models import LayerRow  # the layer table's rows; models imports torch, this model does not
 
 __all__ = ["STRATEGIES", "WEIRD_TRICK", "GRID", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine",
            "Prediction", "predict", "Messages", "message_sizes", "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED",

@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
-from .efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
-from .hardware import Cluster, latency_of, p2p_rate_of
-from .layout import Layout, Plan
-from .memory import layer_activation_bytes, stage_parameters
+from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
+from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
+from d2lmp.model.cluster.layout import Layout, Plan
+from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters
+from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
 
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
            "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",

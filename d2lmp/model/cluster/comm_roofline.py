@@ -51,9 +51,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..gpu_specs import NOTABLE_GPUS
-from ..topology import pcie_bandwidth_gbs
-from ..transformer_accounting import (
+from d2lmp.gpu_specs import NOTABLE_GPUS
+from d2lmp.model.cluster.efficiency import FITTED, Efficiency
+from d2lmp.model.cluster.hardware import Cluster, gpu_preset
+from d2lmp.model.cluster.layout import Plan, check_plan
+from d2lmp.model.cluster.steptime import (
+    activation_message_bytes,
+    all_reduce_bytes,
+    gather_bytes,
+    kv_chunk_bytes,
+    link_bytes_per_s,
+)
+from d2lmp.model.transformer_accounting import (
     RECOMPUTE,
     Transformer,
     attention_core_flops,
@@ -62,10 +71,7 @@ from ..transformer_accounting import (
     parameter_count,
     training_flops,
 )
-from .efficiency import FITTED, Efficiency
-from .hardware import Cluster, gpu_preset
-from .layout import Plan, check_plan
-from .steptime import activation_message_bytes, all_reduce_bytes, gather_bytes, kv_chunk_bytes, link_bytes_per_s
+from d2lmp.topology import pcie_bandwidth_gbs
 
 __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",

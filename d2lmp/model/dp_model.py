@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .alpha_beta import predicted_all_reduce_time
+from d2lmp.model.alpha_beta import predicted_all_reduce_time
 
 __all__ = ["DDP_BUCKET_BYTES", "DDP_BUCKET_SOURCE", "BACKWARD_SHARE", "StepPrediction", "predict_step",
            "buckets_needed", "efficiency_curve", "scaling_curves"]

@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..transformer_accounting import Transformer, training_flops
-from .efficiency import FITTED, Efficiency
-from .hardware import Cluster
-from .layout import Layout, Plan, check_plan
-from .memory import MemoryBreakdown, memory_per_gpu
-from .steptime import step_seconds
+from d2lmp.model.cluster.efficiency import FITTED, Efficiency
+from d2lmp.model.cluster.hardware import Cluster
+from d2lmp.model.cluster.layout import Layout, Plan, check_plan
+from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
+from d2lmp.model.cluster.steptime import step_seconds
+from d2lmp.model.transformer_accounting import Transformer, training_flops
 
 __all__ = ["StepParts", "Prediction", "predict"]
 

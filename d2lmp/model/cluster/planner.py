@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..transformer_accounting import RECOMPUTE, Transformer
-from .efficiency import FITTED, Efficiency
-from .hardware import Cluster
-from .layout import Layout, Plan, check_plan
-from .memory import MemoryBreakdown, memory_per_gpu
-from .predict import Prediction, predict
+from d2lmp.model.cluster.efficiency import FITTED, Efficiency
+from d2lmp.model.cluster.hardware import Cluster
+from d2lmp.model.cluster.layout import Layout, Plan, check_plan
+from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
+from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 
 __all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
 

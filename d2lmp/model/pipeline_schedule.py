@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .timeline import TimelineEvent
+from d2lmp.model.timeline import TimelineEvent
 
 __all__ = ["SCHEDULES", "micro_batch_count", "PLANS", "COMPUTE_KINDS", "Op", "schedule", "interleaved_schedule",
            "zero_bubble_schedule",

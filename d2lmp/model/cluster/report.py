@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .calibration import GOAL, Comparison, cluster_of, compare
-from .efficiency import FITTED, Efficiency, describe
-from .planner import Candidate, PlanReport, plan
-from .predict import Prediction, predict
-from .published import CHECKED_TABLES, NARAYANAN_TABLE1, PublishedRun
+from d2lmp.model.cluster.calibration import GOAL, Comparison, cluster_of, compare
+from d2lmp.model.cluster.efficiency import FITTED, Efficiency, describe
+from d2lmp.model.cluster.planner import Candidate, PlanReport, plan
+from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.cluster.published import CHECKED_TABLES, NARAYANAN_TABLE1, PublishedRun
 
 __all__ = ["CalibrationReport", "calibration_report", "format_calibration", "PlannerCheck", "planner_checks",
            "format_planner_checks", "format_plan"]

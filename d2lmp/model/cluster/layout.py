@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..transformer_accounting import RECOMPUTE, Transformer
-from .hardware import Cluster
+from d2lmp.model.cluster.hardware import Cluster
+from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 
 __all__ = ["Plan", "Layout", "check_plan", "group_link"]
 

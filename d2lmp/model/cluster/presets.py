@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..transformer_accounting import Transformer
-from .published import NARAYANAN_TABLE1, gpt
+from d2lmp.model.cluster.published import NARAYANAN_TABLE1, gpt
+from d2lmp.model.transformer_accounting import Transformer
 
 __all__ = ["ModelPreset", "MODEL_PRESETS", "model_preset"]
 

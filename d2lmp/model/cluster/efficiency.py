@@ -41,7 +41,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "gemm": (0.3, 1.0), "memory_passes": (0.0, 8.0), "nvlink": (0.3, 1.0), "network": (0.3, 1.0),
 }
 
-# Fitted by d2lmp.scale.calibration.fit() on Table 1 of Narayanan et al. (2021); re-derived by
+# Fitted by d2lmp.model.cluster.calibration.fit() on Table 1 of Narayanan et al. (2021); re-derived by
 # tests/test_scale_calibration.py.
 FITTED = Efficiency(gemm=0.716, memory_passes=2.654, nvlink=0.736, network=0.790)
 

@@ -15,10 +15,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 
-from .efficiency import BOUNDS, FITTED, Efficiency
-from .hardware import Cluster
-from .predict import Prediction, predict
-from .published import NARAYANAN_TABLE1, PublishedRun
+from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, Efficiency
+from d2lmp.model.cluster.hardware import Cluster
+from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.cluster.published import NARAYANAN_TABLE1, PublishedRun
 
 __all__ = ["GOAL", "Comparison", "cluster_of", "predicted_value", "compare", "objective", "fit", "within_goal"]
 

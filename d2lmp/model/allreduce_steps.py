@@ -1,6 +1,7 @@
 """Who holds what after each step of the ring and the tree all-reduce, from the schedules the implementations follow.
 
-``ring_steps`` runs ``collectives.ring_schedule`` on numbers and ``tree_steps`` runs ``collectives.tree_schedule``:
+``ring_steps`` runs ``collective_schedules.ring_schedule`` on numbers and ``tree_steps`` runs
+``collective_schedules.tree_schedule``:
 each rank starts with a value per chunk, every message of a step is sent at once (from the values before the
 step), and the receiver adds it to its own (reduce-scatter, reduce) or keeps it (all-gather, broadcast). The
 default start is one contribution per rank and chunk, so each state counts how many ranks' contributions a
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collectives import ring_schedule, tree_schedule
+from d2lmp.model.collective_schedules import ring_schedule, tree_schedule
 
 __all__ = ["AllReduceSteps", "ring_steps", "tree_steps"]
 

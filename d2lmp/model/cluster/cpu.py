@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from ..transformer_accounting import Transformer
-from .efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
-from .hardware import Cluster, GPUPreset
-from .layout import Plan
-from .predict import Prediction, predict
+from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
+from d2lmp.model.cluster.hardware import Cluster, GPUPreset
+from d2lmp.model.cluster.layout import Plan
+from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.transformer_accounting import Transformer
 
 __all__ = ["MODEL_VALUE_BYTES", "CPU_VALUE_BYTES", "CPUCalibration", "MEANINGS", "MAPPING", "PHASES", "cpu_preset",
            "cpu_efficiency", "cpu_cluster", "predict_cpu", "phases", "memory_passes_from", "describe_calibration"]
