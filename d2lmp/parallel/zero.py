@@ -20,7 +20,7 @@ The parameters of a unit (the whole model in stages 0-2, one layer in stage 3) l
 buffer padded to a multiple of the world size, so every rank owns an equal, contiguous shard;
 the padding is zero and stays zero. Adam is written out on the shard, so the optimizer state a
 rank keeps is the two tensors ``m`` and ``v`` you can see. Each rank counts the bytes it keeps
-(``held_bytes``) and logs the bytes its collectives send (``log``).
+(``held_bytes``) and logs the bytes its collectives really send (``log``, counted by ``p2p_log.MessageLog``).
 Every rank must start from the same model (build it with the same seed), and in stage 3 each
 layer must run once per forward (no shared weights).
 """
@@ -38,6 +38,7 @@ from torch import nn
 
 from d2lmp.models import mlp
 from d2lmp.parallel.collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
+from d2lmp.parallel.p2p_log import MessageLog
 
 __all__ = ["STAGES", "FlatBuffers", "flat_views", "gradient_views", "FlatUnit", "LoggedCall", "LoggedCollectives",
            "shard_parameters", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",
@@ -158,7 +159,8 @@ class LoggedCall:
 
 class LoggedCollectives:
     """The bookkeeping of a ``ZeroAdam``: its checked settings, its ring collectives, each logged with the
-    bytes this rank sends, and what a rank holds and sent (``full_parameters``, ``held_bytes``, ``bytes_sent``)."""
+    bytes this rank sends (as ``MessageLog`` counts them), and what a rank holds and sent (``full_parameters``,
+    ``held_bytes``, ``bytes_sent``)."""
 
     units: list[FlatUnit]
 
@@ -173,21 +175,26 @@ class LoggedCollectives:
 
     def all_reduce(self, flat: torch.Tensor) -> None:
         """Our ring all-reduce, in place, logged."""
-        self._record("all_reduce", 2 * (self.world - 1) * flat.numel() // self.world * flat.element_size())
-        ring_all_reduce(flat, self.group)
+        with MessageLog() as sent:
+            ring_all_reduce(flat, self.group)
+        self._record("all_reduce", sent)
 
     def reduce_scatter(self, flat: torch.Tensor) -> torch.Tensor:
         """Our ring reduce-scatter: this rank's shard of the sum, logged."""
-        self._record("reduce_scatter", (self.world - 1) * flat.numel() // self.world * flat.element_size())
-        return ring_reduce_scatter(flat, self.group)
+        with MessageLog() as sent:
+            shard = ring_reduce_scatter(flat, self.group)
+        self._record("reduce_scatter", sent)
+        return shard
 
     def all_gather(self, shard: torch.Tensor) -> torch.Tensor:
         """Our ring all-gather: every rank's shard, one row per rank, logged."""
-        self._record("all_gather", (self.world - 1) * shard.numel() * shard.element_size())
-        return ring_all_gather(shard, self.group)
+        with MessageLog() as sent:
+            rows = ring_all_gather(shard, self.group)
+        self._record("all_gather", sent)
+        return rows
 
-    def _record(self, op: str, nbytes: int) -> None:
-        self.log.append(LoggedCall(self.steps, op, nbytes))
+    def _record(self, op: str, sent: MessageLog) -> None:
+        self.log.append(LoggedCall(self.steps, op, round(sent.sent_bytes)))
 
     def zero_grad(self) -> None:
         for unit in self.units:
