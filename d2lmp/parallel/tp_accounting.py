@@ -122,7 +122,8 @@ def _gathered_inputs(config: GPTConfig, batch: int, value_bytes: int, tp: TPGrou
     """Without gathering again, each column-parallel layer keeps its whole gathered input, not its chunk."""
     if not tp.sequence_parallel or tp.regather or config.recompute == "full":
         return {}
-    n = value_bytes * batch * config.seq * config.hidden * (tp.size - 1) // tp.size
+    whole = value_bytes * batch * config.seq * config.hidden
+    n = whole - whole // tp.size  # the gathered input beyond this rank's chunk
     why = "the gathered input is kept for the weight's gradient instead of being gathered again in backward"
     return {m: (Extra("whole gathered input", n, why),) for m in ("attn.qkv", "mlp.fc")}
 
