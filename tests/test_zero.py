@@ -43,8 +43,8 @@ def _wire_bytes_per_step(rank, world, x, y, stage):
     """Train ZeroAdam ``stage`` for STEPS steps and count the bytes sent during each (forward to update).
 
     Our ring collectives move every byte with ``dist.isend``/``send``, so the bytes of the sends ``MessageLog``
-    saw are what the rank really put on the wire, counted around the whole step rather than call by call as
-    ZeroAdam's own log counts them.
+    saw are what the rank really put on the wire, measured independently of ZeroAdam's own log of what it meant
+    to send.
     """
     torch.manual_seed(0)
     model = mlp(SIZES[0], SIZES[1:-1], SIZES[-1], flatten=False)

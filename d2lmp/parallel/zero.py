@@ -20,7 +20,8 @@ The parameters of a unit (the whole model in stages 0-2, one layer in stage 3) l
 buffer padded to a multiple of the world size, so every rank owns an equal, contiguous shard;
 the padding is zero and stays zero. Adam is written out on the shard, so the optimizer state a
 rank keeps is the two tensors ``m`` and ``v`` you can see. Each rank counts the bytes it keeps
-(``held_bytes``) and logs the bytes its collectives really send (``log``, counted by ``p2p_log.MessageLog``).
+(``held_bytes``) and logs its collectives (``log``) as the traffic log records them (``p2p_log.Message``: the
+collective's size, and the bytes a rank sends for it on a ring from the bus factors).
 Every rank must start from the same model (build it with the same seed), and in stage 3 each
 layer must run once per forward (no shared weights).
 """
@@ -38,7 +39,7 @@ from torch import nn
 
 from d2lmp.models import mlp
 from d2lmp.parallel.collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
-from d2lmp.parallel.p2p_log import MessageLog
+from d2lmp.parallel.p2p_log import Message
 
 __all__ = ["STAGES", "FlatBuffers", "flat_views", "gradient_views", "FlatUnit", "LoggedCall", "LoggedCollectives",
            "shard_parameters", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",
@@ -150,17 +151,20 @@ class FlatUnit(FlatBuffers):
 
 @dataclass(frozen=True)
 class LoggedCall:
-    """One collective call of a ``ZeroAdam``: during which step, which collective, bytes this rank sent."""
+    """One collective call of a ``ZeroAdam``: during which step, and the call as the traffic log records it."""
 
     step: int
-    op: str
-    bytes_sent: int
+    message: Message
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes this rank sends for the call on a ring (``Message.sent_bytes``)."""
+        return round(self.message.sent_bytes)
 
 
 class LoggedCollectives:
     """The bookkeeping of a ``ZeroAdam``: its checked settings, its ring collectives, each logged with the
-    bytes this rank sends (as ``MessageLog`` counts them), and what a rank holds and sent (``full_parameters``,
-    ``held_bytes``, ``bytes_sent``)."""
+    bytes this rank sends, and what a rank holds and sent (``full_parameters``, ``held_bytes``, ``bytes_sent``)."""
 
     units: list[FlatUnit]
 
@@ -175,26 +179,23 @@ class LoggedCollectives:
 
     def all_reduce(self, flat: torch.Tensor) -> None:
         """Our ring all-reduce, in place, logged."""
-        with MessageLog() as sent:
-            ring_all_reduce(flat, self.group)
-        self._record("all_reduce", sent)
+        self._record("all_reduce", flat)
+        ring_all_reduce(flat, self.group)
 
     def reduce_scatter(self, flat: torch.Tensor) -> torch.Tensor:
         """Our ring reduce-scatter: this rank's shard of the sum, logged."""
-        with MessageLog() as sent:
-            shard = ring_reduce_scatter(flat, self.group)
-        self._record("reduce_scatter", sent)
-        return shard
+        self._record("reduce_scatter", flat)
+        return ring_reduce_scatter(flat, self.group)
 
     def all_gather(self, shard: torch.Tensor) -> torch.Tensor:
         """Our ring all-gather: every rank's shard, one row per rank, logged."""
-        with MessageLog() as sent:
-            rows = ring_all_gather(shard, self.group)
-        self._record("all_gather", sent)
-        return rows
+        self._record("all_gather", shard, gathered=True)
+        return ring_all_gather(shard, self.group)
 
-    def _record(self, op: str, sent: MessageLog) -> None:
-        self.log.append(LoggedCall(self.steps, op, round(sent.sent_bytes)))
+    def _record(self, op: str, tensor: torch.Tensor, gathered: bool = False) -> None:
+        """Log a collective of ``tensor``; its size S is the whole buffer (an all-gather's: ``world`` shards)."""
+        size = tensor.numel() * tensor.element_size() * (self.world if gathered else 1)
+        self.log.append(LoggedCall(self.steps, Message(op, None, size, self.world)))
 
     def zero_grad(self) -> None:
         for unit in self.units:
