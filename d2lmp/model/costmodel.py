@@ -35,13 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
-from d2lmp.model.alpha_beta import (
-    BUS_FACTORS,
-    GPU_ALPHA_S,
-    GPU_ALPHA_SOURCE,
-    predicted_all_reduce_time,
-    ring_bytes_per_rank,
-)
+from d2lmp.model.alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_all_reduce_time
 from d2lmp.model.dp_model import predict_step
 from d2lmp.model.training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
 from d2lmp.topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
@@ -398,4 +392,4 @@ def zero_traffic(num_params: int, world: int, stage: int, optimizer: str | Optim
     """
     _check_zero(num_params, world, stage)
     halves = 3 if stage == 3 else 2  # reduce-scatters and all-gathers of S (an all-reduce is one of each)
-    return halves * ring_bytes_per_rank("all_gather", num_params * optimizer_bytes(optimizer).grad_bytes, world)
+    return halves * BUS_FACTORS["all_gather"](world) * num_params * optimizer_bytes(optimizer).grad_bytes
