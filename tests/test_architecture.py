@@ -9,14 +9,14 @@ The layers, lowest first (imports point down, never up), and the folders that ho
 
 Inside the library, three kinds of code, told apart by their folder:
 
-    d2lmp/model/     every formula, assumed number and vocabulary: standard library only (no torch, no numpy,
-                     no runtime), beside the torch-free sourced tables it reads (SOURCED_TABLES)
-    d2lmp/parallel/  code that runs on ranks (launch, collectives, the strategies, checkpoints)
-    d2lmp/*.py       the single-device library (timing, models, memory, precision, ...) and its data
+    model           d2lmp/model/: every formula, assumed number and vocabulary: standard library only (no torch,
+                    no numpy, no runtime), beside the torch-free sourced tables it reads (SOURCED_TABLES)
+    parallel        d2lmp/parallel/: the rank runtime, code that runs on ranks (launch, collectives, strategies)
+    single-device   d2lmp/*.py, sources/, recorded/: timing, models, memory, precision, ... and their data
 
-A new module is placed by the folder it is created in; nothing here lists modules one by one but the few
-torch-free tables the model may read. The imports are read with `ast`, nothing is imported, so the tests take
-milliseconds and also see imports inside functions.
+README.md and CONTRIBUTING.md name the layers and kinds the same way. A new module is placed by the folder it is
+created in; nothing here lists modules one by one but the few torch-free tables the model may read. The imports
+are read with `ast`, nothing is imported, so the tests take milliseconds and also see imports inside functions.
 """
 
 from __future__ import annotations

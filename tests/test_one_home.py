@@ -10,7 +10,8 @@ are not facts and pass; so do the few reviewed names in ``REVIEWED_UNIT_NAMES``,
 **Rules the principle cannot see**, kept because each catches what no unit-named constant shows:
 
 * views name no numbers but plotting parameters, whatever the name (a view could bind ``link = 100.0``);
-* the GPU α and DDP's bucket size are found by *value*, wherever they are typed, named or inline;
+* the GPU α and DDP's bucket size are found by *value*, wherever they are typed, named or inline, and a latency α
+  bound to a literal is found inside the model package too, outside its one home ``model/alpha_beta.py``;
 * bytes per parameter are found as call keywords and tuples (``param_bytes=2``, ``(2, 2, 12)``), not constants;
 * ZeRO's sharding rule, the naive schedule's one micro-batch, α read off a fitted intercept and the ring/tree
   simulation are rules written as code (a comparison, a conditional, a division, a loop), not numbers;

@@ -36,6 +36,8 @@ KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Folders shown as one row (their heading): the exercises are one module per notebook, alike but for the topic.
 ONE_ROW = ("d2lmp.exercises",)
+# Folders whose heading says more than their ``__init__``: the root's docstring is the whole package's.
+FOLDER_JOBS = {"d2lmp": "the single-device library: one subject per module, on one device, never the rank runtime"}
 # Modules shown in another folder than their own: the ``python -m d2lmp`` entry point is a command.
 SHOWN_IN = {"d2lmp.__main__": "d2lmp.commands"}
 
@@ -90,20 +92,21 @@ def _folders() -> dict[str, list[Path]]:
         if path.name == "__init__.py":
             folders.setdefault(module_name(path), [])
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name != "__init__.py":
+        if path.name != "__init__.py":  # a folder without __init__.py still gets its heading row
             name = module_name(path)
-            folders[SHOWN_IN.get(name, name.rpartition(".")[0])].append(path)
+            folders.setdefault(SHOWN_IN.get(name, name.rpartition(".")[0]), []).append(path)
     return folders
 
 
 def _kind(folder: str) -> tuple[int, int]:
     """(kind index, place within the kind) of a folder: its own entry in KINDS, else its nearest listed parent's."""
     probe = folder
-    while True:
+    while probe:
         for k, (_, listed) in enumerate(KINDS):
             if probe in listed:
                 return k, listed.index(probe)
         probe = probe.rpartition(".")[0]
+    raise ValueError(f"{folder} is not inside d2lmp")
 
 
 def _under(module: str, folders: tuple[str, ...]) -> bool:
@@ -111,6 +114,8 @@ def _under(module: str, folders: tuple[str, ...]) -> bool:
 
 
 def _job(path: Path) -> str:
+    if not path.exists():
+        return "(no __init__.py)"
     docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     return first_sentence(docstring, module_name(path)) or "(no docstring)"
 
@@ -124,7 +129,8 @@ def rows() -> list[Row]:
             continue  # a folder inside a one-row folder is part of that row
         init = ROOT / Path(*folder.split(".")) / "__init__.py"
         kind = KINDS[_kind(folder)[0]][0]
-        table.append(Row(folder, _job(init), heading=f"{kind}: {folder.replace('.', '/')}/"))
+        job = FOLDER_JOBS.get(folder) or _job(init)
+        table.append(Row(folder, job, heading=f"{kind}: {folder.replace('.', '/')}/"))
         if not _under(folder, ONE_ROW):
             table += [Row(module_name(path), _job(path)) for path in folders[folder]]
     return table
