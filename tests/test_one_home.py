@@ -9,7 +9,12 @@ are not facts and pass; so do the few reviewed names in ``REVIEWED_UNIT_NAMES``,
 
 **Rules the principle cannot see**, kept because each catches what no unit-named constant shows:
 
-* views name no numbers but plotting parameters, whatever the name (a view could bind ``link = 100.0``);
+* views name no numbers but plotting parameters, whatever the name (a view could bind ``link = 100.0``): in
+  ``d2lmp/views/`` a numeric literal may not be *named* (bound at module or class level, given as a parameter's
+  default, or bound to a local from literals alone) unless the name is a plotting parameter (``PLOTTING_PARAMETERS``:
+  figure layout, how many things to draw, where to look from) or a reviewed exception with its reason. The values
+  0 and 1 (a start, an identity) are never a fact; literals used in place, as a drawing call's argument, are layout;
+  widget callbacks (functions nested in a view) are exempt, their defaults being the controls' starting positions;
 * the GPU α and DDP's bucket size are found by *value*, wherever they are typed, named or inline, and a latency α
   bound to a literal is found inside the model package too, outside its one home ``model/alpha_beta.py``;
 * bytes per parameter are found as call keywords and tuples (``param_bytes=2``, ``(2, 2, 12)``), not constants;
