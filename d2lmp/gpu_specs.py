@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GPUSpec", "NOTABLE_GPUS", "find_gpu_spec", "gpu_peak_gflops", "SMLayout", "MemoryLevel",
-           "SM_LAYOUTS"]
+__all__ = ["GPUSpec", "NOTABLE_GPUS", "ALEXNET_GTX580_BYTES", "find_gpu_spec", "gpu_peak_gflops", "SMLayout",
+           "MemoryLevel", "SM_LAYOUTS"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class GPUSpec:
     note: str
     match: str  # regular expression matched against the name NVML/torch report
 
+
+# The memory of each of AlexNet's two GTX 580s: the 3 GB version of the card (Krizhevsky et al. 2012, §3.2: "a single
+# GTX 580 GPU has only 3GB of memory"), not the 1.5 GB reference board of NOTABLE_GPUS; GPU memory sizes are binary.
+ALEXNET_GTX580_BYTES = 3 * 2**30
 
 NOTABLE_GPUS: tuple[GPUSpec, ...] = (
     GPUSpec("GTX 580", "Fermi GF110", 2010, 1.5, "GDDR5", 384, 192.4, 1.58, None, None, 244,

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from d2lmp.exercises._code import code_checker, max_error
 from d2lmp.exercises.core import Exercise, Verdict, number_checker
+from d2lmp.gpu_specs import ALEXNET_GTX580_BYTES
 
 __all__ = ["EXERCISES", "im2col_blowup", "im2col_code", "batch_scaling", "copy_vs_gemm", "four_images_per_thread",
            "im2col_over_3gb", "gpu_bench"]
@@ -130,7 +131,7 @@ def _check_four_per_thread(answer: Any) -> Verdict:
                           "images_per_thread.")
 
 
-GTX580_BYTES = 3 * 2**30  # the card's 3 GB (3072 MiB)
+GTX580_BYTES = ALEXNET_GTX580_BYTES  # the card's 3 GB (3072 MiB)
 
 
 def _check_over_3gb(answer: Any) -> Verdict:
