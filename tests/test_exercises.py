@@ -2,7 +2,7 @@
 
 For each exercise with a check, the reference answer must pass and each listed typical wrong answer must
 fail with its specific message. The notebook must show each hint and each check call, and never the
-solution text; its Exercises section is generated from the module (``exercises.cells``), so that each
+solution text; its Exercises section is generated from the module (``tools/exercise_cells.py``), so that each
 question is written once. A find-the-bug exercise fails as the notebook shows it and passes once fixed;
 every ring or sharding exercise has a library shortcut (right numbers, wrong messages) that must fail
 with a message that says what was asked, and another right algorithm that must pass.
@@ -19,8 +19,8 @@ import torch
 import torch.distributed as dist
 
 from d2lmp.exercises._code import same_code
-from d2lmp.exercises.cells import HEADING, INTRO, check_code, section, section_bounds, update_section
 from d2lmp.exercises.core import Exercise, Verdict
+from tools.exercise_cells import HEADING, INTRO, check_code, section, section_bounds, update_section
 from tools.notebooks import paths, read
 
 NOTEBOOKS = paths()
@@ -106,7 +106,7 @@ def test_open_question_check_points_to_the_solution(capsys):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_cells_are_generated_from_the_module(path):
-    """The cells between ## Exercises and ## References are exactly what ``exercises.cells.section`` makes of the
+    """The cells between ## Exercises and ## References are exactly what ``tools.exercise_cells.section`` makes of the
     module: run ``python -m tools.update_exercises`` after changing a question, a hint or a check cell."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     start, end = section_bounds(nb["cells"])

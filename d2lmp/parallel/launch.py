@@ -46,7 +46,8 @@ from torch.distributed import TCPStore
 from d2lmp.parallel import stacks as _stacks
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "Failure", "WorkerError", "loopback_listener",
-           "choose_backend", "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun"]
+           "choose_backend", "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env",
+           "exit_after_torchrun"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
