@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from d2lmp.exercises._answers import whole_pair
 from d2lmp.exercises._code import code_checker
 from d2lmp.exercises.core import Exercise, Verdict
 
@@ -22,16 +23,8 @@ CONV2_PARAMS = 256 * (5 * 5 * 48 + 1)  # 307,456
 CONV2_MACS = 256 * 27 * 27 * (5 * 5 * 48)  # 223,948,800
 
 
-def _pair(answer: Any) -> tuple[int, int] | None:
-    try:
-        a, b = answer
-        return int(round(float(a))), int(round(float(b)))
-    except (TypeError, ValueError):
-        return None
-
-
 def _check_conv2(answer: Any) -> Verdict:
-    pair = _pair(answer)
+    pair = whole_pair(answer, nearest=True)
     if pair is None:
         return Verdict(False, f"answer with a pair (parameters, multiply_adds), e.g. (1000, 2000); got {answer!r}.")
     params, macs = pair

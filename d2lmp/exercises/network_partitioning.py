@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from d2lmp.exercises import _pipeline_code as P
+from d2lmp.exercises._answers import whole_pair
 from d2lmp.exercises._code import DIST_IMPORT, bug_hunt, code_checker
 from d2lmp.exercises.core import Exercise, Verdict, choice_checker, number_checker
 from d2lmp.model import pipeline_schedule
@@ -33,18 +34,8 @@ def _smallest_m(stages: int, target: float = 0.1) -> int:
 M_FOR_10_PERCENT = (_smallest_m(4), _smallest_m(8))  # (28, 64)
 
 
-def _int_pair(answer: Any) -> tuple[int, int] | None:
-    try:
-        a, b = answer
-        if float(a) != int(a) or float(b) != int(b):
-            return None
-        return int(a), int(b)
-    except (TypeError, ValueError):
-        return None
-
-
 def _check_micro_batches(answer: Any) -> Verdict:
-    pair = _int_pair(answer)
+    pair = whole_pair(answer)
     if pair is None:
         return Verdict(False, f"answer with a pair of whole numbers (m for 4 stages, m for 8 stages); got {answer!r}.")
     if pair == M_FOR_10_PERCENT:
@@ -66,7 +57,7 @@ def _check_micro_batches(answer: Any) -> Verdict:
 
 
 def _check_peak_alive(answer: Any) -> Verdict:
-    pair = _int_pair(answer)
+    pair = whole_pair(answer)
     if pair is None:
         return Verdict(False, f"answer with a pair (GPipe, 1F1B) of whole numbers; got {answer!r}.")
     gpipe, one_f_one_b = pair
@@ -98,7 +89,7 @@ WARMUP = tuple(forwards_before_first_backward(4, r, 8, 2) for r in (0, 3))  # (r
 
 
 def _check_warmup(answer: Any) -> Verdict:
-    pair = _int_pair(answer)
+    pair = whole_pair(answer)
     if pair is None:
         return Verdict(False, f"answer with a pair (rank 0, rank 3) of whole numbers; got {answer!r}.")
     p, m, v = WARMUP_CASE
@@ -180,14 +171,6 @@ def _balance_run(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
             for costs, p in BALANCE_CASES]
 
 
-def _stage_costs(costs: Sequence[float], sizes: Sequence[int]) -> list[float]:
-    out, start = [], 0
-    for size in sizes:
-        out.append(sum(costs[start:start + size]))
-        start += size
-    return out
-
-
 def _greedy(costs: Sequence[float], stages: int) -> list[int]:
     sizes: list[int] = []
     target, current, total = sum(costs) / stages, 0, 0.0
@@ -211,7 +194,8 @@ def _balance_judge(case: str, got: Any, context: Any) -> str | None:
         return f"your split {sizes} has an empty stage: every stage needs at least one layer"
     if sum(sizes) != len(costs):
         return f"your split {sizes} covers {sum(sizes)} layers, there are {len(costs)}"
-    slowest, optimum = max(_stage_costs(costs, sizes)), max(_stage_costs(costs, best))
+    slowest = max(pipeline_balance.stage_costs(costs, sizes))
+    optimum = max(pipeline_balance.stage_costs(costs, best))
     if math.isclose(slowest, optimum, rel_tol=1e-9, abs_tol=1e-12):
         return None
     why = ""
@@ -224,7 +208,8 @@ def _balance_judge(case: str, got: Any, context: Any) -> str | None:
 
 
 def _balance_equal(costs: Sequence[float], stages: int) -> list[int]:
-    return [len(costs) // stages + (i < len(costs) % stages) for i in range(stages)]
+    """A typical wrong answer: the library's equal split by layer count, blind to the costs."""
+    return pipeline_balance.equal_split(len(costs), stages)
 
 
 EXERCISES = [
