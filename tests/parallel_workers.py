@@ -37,6 +37,14 @@ def killed_rank_1(rank, world, folder):
     dist.barrier()
 
 
+def exits_on_rank_1(rank, world, folder):
+    note_pid(folder)
+    dist.barrier()
+    if rank == 1:
+        os._exit(3)  # no error report, no closing barrier
+    time.sleep(60)  # rank 0 neither fails nor finishes: launch must notice rank 1's exit on its own
+
+
 def aborts_on_rank_1(rank, world, folder):
     note_pid(folder)
     dist.barrier()

@@ -2,7 +2,7 @@
 
 For each exercise with a check, the reference answer must pass and each listed typical wrong answer must
 fail with its specific message. The notebook must show each hint and each check call, and never the
-solution text; its Exercises section is generated from the module (``exercises.cells``), so that each
+solution text; its Exercises section is generated from the module (``tools/exercise_cells.py``), so that each
 question is written once. A find-the-bug exercise fails as the notebook shows it and passes once fixed;
 every ring or sharding exercise has a library shortcut (right numbers, wrong messages) that must fail
 with a message that says what was asked, and another right algorithm that must pass.
@@ -10,8 +10,12 @@ with a message that says what was asked, and another right algorithm that must p
 
 import dataclasses
 import importlib
+import importlib.util
 import json
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,8 +23,8 @@ import torch
 import torch.distributed as dist
 
 from d2lmp.exercises._code import same_code
-from d2lmp.exercises.cells import HEADING, INTRO, check_code, section, section_bounds, update_section
 from d2lmp.exercises.core import Exercise, Verdict
+from tools.exercise_cells import HEADING, INTRO, check_code, section, section_bounds, update_section
 from tools.notebooks import paths, read
 
 NOTEBOOKS = paths()
@@ -100,13 +104,56 @@ def test_open_question_check_points_to_the_solution(capsys):
     assert "solution()" in capsys.readouterr().out
 
 
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_exercise_is_the_module_attribute_its_key_names(path):
+    """The notebook calls ``ex.<key>.check(...)``: that name must be the exercise itself, in every module."""
+    module = _module(path)
+    for e in module.EXERCISES:
+        assert getattr(module, e.key, None) is e, f"{module.__name__}.{e.key} is not the exercise keyed {e.key!r}"
+    assert {e.key for e in module.EXERCISES} <= set(module.__all__), "every exercise is public"
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and every exercise module
+def test_importing_the_exercise_modules_builds_no_model():
+    """Importing does no work: a module that needs a network's figures builds it when an exercise is first used."""
+    code = textwrap.dedent("""
+        import importlib, sys
+        from torch import nn
+
+        def refuse(self, *args, **kwargs):
+            raise AssertionError(f"{type(self).__name__} built while importing")
+
+        nn.Module.__init__ = refuse
+        for slug in sys.argv[1:]:
+            importlib.import_module(f"d2lmp.exercises.{slug}")
+    """)
+    slugs = [_slug(path) for path in NOTEBOOKS]
+    done = subprocess.run([sys.executable, "-c", code, *slugs], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_every_solution_prints_and_shows_the_reference_function(capsys):
+    for _, ex in ALL:
+        ex.solution()
+        out = capsys.readouterr().out
+        assert out.startswith(f"Solution to exercise {ex.number}:") and ex.solution_text in out
+        if callable(ex.reference):
+            assert f"def {ex.reference.__name__}(" in out and "# d2lmp/exercises/" in out, ex.key
+
+
+def test_the_notebook_editor_is_a_tool_not_part_of_the_package():
+    assert importlib.util.find_spec("d2lmp.exercises.cells") is None
+    assert importlib.util.find_spec("tools.exercise_cells") is not None
+
 # --------------------------------------------------------------------------------------------
 # One source for each question: the notebook's Exercises section is generated from the module
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_cells_are_generated_from_the_module(path):
-    """The cells between ## Exercises and ## References are exactly what ``exercises.cells.section`` makes of the
+    """The cells between ## Exercises and ## References are exactly what ``tools.exercise_cells.section`` makes of the
     module: run ``python -m tools.update_exercises`` after changing a question, a hint or a check cell."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     start, end = section_bounds(nb["cells"])

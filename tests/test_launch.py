@@ -50,23 +50,35 @@ def test_exception_names_rank_and_carries_traceback(tmp_path, method, limit):
     assert time.monotonic() - start < limit, "a failure must be reported within seconds, not at the timeout"
     err = info.value
     assert isinstance(err, RuntimeError)
-    assert err.rank == 1 and "KeyError" in str(err) and "rank one fails on purpose" in str(err)
+    assert err.rank == 1 and err.kind == "raised"
+    assert "KeyError" in str(err) and "rank one fails on purpose" in str(err)
     assert "raise_on_rank_1" in err.remote_traceback
     _assert_all_gone(tmp_path, 3)
 
 
 def test_killed_rank_is_reported(tmp_path):
     start = time.monotonic()
-    with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 9\)"):
+    with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 9\)") as info:
         launch(W.killed_rank_1, 2, str(tmp_path), timeout=60)
+    assert info.value.kind == "killed"
     assert time.monotonic() - start < 15, "a killed rank must be reported within seconds, not at the timeout"
+    _assert_all_gone(tmp_path, 2)
+
+
+def test_rank_that_exits_without_a_result_is_reported(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(exit code 3\)") as info:
+        launch(W.exits_on_rank_1, 2, str(tmp_path), timeout=60)
+    assert info.value.kind == "exited"
+    assert time.monotonic() - start < 15, "an exited rank must be reported within seconds, not at the timeout"
     _assert_all_gone(tmp_path, 2)
 
 
 def test_hanging_rank_ends_at_the_timeout(tmp_path):
     start = time.monotonic()
-    with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout"):
+    with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout") as info:
         launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
+    assert info.value.kind == "timeout" and info.value.rank is None
     assert time.monotonic() - start < 12
     _assert_all_gone(tmp_path, 2)
 
@@ -94,6 +106,7 @@ def test_a_hang_shows_where_every_rank_waits(tmp_path):
 def test_a_rank_that_aborts_leaves_its_stack(tmp_path):
     with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 6\)") as info:
         launch(W.aborts_on_rank_1, 2, str(tmp_path), timeout=60)
+    assert info.value.kind == "killed"
     assert "rank 1: died of a fatal signal at" in str(info.value) and "in aborts_on_rank_1" in str(info.value)
     _assert_all_gone(tmp_path, 2)
 

@@ -40,7 +40,6 @@ RECORD_DICT_ALLOWED = {
     "d2lmp.recorded.selfcheck_section": "one entry of a recorded JSON document",
     "d2lmp.recorded._Record.as_dict": "a recorded record as its JSON entry, to compare with the file",
     "d2lmp.parallel.trace_events.load_trace": "a Chrome trace, a JSON document",
-    "d2lmp.exercises.cells._old_slots": "a notebook's cells as the .ipynb JSON holds them",
     "d2lmp.parallel.checkpoint.training_state": "a state dict, the mapping DCP saves and fills in place",
     "d2lmp.parallel.resilient._checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
 }

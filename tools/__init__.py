@@ -2,6 +2,7 @@
 ``python -m tools.<job>`` (``tools/record_gpu.sh`` is a shell script). Each script's docstring says what it
 does and how to run it; this list is left to ``ls tools``, so it cannot go stale.
 
-``tools.notebooks`` lists the notebooks and reads their cells, for these scripts and for the tests alike.
+``tools.notebooks`` lists the notebooks and reads their cells, for these scripts and for the tests alike;
+``tools.exercise_cells`` writes the Exercises section that ``tools.update_exercises`` puts in a notebook.
 Tools import ``d2lmp`` and each other, never the tests.
 """

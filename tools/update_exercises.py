@@ -3,7 +3,7 @@
 Usage: python -m tools.update_exercises [NOTEBOOK ...]   (default: every notebook in notebooks/)
 
 notebooks/NN_slug.ipynb takes its exercises from ``d2lmp.exercises.<slug>``: the cells between ``## Exercises``
-and ``## References`` become ``d2lmp.exercises.cells.section(slug, EXERCISES)`` (the shared introduction, the
+and ``## References`` become ``tools.exercise_cells.section(slug, EXERCISES)`` (the shared introduction, the
 import, each exercise's markdown and its check cell). Unchanged cells keep their outputs; a changed code
 cell loses them, so run the notebook again afterwards. tests/test_exercises.py fails when a section is out of
 date. Nothing is executed. Then run python -m tools.update_references: a question may cite a source.
@@ -18,7 +18,7 @@ from typing import Any
 
 import nbformat
 
-from d2lmp.exercises.cells import update_section
+from tools.exercise_cells import update_section
 from tools.notebooks import rewrite, update_each
 
 

@@ -19,6 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.model.alpha_beta import BUS_FACTORS
 from d2lmp.models import mlp
 
 __all__ = ["SIZES", "BATCH", "MICRO_STEPS", "given_accumulate", "my_accumulate", "accumulate_checker",
@@ -90,7 +91,7 @@ def _judge(case: str, run: Logged, context: Any) -> str | None:
         return (f"the gradients differ from one device's gradient of the whole batch's mean loss by up to "
                 f"{error:.2g}: the micro-batches (and the ranks' slices) are not all the same size")
     param_bytes = sum(r.numel() * r.element_size() for r in reference)
-    return sent_at_most(run, 2 * (world - 1) / world * param_bytes, "one all-reduce of the gradients",
+    return sent_at_most(run, BUS_FACTORS["all_reduce"](world) * param_bytes, "one all-reduce of the gradients",
                         "accumulation sums the gradients over the ranks once per optimizer step, not once per "
                         "micro-step")
 

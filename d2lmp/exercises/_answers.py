@@ -1,9 +1,9 @@
-"""Checkers for answers that the core helpers do not cover: several numbers at once, a number this
-machine measures, and a function compared with a reference formula whose typical slips are recognised.
+"""Checkers for answers that the core helpers do not cover: several numbers at once, a pair of whole numbers, a
+number this machine measures, and a function compared with a reference formula whose typical slips are recognised.
 
 ``gpu`` and ``figure`` read the figures a question quotes from ``gpu_specs``. Private to the exercise
-modules of notebooks 01-07; each builds on ``core.number_checker`` and
-``core.function_checker`` so that messages read the same everywhere.
+modules; each builds on ``core.number_checker`` and ``core.function_checker`` so that messages read the same
+everywhere.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 from d2lmp.exercises.core import Verdict, function_checker, number_checker
 from d2lmp.gpu_specs import GPUSpec, find_gpu_spec
 
-__all__ = ["parts_checker", "MeasuredHere", "measured_checker", "formula_checker", "close", "gpu", "figure"]
+__all__ = ["parts_checker", "whole_pair", "MeasuredHere", "measured_checker", "formula_checker", "close", "gpu",
+           "figure"]
 
 
 def gpu(name: str) -> GPUSpec:
@@ -55,6 +56,20 @@ def parts_checker(*parts: tuple[str, Callable[[Any], Verdict]]) -> Callable[[Any
         return Verdict(True, " ".join(said))
 
     return check
+
+
+def whole_pair(answer: Any, nearest: bool = False) -> tuple[int, int] | None:
+    """``answer`` as a pair of whole numbers, or None when it is not a pair of numbers. A number with a fraction
+    is no whole number (None), unless ``nearest``, where it is rounded (a count typed as 3.07e5, say)."""
+    try:
+        a, b = answer
+        if nearest:
+            return round(float(a)), round(float(b))
+        if float(a) != int(a) or float(b) != int(b):
+            return None
+        return int(a), int(b)
+    except (TypeError, ValueError):
+        return None
 
 
 class MeasuredHere:

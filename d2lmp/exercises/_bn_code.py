@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.model.alpha_beta import BUS_FACTORS
 
 __all__ = ["STATS_CASES", "STATS_CHANNELS", "stats_batch", "my_global_stats", "global_stats_checker",
            "GLOBAL_STATS_WRONG"]
@@ -87,7 +88,8 @@ def _stats_traffic(run: Logged, world: int) -> str | None:
     if other:
         return (f"your function called dist.{other[0]}: only a few numbers per channel may travel, its count, Σx "
                 "and Σx², summed over the ranks by an all-reduce; the examples stay on their rank")
-    limit = 2 * (world - 1) / world * (3 * STATS_CHANNELS + 1) * 8  # at most three float64 numbers a channel, + 1
+    # at most three float64 numbers a channel, and the count
+    limit = BUS_FACTORS["all_reduce"](world) * (3 * STATS_CHANNELS + 1) * 8
     return sent_at_most(run, limit, "an all-reduce of each channel's count, Σx and Σx²",
                         "the statistics follow from these sums, whatever the batch's size")
 

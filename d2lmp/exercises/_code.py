@@ -56,10 +56,9 @@ def on_ranks(worker: Callable[..., Any], world: int, *args: Any, timeout: float 
                                     group_timeout=2 * timeout)
         return results
     except WorkerError as err:
-        text = str(err)
-        if "NotImplementedError" in text:
+        if err.kind == "raised" and "NotImplementedError" in err.remote_traceback:
             raise NotImplementedError("the function still raises NotImplementedError") from err
-        if "did not finish within" in text:
+        if err.kind == "timeout":
             where = ("\nWhere each rank was waiting when the time was up:\n" + format_stacks(err.stacks)
                      if err.stacks else "")
             raise RanksFailed(
@@ -67,7 +66,7 @@ def on_ranks(worker: Callable[..., Any], world: int, *args: Any, timeout: float 
                 "message no rank sends, or every rank is blocked in a send that waits for a recv its partner has "
                 "not posted (post sends and receives together with isend/irecv). Check that every send has a "
                 "recv of the same size on the other rank, and that every rank calls each collective." + where) from err
-        summary = text.split("\n", 1)[0]
+        summary = str(err).split("\n", 1)[0]
         raise RanksFailed(f"your function failed with {world} ranks: {summary}") from err
 
 

@@ -21,6 +21,7 @@ import torch.distributed as dist
 from torch import nn
 
 from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.model.alpha_beta import BUS_FACTORS
 
 if TYPE_CHECKING:
     from d2lmp.parallel.data_parallel import MLPSpec
@@ -37,7 +38,7 @@ def _gradients_travel(run: Logged, grads: Sequence[torch.Tensor]) -> str | None:
                 "only the gradients travel, summed by an all-reduce")
     world = max([m.world for m in run.messages if m.collective] or [2])
     grad_bytes = sum(g.numel() * g.element_size() for g in grads)
-    return sent_at_most(run, 2 * (world - 1) / world * grad_bytes, "an all-reduce of the gradients",
+    return sent_at_most(run, BUS_FACTORS["all_reduce"](world) * grad_bytes, "an all-reduce of the gradients",
                         "each gradient needs to be all-reduced once")
 
 

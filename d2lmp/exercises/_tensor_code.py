@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from d2lmp.exercises._code import Logged, code_checker, logged, max_error, on_ranks, sent_at_most
+from d2lmp.model.alpha_beta import BUS_FACTORS
 
 __all__ = ["my_column_linear", "forward_checker", "FORWARD_WRONG", "my_column_backward", "backward_checker",
            "BACKWARD_WRONG", "given_row_linear", "my_row_linear", "row_checker", "ROW_WRONG", "given_column_init",
@@ -81,7 +82,7 @@ def _forward_judge(case: str, run: Logged, context: Any) -> str | None:
         return ("your output contains NaN: you used rows of `weight` or `bias` that belong to other ranks (NaN here, "
                 "as a rank holding only its shard would not have them). Use rows [r·k, (r+1)·k) with k = out/world")
     if got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5):
-        return sent_at_most(run, (world - 1) / world * expected.numel() * 4, "the column split's forward",
+        return sent_at_most(run, BUS_FACTORS["all_gather"](world) * expected.numel() * 4, "the column split's forward",
                             "an all-gather of the ranks' output slices, while the weights stay where they are (an "
                             "all-reduce of a padded output sends twice as much)")
     k = expected.shape[1] // world
@@ -182,7 +183,7 @@ def _backward_judge(case: str, run: Logged, context: Any) -> str | None:
         problems.append("grad_bias is grad_output summed over the batch (dim 0), no communication")
     if problems:
         return "; ".join(problems)
-    return sent_at_most(run, 2 * (world - 1) / world * gx.numel() * 4, "the column split's backward",
+    return sent_at_most(run, BUS_FACTORS["all_reduce"](world) * gx.numel() * 4, "the column split's backward",
                         "one all-reduce of the input's gradient; the weight and bias gradients are local")
 
 
@@ -290,7 +291,7 @@ def _row_judge(case: str, run: Logged, context: Any) -> str | None:
             return (f"your output carries the bias {world} times: each rank added it to its partial sum before the "
                     "all-reduce, which then added the ranks' copies together; add it once, after the all-reduce")
         return f"your output differs from nn.Linear's by up to {max_error(got, expected):.3g}"
-    return sent_at_most(run, 2 * (world - 1) / world * expected.numel() * 4, "the row split's forward",
+    return sent_at_most(run, BUS_FACTORS["all_reduce"](world) * expected.numel() * 4, "the row split's forward",
                         "one all-reduce of the partial outputs")
 
 

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from d2lmp.exercises._code import Logged, code_checker, logged, on_ranks, sent_at_most
+from d2lmp.model.alpha_beta import BUS_FACTORS
 from d2lmp.parallel.collectives import ring_all_gather, ring_reduce_scatter
 
 __all__ = ["LENGTH", "my_grad_shard", "shard_checker", "SHARD_WRONG", "MOMENTUM", "given_zero_step", "my_zero_step",
@@ -33,7 +34,7 @@ def _local(rank: int, step: int = 0) -> torch.Tensor:
 
 def _ring_share(world: int) -> float:
     """Bytes each rank sends in a ring reduce-scatter or all-gather of the S-byte flat tensor."""
-    return (world - 1) / world * BYTES
+    return BUS_FACTORS["reduce_scatter"](world) * BYTES
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,14 +12,15 @@ with a tolerance and units, a choice among options, and a function run against r
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from d2lmp.source_code import source_of
+
 __all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "number_checker", "choice_checker", "function_checker",
-           "run_checker", "show_source"]
+           "run_checker"]
 
 
 class _NotAnswered:
@@ -49,7 +50,7 @@ class Exercise:
     """One exercise of a notebook.
 
     ``title`` (a few words) and ``question`` and ``hint_text`` are written here only: the notebook's
-    exercise cells are generated from them (``exercises.cells``). ``checker`` is None for open questions,
+    exercise cells are generated from them (``tools/exercise_cells.py``). ``checker`` is None for open questions,
     which have a model answer in ``solution_text`` only. ``reference`` is the answer that the solution
     gives (a number, a choice or a function); CI checks that it passes. ``wrong`` lists typical wrong
     answers with a fragment of the message each must get. A code exercise names the function the
@@ -97,12 +98,7 @@ class Exercise:
         print(f"Solution to exercise {self.number}:\n{self.solution_text}")
         if callable(self.reference):
             print()
-            print(show_source(self.reference))
-
-
-def show_source(fn: Callable[..., Any]) -> str:
-    """The source text of ``fn``, as it runs."""
-    return inspect.getsource(fn)
+            print(source_of(self.reference))
 
 
 def number_checker(expected: float, units: str = "", rel_tol: float = 0.02, abs_tol: float = 0.0,

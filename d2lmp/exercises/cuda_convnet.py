@@ -154,111 +154,122 @@ def _check_over_3gb(answer: Any) -> Verdict:
                           "(3072 MiB). Larger kernels, larger maps and stride 1 grow it.")
 
 
-EXERCISES = [
-    Exercise(
-        key="im2col_blowup", number=1, title="im2col's blow-up",
-        question="Derive the im2col blow-up $\\approx k^2/s^2$ from the output size formula, and check it against the "
-                 "table for conv1 (11×11, stride 4, padding 2, 224×224 input): what is conv1's exact blow-up (im2col "
-                 "values over input values)? Why is it not exactly $121/16$?",
-        hint_text="The matrix has C·k·k rows and Ho·Wo columns per image; the input has C·H·W values. With "
-                  "Ho ≈ H/s the ratio is k²/s²; now use conv1's real Ho = Wo = 55.",
-        solution_text="Rows C·k², columns Ho·Wo per image with Ho = ⌊(H + 2p − k)/s⌋ + 1 ≈ H/s, so the ratio "
-                      "C·k²·Ho·Wo / (C·H·W) ≈ k²/s². For conv1: 121 · 55² / 224² = 7.29 (the table's 7.3×), not "
-                      "121/16 = 7.56, because the kernel does not fit at the last positions: 55 outputs per axis, not "
-                      "224/4 = 56 (the floor and the k − 2p pixels the formula subtracts).",
-        checker=number_checker(CONV1_BLOWUP, "×", rel_tol=0.01, why="121 · 55² / 224²: 55 output positions per axis, "
-                               "not 224/4 = 56.", near_misses=[
-                                   (121 / 16, "that is k²/s², the approximation: use conv1's real 55×55 output, not "
-                                              "224/4 = 56")]),
-        reference=CONV1_BLOWUP, wrong=[(121 / 16, "the approximation")],
-        how_to_answer="Pass conv1's exact blow-up (a number such as 7.1)."),
-    Exercise(
-        function="my_im2col(x, kernel_size, stride=1, padding=0)",
-        key="im2col_code", number=2, title="im2col by hand",
-        question="Write `my_im2col(x, kernel_size, stride, padding)` for a square kernel: from an NCHW input return "
-                 "the matrix of receptive fields of shape (N, C·k·k, Ho·Wo), rows ordered like `F.unfold`'s (channel, "
-                 "then kernel row, then kernel column) and columns output position by output position, row by row. "
-                 "Use slicing and loops over the kernel only, not `F.unfold` or `Tensor.unfold`. It is checked "
-                 "against `d2lmp.conv` on odd shapes with strides and paddings.",
-        hint_text="Pad once with `F.pad(x, (p, p, p, p))`. For each kernel offset (u, v), the values that weight "
-                  "meets at every output position are the strided slice `xp[:, :, u:u + s·(Ho−1) + 1:s, v:v + "
-                  "s·(Wo−1) + 1:s]`; store it in a (N, C, k, k, Ho, Wo) tensor, then reshape.",
-        solution_text="Pad, then for every kernel offset (u, v) copy the strided slice of the padded input that this "
-                      "weight multiplies at all output positions into cols[:, :, u, v]; reshaping (N, C, k, k, Ho, Wo) "
-                      "to (N, C·k·k, Ho·Wo) gives exactly F.unfold's channel-major row order. k² slice copies replace "
-                      "N·Ho·Wo Python-level loops.",
-        checker=code_checker(_im2col_run, _im2col_judge, "your im2col equals d2lmp.conv's on every shape, stride "
-                                                         "and padding tried."),
-        reference=my_im2col,
-        wrong=[(_im2col_no_padding, "you left out the padding"), (_im2col_kernel_major, "rows in the wrong order")]),
-    Exercise(
-        key="batch_scaling", number=3, title="Batch size and speed",
-        question="Measure: time `conv.conv2d_im2col` on conv3 at batches 1, 4, 16 and 64 "
-                 "(`conv.benchmark_conv([...], batch=...)`). How do GFLOP/s and the ratio to `F.conv2d` change with "
-                 "the batch? Relate your answer to the GEMM's shape.",
-        hint_text="conv3's GEMM multiplies a 384 × 2304 filter matrix by a 2304 × (N·169) column matrix: the batch "
-                  "only widens the second matrix. How efficient is a matrix product with 169 columns?",
-        solution_text="GFLOP/s rise with the batch and then level off: at batch 1 the GEMM is 384 × 2304 × 169, too "
-                      "narrow to keep every core's vector units busy, and fixed costs per call weigh more; at 16-64 "
-                      "the product is wide (thousands of columns) and runs near the BLAS's speed. The ratio to "
-                      "F.conv2d improves with the batch for the same reason, but stays above 1 on most CPUs because "
-                      "the copy grows with the batch too (9× conv3's input)."),
-    Exercise(
-        key="copy_vs_gemm", number=4, title="Copy or product",
-        question="Measure: split `conv.conv2d_im2col` into its copy and its matrix product (time `F.unfold` alone on "
-                 "the same input). Which part dominates on your machine, and for which layers?",
-        hint_text="Time `F.unfold(x, k, padding=p, stride=s)` and, separately, the `torch.matmul` of the reshaped "
-                  "filters with precomputed columns (the benchmark's 'copy only' and 'GEMM only' rows do this).",
-        solution_text="On most CPUs the matrix product dominates for conv2-conv5 (hundreds of GFLOP per batch), and "
-                      "the copy is a large share for conv1 (stride 4, 3 channels: little arithmetic per copied "
-                      "value) and for conv2 (25× blow-up). Where main-memory bandwidth per core is low, the copy can "
-                      "take as long as the product. The notebook's 'copy only' and 'GEMM only' rows show this "
-                      "machine's split."),
-    Exercise(
-        key="four_images_per_thread", number=5, title="Batches cuda-convnet accepts",
-        question="cuda-convnet asks for a batch that is a multiple of 128. Using `conv.cuda_convnet_fit`, which batch "
-                 "sizes between 64 and 256 (inclusive) get 4 images per thread? What would a batch of 100 cost, in "
-                 "idle threads, compared with 128?",
-        hint_text="Read `images_per_thread` from `conv.cuda_convnet_fit(conv.ALEXNET_2012_CONV[0], batch)` for every "
-                  "batch from 64 to 256, or read the rule in the notebook's text.",
-        solution_text="128 and 256 (`numImages % 128 == 0 ? 4 : numImages % 64 == 0 ? 2 : 1`; 64 and 192 get 2). A "
-                      "batch of 100 runs with 1 image per thread: 100 threads' worth of images where 128 would keep "
-                      "32 threads busy with 4 each, so for the same images the kernel launches 4× the threads, each "
-                      "reusing its loaded filter values for one image instead of four, and the last warp of a block "
-                      "is partly idle (100 is not a multiple of 32: 28 of 128 thread slots in 4 warps do nothing).",
-        checker=_check_four_per_thread, reference=[128, 256],
-        wrong=[([128], "256"), ([64, 128, 192, 256], "get 2 images per thread")],
-        how_to_answer="Pass a list of batch sizes."),
-    Exercise(
-        key="im2col_over_3gb", number=6, title="An im2col matrix over 3 GB",
-        question="With the im2col widget, find a layer whose im2col matrix exceeds 3 GB (a 3 GB GTX 580, the boards "
-                 "AlexNet used) at batch "
-                 "128; answer with its (kernel, stride, channels, input size), padding k // 2 as in the widget. How "
-                 "did cuda-convnet avoid building such matrices?",
-        hint_text="Set the batch to 128 and grow the kernel and the input size with stride 1; for instance, what "
-                  "would conv2 (5×5, 96 channels) have cost on conv1's 55×55 maps before pooling?",
-        solution_text="For example (5, 1, 96, 55): conv2's kernels on conv1's unpooled 55×55 maps give a 2,400 × "
-                      "387,200 matrix, 3.46 GiB. cuda-convnet never builds the matrix: each thread block loads a tile "
-                      "of images and filters into shared memory and computes the sums directly from the input "
-                      "(implicit GEMM), so the receptive fields are read from the c01b input as needed and never "
-                      "copied to main memory.",
-        checker=_check_over_3gb, reference=(5, 1, 96, 55), wrong=[((5, 1, 96, 27), "under the 3 GB")],
-        how_to_answer="Pass (kernel, stride, channels, input size)."),
-    Exercise(
-        key="gpu_bench", number=7, title="The benchmark on a GPU",
-        question="If you have a GPU: run `d2lmp bench conv` and compare the ratios of im2col and c01b to cuDNN with "
-                 "the CPU ratios.",
-        hint_text="On the GPU the ratio compares our copy + cuBLAS GEMM with cuDNN's kernels; on the CPU with "
-                  "oneDNN's. Look separately at the grouped layers (conv2, conv4, conv5) and at conv3.",
-        solution_text="On a GPU im2col and c01b are typically within a small factor of cuDNN and can beat it. In the "
-                      "recorded H200 run, at batch 128 (the bars in the notebook) our code beats cuDNN on the grouped "
-                      "layers (conv2, conv4, conv5) and loses on conv3; at `bench conv`'s default batch of 16 it "
-                      "beats cuDNN on every layer. Why is not tested here (cuDNN may pick other algorithms, such as "
-                      "Winograd or FFT, at other batches). On the CPU both are slower than oneDNN (the notebook's "
-                      "ratios). The "
-                      "GPU's huge memory bandwidth makes the copy cheap relative to the GEMM, so the im2col penalty "
-                      "shrinks."),
-]
+im2col_blowup = Exercise(
+    key="im2col_blowup", number=1, title="im2col's blow-up",
+    question="Derive the im2col blow-up $\\approx k^2/s^2$ from the output size formula, and check it against the "
+             "table for conv1 (11×11, stride 4, padding 2, 224×224 input): what is conv1's exact blow-up (im2col "
+             "values over input values)? Why is it not exactly $121/16$?",
+    hint_text="The matrix has C·k·k rows and Ho·Wo columns per image; the input has C·H·W values. With "
+              "Ho ≈ H/s the ratio is k²/s²; now use conv1's real Ho = Wo = 55.",
+    solution_text="Rows C·k², columns Ho·Wo per image with Ho = ⌊(H + 2p − k)/s⌋ + 1 ≈ H/s, so the ratio "
+                  "C·k²·Ho·Wo / (C·H·W) ≈ k²/s². For conv1: 121 · 55² / 224² = 7.29 (the table's 7.3×), not "
+                  "121/16 = 7.56, because the kernel does not fit at the last positions: 55 outputs per axis, not "
+                  "224/4 = 56 (the floor and the k − 2p pixels the formula subtracts).",
+    checker=number_checker(CONV1_BLOWUP, "×", rel_tol=0.01, why="121 · 55² / 224²: 55 output positions per axis, "
+                           "not 224/4 = 56.", near_misses=[
+                               (121 / 16, "that is k²/s², the approximation: use conv1's real 55×55 output, not "
+                                          "224/4 = 56")]),
+    reference=CONV1_BLOWUP, wrong=[(121 / 16, "the approximation")],
+    how_to_answer="Pass conv1's exact blow-up (a number such as 7.1).")
 
-(im2col_blowup, im2col_code, batch_scaling, copy_vs_gemm, four_images_per_thread, im2col_over_3gb,
- gpu_bench) = EXERCISES
+
+im2col_code = Exercise(
+    function="my_im2col(x, kernel_size, stride=1, padding=0)",
+    key="im2col_code", number=2, title="im2col by hand",
+    question="Write `my_im2col(x, kernel_size, stride, padding)` for a square kernel: from an NCHW input return "
+             "the matrix of receptive fields of shape (N, C·k·k, Ho·Wo), rows ordered like `F.unfold`'s (channel, "
+             "then kernel row, then kernel column) and columns output position by output position, row by row. "
+             "Use slicing and loops over the kernel only, not `F.unfold` or `Tensor.unfold`. It is checked "
+             "against `d2lmp.conv` on odd shapes with strides and paddings.",
+    hint_text="Pad once with `F.pad(x, (p, p, p, p))`. For each kernel offset (u, v), the values that weight "
+              "meets at every output position are the strided slice `xp[:, :, u:u + s·(Ho−1) + 1:s, v:v + "
+              "s·(Wo−1) + 1:s]`; store it in a (N, C, k, k, Ho, Wo) tensor, then reshape.",
+    solution_text="Pad, then for every kernel offset (u, v) copy the strided slice of the padded input that this "
+                  "weight multiplies at all output positions into cols[:, :, u, v]; reshaping (N, C, k, k, Ho, Wo) "
+                  "to (N, C·k·k, Ho·Wo) gives exactly F.unfold's channel-major row order. k² slice copies replace "
+                  "N·Ho·Wo Python-level loops.",
+    checker=code_checker(_im2col_run, _im2col_judge, "your im2col equals d2lmp.conv's on every shape, stride "
+                                                     "and padding tried."),
+    reference=my_im2col,
+    wrong=[(_im2col_no_padding, "you left out the padding"), (_im2col_kernel_major, "rows in the wrong order")])
+
+
+batch_scaling = Exercise(
+    key="batch_scaling", number=3, title="Batch size and speed",
+    question="Measure: time `conv.conv2d_im2col` on conv3 at batches 1, 4, 16 and 64 "
+             "(`conv.benchmark_conv([...], batch=...)`). How do GFLOP/s and the ratio to `F.conv2d` change with "
+             "the batch? Relate your answer to the GEMM's shape.",
+    hint_text="conv3's GEMM multiplies a 384 × 2304 filter matrix by a 2304 × (N·169) column matrix: the batch "
+              "only widens the second matrix. How efficient is a matrix product with 169 columns?",
+    solution_text="GFLOP/s rise with the batch and then level off: at batch 1 the GEMM is 384 × 2304 × 169, too "
+                  "narrow to keep every core's vector units busy, and fixed costs per call weigh more; at 16-64 "
+                  "the product is wide (thousands of columns) and runs near the BLAS's speed. The ratio to "
+                  "F.conv2d improves with the batch for the same reason, but stays above 1 on most CPUs because "
+                  "the copy grows with the batch too (9× conv3's input).")
+
+
+copy_vs_gemm = Exercise(
+    key="copy_vs_gemm", number=4, title="Copy or product",
+    question="Measure: split `conv.conv2d_im2col` into its copy and its matrix product (time `F.unfold` alone on "
+             "the same input). Which part dominates on your machine, and for which layers?",
+    hint_text="Time `F.unfold(x, k, padding=p, stride=s)` and, separately, the `torch.matmul` of the reshaped "
+              "filters with precomputed columns (the benchmark's 'copy only' and 'GEMM only' rows do this).",
+    solution_text="On most CPUs the matrix product dominates for conv2-conv5 (hundreds of GFLOP per batch), and "
+                  "the copy is a large share for conv1 (stride 4, 3 channels: little arithmetic per copied "
+                  "value) and for conv2 (25× blow-up). Where main-memory bandwidth per core is low, the copy can "
+                  "take as long as the product. The notebook's 'copy only' and 'GEMM only' rows show this "
+                  "machine's split.")
+
+
+four_images_per_thread = Exercise(
+    key="four_images_per_thread", number=5, title="Batches cuda-convnet accepts",
+    question="cuda-convnet asks for a batch that is a multiple of 128. Using `conv.cuda_convnet_fit`, which batch "
+             "sizes between 64 and 256 (inclusive) get 4 images per thread? What would a batch of 100 cost, in "
+             "idle threads, compared with 128?",
+    hint_text="Read `images_per_thread` from `conv.cuda_convnet_fit(conv.ALEXNET_2012_CONV[0], batch)` for every "
+              "batch from 64 to 256, or read the rule in the notebook's text.",
+    solution_text="128 and 256 (`numImages % 128 == 0 ? 4 : numImages % 64 == 0 ? 2 : 1`; 64 and 192 get 2). A "
+                  "batch of 100 runs with 1 image per thread: 100 threads' worth of images where 128 would keep "
+                  "32 threads busy with 4 each, so for the same images the kernel launches 4× the threads, each "
+                  "reusing its loaded filter values for one image instead of four, and the last warp of a block "
+                  "is partly idle (100 is not a multiple of 32: 28 of 128 thread slots in 4 warps do nothing).",
+    checker=_check_four_per_thread, reference=[128, 256],
+    wrong=[([128], "256"), ([64, 128, 192, 256], "get 2 images per thread")],
+    how_to_answer="Pass a list of batch sizes.")
+
+
+im2col_over_3gb = Exercise(
+    key="im2col_over_3gb", number=6, title="An im2col matrix over 3 GB",
+    question="With the im2col widget, find a layer whose im2col matrix exceeds 3 GB (a 3 GB GTX 580, the boards "
+                 "AlexNet used) at batch "
+             "128; answer with its (kernel, stride, channels, input size), padding k // 2 as in the widget. How "
+             "did cuda-convnet avoid building such matrices?",
+    hint_text="Set the batch to 128 and grow the kernel and the input size with stride 1; for instance, what "
+              "would conv2 (5×5, 96 channels) have cost on conv1's 55×55 maps before pooling?",
+    solution_text="For example (5, 1, 96, 55): conv2's kernels on conv1's unpooled 55×55 maps give a 2,400 × "
+                  "387,200 matrix, 3.46 GiB. cuda-convnet never builds the matrix: each thread block loads a tile "
+                  "of images and filters into shared memory and computes the sums directly from the input "
+                  "(implicit GEMM), so the receptive fields are read from the c01b input as needed and never "
+                  "copied to main memory.",
+    checker=_check_over_3gb, reference=(5, 1, 96, 55), wrong=[((5, 1, 96, 27), "under the 3 GB")],
+    how_to_answer="Pass (kernel, stride, channels, input size).")
+
+
+gpu_bench = Exercise(
+    key="gpu_bench", number=7, title="The benchmark on a GPU",
+    question="If you have a GPU: run `d2lmp bench conv` and compare the ratios of im2col and c01b to cuDNN with "
+             "the CPU ratios.",
+    hint_text="On the GPU the ratio compares our copy + cuBLAS GEMM with cuDNN's kernels; on the CPU with "
+              "oneDNN's. Look separately at the grouped layers (conv2, conv4, conv5) and at conv3.",
+    solution_text="On a GPU im2col and c01b are typically within a small factor of cuDNN and can beat it. In the "
+                  "recorded H200 run, at batch 128 (the bars in the notebook) our code beats cuDNN on the grouped "
+                  "layers (conv2, conv4, conv5) and loses on conv3; at `bench conv`'s default batch of 16 it "
+                  "beats cuDNN on every layer. Why is not tested here (cuDNN may pick other algorithms, such as "
+                  "Winograd or FFT, at other batches). On the CPU both are slower than oneDNN (the notebook's "
+                  "ratios). The "
+                  "GPU's huge memory bandwidth makes the copy cheap relative to the GEMM, so the im2col penalty "
+                  "shrinks.")
+
+
+EXERCISES = [im2col_blowup, im2col_code, batch_scaling, copy_vs_gemm, four_images_per_thread, im2col_over_3gb,
+             gpu_bench]

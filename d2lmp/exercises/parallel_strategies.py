@@ -148,210 +148,223 @@ def _tokens(ridge: float, sent: float, per_token: float) -> float:
     return ridge * sent / per_token
 
 
-EXERCISES = [
-    Exercise(
-        key="pipeline_beats_data", number=1,
-        title="When the pipeline beats data parallelism",
-        question="In the widget, find a preset, a number of devices and a (global) batch where pipeline partitioning "
-                 "beats data parallelism for AlexNet. What changed?",
-        hint_text="Data parallelism's communication is the gradients, the same size whatever the batch; the "
-                  "pipeline's is activations. Try the smallest batches. Answer with `(preset, devices, batch)`; a "
-                  "unique part of the preset's name such as 'V100' is enough.",
-        solution_text="Small global batches: for example 8× V100 at batch 32 (4 images per device), where the model "
-                      "predicts a shorter step for the pipeline than for data parallelism (the check prints both). Per "
-                      "step, data parallelism all-reduces 244 MB of gradients regardless of the batch, while the "
-                      "pipeline sends a few activations per micro-batch; with little compute per device to hide "
-                      "behind, the gradient traffic dominates. At 128 images per device or more, data parallelism "
-                      "wins again.",
-        checker=_check_pipeline_beats_data, reference=("8x V100 (NVLink 2, hybrid cube-mesh)", 8, 32),
-        wrong=[(("V100", 8, 1024), "data parallelism takes")],
-        how_to_answer="Pass (preset, devices, batch)."),
-    Exercise(
-        key="wide_fc", number=2,
-        title="Wider fully connected layers",
-        question="Make AlexNet's fully connected layers ten times wider (4096 → 40,960 neurons: rebuild fc6, fc7 and "
-                 "fc8 as `nn.Linear` layers of that width on the meta device and recompute the layer table, or scale "
-                 "the rows: fc6's and fc8's params and FLOPs tenfold, fc7's a hundredfold). Which strategy wins now on "
-                 "8× V100 at 128 images per device (8 micro-batches), and why?",
-        hint_text="Compare `CM.predict(rows, s, hw, 1024, micro_batches=8)` for every strategy in `CM.STRATEGIES`, "
-                  "and look at `memory_bytes` too: a V100 has 16 GB. Answer with the strategy's name.",
-        solution_text="The one weird trick, with the shortest predicted step (the check prints every strategy's). "
-                      "The FC layers now hold about 2.1 billion parameters (8.4 GB in FP32): data parallelism must "
-                      "all-reduce all their gradients every step, and would not even fit (about 26 GB per GPU with "
-                      "gradients and momentum, against 16 GB). The trick keeps the convolutions data parallel (few "
-                      "weights) and splits the FC layers, sending only their activations, which are small at 128 "
-                      "images per device.",
-        checker=_check_wide_fc, reference="one weird trick",
-        wrong=[("data", "more than the V100's"), ("pipeline", "the model gives"), ("hybrid", "data × tensor grid")],
-        how_to_answer="Pass the name of a strategy."),
-    Exercise(
-        key="megatron_bytes", number=3,
-        title="Megatron's split, counted",
-        question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
-                 "its input's gradient (none for the first layer). Use notebook 14's "
-                 "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
-                 f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 devices, how many "
-                 "bytes does each device feed into collectives per forward and backward in Megatron's split "
-                 "(`TP.parallel_mlp`: the column layer's output stays split)? Compare with what the cost model's rule "
-                 "charges.",
-        hint_text="In Megatron's MLP the column layer's output is not gathered: it feeds the row layer directly. Take "
-                  "`comm_volume`'s column backward and row forward; both are all-reduces of a (batch, 1024) FP32 "
-                  "tensor.",
-        solution_text=f"{MEGATRON_BYTES:,} bytes: one all-reduce of the (64, 1024) output forward and one of the "
-                      f"(64, 1024) input gradient backward, 262,144 bytes each. The cost model's rule charges an "
-                      f"all-gather of every layer's output, to which each device feeds its half, and an all-reduce "
-                      f"of the second layer's input gradient: (64·1536 + 64·512 + 64·3072) × 4 = "
-                      f"{COST_MODEL_BYTES:,} bytes, "
-                      f"{COST_MODEL_BYTES / MEGATRON_BYTES:.1f} times as much, so for Megatron-style MLPs it "
-                      "overestimates tensor parallelism's communication.",
-        checker=number_checker(MEGATRON_BYTES, "bytes", rel_tol=0.001, near_misses=[
-            (COST_MODEL_BYTES, "that is the cost model's charge (an all-gather of each layer's output and an "
-                               "all-reduce of the second layer's input gradient); Megatron's split needs fewer"),
-            (MEGATRON_BYTES // 2, "that is one direction only: forward all-reduces the output, backward the input "
-                                  "gradient"),
-            (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "you kept the column layer's all-gather: in Megatron's MLP "
-                                                         "its output stays split (gather_output=False)")]),
-        reference=MEGATRON_BYTES,
-        wrong=[(COST_MODEL_BYTES, "cost model's charge"), (MEGATRON_BYTES // 2, "one direction only"),
-               (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "kept the column layer's all-gather")],
-        how_to_answer="Pass the bytes per rank per step."),
-    Exercise(
-        key="bench_noise", number=4,
-        title="How good are the predictions?",
-        question="How good are the cost model's predictions? `d2lmp bench costmodel`, run in a terminal, trains the "
-                 "network of the first figure split each of the three ways on two CPU processes (notebooks 12 to 14 "
-                 "build those splits) and prints, for each, the predicted and the measured step and their ratio. Run "
-                 "it twice. How much do the measured times move between the two runs, and what does that spread say "
-                 "about the ratios: when can the model tell which of two strategies is faster?",
-        hint_text="Compare each strategy's measured time across the two runs as a ratio. Then compare that spread "
-                  "with how far each predicted/measured ratio is from 1, and with the gap between two strategies' "
-                  "measured times.",
-        solution_text="On a shared machine the measured step moves between runs (other processes, frequency "
-                      "scaling, the scheduler), often by several per cent and sometimes by more. A predicted/measured "
-                      "ratio means something only where it is further from 1 than that spread, and the model can rank "
-                      "two strategies only where the gap between their times is larger than its own error plus the "
-                      "noise. A ratio below 1 that is the same for every strategy is a calibration offset (on CPU "
-                      "processes the copies and reductions take cycles from the cores that compute) and does not "
-                      "change the ranking; ratios that differ between strategies do. Repeat the measurement and report "
-                      "the spread, not one number."),
-    Exercise(
-        key="adam_fit", number=5,
-        title="Where data parallelism stops fitting",
-        question="Memory: with Adam (two optimizer copies instead of one), at what model size does data parallelism "
-                 "stop fitting on an 80 GB GPU? Count FP32 weights, gradients and the two Adam moments, ignore "
-                 "activations, take 80 GB = 80 × 10⁹ bytes as the presets do, and answer in billions of parameters.",
-        hint_text="Each parameter costs 4 bytes for the weight, 4 for its gradient and 4 for each of Adam's two "
-                  "moments; data parallelism keeps all of it on every GPU.",
-        solution_text="16 bytes per parameter (4 weight + 4 gradient + 8 for Adam's two moments), so 80e9 / 16 = 5.0 "
-                      "billion parameters, fewer once activations and workspaces are counted. Data parallelism "
-                      "replicates all of it on every GPU, so adding GPUs does not help; that is where sharding the "
-                      "optimizer state (ZeRO) or tensor/pipeline parallelism comes in.",
-        checker=number_checker(ADAM_BILLIONS, "billion parameters", rel_tol=0.02, near_misses=[
-            (80e9 / 12 / 1e9, "that is with one optimizer copy (SGD with momentum): Adam keeps two moments"),
-            (80e9 / 8 / 1e9, "weights and gradients only: add Adam's two moments"),
-            (80e9 / 4 / 1e9, "weights only: training also keeps gradients and Adam's two moments"),
-            (80 * 2**30 / 16 / 1e9, "you used 80 GiB (2^30 bytes); the presets count 80 GB = 80e9 bytes"),
-            (ADAM_BILLIONS * 1e9, "answer in billions of parameters")]),
-        reference=ADAM_BILLIONS,
-        wrong=[(80e9 / 12 / 1e9, "one optimizer copy"), (20.0, "weights only")],
-        how_to_answer="Pass the model size in billions of parameters."),
-    Exercise(
-        key="weird_trick_bytes", number=6,
-        title="The one weird trick's traffic",
-        question=f"The one weird trick, counted by hand. At AlexNet's first fully connected layer, fc6 ({FC6_IN:,} "
-                 f"inputs, 4096 outputs), on {TRICK_DEVICES} devices with {TRICK_IMAGES} images each, every device "
-                 "needs every image's fc6 input before it can compute its slice of the neurons (an all-gather), and "
-                 "backward sends the gradient of those inputs back to the devices that own the images (a "
-                 "reduce-scatter). How many bytes does each device send for fc6 per step, in FP32, with ring "
-                 "collectives? Compare with the all-reduce of fc6's gradients that data parallelism would send.",
-        hint_text="A ring all-gather or reduce-scatter of S bytes sends (n−1)/n·S per device, and S is the fc6 input "
-                  "of the whole global batch: images × 9216 values × 4 bytes. The last line of `comm_bytes` charges "
-                  "exactly this, for every fully connected layer.",
-        solution_text=f"S = {TRICK_DEVICES * TRICK_IMAGES:,} images × {FC6_IN:,} × 4 bytes = {_FC6_INPUT_BYTES:,} "
-                      f"bytes; the all-gather and the reduce-scatter each send 7/8 of it: {TRICK_BYTES:,.0f} bytes "
-                      f"per device, about {TRICK_BYTES / 1e6:.0f} MB. Data parallelism would all-reduce fc6's "
-                      f"{FC6_IN * 4096 + 4096:,} FP32 gradients, 2 × 7/8 of them: {FC6_DP_BYTES / 1e6:.0f} MB, "
-                      f"{FC6_DP_BYTES / TRICK_BYTES:.1f} times as much. The activations shrink with the batch, the "
-                      "gradients do not: at a large enough batch per device the trick loses its advantage at fc6.",
-        checker=number_checker(TRICK_BYTES, "bytes", rel_tol=0.01, near_misses=[
-            (_RING * _FC6_INPUT_BYTES, "that is one direction only: the all-gather forward, and as much again "
-                                       "for the reduce-scatter of the inputs' gradient backward"),
-            (2 * _FC6_INPUT_BYTES, "a ring all-gather or reduce-scatter sends (n−1)/n of the buffer per device, "
-                                   "not all of it"),
-            (TRICK_BYTES / TRICK_DEVICES, "S is the input of the whole global batch: every device gathers every "
-                                          "image's features, not only its own"),
-            (FC6_DP_BYTES, "that is data parallelism's all-reduce of fc6's gradients: the trick sends activations "
-                           "instead"),
-            (2 * TRICK_BYTES, "an all-gather sends (n−1)/n of the buffer, not 2(n−1)/n as an all-reduce does")]),
-        reference=TRICK_BYTES,
-        wrong=[(_RING * _FC6_INPUT_BYTES, "one direction only"), (2 * _FC6_INPUT_BYTES, "(n−1)/n"),
-               (TRICK_BYTES / TRICK_DEVICES, "whole global batch"), (FC6_DP_BYTES, "data parallelism's all-reduce")],
-        how_to_answer="Pass the bytes one device sends per step, e.g. ex.weird_trick_bytes.check(1.2e7)."),
-    Exercise(
-        key="tp_block_activations", number=7,
-        title="A GPT-3 block under tensor parallelism",
-        question=f"One block of GPT-3 175B (hidden {_GPT3.hidden:,}, {_GPT3.heads} heads, sequence {_GPT3.seq:,}), "
-                 f"one sequence per micro-batch, 16-bit activations with dropout (1-byte masks), split over {TP} "
-                 "GPUs by tensor parallelism without sequence parallelism: how many GB (10⁹ bytes) of activations "
-                 "does each GPU keep for that block's backward?",
-        hint_text="On one device Korthikanti et al. count sbh(34 + 5as/h) bytes per block. Tensor parallelism divides "
-                  "by t what lies inside its split region (24·sbh of it, and the 5as²b of the scores); the 10·sbh "
-                  "at the LayerNorms and the residual stream's dropout stay whole. `TA.activation_parts` marks each "
-                  "tensor, and `TA.activation_bytes_per_layer` adds them up.",
-        solution_text=f"sbh(10 + 24/t + 5as/(ht)) = {_SBH:,} × (10 + {24 / TP:g} + {_SCORES / TP:g}) = "
-                      f"{TP_GB * 1e9:,.0f} bytes, about {TP_GB:.2f} GB per GPU, against "
-                      f"{activation_bytes_per_layer(_GPT3, 1) / 1e9:.2f} GB on one GPU. Only the part inside the "
-                      "split region shrinks: the 10·sbh kept whole on every GPU is why Megatron-LM adds sequence "
-                      "parallelism, which splits it along the sequence (then everything divides by t).",
-        checker=number_checker(TP_GB, "GB", rel_tol=0.01, near_misses=[
-            (activation_bytes_per_layer(_GPT3, 1) / 1e9, "that is one GPU's block without tensor parallelism"),
-            (activation_bytes_per_layer(_GPT3, 1, tp=TP, sequence_parallel=True) / 1e9,
-             "everything divided by t is what sequence parallelism gives; plain tensor parallelism keeps the "
-             "LayerNorms' inputs and outputs and the dropout masks on the residual stream whole on every GPU"),
-            (_SBH * (10 + 24 / TP) / 1e9, "you left out the attention scores, 5as²b bytes (softmax, its dropout mask "
-                                          "and its output), split by heads over the GPUs"),
-            (_SBH * (10 + 24 / TP + _SCORES) / 1e9, "the scores lie inside the split region: each GPU computes its "
-                                                    "heads' scores only, so they divide by t too"),
-            (TP_GB * 1e9 / 2**30, "that is in GiB (2³⁰ bytes); the question asks for GB (10⁹ bytes)")]),
-        reference=TP_GB,
-        wrong=[(activation_bytes_per_layer(_GPT3, 1) / 1e9, "without tensor parallelism"),
-               (activation_bytes_per_layer(_GPT3, 1, tp=TP, sequence_parallel=True) / 1e9, "sequence parallelism"),
-               (_SBH * (10 + 24 / TP) / 1e9, "left out the attention scores")],
-        how_to_answer="Pass the GB per GPU, e.g. ex.tp_block_activations.check(1.5)."),
-    Exercise(
-        key="dp_crossing", number=8,
-        title="Data parallelism's crossing",
-        question=f"The small GPT data parallel across nodes: {REPLICAS} replicas, one GPU in each of {REPLICAS} DGX "
-                 "A100 nodes, sum their 16-bit gradients with a ring all-reduce over InfiniBand. How many tokens must "
-                 "each replica work on per step for the all-reduce to hide behind the computing, on the fitted roof "
-                 "`CR.link_roof(\"A100-80GB\", \"network\")`? Count a step's FLOPs exactly, with "
-                 "`TA.training_flops(shape, 1)` per sequence of the shape `gpt.preset(\"small\").shape()`.",
-        hint_text="Per step a replica computes (tokens / s) × the FLOPs of one sequence and sends 2(d−1)/d × 2Ψ bytes, "
-                  "whatever its batch. Set FLOPs / bytes equal to the ridge and solve for the tokens; "
-                  "`CR.data_parallel_point(...).crossing` gives the same number.",
-        solution_text=f"{_PER_TOKEN:,.0f} FLOPs per token against {_SENT:,.0f} bytes a step: tokens = ridge × bytes / "
-                      f"FLOPs per token = {_IB.ridge:,.0f} × {_SENT:,.0f} / {_PER_TOKEN:,.0f} ≈ {DP_TOKENS:,.0f} "
-                      f"tokens, about {DP_TOKENS / _SMALL.seq:.0f} sequences of {_SMALL.seq} per replica. The shortcut "
-                      "of 6 FLOPs per parameter and token undercounts this narrow model: at hidden 384 the attention "
-                      f"core and the logits add {_PER_TOKEN / (6 * _PSI) - 1:.0%} to it, so fewer tokens do. Inside a "
-                      f"node, over NVLink, {_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN):,.0f} tokens would do.",
-        checker=number_checker(DP_TOKENS, "tokens", rel_tol=0.02, near_misses=[
-            (_tokens(_IB.ridge, _SENT, 6 * _PSI), "that is the shortcut of 6 FLOPs per parameter and token; for a "
-                                                  "model this narrow the attention and the logits add FLOPs: count "
-                                                  "them with training_flops"),
-            (_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN), "the replicas sit in different nodes: their all-reduce "
-                                                        "crosses InfiniBand, not NVLink"),
-            (2 * DP_TOKENS, "the gradients travel in 16 bits: 2 bytes per parameter, not 4"),
-            (_tokens(_IB.ridge, 4 * _PSI, _PER_TOKEN), "a ring all-reduce sends 2(d−1)/d of the buffer per replica, "
-                                                       f"not twice the buffer: with {REPLICAS} replicas, 7/4 of it"),
-            (DP_TOKENS / 2, "an all-reduce sends 2(d−1)/d of the buffer, not (d−1)/d: it is a reduce-scatter and "
-                            "an all-gather"),
-            (_IB.ridge, "that is the ridge itself, in FLOPs per byte; solve for the tokens")]),
-        reference=DP_TOKENS,
-        wrong=[(_tokens(_IB.ridge, _SENT, 6 * _PSI), "shortcut of 6 FLOPs"),
-               (_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN), "crosses InfiniBand"), (2 * DP_TOKENS, "16 bits")],
-        how_to_answer="Pass a number of tokens, e.g. ex.dp_crossing.check(2000)."),
-]
+pipeline_beats_data = Exercise(
+    key="pipeline_beats_data", number=1,
+    title="When the pipeline beats data parallelism",
+    question="In the widget, find a preset, a number of devices and a (global) batch where pipeline partitioning "
+             "beats data parallelism for AlexNet. What changed?",
+    hint_text="Data parallelism's communication is the gradients, the same size whatever the batch; the "
+              "pipeline's is activations. Try the smallest batches. Answer with `(preset, devices, batch)`; a "
+              "unique part of the preset's name such as 'V100' is enough.",
+    solution_text="Small global batches: for example 8× V100 at batch 32 (4 images per device), where the model "
+                  "predicts a shorter step for the pipeline than for data parallelism (the check prints both). Per "
+                  "step, data parallelism all-reduces 244 MB of gradients regardless of the batch, while the "
+                  "pipeline sends a few activations per micro-batch; with little compute per device to hide "
+                  "behind, the gradient traffic dominates. At 128 images per device or more, data parallelism "
+                  "wins again.",
+    checker=_check_pipeline_beats_data, reference=("8x V100 (NVLink 2, hybrid cube-mesh)", 8, 32),
+    wrong=[(("V100", 8, 1024), "data parallelism takes")],
+    how_to_answer="Pass (preset, devices, batch).")
 
-(pipeline_beats_data, wide_fc, megatron_bytes, bench_noise, adam_fit, weird_trick_bytes, tp_block_activations,
- dp_crossing) = EXERCISES
+
+wide_fc = Exercise(
+    key="wide_fc", number=2,
+    title="Wider fully connected layers",
+    question="Make AlexNet's fully connected layers ten times wider (4096 → 40,960 neurons: rebuild fc6, fc7 and "
+             "fc8 as `nn.Linear` layers of that width on the meta device and recompute the layer table, or scale "
+             "the rows: fc6's and fc8's params and FLOPs tenfold, fc7's a hundredfold). Which strategy wins now on "
+             "8× V100 at 128 images per device (8 micro-batches), and why?",
+    hint_text="Compare `CM.predict(rows, s, hw, 1024, micro_batches=8)` for every strategy in `CM.STRATEGIES`, "
+              "and look at `memory_bytes` too: a V100 has 16 GB. Answer with the strategy's name.",
+    solution_text="The one weird trick, with the shortest predicted step (the check prints every strategy's). "
+                  "The FC layers now hold about 2.1 billion parameters (8.4 GB in FP32): data parallelism must "
+                  "all-reduce all their gradients every step, and would not even fit (about 26 GB per GPU with "
+                  "gradients and momentum, against 16 GB). The trick keeps the convolutions data parallel (few "
+                  "weights) and splits the FC layers, sending only their activations, which are small at 128 "
+                  "images per device.",
+    checker=_check_wide_fc, reference="one weird trick",
+    wrong=[("data", "more than the V100's"), ("pipeline", "the model gives"), ("hybrid", "data × tensor grid")],
+    how_to_answer="Pass the name of a strategy.")
+
+
+megatron_bytes = Exercise(
+    key="megatron_bytes", number=3,
+    title="Megatron's split, counted",
+    question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
+             "its input's gradient (none for the first layer). Use notebook 14's "
+             "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
+             f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 devices, how many "
+             "bytes does each device feed into collectives per forward and backward in Megatron's split "
+             "(`TP.parallel_mlp`: the column layer's output stays split)? Compare with what the cost model's rule "
+             "charges.",
+    hint_text="In Megatron's MLP the column layer's output is not gathered: it feeds the row layer directly. Take "
+              "`comm_volume`'s column backward and row forward; both are all-reduces of a (batch, 1024) FP32 "
+              "tensor.",
+    solution_text=f"{MEGATRON_BYTES:,} bytes: one all-reduce of the (64, 1024) output forward and one of the "
+                  f"(64, 1024) input gradient backward, 262,144 bytes each. The cost model's rule charges an "
+                  f"all-gather of every layer's output, to which each device feeds its half, and an all-reduce "
+                  f"of the second layer's input gradient: (64·1536 + 64·512 + 64·3072) × 4 = "
+                  f"{COST_MODEL_BYTES:,} bytes, "
+                  f"{COST_MODEL_BYTES / MEGATRON_BYTES:.1f} times as much, so for Megatron-style MLPs it "
+                  "overestimates tensor parallelism's communication.",
+    checker=number_checker(MEGATRON_BYTES, "bytes", rel_tol=0.001, near_misses=[
+        (COST_MODEL_BYTES, "that is the cost model's charge (an all-gather of each layer's output and an "
+                           "all-reduce of the second layer's input gradient); Megatron's split needs fewer"),
+        (MEGATRON_BYTES // 2, "that is one direction only: forward all-reduces the output, backward the input "
+                              "gradient"),
+        (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "you kept the column layer's all-gather: in Megatron's MLP "
+                                                     "its output stays split (gather_output=False)")]),
+    reference=MEGATRON_BYTES,
+    wrong=[(COST_MODEL_BYTES, "cost model's charge"), (MEGATRON_BYTES // 2, "one direction only"),
+           (MEGATRON_BYTES + BATCH * N_HIDDEN // 2 * 4, "kept the column layer's all-gather")],
+    how_to_answer="Pass the bytes per rank per step.")
+
+
+bench_noise = Exercise(
+    key="bench_noise", number=4,
+    title="How good are the predictions?",
+    question="How good are the cost model's predictions? `d2lmp bench costmodel`, run in a terminal, trains the "
+             "network of the first figure split each of the three ways on two CPU processes (notebooks 12 to 14 "
+             "build those splits) and prints, for each, the predicted and the measured step and their ratio. Run "
+             "it twice. How much do the measured times move between the two runs, and what does that spread say "
+             "about the ratios: when can the model tell which of two strategies is faster?",
+    hint_text="Compare each strategy's measured time across the two runs as a ratio. Then compare that spread "
+              "with how far each predicted/measured ratio is from 1, and with the gap between two strategies' "
+              "measured times.",
+    solution_text="On a shared machine the measured step moves between runs (other processes, frequency "
+                  "scaling, the scheduler), often by several per cent and sometimes by more. A predicted/measured "
+                  "ratio means something only where it is further from 1 than that spread, and the model can rank "
+                  "two strategies only where the gap between their times is larger than its own error plus the "
+                  "noise. A ratio below 1 that is the same for every strategy is a calibration offset (on CPU "
+                  "processes the copies and reductions take cycles from the cores that compute) and does not "
+                  "change the ranking; ratios that differ between strategies do. Repeat the measurement and report "
+                  "the spread, not one number.")
+
+
+adam_fit = Exercise(
+    key="adam_fit", number=5,
+    title="Where data parallelism stops fitting",
+    question="Memory: with Adam (two optimizer copies instead of one), at what model size does data parallelism "
+             "stop fitting on an 80 GB GPU? Count FP32 weights, gradients and the two Adam moments, ignore "
+             "activations, take 80 GB = 80 × 10⁹ bytes as the presets do, and answer in billions of parameters.",
+    hint_text="Each parameter costs 4 bytes for the weight, 4 for its gradient and 4 for each of Adam's two "
+              "moments; data parallelism keeps all of it on every GPU.",
+    solution_text="16 bytes per parameter (4 weight + 4 gradient + 8 for Adam's two moments), so 80e9 / 16 = 5.0 "
+                  "billion parameters, fewer once activations and workspaces are counted. Data parallelism "
+                  "replicates all of it on every GPU, so adding GPUs does not help; that is where sharding the "
+                  "optimizer state (ZeRO) or tensor/pipeline parallelism comes in.",
+    checker=number_checker(ADAM_BILLIONS, "billion parameters", rel_tol=0.02, near_misses=[
+        (80e9 / 12 / 1e9, "that is with one optimizer copy (SGD with momentum): Adam keeps two moments"),
+        (80e9 / 8 / 1e9, "weights and gradients only: add Adam's two moments"),
+        (80e9 / 4 / 1e9, "weights only: training also keeps gradients and Adam's two moments"),
+        (80 * 2**30 / 16 / 1e9, "you used 80 GiB (2^30 bytes); the presets count 80 GB = 80e9 bytes"),
+        (ADAM_BILLIONS * 1e9, "answer in billions of parameters")]),
+    reference=ADAM_BILLIONS,
+    wrong=[(80e9 / 12 / 1e9, "one optimizer copy"), (20.0, "weights only")],
+    how_to_answer="Pass the model size in billions of parameters.")
+
+
+weird_trick_bytes = Exercise(
+    key="weird_trick_bytes", number=6,
+    title="The one weird trick's traffic",
+    question=f"The one weird trick, counted by hand. At AlexNet's first fully connected layer, fc6 ({FC6_IN:,} "
+             f"inputs, 4096 outputs), on {TRICK_DEVICES} devices with {TRICK_IMAGES} images each, every device "
+             "needs every image's fc6 input before it can compute its slice of the neurons (an all-gather), and "
+             "backward sends the gradient of those inputs back to the devices that own the images (a "
+             "reduce-scatter). How many bytes does each device send for fc6 per step, in FP32, with ring "
+             "collectives? Compare with the all-reduce of fc6's gradients that data parallelism would send.",
+    hint_text="A ring all-gather or reduce-scatter of S bytes sends (n−1)/n·S per device, and S is the fc6 input "
+              "of the whole global batch: images × 9216 values × 4 bytes. The last line of `comm_bytes` charges "
+              "exactly this, for every fully connected layer.",
+    solution_text=f"S = {TRICK_DEVICES * TRICK_IMAGES:,} images × {FC6_IN:,} × 4 bytes = {_FC6_INPUT_BYTES:,} "
+                  f"bytes; the all-gather and the reduce-scatter each send 7/8 of it: {TRICK_BYTES:,.0f} bytes "
+                  f"per device, about {TRICK_BYTES / 1e6:.0f} MB. Data parallelism would all-reduce fc6's "
+                  f"{FC6_IN * 4096 + 4096:,} FP32 gradients, 2 × 7/8 of them: {FC6_DP_BYTES / 1e6:.0f} MB, "
+                  f"{FC6_DP_BYTES / TRICK_BYTES:.1f} times as much. The activations shrink with the batch, the "
+                  "gradients do not: at a large enough batch per device the trick loses its advantage at fc6.",
+    checker=number_checker(TRICK_BYTES, "bytes", rel_tol=0.01, near_misses=[
+        (_RING * _FC6_INPUT_BYTES, "that is one direction only: the all-gather forward, and as much again "
+                                   "for the reduce-scatter of the inputs' gradient backward"),
+        (2 * _FC6_INPUT_BYTES, "a ring all-gather or reduce-scatter sends (n−1)/n of the buffer per device, "
+                               "not all of it"),
+        (TRICK_BYTES / TRICK_DEVICES, "S is the input of the whole global batch: every device gathers every "
+                                      "image's features, not only its own"),
+        (FC6_DP_BYTES, "that is data parallelism's all-reduce of fc6's gradients: the trick sends activations "
+                       "instead"),
+        (2 * TRICK_BYTES, "an all-gather sends (n−1)/n of the buffer, not 2(n−1)/n as an all-reduce does")]),
+    reference=TRICK_BYTES,
+    wrong=[(_RING * _FC6_INPUT_BYTES, "one direction only"), (2 * _FC6_INPUT_BYTES, "(n−1)/n"),
+           (TRICK_BYTES / TRICK_DEVICES, "whole global batch"), (FC6_DP_BYTES, "data parallelism's all-reduce")],
+    how_to_answer="Pass the bytes one device sends per step, e.g. ex.weird_trick_bytes.check(1.2e7).")
+
+
+tp_block_activations = Exercise(
+    key="tp_block_activations", number=7,
+    title="A GPT-3 block under tensor parallelism",
+    question=f"One block of GPT-3 175B (hidden {_GPT3.hidden:,}, {_GPT3.heads} heads, sequence {_GPT3.seq:,}), "
+             f"one sequence per micro-batch, 16-bit activations with dropout (1-byte masks), split over {TP} "
+             "GPUs by tensor parallelism without sequence parallelism: how many GB (10⁹ bytes) of activations "
+             "does each GPU keep for that block's backward?",
+    hint_text="On one device Korthikanti et al. count sbh(34 + 5as/h) bytes per block. Tensor parallelism divides "
+              "by t what lies inside its split region (24·sbh of it, and the 5as²b of the scores); the 10·sbh "
+              "at the LayerNorms and the residual stream's dropout stay whole. `TA.activation_parts` marks each "
+              "tensor, and `TA.activation_bytes_per_layer` adds them up.",
+    solution_text=f"sbh(10 + 24/t + 5as/(ht)) = {_SBH:,} × (10 + {24 / TP:g} + {_SCORES / TP:g}) = "
+                  f"{TP_GB * 1e9:,.0f} bytes, about {TP_GB:.2f} GB per GPU, against "
+                  f"{activation_bytes_per_layer(_GPT3, 1) / 1e9:.2f} GB on one GPU. Only the part inside the "
+                  "split region shrinks: the 10·sbh kept whole on every GPU is why Megatron-LM adds sequence "
+                  "parallelism, which splits it along the sequence (then everything divides by t).",
+    checker=number_checker(TP_GB, "GB", rel_tol=0.01, near_misses=[
+        (activation_bytes_per_layer(_GPT3, 1) / 1e9, "that is one GPU's block without tensor parallelism"),
+        (activation_bytes_per_layer(_GPT3, 1, tp=TP, sequence_parallel=True) / 1e9,
+         "everything divided by t is what sequence parallelism gives; plain tensor parallelism keeps the "
+         "LayerNorms' inputs and outputs and the dropout masks on the residual stream whole on every GPU"),
+        (_SBH * (10 + 24 / TP) / 1e9, "you left out the attention scores, 5as²b bytes (softmax, its dropout mask "
+                                      "and its output), split by heads over the GPUs"),
+        (_SBH * (10 + 24 / TP + _SCORES) / 1e9, "the scores lie inside the split region: each GPU computes its "
+                                                "heads' scores only, so they divide by t too"),
+        (TP_GB * 1e9 / 2**30, "that is in GiB (2³⁰ bytes); the question asks for GB (10⁹ bytes)")]),
+    reference=TP_GB,
+    wrong=[(activation_bytes_per_layer(_GPT3, 1) / 1e9, "without tensor parallelism"),
+           (activation_bytes_per_layer(_GPT3, 1, tp=TP, sequence_parallel=True) / 1e9, "sequence parallelism"),
+           (_SBH * (10 + 24 / TP) / 1e9, "left out the attention scores")],
+    how_to_answer="Pass the GB per GPU, e.g. ex.tp_block_activations.check(1.5).")
+
+
+dp_crossing = Exercise(
+    key="dp_crossing", number=8,
+    title="Data parallelism's crossing",
+    question=f"The small GPT data parallel across nodes: {REPLICAS} replicas, one GPU in each of {REPLICAS} DGX "
+             "A100 nodes, sum their 16-bit gradients with a ring all-reduce over InfiniBand. How many tokens must "
+             "each replica work on per step for the all-reduce to hide behind the computing, on the fitted roof "
+             "`CR.link_roof(\"A100-80GB\", \"network\")`? Count a step's FLOPs exactly, with "
+             "`TA.training_flops(shape, 1)` per sequence of the shape `gpt.preset(\"small\").shape()`.",
+    hint_text="Per step a replica computes (tokens / s) × the FLOPs of one sequence and sends 2(d−1)/d × 2Ψ bytes, "
+              "whatever its batch. Set FLOPs / bytes equal to the ridge and solve for the tokens; "
+              "`CR.data_parallel_point(...).crossing` gives the same number.",
+    solution_text=f"{_PER_TOKEN:,.0f} FLOPs per token against {_SENT:,.0f} bytes a step: tokens = ridge × bytes / "
+                  f"FLOPs per token = {_IB.ridge:,.0f} × {_SENT:,.0f} / {_PER_TOKEN:,.0f} ≈ {DP_TOKENS:,.0f} "
+                  f"tokens, about {DP_TOKENS / _SMALL.seq:.0f} sequences of {_SMALL.seq} per replica. The shortcut "
+                  "of 6 FLOPs per parameter and token undercounts this narrow model: at hidden 384 the attention "
+                  f"core and the logits add {_PER_TOKEN / (6 * _PSI) - 1:.0%} to it, so fewer tokens do. Inside a "
+                  f"node, over NVLink, {_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN):,.0f} tokens would do.",
+    checker=number_checker(DP_TOKENS, "tokens", rel_tol=0.02, near_misses=[
+        (_tokens(_IB.ridge, _SENT, 6 * _PSI), "that is the shortcut of 6 FLOPs per parameter and token; for a "
+                                              "model this narrow the attention and the logits add FLOPs: count "
+                                              "them with training_flops"),
+        (_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN), "the replicas sit in different nodes: their all-reduce "
+                                                    "crosses InfiniBand, not NVLink"),
+        (2 * DP_TOKENS, "the gradients travel in 16 bits: 2 bytes per parameter, not 4"),
+        (_tokens(_IB.ridge, 4 * _PSI, _PER_TOKEN), "a ring all-reduce sends 2(d−1)/d of the buffer per replica, "
+                                                   f"not twice the buffer: with {REPLICAS} replicas, 7/4 of it"),
+        (DP_TOKENS / 2, "an all-reduce sends 2(d−1)/d of the buffer, not (d−1)/d: it is a reduce-scatter and "
+                        "an all-gather"),
+        (_IB.ridge, "that is the ridge itself, in FLOPs per byte; solve for the tokens")]),
+    reference=DP_TOKENS,
+    wrong=[(_tokens(_IB.ridge, _SENT, 6 * _PSI), "shortcut of 6 FLOPs"),
+           (_tokens(_NVLINK.ridge, _SENT, _PER_TOKEN), "crosses InfiniBand"), (2 * DP_TOKENS, "16 bits")],
+    how_to_answer="Pass a number of tokens, e.g. ex.dp_crossing.check(2000).")
+
+
+EXERCISES = [pipeline_beats_data, wide_fc, megatron_bytes, bench_noise, adam_fit, weird_trick_bytes,
+             tp_block_activations, dp_crossing]

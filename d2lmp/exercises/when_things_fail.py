@@ -189,98 +189,107 @@ def _nothing_loaded(rank: int, world: int, path: str) -> tuple[Any, Any, ckpt.Lo
     return model, optimizer, ckpt.LoadReport(0.0, 0)
 
 
-EXERCISES = [
-    Exercise(
-        key="interval", number=1,
-        title="How often to checkpoint",
-        question="A job trains on 4,096 GPUs, each failing as often as those of the Llama 3 run "
-                 "(`checkpoint_interval.REPORTS[0].per_gpu_hour`), and a checkpoint takes 2 minutes to save. By "
-                 "Young's rule, how many minutes of work should pass between checkpoints?",
-        hint_text="First the job's mean time between failures: one GPU fails λ times an hour, 4,096 of them 4,096 λ "
-                  "times. Then Young's rule, τ = √(2 δ M), with δ and M in the same unit.",
-        solution_text="M = 1 / (4096 λ) with λ = 419 / (54 × 24 × 16384) per GPU-hour: about 12.4 hours. "
-                      "τ = √(2 × 2 min × 742 min) ≈ 54 minutes. Four times fewer GPUs than Llama 3's run fail four "
-                      "times less often, and the interval grows by √4 = 2.",
-        checker=_check_interval, reference=YOUNG_MIN,
-        wrong=[(YOUNG_MIN / 2**0.5, "the factor 2 is missing"), (YOUNG_MIN * 60, "that is in seconds"),
-               (CI.young_interval(SAVE_S, CI.job_mtbf(CI.REPORTS[0].gpus, _RATE)) / 60, "16,384 GPUs")],
-        how_to_answer="Pass a number of minutes."),
-    Exercise(
-        key="recomputed", number=2,
-        title="Steps computed twice",
-        question="A run saves a checkpoint after every 50 steps. A rank dies in the middle of step 173 and the job "
-                 "restarts from its newest complete checkpoint. How many steps are computed a second time?",
-        hint_text="Which step does the newest complete checkpoint hold? Count the steps from the one after it up "
-                  "to the one that was cut short.",
-        solution_text="The newest complete checkpoint holds step 150; the restart runs steps 151 to 173 again: 23 "
-                      "steps, 22 finished ones and the one cut short. On average, with failures at random times, a "
-                      "restart recomputes about half an interval; this is what the notebook's restart measured.",
-        checker=_check_recomputed, reference=KILLED - EVERY * (KILLED // EVERY),
-        wrong=[(22, "was under way"), (25, "the average"), (27, "not on to the next one")],
-        how_to_answer="Pass a number of steps."),
-    Exercise(
-        key="lost_message", number=3,
-        title="Which rank hangs, and where",
-        question="`ex.pass_along` (read it with `show(ex.pass_along)`) sends each rank's number to the next rank round "
-                 "a ring of 3 ranks, and receives "
-                 "the previous rank's. Run it (`launch(ex.pass_along, 3, timeout=3, group_timeout=60)`) and read "
-                 "the error: which rank waits for a message that never comes, and at which line? Answer "
-                 "`(rank, line)`.",
-        hint_text="Each rank's stack ends in the line of `pass_along` where it waits. A rank that waits in "
-                  "`send.wait()` waits for its own message to be received; one that waits in `recv` waits for a "
-                  "message. Who was supposed to send it?",
-        solution_text="Rank 0, in `dist.recv(got, left)`: it waits for rank 2, whose `right` is 1 instead of 0, so "
-                      "rank 2 sends to rank 1, which never receives it (rank 2 waits in `send.wait()`), and rank 1, "
-                      "done, waits in launch's closing barrier. The fix: `right = (rank + 1) % world`.",
-        checker=_check_lost_message, reference=(0, _line("dist.recv(")),
-        wrong=[((2, _line("send.wait()")), "it sent the lost message"), ((1, 0), "rank 1 finished"),
-               ((0, _line("dist.isend(")), "isend returns at once"), ("rank 0", "answer with (rank, line number)")],
-        how_to_answer="Pass (rank, line)."),
-    Exercise(
-        key="resharded_load", number=4,
-        title="A resharded load", function="load_into(rank, world, path)",
-        question="Write `load_into(rank, world, path)`: build the FSDP2 model of the lesson for `world` ranks "
-                 "(`reshard.build('fsdp2', world)`), load the checkpoint at `path` (saved by 4 ranks) into it, "
-                 "and return `(model, optimizer, report)`, where `report` is what `checkpoint.load` returns. It "
-                 "runs on 2 and on 3 ranks: every parameter and Adam tensor must equal the saved one, and each rank "
-                 "must read only the saved records that overlap its shards.",
-        hint_text="Three calls: `checkpoint.training_state(model, optimizer)` allocates the state this world shards "
-                  "its own way, `checkpoint.load(state, path)` fills it in place, and "
-                  "`checkpoint.restore_training_state(model, optimizer, state)` puts it back.",
-        solution_text="model, optimizer = reshard.build('fsdp2', world); state = checkpoint.training_state(model, "
-                      "optimizer); report = checkpoint.load(state, path); checkpoint.restore_training_state(model, "
-                      "optimizer, state); return model, optimizer, report. DCP's metadata maps every saved shard to "
-                      "its slice of the whole tensor, so each rank asks for the slices its new shards cover, even "
-                      "on 3 ranks, which split the rows unevenly where 4 did not.",
-        checker=code_checker(_load_run, _load_judge, "on 2 and 3 ranks the state equals what 4 ranks saved, and each "
-                                                     "rank read only the records its shards need."),
-        reference=load_into,
-        wrong=[(_whole_on_every_rank, "the whole state"), (_model_only, "Adam's state does not"),
-               (_nothing_loaded, "are not the saved ones")]),
-    Exercise(
-        key="async_when", number=5,
-        title="When an asynchronous save pays off",
-        question="An asynchronous save lets training continue while a thread writes the checkpoint. When does it "
-                 "shorten the time training waits, and what does it cost?",
-        hint_text="Split a save into copying the state out of the training's memory and writing it to storage. "
-                  "Which part does training still wait for, and what must stay in memory meanwhile?",
-        solution_text="Training waits only for the copy (to CPU memory, for GPU tensors across PCIe); the write to "
-                      "storage overlaps the following steps. It pays off when the write is slower than the copy: "
-                      "slow or shared storage, large states. It costs a second copy of the state in host memory, the "
-                      "write's use of cores, memory bandwidth and network, which slows the steps it overlaps, and one "
-                      "more checkpoint at risk: until the write completes, the previous checkpoint is the newest "
-                      "complete one."),
-    Exercise(
-        key="rng_why", number=6,
-        title="Why restore the random state",
-        question="The resumed run restored every rank's random state. Which part of training would differ "
-                 "without it, and why would the run still train well?",
-        hint_text="Where does this model draw random numbers during a step? What would a resumed rank draw instead?",
-        solution_text="Dropout: each rank draws its masks from its own generator, so a rank restarted from its seed "
-                      "would draw the masks of the first steps again, and the run would differ from the uninterrupted "
-                      "one (the notebook measured it). Statistically nothing is wrong, other masks are as good, so "
-                      "the run still trains; what is lost is reproducibility, the guarantee that a restart changes "
-                      "nothing, which is what lets a test tell a correct resume from a subtly broken one."),
-]
+interval = Exercise(
+    key="interval", number=1,
+    title="How often to checkpoint",
+    question="A job trains on 4,096 GPUs, each failing as often as those of the Llama 3 run "
+             "(`checkpoint_interval.REPORTS[0].per_gpu_hour`), and a checkpoint takes 2 minutes to save. By "
+             "Young's rule, how many minutes of work should pass between checkpoints?",
+    hint_text="First the job's mean time between failures: one GPU fails λ times an hour, 4,096 of them 4,096 λ "
+              "times. Then Young's rule, τ = √(2 δ M), with δ and M in the same unit.",
+    solution_text="M = 1 / (4096 λ) with λ = 419 / (54 × 24 × 16384) per GPU-hour: about 12.4 hours. "
+                  "τ = √(2 × 2 min × 742 min) ≈ 54 minutes. Four times fewer GPUs than Llama 3's run fail four "
+                  "times less often, and the interval grows by √4 = 2.",
+    checker=_check_interval, reference=YOUNG_MIN,
+    wrong=[(YOUNG_MIN / 2**0.5, "the factor 2 is missing"), (YOUNG_MIN * 60, "that is in seconds"),
+           (CI.young_interval(SAVE_S, CI.job_mtbf(CI.REPORTS[0].gpus, _RATE)) / 60, "16,384 GPUs")],
+    how_to_answer="Pass a number of minutes.")
 
-interval, recomputed, lost_message, resharded_load, async_when, rng_why = EXERCISES
+
+recomputed = Exercise(
+    key="recomputed", number=2,
+    title="Steps computed twice",
+    question="A run saves a checkpoint after every 50 steps. A rank dies in the middle of step 173 and the job "
+             "restarts from its newest complete checkpoint. How many steps are computed a second time?",
+    hint_text="Which step does the newest complete checkpoint hold? Count the steps from the one after it up "
+              "to the one that was cut short.",
+    solution_text="The newest complete checkpoint holds step 150; the restart runs steps 151 to 173 again: 23 "
+                  "steps, 22 finished ones and the one cut short. On average, with failures at random times, a "
+                  "restart recomputes about half an interval; this is what the notebook's restart measured.",
+    checker=_check_recomputed, reference=KILLED - EVERY * (KILLED // EVERY),
+    wrong=[(22, "was under way"), (25, "the average"), (27, "not on to the next one")],
+    how_to_answer="Pass a number of steps.")
+
+
+lost_message = Exercise(
+    key="lost_message", number=3,
+    title="Which rank hangs, and where",
+    question="`ex.pass_along` (read it with `show(ex.pass_along)`) sends each rank's number to the next rank round "
+             "a ring of 3 ranks, and receives "
+             "the previous rank's. Run it (`launch(ex.pass_along, 3, timeout=3, group_timeout=60)`) and read "
+             "the error: which rank waits for a message that never comes, and at which line? Answer "
+             "`(rank, line)`.",
+    hint_text="Each rank's stack ends in the line of `pass_along` where it waits. A rank that waits in "
+              "`send.wait()` waits for its own message to be received; one that waits in `recv` waits for a "
+              "message. Who was supposed to send it?",
+    solution_text="Rank 0, in `dist.recv(got, left)`: it waits for rank 2, whose `right` is 1 instead of 0, so "
+                  "rank 2 sends to rank 1, which never receives it (rank 2 waits in `send.wait()`), and rank 1, "
+                  "done, waits in launch's closing barrier. The fix: `right = (rank + 1) % world`.",
+    checker=_check_lost_message, reference=(0, _line("dist.recv(")),
+    wrong=[((2, _line("send.wait()")), "it sent the lost message"), ((1, 0), "rank 1 finished"),
+           ((0, _line("dist.isend(")), "isend returns at once"), ("rank 0", "answer with (rank, line number)")],
+    how_to_answer="Pass (rank, line).")
+
+
+resharded_load = Exercise(
+    key="resharded_load", number=4,
+    title="A resharded load", function="load_into(rank, world, path)",
+    question="Write `load_into(rank, world, path)`: build the FSDP2 model of the lesson for `world` ranks "
+             "(`reshard.build('fsdp2', world)`), load the checkpoint at `path` (saved by 4 ranks) into it, "
+             "and return `(model, optimizer, report)`, where `report` is what `checkpoint.load` returns. It "
+             "runs on 2 and on 3 ranks: every parameter and Adam tensor must equal the saved one, and each rank "
+             "must read only the saved records that overlap its shards.",
+    hint_text="Three calls: `checkpoint.training_state(model, optimizer)` allocates the state this world shards "
+              "its own way, `checkpoint.load(state, path)` fills it in place, and "
+              "`checkpoint.restore_training_state(model, optimizer, state)` puts it back.",
+    solution_text="model, optimizer = reshard.build('fsdp2', world); state = checkpoint.training_state(model, "
+                  "optimizer); report = checkpoint.load(state, path); checkpoint.restore_training_state(model, "
+                  "optimizer, state); return model, optimizer, report. DCP's metadata maps every saved shard to "
+                  "its slice of the whole tensor, so each rank asks for the slices its new shards cover, even "
+                  "on 3 ranks, which split the rows unevenly where 4 did not.",
+    checker=code_checker(_load_run, _load_judge, "on 2 and 3 ranks the state equals what 4 ranks saved, and each "
+                                                 "rank read only the records its shards need."),
+    reference=load_into,
+    wrong=[(_whole_on_every_rank, "the whole state"), (_model_only, "Adam's state does not"),
+           (_nothing_loaded, "are not the saved ones")])
+
+
+async_when = Exercise(
+    key="async_when", number=5,
+    title="When an asynchronous save pays off",
+    question="An asynchronous save lets training continue while a thread writes the checkpoint. When does it "
+             "shorten the time training waits, and what does it cost?",
+    hint_text="Split a save into copying the state out of the training's memory and writing it to storage. "
+              "Which part does training still wait for, and what must stay in memory meanwhile?",
+    solution_text="Training waits only for the copy (to CPU memory, for GPU tensors across PCIe); the write to "
+                  "storage overlaps the following steps. It pays off when the write is slower than the copy: "
+                  "slow or shared storage, large states. It costs a second copy of the state in host memory, the "
+                  "write's use of cores, memory bandwidth and network, which slows the steps it overlaps, and one "
+                  "more checkpoint at risk: until the write completes, the previous checkpoint is the newest "
+                  "complete one.")
+
+
+rng_why = Exercise(
+    key="rng_why", number=6,
+    title="Why restore the random state",
+    question="The resumed run restored every rank's random state. Which part of training would differ "
+             "without it, and why would the run still train well?",
+    hint_text="Where does this model draw random numbers during a step? What would a resumed rank draw instead?",
+    solution_text="Dropout: each rank draws its masks from its own generator, so a rank restarted from its seed "
+                  "would draw the masks of the first steps again, and the run would differ from the uninterrupted "
+                  "one (the notebook measured it). Statistically nothing is wrong, other masks are as good, so "
+                  "the run still trains; what is lost is reproducibility, the guarantee that a restart changes "
+                  "nothing, which is what lets a test tell a correct resume from a subtly broken one.")
+
+
+EXERCISES = [interval, recomputed, lost_message, resharded_load, async_when, rng_why]

@@ -118,7 +118,7 @@ def stage(fault: str, detail: bool = False, world: int = 2, timeout: float = 3.0
             where = {r: str(f) for r, s in err.stacks.items() if (f := stacks.waiting_line(s)) is not None}
             if not where and err.rank is not None and (line := _raising_line(err.remote_traceback)):
                 where = {err.rank: line}
-            return Diagnosis(fault, detail, time.monotonic() - start, "did not finish within" in text,
+            return Diagnosis(fault, detail, time.monotonic() - start, err.kind == "timeout",
                              text.split("\n", 1)[0], text, err.stacks, where)
     raise RuntimeError(f"the staged fault {fault!r} ran without an error")
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import torch
 import torch.distributed as dist
@@ -45,21 +45,26 @@ from torch.distributed import TCPStore
 
 from d2lmp.parallel import stacks as _stacks
 
-__all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "WorkerError", "loopback_listener", "choose_backend",
-           "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun"]
+__all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "Failure", "WorkerError", "loopback_listener",
+           "choose_backend", "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env",
+           "exit_after_torchrun"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
 LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"
 T = TypeVar("T")
+# How a launch failed: a rank raised, a rank exited with a non-zero code or was killed by a signal without
+# reporting an error, or ranks were still running at the timeout (a hang).
+Failure = Literal["raised", "exited", "killed", "timeout"]
 
 
 class WorkerError(RuntimeError):
-    """A rank failed: raised an exception, died, or did not finish in time."""
+    """A rank failed: raised an exception, died, or did not finish in time (``kind`` says which)."""
 
     def __init__(self, rank: int | None, message: str, remote_traceback: str = "",
-                 stacks: dict[int, str] | None = None) -> None:
+                 stacks: dict[int, str] | None = None, *, kind: Failure) -> None:
         self.rank = rank
+        self.kind: Failure = kind
         self.remote_traceback = remote_traceback
         self.stacks = dict(stacks or {})  # rank -> faulthandler's report of that rank's Python stack
         text = message if rank is None else f"rank {rank}: {message}"
@@ -275,14 +280,15 @@ def _collect(procs: list[BaseProcess], results: Queue[Any], world_size: int, tim
             if now - dead_since.setdefault(rank, now) > 1.0:
                 how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
                 raise WorkerError(rank, f"died without reporting an error ({how})",
-                                  stacks=_every_stack(procs, stack_paths))
+                                  stacks=_every_stack(procs, stack_paths),
+                                  kind="killed" if p.exitcode < 0 else "exited")
         if now > deadline:
             missing = [r for r in range(world_size) if r not in outputs]
             running = {r: stack_paths[r] for r, p in enumerate(procs) if p.exitcode is None}
             _stacks.request(cast(int, procs[r].pid) for r in running)  # started, so each has a pid
             raise WorkerError(None, f"rank(s) {missing} did not finish within the {timeout:g} s timeout "
                                     "(a hang: often a collective that some rank never joined)",
-                              stacks=_stacks.collect(running))
+                              stacks=_stacks.collect(running), kind="timeout")
     return [outputs[r] for r in range(world_size)]
 
 
@@ -304,7 +310,7 @@ def _first_error(message: tuple[Any, ...], results: Queue[Any], grace: float = 0
     _, rank, summary, remote_tb, _ = min(errors, key=lambda m: m[4])
     others = sorted(m[1] for m in errors if m[1] != rank)
     note = f" (rank(s) {others} failed after it)" if others else ""
-    return WorkerError(rank, f"raised {summary}{note}", remote_tb)
+    return WorkerError(rank, f"raised {summary}{note}", remote_tb, kind="raised")
 
 
 def _killed_rank(procs: list[BaseProcess], reported: set[int | None],
@@ -313,7 +319,7 @@ def _killed_rank(procs: list[BaseProcess], reported: set[int | None],
     for rank, p in enumerate(procs):
         if rank not in reported and p.exitcode is not None and p.exitcode < 0:
             return WorkerError(rank, f"died without reporting an error (killed by signal {-p.exitcode})",
-                               stacks=_every_stack(procs, stack_paths))
+                               stacks=_every_stack(procs, stack_paths), kind="killed")
     return None
 
 

@@ -7,7 +7,8 @@ the hint folded in ``<details>``) and, for a checked one, the cell that checks i
 for an answer, a stub to fill in for a function, or the buggy function given for a find-the-bug exercise.
 ``update_section(notebook, slug, exercises)`` rewrites the cells between ``## Exercises`` and ``##
 References`` of a notebook (its JSON, as a dict) to that list, keeping each unchanged cell as it is,
-outputs included; ``python -m tools.update_exercises`` runs it and ``tests/test_exercises.py`` compares.
+outputs included; ``python -m tools.update_exercises`` runs it and ``tests/test_exercises.py`` compares. A
+maintenance tool, not part of the installed package.
 """
 
 from __future__ import annotations
