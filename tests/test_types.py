@@ -42,7 +42,7 @@ RECORD_DICT_ALLOWED = {
     "d2lmp.parallel.trace_events.load_trace": "a Chrome trace, a JSON document",
     "d2lmp.exercises.cells._old_slots": "a notebook's cells as the .ipynb JSON holds them",
     "d2lmp.parallel.checkpoint.training_state": "a state dict, the mapping DCP saves and fills in place",
-    "d2lmp.parallel.resilient._checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
+    "d2lmp.parallel.resilient.checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
 }
 
 
