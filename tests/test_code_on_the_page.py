@@ -6,13 +6,16 @@ and classes a notebook must show; the show() cell must come before any other cod
 """
 
 import ast
+import inspect
 import re
+import textwrap
 
 import pytest
 
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
 from tools.notebooks import notebooks
+from tools.refresh_listings import shown_objects
 
 NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
@@ -122,3 +125,44 @@ def test_no_listing_is_shown_twice():
         places.setdefault(name, []).append(f"{slug} cell {i}")
     twice = {name: where for name, where in places.items() if len(where) > 1}
     assert not twice, f"shown more than once (show it where it is taught, then refer to it): {twice}"
+
+
+def _docstring(obj: object) -> str | None:
+    """The docstring written in ``obj``'s source (a dataclass's generated ``__doc__`` does not count)."""
+    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
+    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    return ast.get_docstring(node)
+
+
+def _page_problems(shown: list[tuple[str, int, str, object]]) -> list[str]:
+    """What is wrong with each shown (slug, cell, expression, object): a private name on the way, no docstring."""
+    problems = []
+    for slug, index, expr, obj in shown:
+        if any(part.startswith("_") for part in expr.split(".")):
+            problems.append(f"{slug} cell {index}: {expr} is private (make it public and add it to __all__)")
+        if not (_docstring(obj) or "").strip():
+            problems.append(f"{slug} cell {index}: {expr} has no docstring")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def shown_on_pages() -> list[tuple[str, int, str, object]]:
+    """(slug, cell, expression, object) of every show() argument of every notebook."""
+    return [(slug, index, expr, obj) for slug, nb in sorted(NOTEBOOKS.items())
+            for index, expr, obj in shown_objects(nb)]
+
+
+def test_the_page_shows_public_documented_code(shown_on_pages):
+    assert len(shown_on_pages) > 50  # the notebooks' listings were found
+    problems = _page_problems(shown_on_pages)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_private_or_undocumented_listing_is_caught():
+    def undocumented() -> None:
+        pass
+
+    found = _page_problems([("nb", 1, "C._ring_pass_like", collectives.global_rank), ("nb", 2, "undocumented",
+                                                                                          undocumented)])
+    assert found == ["nb cell 1: C._ring_pass_like is private (make it public and add it to __all__)",
+                     "nb cell 2: undocumented has no docstring"]

@@ -41,7 +41,7 @@ from d2lmp.parallel.comm_log import record as _log
 
 __all__ = ["CommCall", "CommLog", "all_reduce", "CopyToParallel", "ReduceFromParallel", "GatherFromParallel",
            "GatherForSplitCompute", "ReduceScatterSequence", "gather_for_split_compute", "copy_to_parallel",
-           "reduce_from_parallel", "gather_from_parallel", "shard_range", "shard", "ColumnParallelLinear",
+           "reduce_from_parallel", "gather_from_parallel", "shard_range", "local_shard_range", "ColumnParallelLinear",
            "RowParallelLinear", "ChannelParallelConv2d", "InputChannelParallelConv2d", "parallel_mlp", "comm_volume",
            "all_gather_sequence", "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged",
            "ring_wire_bytes"]
@@ -178,7 +178,7 @@ def shard_range(n: int, world: int, rank: int, what: str = "n") -> tuple[int, in
     return rank * size, size
 
 
-def shard(n: int, what: str, group: ProcessGroup | None = None) -> tuple[int, int]:
+def local_shard_range(n: int, what: str, group: ProcessGroup | None = None) -> tuple[int, int]:
     """This rank's (start, size) of ``n`` features in ``group`` (None: all ranks)."""
     return shard_range(n, dist.get_world_size(group), dist.get_rank(group), what)
 
@@ -189,7 +189,7 @@ class ColumnParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear",
                  group: ProcessGroup | None = None) -> None:
         super().__init__()
-        start, size = shard(full.out_features, "out_features", group)
+        start, size = local_shard_range(full.out_features, "out_features", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
         self.gather_output, self.label, self.group = gather_output, label, group
@@ -205,7 +205,7 @@ class RowParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear",
                  group: ProcessGroup | None = None) -> None:
         super().__init__()
-        self.start, self.size = shard(full.in_features, "in_features", group)
+        self.start, self.size = local_shard_range(full.in_features, "in_features", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
         self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
@@ -225,7 +225,7 @@ class ChannelParallelConv2d(nn.Module):
         super().__init__()
         if full.groups != 1:
             raise ValueError("ChannelParallelConv2d splits an ungrouped convolution (groups=1)")
-        start, size = shard(full.out_channels, "out_channels", group)
+        start, size = local_shard_range(full.out_channels, "out_channels", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
         self.stride, self.padding, self.gather_output, self.label = full.stride, full.padding, gather_output, label
@@ -244,7 +244,7 @@ class InputChannelParallelConv2d(nn.Module):
         super().__init__()
         if full.groups != 1:
             raise ValueError("InputChannelParallelConv2d splits an ungrouped convolution (groups=1)")
-        self.start, self.size = shard(full.in_channels, "in_channels", group)
+        self.start, self.size = local_shard_range(full.in_channels, "in_channels", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
         self.stride, self.padding = full.stride, full.padding
@@ -297,7 +297,7 @@ def all_reduce_logged(t: torch.Tensor, label: str, group: dist.ProcessGroup | No
 
 def _chunk(t: torch.Tensor, dim: int, group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """This rank's chunk of ``t`` along ``dim`` (its size must divide by the group's ranks)."""
-    start, size = shard(t.shape[dim], f"dimension {dim} of size", group)
+    start, size = local_shard_range(t.shape[dim], f"dimension {dim} of size", group)
     return t.narrow(dim, start, size).contiguous()
 
 
