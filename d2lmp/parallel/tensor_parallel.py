@@ -47,7 +47,7 @@ __all__ = ["CommCall", "CommLog", "all_reduce", "CopyToParallel", "ReduceFromPar
            "ring_wire_bytes"]
 
 def all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
-    """The sum over ``group`` of a copy of ``t``, logged under ``label``; no autograd (f and g call it)."""
+    """The sum over ``group`` of a copy of ``t``, logged under ``label``; no autograd (f's backward, g's forward)."""
     t = t.contiguous().clone()
     _log("all_reduce", t, label)
     dist.all_reduce(t, group=group)
