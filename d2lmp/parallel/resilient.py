@@ -326,10 +326,10 @@ def lost_work(events: Sequence[LogEvent]) -> list[Restart]:
         after = [e for e in events if e.event == "resume" and e.attempt > kill.attempt]
         if not after:
             continue
-        resume = min(after, key=lambda e: e.time)
+        resumed = min(after, key=lambda e: e.time)  # the first resume after the kill
         before = [e for e in events if e.attempt == kill.attempt and e.time <= kill.time]
-        mark = [e.time for e in before if e.event in ("saved", "resume") and e.step == resume.step]
+        mark = [e.time for e in before if e.event in ("saved", "resume") and e.step == resumed.step]
         begun = min((e.time for e in before), default=kill.time)
-        out.append(Restart(resume.attempt, kill.step, resume.step, kill.step - resume.step,
-                           kill.time - (mark[-1] if mark else begun), resume.time - kill.time))
+        out.append(Restart(resumed.attempt, kill.step, resumed.step, kill.step - resumed.step,
+                           kill.time - (mark[-1] if mark else begun), resumed.time - kill.time))
     return out
