@@ -15,7 +15,8 @@ import pytest
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
 from tools.notebooks import notebooks
-from tools.refresh_listings import shown_objects
+from tools.notebooks import source_text
+from tools.refresh_listings import is_listing_cell, shown_objects
 
 NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
@@ -166,3 +167,18 @@ def test_a_private_or_undocumented_listing_is_caught():
                                                                                           undocumented)])
     assert found == ["nb cell 1: C._ring_pass_like is private (make it public and add it to __all__)",
                      "nb cell 2: undocumented has no docstring"]
+
+
+def test_stored_listings_are_the_code_that_runs(shown_on_pages):
+    """A listing cell's stored output is the shown code as it is now (a changed listing needs no re-execution)."""
+    expected: dict[tuple[str, int], list[str]] = {}
+    for slug, index, _, obj in shown_on_pages:
+        expected.setdefault((slug, index), []).append(source_of(obj).rstrip("\n"))
+    stale = []
+    for (slug, index), texts in sorted(expected.items()):
+        cell = NOTEBOOKS[slug].cells[index]
+        if is_listing_cell(cell):
+            stored = [source_text(o.get("data", {}).get("text/plain", "")).rstrip("\n") for o in cell.outputs]
+            if stored != texts:
+                stale.append(f"{NOTEBOOKS[slug].name} cell {index}")
+    assert not stale, f"stale listings: run python -m tools.refresh_listings on their notebooks: {stale}"
