@@ -14,8 +14,7 @@ import pytest
 
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
-from tools.notebooks import notebooks
-from tools.notebooks import source_text
+from tools.notebooks import notebooks, source_text
 from tools.refresh_listings import is_listing_cell, shown_objects
 
 NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
