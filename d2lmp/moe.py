@@ -208,6 +208,8 @@ class MoE(nn.Module):
         return self.run(x).output
 
     def run(self, x: torch.Tensor) -> MoEOutput:
+        """Each token of ``x`` through its top-k experts, their outputs added with the gates' weights; returns (and
+        keeps in ``last``) the output, the load-balancing loss and the routing."""
         if x.shape[-1] != self.spec.hidden:
             raise ValueError(f"expected inputs [..., {self.spec.hidden}], got {tuple(x.shape)}")
         tokens = x.reshape(-1, self.spec.hidden)

@@ -6,13 +6,16 @@ and classes a notebook must show; the show() cell must come before any other cod
 """
 
 import ast
+import inspect
 import re
+import textwrap
 
 import pytest
 
 from d2lmp.parallel import collectives
 from d2lmp.views.source import show, source_of
-from tools.notebooks import notebooks
+from tools.notebooks import notebooks, source_text
+from tools.refresh_listings import is_listing_cell, shown_objects
 
 NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
@@ -22,19 +25,19 @@ REQUIRED = {
     "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
     "network_partitioning": ["balance", "schedule", "pipeline_step", "interleaved_schedule", "balance_schedule"],
-    "layerwise_partitioning": ["_CopyToParallel", "_ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear",
-                               "ColumnLinear", "RowLinear", "TPSelfAttention", "TPBlock", "_GatherForSplitCompute",
-                               "_ReduceScatterSequence"],
+    "layerwise_partitioning": ["CopyToParallel", "ReduceFromParallel", "ColumnParallelLinear", "RowParallelLinear",
+                               "ColumnLinear", "RowLinear", "TPSelfAttention", "TPBlock", "GatherForSplitCompute",
+                               "ReduceScatterSequence"],
     "sharding_the_training_state": ["zero_memory", "FlatUnit", "ZeroAdam", "shard_parameters", "zero_traffic",
                                     "fsdp2_train"],
     "activation_memory_and_composing": ["CheckpointedSegment", "checkpointed", "ActivationLedger", "accumulate",
                                         "grid_groups", "hybrid_step", "grid3d_groups"],
-    "long_sequences_and_experts": ["ring_attention_schedule", "attention_block", "merge", "ring_forward", "_KVRing",
-                                   "ring_backward", "top_k_gating", "expert_capacity", "route", "all_to_all", "_order",
-                                   "context_parallel_point", "expert_parallel_point"],
+    "long_sequences_and_experts": ["ring_attention_schedule", "attention_block", "merge", "ring_forward", "KVRing",
+                                   "ring_backward", "top_k_gating", "expert_capacity", "route", "all_to_all",
+                                   "exchange_order", "context_parallel_point", "expert_parallel_point"],
     "training_at_scale": ["link_roof", "tensor_parallel_point", "crossing", "step_seconds", "bubble_seconds",
                           "data_parallel_seconds"],
-    "when_things_fail": ["save", "load", "_checkpoint_state", "_resume", "expected_wall_time", "daly_interval",
+    "when_things_fail": ["save", "load", "checkpoint_state", "resume", "expected_wall_time", "daly_interval",
                          "skipped_collective", "send_send", "shape_mismatch"],
 }
 
@@ -122,3 +125,59 @@ def test_no_listing_is_shown_twice():
         places.setdefault(name, []).append(f"{slug} cell {i}")
     twice = {name: where for name, where in places.items() if len(where) > 1}
     assert not twice, f"shown more than once (show it where it is taught, then refer to it): {twice}"
+
+
+def _docstring(obj: object) -> str | None:
+    """The docstring written in ``obj``'s source (a dataclass's generated ``__doc__`` does not count)."""
+    node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
+    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    return ast.get_docstring(node)
+
+
+def _page_problems(shown: list[tuple[str, int, str, object]]) -> list[str]:
+    """What is wrong with each shown (slug, cell, expression, object): a private name on the way, no docstring."""
+    problems = []
+    for slug, index, expr, obj in shown:
+        if any(part.startswith("_") for part in expr.split(".")):
+            problems.append(f"{slug} cell {index}: {expr} is private (make it public and add it to __all__)")
+        if not (_docstring(obj) or "").strip():
+            problems.append(f"{slug} cell {index}: {expr} has no docstring")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def shown_on_pages() -> list[tuple[str, int, str, object]]:
+    """(slug, cell, expression, object) of every show() argument of every notebook."""
+    return [(slug, index, expr, obj) for slug, nb in sorted(NOTEBOOKS.items())
+            for index, expr, obj in shown_objects(nb)]
+
+
+def test_the_page_shows_public_documented_code(shown_on_pages):
+    assert len(shown_on_pages) > 50  # the notebooks' listings were found
+    problems = _page_problems(shown_on_pages)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_private_or_undocumented_listing_is_caught():
+    def undocumented() -> None:
+        pass
+
+    found = _page_problems([("nb", 1, "C._ring_pass_like", collectives.global_rank), ("nb", 2, "undocumented",
+                                                                                          undocumented)])
+    assert found == ["nb cell 1: C._ring_pass_like is private (make it public and add it to __all__)",
+                     "nb cell 2: undocumented has no docstring"]
+
+
+def test_stored_listings_are_the_code_that_runs(shown_on_pages):
+    """A listing cell's stored output is the shown code as it is now (a changed listing needs no re-execution)."""
+    expected: dict[tuple[str, int], list[str]] = {}
+    for slug, index, _, obj in shown_on_pages:
+        expected.setdefault((slug, index), []).append(source_of(obj).rstrip("\n"))
+    stale = []
+    for (slug, index), texts in sorted(expected.items()):
+        cell = NOTEBOOKS[slug].cells[index]
+        if is_listing_cell(cell):
+            stored = [source_text(o.get("data", {}).get("text/plain", "")).rstrip("\n") for o in cell.outputs]
+            if stored != texts:
+                stale.append(f"{NOTEBOOKS[slug].name} cell {index}")
+    assert not stale, f"stale listings: run python -m tools.refresh_listings on their notebooks: {stale}"

@@ -41,7 +41,7 @@ RECORD_DICT_ALLOWED = {
     "d2lmp.recorded._Record.as_dict": "a recorded record as its JSON entry, to compare with the file",
     "d2lmp.parallel.trace_events.load_trace": "a Chrome trace, a JSON document",
     "d2lmp.parallel.checkpoint.training_state": "a state dict, the mapping DCP saves and fills in place",
-    "d2lmp.parallel.resilient._checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
+    "d2lmp.parallel.resilient.checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
 }
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 
-__all__ = ["all_to_all", "all_to_all_sizes", "torch_all_to_all_flat", "torch_all_to_all"]
+__all__ = ["all_to_all", "all_to_all_sizes", "exchange_order", "torch_all_to_all_flat", "torch_all_to_all"]
 
 # The requests of the last exchange, dropped only when the next one ends: dropping a gloo request
 # right after it completes can spin until gloo's I/O thread lets go of its buffer (see
@@ -54,7 +54,7 @@ def _wait(requests: list[dist.Work]) -> None:
     _last_exchange[:] = requests
 
 
-def _order(rank: int, world: int) -> list[tuple[int, int]]:
+def exchange_order(rank: int, world: int) -> list[tuple[int, int]]:
     """(destination, source) pairs, one per other rank: at offset k send to rank + k, receive from rank - k.
 
     Every rank starts with a different peer, so no rank is everyone's first destination.
@@ -69,7 +69,7 @@ def all_to_all_sizes(send_sizes: Sequence[int], group: dist.ProcessGroup | None 
     mine = torch.tensor(list(send_sizes), dtype=torch.int64, device=device).view(world, 1)
     theirs = torch.empty_like(mine)
     theirs[rank] = mine[rank]
-    order = _order(rank, world)
+    order = exchange_order(rank, world)
     _wait(_post([(dst, mine[dst]) for dst, _ in order], [(src, theirs[src]) for _, src in order], group))
     return [int(n) for n in theirs.view(-1).tolist()]
 
@@ -122,7 +122,7 @@ def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None =
                          f"{inputs[rank].shape[0]} (this rank's block to itself) at index {rank}")
     rows = inputs[0].shape[1:]
     outputs = list(out) if out is not None else [inputs[0].new_empty((n, *rows)) for n in output_sizes]
-    order = _order(rank, world)
+    order = exchange_order(rank, world)
     requests = _post([(dst, inputs[dst].contiguous()) for dst, _ in order], [(src, outputs[src]) for _, src in order],
                      group)
     outputs[rank].copy_(inputs[rank])  # the block a rank keeps never leaves it: copied while the others travel

@@ -10,7 +10,7 @@ Cost per rank for S bytes on n ranks, with latency α per message and β seconds
     tree (binary, reduce then broadcast):       2⌈log2 n⌉·(α + S·β)
     ring (reduce-scatter, then all-gather):     2(n-1)·(α + S/n·β)
 so the ring moves the least data per rank for large S, the tree has the fewest steps.
-The ring's steps are the algorithm (``_ring_pass``); how their messages are posted under each backend (big
+The ring's steps are the algorithm (``ring_pass``); how their messages are posted under each backend (big
 chunks cut into segments, gloo's receives posted up front, NCCL's batches) is ``ring_messages``'s job.
 """
 
@@ -31,7 +31,7 @@ from d2lmp.parallel.all_to_all import all_to_all, torch_all_to_all_flat
 from d2lmp.parallel.launch import rank_device
 from d2lmp.parallel.ring_messages import RingStep, ring_messages
 
-__all__ = ["global_rank", "ring_all_reduce",
+__all__ = ["global_rank", "ring_pass", "ring_all_reduce",
            "ring_reduce_scatter", "ring_all_gather", "naive_all_reduce",
            "tree_all_reduce", "all_to_all", "CollectiveTiming", "measure_collective"]
 
@@ -45,8 +45,8 @@ def _chunks(flat: torch.Tensor, world: int) -> list[torch.Tensor]:
     return list(torch.tensor_split(flat, world))
 
 
-def _ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases: Sequence[str] = RING_PHASES,
-               group: ProcessGroup | None = None) -> None:
+def ring_pass(chunks: list[torch.Tensor], rank: int, world: int, phases: Sequence[str] = RING_PHASES,
+              group: ProcessGroup | None = None) -> None:
     """In place, the steps of ``phases`` from ``ring_schedule``. After "reduce-scatter", ``chunks[rank]`` holds
     the sum over ranks of everyone's chunk ``rank``; "all-gather" copies rank r's ``chunks[r]`` to everyone.
 
@@ -71,7 +71,7 @@ def ring_all_reduce(tensor: torch.Tensor, group: ProcessGroup | None = None) -> 
     """Sum ``tensor`` over the ranks of ``group`` (None: all) in place: ring reduce-scatter, then ring all-gather."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1).clone()
-    _ring_pass(_chunks(flat, world), rank, world, RING_PHASES, group)  # all-gather's receives posted with the rest
+    ring_pass(_chunks(flat, world), rank, world, RING_PHASES, group)  # all-gather's receives posted with the rest
     if flat.data_ptr() != tensor.data_ptr():
         tensor.copy_(flat.view_as(tensor))
     return tensor
@@ -85,7 +85,7 @@ def ring_reduce_scatter(tensor: torch.Tensor, group: ProcessGroup | None = None)
     """
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     chunks = _chunks(tensor.detach().reshape(-1).clone(), world)
-    _ring_pass(chunks, rank, world, ("reduce-scatter",), group)
+    ring_pass(chunks, rank, world, ("reduce-scatter",), group)
     return chunks[rank]
 
 
@@ -97,7 +97,7 @@ def ring_all_gather(tensor: torch.Tensor, group: ProcessGroup | None = None) -> 
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     out = torch.empty((world, *tensor.shape), dtype=tensor.dtype, device=tensor.device)
     out[rank] = tensor
-    _ring_pass(list(out.view(world, -1)), rank, world, ("all-gather",), group)
+    ring_pass(list(out.view(world, -1)), rank, world, ("all-gather",), group)
     return out
 
 

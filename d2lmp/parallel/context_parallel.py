@@ -8,7 +8,7 @@ are merged with the online softmax: each keeps its log-sum-exp, so two partials 
 holds more than its own queries, two K/V chunks and one block of scores. Backward follows FlashAttention's:
 with the saved log-sum-exp each block's probabilities are recomputed, and the ring runs again, the K/V chunks
 going round once more and their gradients going round with them, each rank adding its share, until they arrive
-home. The messages are posted so that the next chunk's transfer overlaps this chunk's compute (``_KVRing``).
+home. The messages are posted so that the next chunk's transfer overlaps this chunk's compute (``KVRing``).
 ``RingLog`` shows what the ring sent, waited for and computed (a view of the traffic log, ``p2p_log.MessageLog``).
 """
 
@@ -29,7 +29,8 @@ from d2lmp.parallel.attention_blocks import Partial, block_functions, merge, wat
 from d2lmp.parallel.collectives import global_rank
 from d2lmp.parallel.p2p_log import Message, MessageLog, active_logs, add_seconds
 
-__all__ = ["RingLog", "ring_forward", "ring_backward", "ring_attention", "pass_kv_round", "RingTraffic", "ring_traffic"]
+__all__ = ["RingLog", "ring_forward", "ring_backward", "ring_attention", "pass_kv_round", "RingTraffic", "ring_traffic",
+           "KVRing"]
 
 Group = dist.ProcessGroup | None
 KV_TAG, GRAD_TAG = 41, 42  # gloo matches messages by tag: the two rings of the backward never mix
@@ -136,7 +137,7 @@ class _Exchange:
         return self.received
 
 
-class _KVRing:
+class KVRing:
     """One rank's K and V as one tensor, passed to the right each step while the step computes on ``current``.
 
     Two buffers: what this step computes on (and sends), and what arrives for the next step.
@@ -147,9 +148,11 @@ class _KVRing:
         self._exchange: _Exchange | None = None
 
     def send_on(self) -> None:
+        """Post ``current`` to the right neighbour and a receive from the left one into the spare buffer."""
         self._exchange = _Exchange(self.current, self._spare, self._label, KV_TAG, self._group)
 
     def receive(self) -> None:
+        """Wait for the left neighbour's chunk; it becomes ``current``, the old one the spare buffer."""
         assert self._exchange is not None, "receive() without send_on()"
         self._spare, self.current = self.current, self._exchange.wait()
 
@@ -203,7 +206,7 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
     attend, _ = block_functions(kernel, q.device)  # attention_block, or PyTorch's fused CPU kernel
     queries = _pieces(q, chunks_per_rank(layout))
     partial: list[Partial | None] = [None] * len(queries)  # per query chunk, over the keys seen so far
-    ring = _KVRing(torch.stack([k, v]), group)  # K and V travel as one message
+    ring = KVRing(torch.stack([k, v]), group)  # K and V travel as one message
     for number, step in enumerate(ring_attention_schedule(world, layout, causal)):
         if number + 1 < world:
             ring.send_on()  # the chunk travels on while this step computes on it
@@ -226,7 +229,7 @@ def ring_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
     n = chunks_per_rank(layout)
     qs, dos, outs, lses = _pieces(q, n), _pieces(dout, n), _pieces(out, n), torch.chunk(lse, n, dim=-1)
     dq = torch.zeros_like(q)
-    kv_ring, grad_ring = _KVRing(torch.stack([k, v]), group), _GradRing(group)
+    kv_ring, grad_ring = KVRing(torch.stack([k, v]), group), _GradRing(group)
     for number, step in enumerate(ring_attention_schedule(world, layout, causal)):
         if number + 1 < world:
             kv_ring.send_on()
@@ -291,7 +294,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
 def pass_kv_round(k: torch.Tensor, v: torch.Tensor, group: Group = None) -> torch.Tensor:
     """The forward's messages alone: K/V passed p−1 steps round the ring as ``ring_forward`` passes them, nothing
     computed. Returns the K/V this rank holds at the end (its right neighbour's); its time is what overlap hides."""
-    ring = _KVRing(torch.stack([k, v]), group)
+    ring = KVRing(torch.stack([k, v]), group)
     for _ in range(dist.get_world_size(group) - 1):
         ring.send_on()
         ring.receive()

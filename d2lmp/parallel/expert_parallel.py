@@ -122,6 +122,8 @@ class ExpertParallelMoE(nn.Module):
         return ring_all_gather(counts, self.group), self.rank
 
     def run(self, x: torch.Tensor) -> MoEOutput:
+        """``MoE.run`` over the ranks: each kept token goes to the rank holding its expert (all-to-all), this rank's
+        experts compute, and the results come back (all-to-all) to be added with the gates' weights."""
         if x.shape[-1] != self.spec.hidden:
             raise ValueError(f"expected inputs [..., {self.spec.hidden}], got {tuple(x.shape)}")
         tokens = x.reshape(-1, self.spec.hidden)

@@ -47,7 +47,7 @@ from d2lmp.parallel import stacks as _stacks
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "Failure", "WorkerError", "loopback_listener",
            "choose_backend", "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env",
-           "exit_after_torchrun"]
+           "exit_after_torchrun", "rendezvous"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
@@ -131,7 +131,7 @@ def rank_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def _rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: float) -> TCPStore:
+def rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: float) -> TCPStore:
     """The group's key-value store: rank 0 serves it on ``listener``, every other rank is a client.
 
     Rank 0 hands the listening socket's descriptor to the store, which owns (and closes) it from
@@ -163,7 +163,7 @@ def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[A
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
-        store = _rendezvous(rank, world_size, listener, timeout)
+        store = rendezvous(rank, world_size, listener, timeout)
         # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
         dist.init_process_group(backend, store=store, rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=group_timeout),

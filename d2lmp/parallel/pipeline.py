@@ -29,7 +29,7 @@ from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.pipeline_memory import ActivationLedger, LedgerSummary
 
 __all__ = ["LossFn", "Reference", "StepResult", "CountedStep", "pipeline_step", "counted_pipeline_step",
-           "pipeline_steps", "sequential_reference"]
+           "pipeline_steps", "sequential_reference", "RankRun", "recv", "send"]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (outputs, targets) -> the loss summed over them
 
@@ -71,7 +71,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
         raise ValueError("the zero-bubble schedule is simulated only (pipeline_schedule.simulate), not run on ranks")
     m = micro_batch_count(kind, micro_batches)
     plan = rank_plan(kind, world, rank, m, chunks)
-    run = _RankRun(rank, world, build, sizes, x, y, m, chunks, loss_fn, device, group)
+    run = RankRun(rank, world, build, sizes, x, y, m, chunks, loss_fn, device, group)
     dist.barrier(group)  # start the clocks together: set-up above is not part of the step
     for op, stage, i in plan:
         if op == "F":
@@ -81,7 +81,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     return run.finish()
 
 
-class _RankRun:
+class RankRun:
     """One rank's part of a pipeline step: its stages (virtual stage -> layers), its micro-batches, what is
     in flight between a forward and its backward, its timeline and its activation ledger."""
 
@@ -123,7 +123,7 @@ class _RankRun:
             inp = self.xs[i]
         else:
             inp = torch.empty(self.in_shapes[s][i], device=self.dev)
-            _recv(self.timeline, inp, (s - 1) % self.world, f"F{i}", i, self.group, s)
+            recv(self.timeline, inp, (s - 1) % self.world, f"F{i}", i, self.group, s)
             inp.requires_grad_(True)
         with self.timeline.span("forward", f"F{i}", micro_batch=i, stage=s), self.ledger.forward((s, i)):
             out = self.stages[s](inp)
@@ -131,8 +131,8 @@ class _RankRun:
                 out = self._loss(out, i)
         self.inputs[s, i], self.outputs[s, i] = inp, out
         if s < self.last:
-            self.pending.append(_send(self.timeline, out.detach().contiguous(), (s + 1) % self.world, f"F{i}", i,
-                                      self.group, s))
+            self.pending.append(send(self.timeline, out.detach().contiguous(), (s + 1) % self.world, f"F{i}", i,
+                                     self.group, s))
 
     def backward(self, s: int, i: int) -> None:
         """Micro-batch ``i`` back through stage ``s``: its output's gradient from stage s + 1 (the loss needs none),
@@ -141,14 +141,14 @@ class _RankRun:
         grad = None
         if s < self.last:
             grad = torch.empty_like(out)
-            _recv(self.timeline, grad, (s + 1) % self.world, f"B{i}", i, self.group, s)
+            recv(self.timeline, grad, (s + 1) % self.world, f"B{i}", i, self.group, s)
         with self.timeline.span("backward", f"B{i}", micro_batch=i, stage=s):
             torch.autograd.backward(out, grad)
         self.ledger.backward_done((s, i))
         inp = self.inputs.pop((s, i))
         if s > 0:
-            self.pending.append(_send(self.timeline, _grad(inp).contiguous(), (s - 1) % self.world, f"B{i}", i,
-                                      self.group, s))
+            self.pending.append(send(self.timeline, _grad(inp).contiguous(), (s - 1) % self.world, f"B{i}", i,
+                                     self.group, s))
 
     def _loss(self, out: torch.Tensor, i: int) -> torch.Tensor:
         """Micro-batch ``i``'s share of the mean loss; its outputs and loss are kept for the result."""
@@ -171,15 +171,15 @@ class _RankRun:
         )
 
 
-def _recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int,
-          group: dist.ProcessGroup | None = None, stage: int | None = None) -> None:
+def recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int,
+         group: dist.ProcessGroup | None = None, stage: int | None = None) -> None:
     """Receive into ``tensor`` from rank ``src`` of ``group``, recorded as a "recv" event (waiting included)."""
     with timeline.span("recv", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size(), stage=stage):
         dist.recv(tensor, global_rank(group, src), group)
 
 
-def _send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int,
-          group: dist.ProcessGroup | None = None, stage: int | None = None) -> Any:
+def send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int,
+         group: dist.ProcessGroup | None = None, stage: int | None = None) -> Any:
     """Post a send of ``tensor`` to rank ``dst`` of ``group``, recorded as a "send" event (isend returns at once)."""
     with timeline.span("send", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size(), stage=stage):
         return dist.isend(tensor, global_rank(group, dst), group)

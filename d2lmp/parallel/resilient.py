@@ -36,7 +36,8 @@ from d2lmp.models import mlp
 from d2lmp.parallel import checkpoint as ckpt
 
 __all__ = ["EVENTS", "FAULT_PLACES", "FORGETTABLE", "RunSpec", "Fault", "ShuffledBatches", "RunResult", "LogEvent",
-           "Restart", "check_folder", "build", "train", "max_difference", "read_events", "lost_work"]
+           "Restart", "check_folder", "build", "train", "checkpoint_state", "resume", "max_difference",
+           "read_events", "lost_work"]
 
 EVENTS = "events.jsonl"
 FAULT_PLACES = ("step", "save")
@@ -197,7 +198,7 @@ def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_i
     start, load_seconds = 0, 0.0
     path = ckpt.latest_complete(folder, run_id) if folder is not None else None
     if path is not None:
-        start, load_seconds = _resume(model, optimizer, data, path, rank, world, forget)
+        start, load_seconds = resume(model, optimizer, data, path, rank, world, forget)
     _log(folder, attempt, rank, "resume", start)  # every rank: its process id, and when it was ready
 
     def die(step: int) -> None:
@@ -219,7 +220,7 @@ def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_i
             writer = None
             if striking and fault is not None and fault.during == "save" and step == fault.step:
                 writer = lambda p, s=step: _DiesAfterWriting(p, lambda: die(s))  # noqa: E731
-            state = _checkpoint_state(model, optimizer, data, step)
+            state = checkpoint_state(model, optimizer, data, step)
             saves[step] = ckpt.save(state, folder, step, run_id, writer=writer).seconds
             if rank == 0:
                 _log(folder, attempt, rank, "saved", step)
@@ -228,8 +229,8 @@ def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_i
                      full.tensors())
 
 
-def _checkpoint_state(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBatches,
-                      step: int) -> dict[str, Any]:
+def checkpoint_state(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBatches,
+                     step: int) -> dict[str, Any]:
     """Everything the rest of the run depends on; every rank's random state gathered into one tensor."""
     mine = torch.get_rng_state()
     every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
@@ -238,14 +239,14 @@ def _checkpoint_state(model: nn.Module, optimizer: torch.optim.Optimizer, data: 
             "rng": torch.stack(every)}
 
 
-def _resume(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBatches, path: Path, rank: int,
-            world: int, forget: Sequence[str]) -> tuple[int, float]:
+def resume(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBatches, path: Path, rank: int,
+           world: int, forget: Sequence[str]) -> tuple[int, float]:
     """Load ``path`` into the run's state; return (its step, the seconds the load took)."""
     marker = ckpt.read_marker(path)
     if marker.world != world:
         raise ValueError(f"{path} was saved by {marker.world} ranks; this loop resumes on the same number "
                          f"(each rank's random state is its own), not on {world}")
-    state = _checkpoint_state(model, optimizer, data, 0)
+    state = checkpoint_state(model, optimizer, data, 0)
     seconds = ckpt.load(state, path).seconds  # in place: into the model's and the optimizer's own tensors
     if "optimizer" in forget:
         set_model_state_dict(model, state["model"])
@@ -325,10 +326,10 @@ def lost_work(events: Sequence[LogEvent]) -> list[Restart]:
         after = [e for e in events if e.event == "resume" and e.attempt > kill.attempt]
         if not after:
             continue
-        resume = min(after, key=lambda e: e.time)
+        resumed = min(after, key=lambda e: e.time)  # the first resume after the kill
         before = [e for e in events if e.attempt == kill.attempt and e.time <= kill.time]
-        mark = [e.time for e in before if e.event in ("saved", "resume") and e.step == resume.step]
+        mark = [e.time for e in before if e.event in ("saved", "resume") and e.step == resumed.step]
         begun = min((e.time for e in before), default=kill.time)
-        out.append(Restart(resume.attempt, kill.step, resume.step, kill.step - resume.step,
-                           kill.time - (mark[-1] if mark else begun), resume.time - kill.time))
+        out.append(Restart(resumed.attempt, kill.step, resumed.step, kill.step - resumed.step,
+                           kill.time - (mark[-1] if mark else begun), resumed.time - kill.time))
     return out

@@ -1,4 +1,4 @@
-"""How a ring pass's messages are posted: the transport side of ``collectives._ring_pass``, per backend.
+"""How a ring pass's messages are posted: the transport side of ``collectives.ring_pass``, per backend.
 
 A ring pass is a list of ``RingStep``: in each, a rank sends one chunk to its right neighbour and receives one from
 its left. ``ring_messages`` returns the object that posts those messages the way the backend needs, with one

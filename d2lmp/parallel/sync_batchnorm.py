@@ -60,6 +60,8 @@ class SyncBatchNorm2d(nn.BatchNorm2d):
         return self.training and dist.is_initialized() and dist.get_world_size(self.group) > 1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` [N, C, H, W] normalised with the mean and variance of every rank's batch, from one all-reduce of each
+        channel's Σx and Σx² and the count (in training on several ranks; else ``nn.BatchNorm2d``'s own)."""
         if not self._synchronised():
             out: torch.Tensor = super().forward(x)
             return out

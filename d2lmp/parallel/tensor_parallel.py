@@ -1,6 +1,7 @@
 """Layerwise (tensor) partitioning: one layer's weights split over ranks.
 
-Two conjugate operators make a split layer differentiate correctly (Megatron-LM's f and g):
+Two conjugate operators make a split layer differentiate correctly, Megatron-LM's f and g (Shoeybi et al.
+2019, §3; ``shoeybi2019megatron``), the autograd functions ``CopyToParallel`` and ``ReduceFromParallel``:
 
 * ``copy_to_parallel``: identity forward, all-reduce of the gradient backward. Put it where
   every rank uses the same input: each rank's input-gradient is only a partial sum.
@@ -39,15 +40,18 @@ from torch.nn import functional as F
 from d2lmp.parallel.p2p_log import CommCall, MessageLog, ring_wire_bytes
 from d2lmp.parallel.p2p_log import record as _log
 
-__all__ = ["CommCall", "CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel",
-           "gather_from_parallel", "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
-           "InputChannelParallelConv2d", "parallel_mlp", "comm_volume", "all_gather_sequence",
-           "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged", "ring_wire_bytes"]
+__all__ = ["CommCall", "CommLog", "all_reduce", "CopyToParallel", "ReduceFromParallel", "GatherFromParallel",
+           "GatherForSplitCompute", "ReduceScatterSequence", "gather_for_split_compute", "copy_to_parallel",
+           "reduce_from_parallel", "gather_from_parallel", "shard_range", "local_shard_range", "ColumnParallelLinear",
+           "RowParallelLinear", "ChannelParallelConv2d", "InputChannelParallelConv2d", "parallel_mlp", "comm_volume",
+           "all_gather_sequence", "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged",
+           "ring_wire_bytes"]
 
 CommLog = MessageLog  # the name notebooks 14 and 16 use: the one traffic log, whose ``calls`` are named here
 
 
-def _all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
+def all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
+    """The sum over ``group`` of a copy of ``t``, logged under ``label``; no autograd (f's backward, g's forward)."""
     t = t.contiguous().clone()
     _log("all_reduce", t, label)
     dist.all_reduce(t, group=group)
@@ -62,7 +66,13 @@ def _all_gather(t: torch.Tensor, dim: int, label: str, group: ProcessGroup | Non
     return torch.cat(parts, dim=dim)
 
 
-class _CopyToParallel(torch.autograd.Function):
+class CopyToParallel(torch.autograd.Function):
+    """Megatron's f (Shoeybi et al. 2019, §3): identity forward, all-reduce backward.
+
+    Where every rank feeds the same input to its part of a split layer, each rank's input gradient is
+    a partial sum; backward adds them up over ``group``.
+    """
+
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, label: str, group: ProcessGroup | None) -> torch.Tensor:
         ctx.label, ctx.group = label, group
@@ -70,21 +80,30 @@ class _CopyToParallel(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
-        return _all_reduce(grad, ctx.label + " (backward)", ctx.group), None, None
+        return all_reduce(grad, ctx.label + " (backward)", ctx.group), None, None
 
 
-class _ReduceFromParallel(torch.autograd.Function):
+class ReduceFromParallel(torch.autograd.Function):
+    """Megatron's g (Shoeybi et al. 2019, §3): all-reduce forward, identity backward.
+
+    Where each rank holds a partial sum of the output, forward adds them up over ``group``; every
+    term of a sum gets the sum's gradient whole, so backward passes it on unchanged.
+    """
+
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, label: str, group: ProcessGroup | None) -> torch.Tensor:
-        return _all_reduce(x, label, group)
+        return all_reduce(x, label, group)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         return grad, None, None
 
 
-class _GatherFromParallel(torch.autograd.Function):
-    """All-gather along ``dim`` forward; backward keeps this rank's slice of the gradient."""
+class GatherFromParallel(torch.autograd.Function):
+    """All-gather along ``dim`` forward; backward keeps this rank's slice of the gradient.
+
+    It joins a column-parallel layer's output features (picotron's ``GatherFromModelParallelRegion``).
+    """
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, dim: int, label: str, group: ProcessGroup | None) -> torch.Tensor:
@@ -108,8 +127,9 @@ def _reduce_scatter(t: torch.Tensor, dim: int, label: str, group: ProcessGroup |
     return mine.movedim(0, dim).contiguous()
 
 
-class _GatherForSplitCompute(torch.autograd.Function):
-    """All-gather forward; reduce-scatter backward.
+class GatherForSplitCompute(torch.autograd.Function):
+    """All-gather forward; reduce-scatter backward: sequence parallelism's g (Korthikanti et al. 2022, §4.2.2;
+    ``korthikanti2022reducing``), the all-gather that replaces f in front of a column-parallel layer.
 
     For a gathered tensor that each rank then uses *differently* (each computes its own
     output channels from all input channels), the input's gradient is the sum of every
@@ -128,23 +148,27 @@ class _GatherForSplitCompute(torch.autograd.Function):
 
 def gather_for_split_compute(x: torch.Tensor, dim: int = 1, label: str = "",
                              group: ProcessGroup | None = None) -> torch.Tensor:
-    out: torch.Tensor = _GatherForSplitCompute.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    """The ranks' ``x`` joined along ``dim``; backward reduce-scatters the gradient (``GatherForSplitCompute``)."""
+    out: torch.Tensor = GatherForSplitCompute.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
     return out
 
 
 def copy_to_parallel(x: torch.Tensor, label: str = "", group: ProcessGroup | None = None) -> torch.Tensor:
-    out: torch.Tensor = _CopyToParallel.apply(x, label, group)  # type: ignore[no-untyped-call]
+    """f: ``x`` unchanged; backward all-reduces its gradient over ``group`` (``CopyToParallel``)."""
+    out: torch.Tensor = CopyToParallel.apply(x, label, group)  # type: ignore[no-untyped-call]
     return out
 
 
 def reduce_from_parallel(x: torch.Tensor, label: str = "", group: ProcessGroup | None = None) -> torch.Tensor:
-    out: torch.Tensor = _ReduceFromParallel.apply(x, label, group)  # type: ignore[no-untyped-call]
+    """g: the sum of every rank's ``x`` over ``group``; the gradient passes back unchanged (``ReduceFromParallel``)."""
+    out: torch.Tensor = ReduceFromParallel.apply(x, label, group)  # type: ignore[no-untyped-call]
     return out
 
 
 def gather_from_parallel(x: torch.Tensor, dim: int = -1, label: str = "",
                          group: ProcessGroup | None = None) -> torch.Tensor:
-    out: torch.Tensor = _GatherFromParallel.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    """The ranks' ``x`` joined along ``dim``; backward keeps this rank's slice (``GatherFromParallel``)."""
+    out: torch.Tensor = GatherFromParallel.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
     return out
 
 
@@ -158,7 +182,7 @@ def shard_range(n: int, world: int, rank: int, what: str = "n") -> tuple[int, in
     return rank * size, size
 
 
-def _shard(n: int, what: str, group: ProcessGroup | None = None) -> tuple[int, int]:
+def local_shard_range(n: int, what: str, group: ProcessGroup | None = None) -> tuple[int, int]:
     """This rank's (start, size) of ``n`` features in ``group`` (None: all ranks)."""
     return shard_range(n, dist.get_world_size(group), dist.get_rank(group), what)
 
@@ -169,7 +193,7 @@ class ColumnParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, gather_output: bool = True, label: str = "column linear",
                  group: ProcessGroup | None = None) -> None:
         super().__init__()
-        start, size = _shard(full.out_features, "out_features", group)
+        start, size = local_shard_range(full.out_features, "out_features", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
         self.gather_output, self.label, self.group = gather_output, label, group
@@ -185,7 +209,7 @@ class RowParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, input_is_parallel: bool = True, label: str = "row linear",
                  group: ProcessGroup | None = None) -> None:
         super().__init__()
-        self.start, self.size = _shard(full.in_features, "in_features", group)
+        self.start, self.size = local_shard_range(full.in_features, "in_features", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
         self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
@@ -205,7 +229,7 @@ class ChannelParallelConv2d(nn.Module):
         super().__init__()
         if full.groups != 1:
             raise ValueError("ChannelParallelConv2d splits an ungrouped convolution (groups=1)")
-        start, size = _shard(full.out_channels, "out_channels", group)
+        start, size = local_shard_range(full.out_channels, "out_channels", group)
         self.weight = nn.Parameter(full.weight.detach()[start:start + size].clone())
         self.bias = nn.Parameter(full.bias.detach()[start:start + size].clone()) if full.bias is not None else None
         self.stride, self.padding, self.gather_output, self.label = full.stride, full.padding, gather_output, label
@@ -224,7 +248,7 @@ class InputChannelParallelConv2d(nn.Module):
         super().__init__()
         if full.groups != 1:
             raise ValueError("InputChannelParallelConv2d splits an ungrouped convolution (groups=1)")
-        self.start, self.size = _shard(full.in_channels, "in_channels", group)
+        self.start, self.size = local_shard_range(full.in_channels, "in_channels", group)
         self.weight = nn.Parameter(full.weight.detach()[:, self.start:self.start + self.size].clone())
         self.bias = nn.Parameter(full.bias.detach().clone()) if full.bias is not None else None
         self.stride, self.padding = full.stride, full.padding
@@ -277,12 +301,13 @@ def all_reduce_logged(t: torch.Tensor, label: str, group: dist.ProcessGroup | No
 
 def _chunk(t: torch.Tensor, dim: int, group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """This rank's chunk of ``t`` along ``dim`` (its size must divide by the group's ranks)."""
-    start, size = _shard(t.shape[dim], f"dimension {dim} of size", group)
+    start, size = local_shard_range(t.shape[dim], f"dimension {dim} of size", group)
     return t.narrow(dim, start, size).contiguous()
 
 
-class _ReduceScatterSequence(torch.autograd.Function):
-    """ḡ: sum the partial outputs and keep this rank's chunk along ``dim`` forward; all-gather backward."""
+class ReduceScatterSequence(torch.autograd.Function):
+    """Sequence parallelism's ḡ (Korthikanti et al. 2022, §4.2.2): sum the partial outputs and keep this rank's
+    chunk along ``dim`` forward, all-gather backward; it replaces g after a row-parallel layer."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, dim: int, label: str, group: dist.ProcessGroup | None) -> torch.Tensor:
@@ -334,14 +359,14 @@ class _GatherLinear(torch.autograd.Function):
 def all_gather_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
                         group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """g of sequence parallelism: all-gather the chunks along ``dim`` forward, reduce-scatter backward."""
-    out: torch.Tensor = _GatherForSplitCompute.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    out: torch.Tensor = GatherForSplitCompute.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
     return out
 
 
 def reduce_scatter_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
                             group: dist.ProcessGroup | None = None) -> torch.Tensor:
     """ḡ of sequence parallelism: reduce-scatter along ``dim`` forward, all-gather backward."""
-    out: torch.Tensor = _ReduceScatterSequence.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
+    out: torch.Tensor = ReduceScatterSequence.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
     return out
 
 
