@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.costmodel import state_per_device
+from d2lmp.model.terms import state_per_device
 from d2lmp.model.training_state import BUFFERS
 from d2lmp.model.transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
 from d2lmp.model.transformer_stage_memory import (
@@ -27,6 +27,7 @@ from d2lmp.model.transformer_stage_memory import (
     output_activation_bytes,
     pipeline_layers_in_flight,
 )
+from d2lmp.model.vocabulary import Recompute
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes",
@@ -74,7 +75,7 @@ def layer_parameters_per_gpu(model: Transformer, tp: int) -> float:
 
 @lru_cache(maxsize=8192)
 def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequence_parallel: bool,
-                           recompute: str) -> float:
+                           recompute: Recompute) -> float:
     """``transformer_accounting.activation_bytes_per_layer`` (16-bit values, dropout), remembered: the planner asks
     for the same few combinations thousands of times."""
     return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
