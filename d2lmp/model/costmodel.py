@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
+from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE
 from d2lmp.model.dp_model import predict_step
 from d2lmp.model.layer_rows import LayerRowLike as LayerRow
@@ -78,11 +78,6 @@ class Hardware:
         return Link(self.link_bytes_per_s, self.alpha)
 
 
-def _gpu_row(name: str) -> GPUSpec:
-    """The row of the sourced GPU table (``NOTABLE_GPUS``) called ``name``."""
-    return next(spec for spec in NOTABLE_GPUS if spec.name == name)
-
-
 def _pcie(generation: int, lanes: int = 16) -> tuple[float, str, tuple[str, ...]]:
     """(bytes/s per direction, how, source keys) of a PCIe link, from ``topology.PCIE``."""
     gbs = pcie_bandwidth_gbs(generation, lanes)
@@ -100,7 +95,7 @@ def _nvlink(generation: int) -> tuple[float, str, tuple[str, ...]]:
 def _preset(name: str, devices: int, gpu: str, link: tuple[float, str, tuple[str, ...]],
             memory_gb: float | None = None, note: str = "") -> Hardware:
     """A preset whose FLOP/s and memory come from a GPU table row, and whose link from the topology tables."""
-    spec = _gpu_row(gpu)
+    spec = gpu_spec(gpu)
     link_bytes, link_how, link_source = link
     memory_gb = spec.memory_gb if memory_gb is None else memory_gb
     source = tuple(dict.fromkeys(spec.source + link_source + GPU_ALPHA_SOURCE))

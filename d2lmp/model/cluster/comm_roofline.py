@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from d2lmp.gpu_specs import NOTABLE_GPUS
+from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, gpu_preset
 from d2lmp.model.cluster.layout import Plan, check_plan
@@ -111,7 +111,7 @@ class LinkRoof:
 
 def _pcie_generation(gpu: str) -> int:
     row = gpu_preset(gpu).spec
-    found = re.search(r"PCIe (\d)", next(spec.link for spec in NOTABLE_GPUS if spec.name == row))
+    found = re.search(r"PCIe (\d)", gpu_spec(row).link)
     if found is None:
         raise ValueError(f"the GPU table gives no PCIe generation for {row}")
     return int(found.group(1))

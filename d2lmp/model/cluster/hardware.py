@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
+from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.terms import Link
 from d2lmp.topology import NVLINK, NVLINK_SOURCES
 
@@ -66,15 +66,11 @@ class GPUPreset:
         return self.memory_gb * 1e9
 
 
-def _row(name: str) -> GPUSpec:
-    return next(spec for spec in NOTABLE_GPUS if spec.name == name)
-
-
 def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: float, node: str,
             node_source: tuple[str, ...], memory_gb: float | None = None, memory_source: tuple[str, ...] = (),
             note: str = "") -> GPUPreset:
     """A preset from a GPU table row, an NVLink generation and the node's network (``nics`` × ``nic_gbit``)."""
-    spec = _row(row)
+    spec = gpu_spec(row)
     if spec.fp16_tensor_tflops is None:
         raise ValueError(f"{row} has no 16-bit tensor peak in the GPU table")
     _, _, per_link, links = NVLINK[nvlink_generation]
