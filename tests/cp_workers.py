@@ -10,8 +10,9 @@ from torch.nn import functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from d2lmp.checks.ranks import check_context_parallel
-from d2lmp.parallel.context_layout import LAYOUTS, split_sequence, workload
+from d2lmp.model.context_layout import LAYOUTS, workload
 from d2lmp.parallel.context_parallel import RingLog, ring_attention
+from d2lmp.parallel.sequence_chunks import split_sequence
 
 SHAPE = (2, 3, 4)  # batch, heads, head_dim: the head is narrower than a chunk, so score blocks are the largest products
 TOKENS_PER_RANK = 8

@@ -23,10 +23,11 @@ import torch.distributed as dist
 from torch.nn import functional as F
 
 from d2lmp.config import pick
+from d2lmp.model.context_layout import LAYOUTS
 from d2lmp.parallel.attention_blocks import BLOCK_KERNELS
-from d2lmp.parallel.context_layout import LAYOUTS, split_sequence
 from d2lmp.parallel.context_parallel import RingLog, pass_kv_round, ring_attention
 from d2lmp.parallel.launch import launch
+from d2lmp.parallel.sequence_chunks import split_sequence
 
 __all__ = ["CONTENDERS", "RingTiming", "RingAttentionBench", "ring_attention_bench"]
 

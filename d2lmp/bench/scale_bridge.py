@@ -5,8 +5,8 @@ of the small GPT measured on CPU ranks: data, tensor (``gpt_tp``), pipeline (1F1
 One launch of 2 ranks runs, round after round, a calibration (``cpu_calibration``) and a few steps of each 2-rank
 strategy, in an order that turns by one every round; a launch of 4 ranks does the same for the 2 × 2 data × tensor
 grid, its calibration's all-reduces and sends inside the tensor pairs, both at once. Each measured number's median
-over the rounds makes the launch's CPU preset, from which ``model.cluster.cpu.predict_cpu`` predicts each strategy's
-step, against the median of its measured steps; each round's own prediction against that round's step shows the spread
+over the rounds makes the launch's CPU preset, from which ``cluster.cpu.predict_cpu`` predicts each strategy's step,
+against the median of its measured steps; each round's own prediction against that round's step shows the spread
 (on a shared machine the load moves within a round, so a round's calibration and steps need not see the same). Every
 step is AdamW on float32, its gradients in one flat buffer (one all-reduce a step, after the backward: the ranks'
 one thread computes, then talks), timed in phases on the one system-wide clock: from the first rank's start to
@@ -39,12 +39,12 @@ from d2lmp.gpt import GPT, GPTConfig, gpt_sequential, lm_loss, preset
 from d2lmp.hardware import usable_cores
 from d2lmp.model.cluster.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from d2lmp.model.cluster.layout import Plan
+from d2lmp.model.pipeline_balance import equal_split
 from d2lmp.model.vocabulary import BRIDGE_STRATEGIES
 from d2lmp.parallel.gpt_tp import TensorParallelGPT
 from d2lmp.parallel.grid3d import grid3d_groups
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.pipeline import pipeline_step
-from d2lmp.parallel.pipeline_balance import equal_split
 
 __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "PartRun", "BridgeResult", "bridge_plans",
            "scale_bridge_bench"]

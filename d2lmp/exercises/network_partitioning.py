@@ -16,8 +16,7 @@ from typing import Any
 from d2lmp.exercises import _pipeline_code as P
 from d2lmp.exercises._code import DIST_IMPORT, bug_hunt, code_checker
 from d2lmp.exercises.core import Exercise, Verdict, choice_checker, number_checker
-from d2lmp.model import pipeline_schedule
-from d2lmp.parallel import pipeline_balance
+from d2lmp.model import pipeline_balance, pipeline_schedule
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
            "bytes_pipeline_vs_data", "balance_code", "pipeline_forward", "pipeline_loss", "interleaved_warmup"]

@@ -24,9 +24,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from d2lmp.model.context_layout import chunks_per_rank, ring_attention_schedule
 from d2lmp.parallel.attention_blocks import Partial, block_functions, merge, watch_scores
 from d2lmp.parallel.collectives import global_rank
-from d2lmp.parallel.context_layout import chunks_per_rank, ring_attention_schedule
 
 __all__ = ["RingLog", "ring_forward", "ring_backward", "ring_attention", "pass_kv_round", "RingTraffic", "ring_traffic"]
 
@@ -245,7 +245,7 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, kerne
     n = chunks_per_rank(layout)
     if q.shape[2] % n or q.shape[2] == 0:
         raise ValueError(f"the {layout} layout holds {n} equal chunks per rank, but this rank has {q.shape[2]} "
-                         f"tokens: split the whole sequence with context_layout.split_sequence(x, world, {layout!r})")
+                         f"tokens: split the whole sequence with sequence_chunks.split_sequence(x, world, {layout!r})")
     block_functions(kernel, q.device)  # an unknown kernel, or the fused one off the CPU, is refused here
 
 
@@ -254,7 +254,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     """This rank's rows of softmax(q·kᵀ/√d + mask)·v over the whole sequence, differentiable.
 
     q, k, v: this rank's part of the sequence, [batch, heads, seq_local, head_dim], as
-    ``context_layout.split_sequence(x, world, layout)`` cuts it; every rank of ``group`` (None: all) calls it
+    ``sequence_chunks.split_sequence(x, world, layout)`` cuts it; every rank of ``group`` (None: all) calls it
     with the same shapes. ``causal`` masks the future. ``kernel`` computes each block: "explicit" (the
     formulas of ``attention_blocks``) or "fused" (PyTorch's CPU flash kernel). Equal to
     ``F.scaled_dot_product_attention`` on the whole sequence, then split the same way.

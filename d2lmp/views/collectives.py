@@ -50,8 +50,8 @@ def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool
         ax.imshow(states[k], cmap="Blues", vmin=0, vmax=world)
         for r in range(world):
             for c in range(world):
-                ax.text(c, r, states[k][r, c], ha="center", va="center",
-                        color="white" if states[k][r, c] > world / 2 else "black", fontsize=9)
+                ax.text(c, r, states[k][r][c], ha="center", va="center",
+                        color="white" if states[k][r][c] > world / 2 else "black", fontsize=9)
         x = world // 2 - 0.5  # between two columns of numbers
         for src, dst in (steps.messages[k] if arrows else []):  # this step's messages: the whole row moves
             ax.annotate("", xy=(x, dst), xytext=(x, src),

@@ -18,7 +18,7 @@ from d2lmp.model.pipeline_schedule import (
     simulate,
 )
 from d2lmp.model.timeline import TimelineEvent
-from d2lmp.parallel.pipeline_memory import peak_in_flight
+from d2lmp.pipeline_memory import peak_in_flight
 from d2lmp.views.figure import fig_ax, show
 from d2lmp.views.timeline import KIND_COLOURS, plot_timeline
 
