@@ -16,8 +16,8 @@ from typing import Literal, get_args
 
 __all__ = ["Axis", "grid_name", "TableStrategy", "TABLE_STRATEGIES", "WEIRD_TRICK", "GRID", "RoofStrategy",
            "ROOFLINE_STRATEGIES", "BRIDGE_STRATEGIES", "Recompute", "RECOMPUTE", "PipelineSchedule", "SCHEDULES",
-           "OptimizerName", "OPTIMIZER_NAMES", "LinkKind", "LINK_KINDS", "ClusterLink", "CLUSTER_LINKS",
-           "ZeroStage", "Collective", "PipelineStage"]
+           "PipelinePlan", "PLANS", "OptimizerName", "OPTIMIZER_NAMES", "LinkKind", "LINK_KINDS", "ClusterLink",
+           "CLUSTER_LINKS", "ZeroStage", "Collective", "PipelineStage"]
 
 
 class Axis(str, Enum):
@@ -64,9 +64,11 @@ BRIDGE_STRATEGIES = (Axis.DATA.word, Axis.TENSOR.word, Axis.PIPELINE.word, grid_
 # What the backward recomputes: nothing, the attention core (Korthikanti et al. 2022), or every block's forward.
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE: tuple[Recompute, ...] = get_args(Recompute)
-# The pipeline schedules ``pipeline_schedule.schedule`` writes out.
+# The pipeline schedules ``pipeline_schedule.schedule`` writes out, and all that ``rank_plan`` and ``simulate`` know.
 PipelineSchedule = Literal["naive", "gpipe", "1f1b"]
 SCHEDULES: tuple[PipelineSchedule, ...] = get_args(PipelineSchedule)
+PipelinePlan = Literal[PipelineSchedule, "interleaved", "zero-bubble"]
+PLANS: tuple[PipelinePlan, ...] = (*SCHEDULES, "interleaved", "zero-bubble")
 # The rows of ``training_state.OPTIMIZERS``.
 OptimizerName = Literal["sgd", "momentum", "adam", "adam_mixed"]
 OPTIMIZER_NAMES: tuple[OptimizerName, ...] = get_args(OptimizerName)

@@ -27,7 +27,7 @@ from d2lmp.model.transformer_stage_memory import (
     output_activation_bytes,
     pipeline_layers_in_flight,
 )
-from d2lmp.model.vocabulary import Recompute
+from d2lmp.model.vocabulary import PipelineStage, Recompute
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes",
@@ -42,7 +42,7 @@ FRAGMENTATION = 0.05  # of everything else, lost to the allocator: an assumption
 class MemoryBreakdown:
     """Bytes per GPU on the fuller pipeline stage (``stage``: "first" or "last"), by part."""
 
-    stage: str
+    stage: PipelineStage
     parameters: float
     gradients: float
     optimizer_state: float
@@ -81,7 +81,7 @@ def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequen
     return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
 
 
-def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:
+def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
     """Parameters on one GPU of the ``"first"`` or ``"last"`` pipeline stage (the same stage when ``pp`` is 1)."""
     t, h = plan.tp, model.hidden
     params = layout.layers_per_stage * layer_parameters_per_gpu(model, t)
@@ -101,7 +101,7 @@ def state_bytes(params: float, zero: int, dp: int) -> tuple[float, float, float]
     return state["parameters"], state["gradients"], state["optimizer_state"]
 
 
-def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:
+def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
     """Saved activations on one GPU of the first or last stage, at the schedule's peak."""
     rank = 0 if stage == "first" else plan.pp - 1
     t, b, sp, c = plan.tp, plan.micro_batch, plan.sequence_parallel, plan.cp
@@ -131,7 +131,8 @@ def buffer_bytes(model: Transformer, plan: Plan, rest: float) -> float:
 def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: float) -> MemoryBreakdown:
     """Memory per GPU on whichever of the first and last pipeline stages needs more."""
     best: MemoryBreakdown | None = None
-    for stage in ("first", "last") if plan.pp > 1 else ("first",):
+    stages: tuple[PipelineStage, ...] = ("first", "last") if plan.pp > 1 else ("first",)
+    for stage in stages:
         weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage), plan.zero, plan.dp)
         activations = stage_activation_bytes(model, plan, layout, stage)
         buffers = buffer_bytes(model, plan, weights + gradients + optimizer + activations)

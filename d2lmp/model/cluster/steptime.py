@@ -28,7 +28,7 @@ from d2lmp.model.cluster.layout import Layout, Plan
 from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters
 from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
-from d2lmp.model.vocabulary import ClusterLink
+from d2lmp.model.vocabulary import ClusterLink, PipelineStage
 
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
            "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
@@ -129,7 +129,7 @@ class StageCost:
 
 
 def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
-               stage: str) -> StageCost:
+               stage: PipelineStage) -> StageCost:
     """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
     t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
     flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel)
