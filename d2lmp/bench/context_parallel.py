@@ -1,5 +1,7 @@
-"""Benchmark: ring attention's forward on p ranks against one rank's ``F.scaled_dot_product_attention`` on the
-whole sequence, measured in the same launch.
+"""Benchmark: ring attention's forward on p ranks against one rank's whole-sequence attention.
+
+It times ring attention's forward on p ranks against one rank's ``F.scaled_dot_product_attention`` on the whole
+sequence, measured in the same launch.
 
 Each round times, one after another: the reference (rank 0 alone, the other ranks waiting at a barrier),
 ring attention in each layout (plain, balanced) with each block kernel (explicit, fused), and the ring's K/V

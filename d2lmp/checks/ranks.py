@@ -1,4 +1,4 @@
-"""Rank functions that prove each parallel version equals one device, and one that times all-reduces.
+"""Rank functions that prove each parallel version equals one device.
 
 Each runs on every rank (``rank, world`` first) and returns what it found. They live in a module (not a
 notebook) so every start method can run them: ``launch`` with fork or spawn, and ``torchrun`` through the

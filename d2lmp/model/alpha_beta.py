@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = ["ALGORITHMS", "BUS_FACTORS", "GPU_ALPHA_S", "GPU_ALPHA_SOURCE", "AllReduceModel", "all_reduce_model",
-           "bus_bandwidth", "fit_alpha_beta", "predicted_all_reduce_time", "ring_alpha_beta"]
+           "bus_bandwidth", "fit_alpha_beta", "predicted_all_reduce_time", "ring_alpha_beta", "ring_bytes_per_rank"]
 
 # The per-message latency α assumed for GPUs wherever no measurement is at hand (the cost model's presets,
 # the α-β and data-parallel figures): NCCL's own tuning model charges each step of a ring over NVLink 3.4 µs
@@ -36,6 +36,17 @@ BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "broadcast": lambda n: 1.0,
     "all_to_all": lambda n: (n - 1) / n,  # a rank keeps 1/n of what it sends
 }
+
+
+def ring_bytes_per_rank(collective: str, size_bytes: float, world: int) -> float:
+    """Bytes each rank sends when a collective of S = ``size_bytes`` runs as a ring on ``world`` ranks: S × the
+    bus factor (S is the whole buffer, as nccl-tests counts it: an all-gather's gathered output). The one place
+    code turns a collective's size into bytes on the wire; 0 on one rank."""
+    if collective not in BUS_FACTORS:
+        raise ValueError(f"unknown collective {collective!r}; available: {', '.join(BUS_FACTORS)}")
+    if world < 1:
+        raise ValueError(f"world must be at least 1, got {world}")
+    return size_bytes * BUS_FACTORS[collective](world)
 
 
 def bus_bandwidth(algbw: float, collective: str, world: int) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from d2lmp.model.alpha_beta import BUS_FACTORS
+from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
 from d2lmp.model.vocabulary import Collective, ZeroStage
 
@@ -40,14 +40,14 @@ class Link:
     p2p_bytes_per_s: float | None = None
 
     def collective_seconds(self, collective: Collective, nbytes: float, ranks: int) -> float:
-        """A ring ``collective`` of ``nbytes`` on ``ranks`` ranks: its bytes per rank (``BUS_FACTORS``) over the
+        """A ring ``collective`` of ``nbytes`` on ``ranks`` ranks: its bytes per rank (``ring_bytes_per_rank``) over the
         bandwidth, plus α for each of its ``RING_STEPS`` × (n−1) messages; 0 on one rank."""
         if ranks == 1:
             return 0.0
         if collective not in RING_STEPS:
             raise ValueError(f"unknown collective {collective!r}; available: {', '.join(RING_STEPS)}")
-        sent = BUS_FACTORS[collective](ranks) * nbytes
-        return sent / self.bytes_per_s + RING_STEPS[collective] * (ranks - 1) * self.alpha_s
+        return (ring_bytes_per_rank(collective, nbytes, ranks) / self.bytes_per_s
+                + RING_STEPS[collective] * (ranks - 1) * self.alpha_s)
 
     def all_reduce_seconds(self, nbytes: float, ranks: int) -> float:
         """Ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes / bandwidth + 2(n−1)·α``."""

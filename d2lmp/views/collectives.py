@@ -1,7 +1,8 @@
-"""Pictures of collectives: who holds what before and after each NCCL collective, the ring and the
-tree all-reduce step by step (``model.allreduce_steps`` runs the schedules the implementations follow),
-and the α-β model of naive, tree and ring all-reduce (``alpha_beta.all_reduce_model``) as a figure and a
-widget. The library computes; these functions draw."""
+"""Pictures of collectives: who holds what, step by step, and the α-β model.
+
+It draws who holds what before and after each NCCL collective, the ring and the tree all-reduce step by step
+(``model.allreduce_steps`` runs the schedules the implementations follow), and the α-β model of naive, tree and ring
+all-reduce (``alpha_beta.all_reduce_model``) as a figure and a widget. The library computes; these functions draw."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Ring attention on screen: which K/V chunks each rank holds at each step, which score blocks it computes or
-skips under the causal mask, and the work per rank, plain layout against balanced.
+"""Ring attention on screen: the chunks each rank holds, the blocks it computes, its work.
+
+It draws which K/V chunks each rank holds at each step, which score blocks it computes or skips under the causal
+mask, and the work per rank, plain layout against balanced.
 
 Everything drawn comes from ``model.context_layout``: ``ring_attention_schedule`` (the schedule that
 ``ring_attention`` runs) and ``workload``. ``holdings`` and ``block_map`` lay the schedule out (pure: numbers

@@ -1,5 +1,7 @@
-"""Pipeline parallelism: a simulated schedule's timeline and its bubble (a widget), and 1F1B, interleaved 1F1B and
-zero-bubble ZB-H1 drawn one above the other on the same time axis."""
+"""Pipeline parallelism on screen: a schedule's timeline and its bubble.
+
+It draws a simulated schedule's timeline and its bubble (a widget), and 1F1B, interleaved 1F1B and zero-bubble ZB-H1
+drawn one above the other on the same time axis."""
 
 from __future__ import annotations
 
