@@ -37,6 +37,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
+from d2lmp.model.vocabulary import Recompute
 
 __all__ = ["GPTConfig", "PRESETS", "preset", "causal_attention", "AttentionCore", "CausalSelfAttention", "MLP",
            "Block", "Embedding", "Head", "GPT", "gpt_sequential", "head_rows", "lm_loss", "generate"]
@@ -64,7 +65,7 @@ class GPTConfig:
     bias: bool = True
     tied: bool = True
     flash: bool = False
-    recompute: str = "none"
+    recompute: Recompute = "none"
 
     def __post_init__(self) -> None:
         self.shape()  # validates the sizes

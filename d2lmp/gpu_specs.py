@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GPUSpec", "NOTABLE_GPUS", "ALEXNET_GTX580_BYTES", "find_gpu_spec", "gpu_peak_gflops", "SMLayout",
-           "MemoryLevel", "SM_LAYOUTS"]
+__all__ = ["GPUSpec", "NOTABLE_GPUS", "ALEXNET_GTX580_BYTES", "gpu_spec", "find_gpu_spec", "gpu_peak_gflops",
+           "SMLayout", "MemoryLevel", "SM_LAYOUTS"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,14 @@ NOTABLE_GPUS: tuple[GPUSpec, ...] = (
                  "6.25 Gb/s per pin (derived).",
             match=r"H200"),
 )
+
+
+def gpu_spec(name: str) -> GPUSpec:
+    """The row called ``name`` exactly (e.g. "A100 SXM4 80GB"): what every hardware preset is built from."""
+    for spec in NOTABLE_GPUS:
+        if spec.name == name:
+            return spec
+    raise ValueError(f"no GPU called {name!r} in the table; available: {', '.join(s.name for s in NOTABLE_GPUS)}")
 
 
 def find_gpu_spec(name: str) -> GPUSpec | None:

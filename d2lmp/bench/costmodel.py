@@ -21,6 +21,7 @@ from d2lmp.model.alpha_beta import fit_alpha_beta, ring_alpha_beta
 from d2lmp.model.costmodel import predict, this_machine
 from d2lmp.model.pipeline_balance import balance
 from d2lmp.model.pipeline_schedule import step_span
+from d2lmp.model.vocabulary import TableStrategy
 from d2lmp.models import layer_table
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.launch import launch
@@ -61,8 +62,9 @@ def _tp_mlp_worker(rank: int, world: int, spec: DP.MLPSpec, batch: int, steps: i
     return statistics.median(times[1:])
 
 
-def _measure_strategies(spec: DP.MLPSpec, batch: int, steps: int, sizes: Sequence[int]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _measure_strategies(spec: DP.MLPSpec, batch: int, steps: int,
+                        sizes: Sequence[int]) -> dict[TableStrategy, float]:
+    out: dict[TableStrategy, float] = {}
     result = launch(DP.dp_train, 2, spec, *DP.synthetic_data(spec, batch), "bucketed", steps, 0.01, 4 * 2**20)
     out["data"] = statistics.median(max(r.step_seconds[i] for r in result) for i in range(1, steps))
     x, y = DP.synthetic_data(spec, batch)

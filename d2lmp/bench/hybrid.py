@@ -48,7 +48,7 @@ class HybridResult:
     flops: float  # calibrated FLOP/s of one rank
     alpha: float  # calibrated seconds per message
     beta: float  # calibrated seconds per byte
-    parts_predicted: dict[str, float]  # costmodel.Prediction.parts
+    parts_predicted: dict[str, float]  # costmodel.StrategyStep.parts
     parts_measured: dict[str, float]  # medians of ``breakdown`` over the measured steps
     gradient_tensors: int  # all-reduces per step in each data group (one per parameter tensor)
 

@@ -41,6 +41,7 @@ from d2lmp.hardware import usable_cores
 from d2lmp.model.cluster.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from d2lmp.model.cluster.layout import Plan
 from d2lmp.model.pipeline_balance import equal_split
+from d2lmp.model.vocabulary import BRIDGE_STRATEGIES
 from d2lmp.parallel.gpt_tp import TensorParallelGPT
 from d2lmp.parallel.grid3d import grid3d_groups
 from d2lmp.parallel.launch import launch
@@ -49,7 +50,7 @@ from d2lmp.parallel.pipeline import pipeline_step
 __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "PartRun", "BridgeResult", "bridge_plans",
            "scale_bridge_bench"]
 
-STRATEGIES = ("data", "tensor", "pipeline", "data x tensor")
+STRATEGIES = BRIDGE_STRATEGIES  # data, tensor, pipeline, and the data x tensor grid (``vocabulary.Axis``)
 PHASE_NAMES = ("forward+backward", "gradient all-reduce", "optimizer")
 # Parts measured alone: (the strategy they belong to, the model's parts they are)
 ALONE = {"pipeline stages alone": ("pipeline", ("compute", "memory_bound")),

@@ -23,6 +23,7 @@ from d2lmp.model.cluster.planner import PlanReport, family_options, plan, powers
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
+from d2lmp.model.vocabulary import Recompute, ZeroStage
 
 __all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of", "SearchLimits", "search_limits",
            "cmd_plan"]
@@ -88,8 +89,8 @@ def model_of(args: argparse.Namespace) -> tuple[str, Transformer]:
 class SearchLimits(TypedDict, total=False):
     """The keyword arguments of ``plan`` that the command line sets (the others keep ``plan``'s defaults)."""
 
-    recompute: tuple[str, ...]
-    zero: tuple[int, ...]
+    recompute: tuple[Recompute, ...]
+    zero: tuple[ZeroStage, ...]
     dp_overlap: bool
     sequence_parallel: tuple[bool, ...]
     tp: list[int]

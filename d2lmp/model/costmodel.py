@@ -1,20 +1,21 @@
 """An analytic model of one training step under each way of splitting the work.
 
-The model is described by ``models.layer_table`` rows (``LayerRow``: FLOPs, parameters,
-activation bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
+The model is described by ``models.layer_table`` rows (read through ``layer_rows.LayerRowLike``: FLOPs,
+parameters, activation bytes per layer). The hardware by a ``Hardware`` preset: per-device FLOP/s, per-device
 link bandwidth per direction, a per-message latency α, and memory per device. ``PRESETS``
 derive these from the sourced tables (the notable-GPU table for FLOP/s and memory,
 ``topology`` for PCIe and NVLink, ``alpha_beta.GPU_ALPHA_S`` for α, NCCL's per-step latency over
 NVLink, on every preset) and carry those rows' bibliography keys as their ``source``.
 
-The strategies (``STRATEGIES``) are data parallelism, the pipeline, tensor parallelism (every layer split by its
-outputs, each output gathered) and Krizhevsky's "one weird trick" (``WEIRD_TRICK``: convolutions data parallel,
-fully connected layers split); ``GRID`` is a data × tensor grid of process groups, predicted with ``grid=``.
+The strategies (``STRATEGIES``, the layer table's view of ``vocabulary.Axis``) are data parallelism, the
+pipeline, tensor parallelism (every layer split by its outputs, each output gathered) and Krizhevsky's "one
+weird trick" (``WEIRD_TRICK``: convolutions data parallel, fully connected layers split); ``GRID`` is a
+data × tensor grid of process groups, predicted with ``grid=``.
 Time per step = compute + exposed communication + bubble:
 * compute: 3 × the forward FLOPs (forward once, backward twice) divided over the devices
   that share the work, at the device's FLOP/s;
-* communication: ring collectives, 2(n-1)(α + S/n·β) for an all-reduce of S bytes,
-  (n-1)(α + S/n·β) for an all-gather or reduce-scatter; point-to-point α + S·β;
+* communication: ring collectives over the preset's ``terms.Link``, 2(n-1)(α + S/n·β) for an all-reduce of S
+  bytes, (n-1)(α + S/n·β) for an all-gather or reduce-scatter; point-to-point α + S·β;
 * data parallelism overlaps its gradient all-reduce with backward (``dp_model``) where the
   hardware can (GPUs: yes; CPU ranks, whose cores also move the bytes: no); the others
   are charged in full;
@@ -23,7 +24,8 @@ Memory per device = parameters + gradients + optimizer state (bytes per paramete
 ``training_state.OPTIMIZERS``; the default, SGD with momentum, keeps one more copy) + saved
 activations (every layer's output for the examples it holds). How much of the training state a
 strategy keeps is a ZeRO stage (``STRATEGY_STAGE``): data parallelism keeps it whole, the
-partitionings divide it, and ``ZERO_SHARDED`` says what each stage divides.
+partitionings divide it, and ``terms.ZERO_SHARDED`` says what each stage divides (``terms.state_per_device``,
+the memory term the cluster model shares). ``predict`` returns a ``StrategyStep``.
 These are teaching approximations: they ignore kernel efficiency, overlap inside layers
 and memory fragmentation, and say so.
 """
@@ -32,31 +34,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Literal
 
-from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
-from d2lmp.model.alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE, predicted_all_reduce_time
+from d2lmp.gpu_specs import gpu_spec
+from d2lmp.model.alpha_beta import BUS_FACTORS, GPU_ALPHA_S, GPU_ALPHA_SOURCE
 from d2lmp.model.dp_model import predict_step
+from d2lmp.model.layer_rows import LayerRowLike as LayerRow
+from d2lmp.model.terms import ZERO_SHARDED, ZERO_STAGES, Link, compute_seconds, state_per_device
 from d2lmp.model.training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
+from d2lmp.model.vocabulary import GRID, WEIRD_TRICK, Collective, TableStrategy, ZeroStage
+from d2lmp.model.vocabulary import TABLE_STRATEGIES as STRATEGIES
 from d2lmp.topology import NVLINK, NVLINK_SOURCES, PCIE_SOURCES, pcie_bandwidth_gbs
 
-if TYPE_CHECKING:
-    from d2lmp.models import LayerRow  # the layer table's rows; models imports torch, this model does not
-
 __all__ = ["STRATEGIES", "WEIRD_TRICK", "GRID", "STRATEGY_STAGE", "Hardware", "PRESETS", "this_machine",
-           "Prediction", "predict", "Messages", "message_sizes", "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED",
+           "StrategyStep", "predict", "Messages", "message_sizes", "comm_bytes", "ZERO_STAGES", "ZERO_SHARDED",
            "state_per_device", "zero_memory", "zero_memory_by_stage", "zero_traffic"]
 
-# Krizhevsky's "one weird trick" (krizhevsky2014weird): convolutions data parallel, fully connected layers split.
-WEIRD_TRICK = "one weird trick"
-STRATEGIES = ("data", "pipeline", "tensor", WEIRD_TRICK)
-# A data × tensor grid of process groups (``parallel.hybrid``): ``predict(rows, GRID, hw, batch, grid=(d, t))``.
-GRID = "hybrid"
+# A data × tensor grid of process groups (``vocabulary.GRID``): ``predict(rows, GRID, hw, batch, grid=(d, t))``.
 _TABLE_ACTIVATION_BYTES = 4  # the layer table's activations are float32 (``models.layer_table``'s default)
 
 
 @dataclass(frozen=True)
 class Hardware:
+    """Devices of one kind joined by one link (``link``), as the layer-table model sees them."""
+
     name: str
     devices: int
     flops: float  # FLOP/s per device
@@ -68,12 +69,13 @@ class Hardware:
     overlap: bool = True  # can communication run while the device computes? (not when CPU cores do both)
 
     def with_devices(self, n: int) -> Hardware:
+        """The same hardware with ``n`` devices."""
         return replace(self, devices=n)
 
-
-def _gpu_row(name: str) -> GPUSpec:
-    """The row of the sourced GPU table (``NOTABLE_GPUS``) called ``name``."""
-    return next(spec for spec in NOTABLE_GPUS if spec.name == name)
+    @property
+    def link(self) -> Link:
+        """The link between the devices: its bandwidth per direction and α, the ``terms.Link`` both models use."""
+        return Link(self.link_bytes_per_s, self.alpha)
 
 
 def _pcie(generation: int, lanes: int = 16) -> tuple[float, str, tuple[str, ...]]:
@@ -93,7 +95,7 @@ def _nvlink(generation: int) -> tuple[float, str, tuple[str, ...]]:
 def _preset(name: str, devices: int, gpu: str, link: tuple[float, str, tuple[str, ...]],
             memory_gb: float | None = None, note: str = "") -> Hardware:
     """A preset whose FLOP/s and memory come from a GPU table row, and whose link from the topology tables."""
-    spec = _gpu_row(gpu)
+    spec = gpu_spec(gpu)
     link_bytes, link_how, link_source = link
     memory_gb = spec.memory_gb if memory_gb is None else memory_gb
     source = tuple(dict.fromkeys(spec.source + link_source + GPU_ALPHA_SOURCE))
@@ -123,7 +125,9 @@ def this_machine(flops: float, alpha: float, beta: float, devices: int = 2,
 
 
 @dataclass(frozen=True)
-class Prediction:
+class StrategyStep:
+    """One strategy's predicted step on a layer table: seconds by term, and bytes per device by memory part."""
+
     strategy: str
     devices: int
     compute_s: float
@@ -141,12 +145,8 @@ class Prediction:
         return sum(self.memory.values())
 
 
-def _ring(kind: str, n: int, nbytes: float, hw: Hardware) -> float:
-    if n == 1:
-        return 0.0
-    if kind == "all_reduce":
-        return predicted_all_reduce_time("ring", n, nbytes, hw.alpha, 1 / hw.link_bytes_per_s)
-    return (n - 1) * (hw.alpha + nbytes / n / hw.link_bytes_per_s)  # all-gather or reduce-scatter
+def _ring(kind: Collective, n: int, nbytes: float, hw: Hardware) -> float:
+    return hw.link.collective_seconds(kind, nbytes, n)
 
 
 def _totals(rows: Sequence[LayerRow], batch_of_table: int) -> tuple[float, float, float]:
@@ -161,7 +161,7 @@ def _totals(rows: Sequence[LayerRow], batch_of_table: int) -> tuple[float, float
 # parallelism keeps it whole (stage 0); the partitionings divide every part over the devices (stage 3's
 # figures). The one weird trick keeps its convolutions' state as data parallelism and its fully connected
 # layers' as the partitionings.
-STRATEGY_STAGE = {"data": 0, "pipeline": 3, "tensor": 3}
+STRATEGY_STAGE: dict[str, ZeroStage] = {"data": 0, "pipeline": 3, "tensor": 3}
 
 
 def _at_width(rows: Sequence[LayerRow], opt: OptimizerBytes) -> Sequence[LayerRow]:
@@ -170,15 +170,15 @@ def _at_width(rows: Sequence[LayerRow], opt: OptimizerBytes) -> Sequence[LayerRo
     return rows if scale == 1 else [replace(r, activation_bytes=r.activation_bytes * scale) for r in rows]
 
 
-def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, micro_batches: int = 4,
-            batch_of_table: int = 1, optimizer: str | OptimizerBytes = "momentum",
+def predict(rows: Sequence[LayerRow], strategy: TableStrategy | Literal["hybrid"], hw: Hardware, batch: int,
+            micro_batches: int = 4, batch_of_table: int = 1, optimizer: str | OptimizerBytes = "momentum",
             stage_sizes: list[int] | None = None, grid: tuple[int, int] | None = None,
-            gradient_tensors: int = 1) -> Prediction:
+            gradient_tensors: int = 1) -> StrategyStep:
     """Predicted step time and memory per device for ``strategy`` on ``hw.devices`` devices.
 
-    ``rows`` are the ``models.LayerRow`` records of ``layer_table`` for an input of ``batch_of_table``
-    examples. ``optimizer`` (a key of ``training_state.OPTIMIZERS``, or a row) sets the bytes per parameter
-    of the training state; activations (FP32 in the layer table) are stored and sent at its activation
+    ``rows`` are the ``models.LayerRow`` records (``layer_rows.LayerRowLike``) of ``layer_table`` for an input of
+    ``batch_of_table`` examples. ``optimizer`` (a key of ``training_state.OPTIMIZERS``, or a row) sets the bytes
+    per parameter of the training state; activations (FP32 in the layer table) are stored and sent at its activation
     width, gradients at its gradient width; compute stays at the device's FP32 rate. For the pipeline,
     ``stage_sizes`` (rows per stage) makes the slowest stage set the pace; by default stages are assumed
     perfectly balanced. ``GRID`` ("hybrid") with ``grid`` = (data, tensor) predicts a data × tensor grid of
@@ -201,14 +201,14 @@ def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, m
     sizes = message_sizes(rows, batch, batch_of_table, opt)
     rows = _at_width(rows, opt)
     fwd, params, acts = _totals(rows, batch_of_table)
-    single = 3 * fwd * batch / hw.flops
+    single = compute_seconds(3 * fwd * batch, hw.flops)
     fc = [r for r in rows if r.kind == "Linear"]
     if strategy in STRATEGY_STAGE:
         state = state_per_device(params, n, STRATEGY_STAGE[strategy], opt)
     if strategy == "data":
         p = predict_step(single, sizes.gradients, n, hw.alpha, 1 / hw.link_bytes_per_s, overlap=hw.overlap)
         memory = {**state, "saved_activations": acts * batch / n}
-        return Prediction("data", n, p.compute_s, p.exposed_comm_s, 0.0, memory)
+        return StrategyStep("data", n, p.compute_s, p.exposed_comm_s, 0.0, memory)
     if strategy == "pipeline":
         m = micro_batches
         stage = single / n
@@ -219,16 +219,16 @@ def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, m
             slowest = max(sum(r.flops for r in rows[a:b]) for a, b in zip(bounds, bounds[1:]))
             stage = single * slowest / sum(r.flops for r in rows)
         # a typical layer output per step crosses each boundary, in m micro-batches, forward and back
-        comm = 2 * (m + n - 1) * (hw.alpha + sizes.boundary / m / hw.link_bytes_per_s) if n > 1 else 0.0
+        comm = 2 * (m + n - 1) * hw.link.p2p_seconds(sizes.boundary / m) if n > 1 else 0.0
         memory = {**state, "saved_activations": acts * batch / n}
-        return Prediction("pipeline", n, stage, comm, stage * (n - 1) / m, memory)
+        return StrategyStep("pipeline", n, stage, comm, stage * (n - 1) / m, memory)
     if strategy == "tensor":
         # Every conv/linear layer split by outputs: all-gather its output forward,
         # all-reduce its input's gradient backward (none for the first layer: its input is the data).
         comm = sum(_ring("all_gather", n, out_bytes, hw) + (_ring("all_reduce", n, in_bytes, hw) if in_bytes else 0.0)
                    for out_bytes, in_bytes in sizes.split_layers)
         memory = {**state, "saved_activations": acts * batch}
-        return Prediction("tensor", n, single / n, comm, 0.0, memory)
+        return StrategyStep("tensor", n, single / n, comm, 0.0, memory)
     # the one weird trick: convolutions data parallel, fully connected layers model parallel
     comm = _ring("all_reduce", n, sizes.conv_gradients, hw)
     for in_bytes in sizes.fc_inputs:
@@ -237,7 +237,7 @@ def predict(rows: Sequence[LayerRow], strategy: str, hw: Hardware, batch: int, m
     conv_state = state_per_device(conv_params, n, STRATEGY_STAGE["data"], opt)
     fc_state = state_per_device(sum(r.params for r in fc), n, STRATEGY_STAGE["tensor"], opt)
     memory = {part: conv_state[part] + fc_state[part] for part in STATE_PARTS} | {"saved_activations": acts * batch / n}
-    return Prediction(WEIRD_TRICK, n, single / n, comm, 0.0, memory)
+    return StrategyStep(WEIRD_TRICK, n, single / n, comm, 0.0, memory)
 
 
 def _split_layer_bytes(rows: Sequence[LayerRow], batch_of_table: int, batch: int) -> list[tuple[float, float]]:
@@ -279,7 +279,7 @@ def message_sizes(rows: Sequence[LayerRow], batch: int, batch_of_table: int = 1,
                     boundary=acts / len(rows) * batch, split_layers=split, fc_inputs=fc_inputs)
 
 
-def comm_bytes(rows: Sequence[LayerRow], strategy: str, devices: int, batch: int, batch_of_table: int = 1,
+def comm_bytes(rows: Sequence[LayerRow], strategy: TableStrategy, devices: int, batch: int, batch_of_table: int = 1,
                optimizer: str | OptimizerBytes = "momentum") -> float:
     """Bytes one device sends per training step under ``strategy``: the messages ``predict`` charges.
 
@@ -308,7 +308,7 @@ def comm_bytes(rows: Sequence[LayerRow], strategy: str, devices: int, batch: int
 
 def _grid_hybrid(rows: Sequence[LayerRow], hw: Hardware, batch: int, grid: tuple[int, int], batch_of_table: int,
                  opt: OptimizerBytes,
-                 gradient_tensors: int) -> Prediction:
+                 gradient_tensors: int) -> StrategyStep:
     """Data × tensor as ``parallel.hybrid`` runs it: ``data`` replicas, each with every ``Linear`` split by
     output features over ``tensor`` devices, each working on batch / data examples.
 
@@ -330,24 +330,13 @@ def _grid_hybrid(rows: Sequence[LayerRow], hw: Hardware, batch: int, grid: tuple
     if data > 1:
         data_comm += (gradient_tensors - 1) * 2 * (data - 1) * hw.alpha  # a ring all-reduce's 2(n-1) α per message
     parts = {"compute": split.compute_s, "tensor-group collectives": tensor_comm, "data-group all-reduce": data_comm}
-    return Prediction("hybrid", hw.devices, split.compute_s, tensor_comm + data_comm, 0.0, split.memory, parts)
+    return StrategyStep("hybrid", hw.devices, split.compute_s, tensor_comm + data_comm, 0.0, split.memory, parts)
 
 
 # ---------------------------------------------------------------------------------------
 # ZeRO: the training state per rank when data parallelism shards it (see parallel/zero.py)
 
-ZERO_STAGES = (0, 1, 2, 3)
-# What each ZeRO stage shards over the data-parallel ranks (Rajbhandari et al. 2020, rajbhandari2020zero, Fig. 1):
-# stage 1 the optimizer state, stage 2 the gradients too, stage 3 the parameters too.
-ZERO_SHARDED = {0: (), 1: ("optimizer_state",), 2: ("gradients", "optimizer_state"), 3: STATE_PARTS}
-
-
-def state_per_device(params: float, devices: int, stage: int,
-                     optimizer: str | OptimizerBytes = "adam_mixed") -> dict[str, float]:
-    """Bytes per device of each part of the training state of ``params`` parameters, kept as ZeRO ``stage`` keeps it
-    on ``devices`` devices: a part that the stage shards (``ZERO_SHARDED``) is divided among them, the others not."""
-    return {part: params * size / (devices if part in ZERO_SHARDED[stage] else 1)
-            for part, size in optimizer_bytes(optimizer).state_per_parameter.items()}
+# ``terms.ZERO_STAGES``, ``terms.ZERO_SHARDED`` and ``terms.state_per_device`` (re-exported here) hold the rule.
 
 
 def _check_zero(num_params: object, world: object, stage: object) -> None:

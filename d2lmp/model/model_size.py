@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TypeVar
 
-from d2lmp.model.costmodel import STRATEGIES, Hardware, Prediction, predict
+from d2lmp.model.costmodel import STRATEGIES, Hardware, StrategyStep, predict
+from d2lmp.model.layer_rows import LayerRowLike
 from d2lmp.model.training_state import OptimizerBytes
 
-LayerRows = list[Any]  # ``models.LayerRow`` records (not imported: ``models`` pulls in the runtime)
+LayerRows = Sequence[LayerRowLike]  # ``models.LayerRow`` records, read through the protocol (``models`` imports torch)
+_Row = TypeVar("_Row", bound=LayerRowLike)
 
 __all__ = ["widen", "predictions", "fits", "memory_by_size"]
 
 
-def widen(rows: LayerRows, num_params: float) -> LayerRows:
+def widen(rows: Sequence[_Row], num_params: float) -> list[_Row]:
     """The layer table of the same network with every layer k times wider, k = √(num_params / its parameters).
 
     Parameters and FLOPs grow as k², activations (and each output's channels) as k: a model of
@@ -42,13 +44,13 @@ def widen(rows: LayerRows, num_params: float) -> LayerRows:
 
 
 def predictions(rows: LayerRows, hw: Hardware, batch: int, optimizer: str | OptimizerBytes = "momentum",
-                micro_batches: int = 8, batch_of_table: int = 1) -> dict[str, Prediction]:
+                micro_batches: int = 8, batch_of_table: int = 1) -> dict[str, StrategyStep]:
     """``costmodel.predict`` for every strategy in ``STRATEGIES``, with ``optimizer``'s training state."""
     return {s: predict(rows, s, hw, batch, micro_batches=micro_batches, batch_of_table=batch_of_table,
                        optimizer=optimizer) for s in STRATEGIES}
 
 
-def fits(preds: dict[str, Prediction], memory_bytes: float) -> dict[str, bool]:
+def fits(preds: dict[str, StrategyStep], memory_bytes: float) -> dict[str, bool]:
     """Which strategies' memory per device fits in ``memory_bytes``."""
     return {s: p.memory_bytes <= memory_bytes for s, p in preds.items()}
 

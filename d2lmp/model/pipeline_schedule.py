@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from d2lmp.model.timeline import TimelineEvent
+from d2lmp.model.vocabulary import PLANS, SCHEDULES
 
 __all__ = ["SCHEDULES", "micro_batch_count", "PLANS", "COMPUTE_KINDS", "Op", "schedule", "interleaved_schedule",
            "zero_bubble_schedule",
            "rank_plan", "bubble_fraction", "bubble_time_fraction", "simulate", "step_span", "measured_bubble",
            "measured_bubble_time"]
 
-SCHEDULES = ("naive", "gpipe", "1f1b")  # what ``schedule`` writes
-PLANS = SCHEDULES + ("interleaved", "zero-bubble")  # what ``rank_plan`` and ``simulate`` know
+# SCHEDULES (what ``schedule`` writes) and PLANS (what ``rank_plan`` and ``simulate`` know) are the vocabulary's.
 COMPUTE_KINDS = ("forward", "backward", "weight")  # timeline events that keep a rank busy
 Op = tuple[str, int, int]  # ("F" | "B" | "W", virtual stage, micro-batch)
 

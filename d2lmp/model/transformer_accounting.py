@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from d2lmp.model.alpha_beta import ring_bytes_per_rank
+from d2lmp.model.vocabulary import RECOMPUTE, Recompute
 
 __all__ = ["RECOMPUTE", "Transformer", "ParameterCount", "layer_parameters", "parameter_count",
            "narayanan_parameters", "layer_forward_flops", "forward_flops", "training_flops", "narayanan_flops",
@@ -43,7 +44,7 @@ __all__ = ["RECOMPUTE", "Transformer", "ParameterCount", "layer_parameters", "pa
            "activation_bytes_per_layer", "korthikanti_bytes_per_layer", "layernorm_statistics", "BLOCK_PARTS",
            "BlockAnatomy", "block_anatomy", "LayerCommunication", "layer_communication"]
 
-RECOMPUTE = ("none", "selective", "full")
+# ``RECOMPUTE`` (what the backward recomputes) is the vocabulary's, re-exported here.
 # The parts of a block, in the order data flows through them (attention core: scores, softmax, weighted values).
 BLOCK_PARTS = ("LayerNorms", "QKV projection", "attention core", "output projection", "MLP")
 
@@ -196,7 +197,7 @@ def forward_flops(m: Transformer, batch: int = 1) -> int:
     return m.layers * layer_forward_flops(m, batch) + 2 * batch * m.seq * m.hidden * m.vocab
 
 
-def training_flops(m: Transformer, batch: int = 1, recompute: str = "none") -> int:
+def training_flops(m: Transformer, batch: int = 1, recompute: Recompute = "none") -> int:
     """FLOPs of one training step on ``batch`` sequences.
 
     The backward pass costs twice the forward (one product for the input's gradient, one for the
@@ -273,7 +274,7 @@ def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True,
 
 
 def activation_bytes_per_layer(m: Transformer, micro_batch: int = 1, tp: int = 1, sequence_parallel: bool = False,
-                               recompute: str = "none", dropout: bool = True, value_bytes: int = 2,
+                               recompute: Recompute = "none", dropout: bool = True, value_bytes: int = 2,
                                mask_bytes: int = 1) -> float:
     """Bytes one block keeps per device for its backward pass (Korthikanti et al. 2022, §4).
 
@@ -296,7 +297,7 @@ def activation_bytes_per_layer(m: Transformer, micro_batch: int = 1, tp: int = 1
 
 
 def korthikanti_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: int, tp: int = 1,
-                                sequence_parallel: bool = False, recompute: str = "none") -> float:
+                                sequence_parallel: bool = False, recompute: Recompute = "none") -> float:
     """The paper's closed forms (16-bit activations, dropout), Korthikanti et al. (2022), eq. (1)-(4) and §5:
 
     no parallelism s·b·h·(34 + 5as/h); tensor parallel s·b·h·(10 + 24/t + 5as/(ht)); with sequence parallelism

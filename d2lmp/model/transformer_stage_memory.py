@@ -9,6 +9,7 @@ Plain arithmetic, no torch.
 from __future__ import annotations
 
 from d2lmp.model.transformer_accounting import Transformer, korthikanti_bytes_per_layer
+from d2lmp.model.vocabulary import Recompute
 
 __all__ = ["pipeline_layers_in_flight", "embedding_activation_bytes", "output_activation_bytes",
            "korthikanti_first_stage_bytes"]
@@ -61,7 +62,8 @@ def output_activation_bytes(m: Transformer, micro_batch: int = 1, tp: int = 1, s
 
 
 def korthikanti_first_stage_bytes(seq: int, micro_batch: int, hidden: int, heads: int, vocab: int, layers: int,
-                                  tp: int = 1, pp: int = 1, interleave: int = 1, recompute: str = "none") -> float:
+                                  tp: int = 1, pp: int = 1, interleave: int = 1,
+                                  recompute: Recompute = "none") -> float:
     """Korthikanti et al. (2022), eq. (5) and §4.2.3-§4.4, with sequence parallelism: the first stage's activations
     ``L`` layers' worth (× ``1 + (p−1)/(p·v)`` interleaved) of the per-layer closed form, the embedding dropout
     ``s·b·h·p/t``, and with ``p = 1`` (the last stage is the first) the output layer ``4·s·b·h/t·(1 + V/h)``."""

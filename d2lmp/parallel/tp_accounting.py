@@ -35,6 +35,7 @@ from d2lmp.model.transformer_accounting import (
     korthikanti_bytes_per_layer,
     layer_communication,
 )
+from d2lmp.model.vocabulary import Recompute
 from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.parallel.transformer_tp import SEQ_DIM, TPBlock, TPGroup
 
@@ -148,7 +149,9 @@ def activation_table(tp: TPGroup, config: GPTConfig, batch: int = 2, dtype: torc
     """Call on every rank of ``tp``'s group (its mode is ignored): one device, TP and TP + SP, each without
     recomputation and with selective recomputation, then TP + SP with full recomputation."""
     rows = [measure_full_block(replace(config, recompute=r), batch, dtype, seed) for r in ("none", "selective")]
-    for recompute, sp in (("none", False), ("none", True), ("selective", False), ("selective", True), ("full", True)):
+    modes: tuple[tuple[Recompute, bool], ...] = (("none", False), ("none", True), ("selective", False),
+                                                  ("selective", True), ("full", True))
+    for recompute, sp in modes:
         mode = replace(tp, sequence_parallel=sp, regather=True)
         rows.append(measure_block(replace(config, recompute=recompute), mode, batch, dtype, seed))
     return rows

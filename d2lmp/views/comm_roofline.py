@@ -25,6 +25,7 @@ from d2lmp.model.cluster.comm_roofline import (
     strategy_point,
 )
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
+from d2lmp.model.vocabulary import LinkKind, RoofStrategy
 from d2lmp.views.figure import fig_ax, show
 
 __all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofline", "describe_point",
@@ -34,8 +35,8 @@ LINK_COLOURS = {"nvlink": "#55a868", "network": "#c44e52", "pcie": "#8172b2"}
 MARKERS = {"dp": "o", "zero3": "D", "tp": "s", "pp": "^", "cp": "v", "ep": "P"}
 
 
-def roofline_case(strategy: str = "tp", model: str = "175B", link: str = "nvlink", gpu: str = "A100-80GB",
-                  ranks: int = 8, sequences: int = 1) -> CommPoint:
+def roofline_case(strategy: RoofStrategy = "tp", model: str = "175B", link: LinkKind = "nvlink",
+                  gpu: str = "A100-80GB", ranks: int = 8, sequences: int = 1) -> CommPoint:
     """The point of ``strategy`` for a named model on ``gpu`` sending over ``link``, with ``ranks`` in its group
     and ``sequences`` per replica (DP), per device (ZeRO-3) or per micro-batch (TP, PP, CP)."""
     return strategy_point(strategy, model_preset(model).model, link_roof(gpu, link), ranks, sequences)
@@ -101,8 +102,8 @@ def comm_roofline_widget(gpu: str = "A100-80GB") -> Any:
     roofs = available_roofs(gpu)
     links = [r.link for r in roofs]
 
-    def draw(strategy: str = "tp", model: str = "175B", sequences: int = 1, ranks: int = 8,
-             link: str = "nvlink") -> None:
+    def draw(strategy: RoofStrategy = "tp", model: str = "175B", sequences: int = 1, ranks: int = 8,
+             link: LinkKind = "nvlink") -> None:
         point = roofline_case(strategy, model, link, gpu, ranks, sequences)
         print(describe_point(point))
         show(plot_comm_roofline([point], roofs, title=f"{model} on {gpu}: {STRATEGIES[strategy]}"))

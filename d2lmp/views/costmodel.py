@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from d2lmp.model.costmodel import Hardware, Prediction
+    from d2lmp.model.costmodel import Hardware, StrategyStep
     from d2lmp.models import LayerRow
 
 __all__ = ["costmodel_widget", "plot_memory", "plot_memory_by_size", "plot_step_time"]
@@ -29,7 +29,7 @@ STEP_PARTS = (("compute_s", "compute", "#4c72b0"), ("comm_s", "communication", "
               ("bubble_s", "bubble", "#bbbbbb"))
 
 
-def plot_step_time(preds: Mapping[str, Prediction], ax: Axes | None = None, title: str = "",
+def plot_step_time(preds: Mapping[str, StrategyStep], ax: Axes | None = None, title: str = "",
                    highlight: str | None = None, fitting: Mapping[str, bool] | None = None,
                    legend: bool = True) -> Figure:
     """Stacked bars of compute, communication and bubble (ms) per strategy; a strategy that does not fit
@@ -56,7 +56,7 @@ def plot_step_time(preds: Mapping[str, Prediction], ax: Axes | None = None, titl
     return fig
 
 
-def plot_memory(preds: Mapping[str, Prediction], memory_bytes: float, ax: Axes | None = None,
+def plot_memory(preds: Mapping[str, StrategyStep], memory_bytes: float, ax: Axes | None = None,
                 title: str = "memory per device", highlight: str | None = None) -> Figure:
     """Stacked bars of parameters, gradients, optimizer state and activations (GiB) per strategy, against
     the device's memory (dashed). Returns the Figure."""

@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from d2lmp.gpu_specs import NOTABLE_GPUS
+from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, gpu_preset
 from d2lmp.model.cluster.layout import Plan, check_plan
@@ -71,16 +71,16 @@ from d2lmp.model.transformer_accounting import (
     parameter_count,
     training_flops,
 )
+from d2lmp.model.vocabulary import LINK_KINDS, ROOFLINE_STRATEGIES, LinkKind, Recompute, RoofStrategy
 from d2lmp.topology import pcie_bandwidth_gbs
 
 __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
            "context_parallel_point", "expert_parallel_point", "strategy_point", "plan_points"]
 
-LINKS = ("nvlink", "network", "pcie")
+LINKS = LINK_KINDS
 LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
-STRATEGIES = {"dp": "data parallelism", "zero3": "ZeRO-3 / FSDP", "tp": "tensor parallelism",
-              "pp": "pipeline parallelism", "cp": "context parallelism", "ep": "expert parallelism"}
+STRATEGIES = ROOFLINE_STRATEGIES  # the axes by their short names, and ZeRO-3 (``vocabulary``)
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class LinkRoof:
     """One GPU's matrix rate and one link's bus bandwidth per GPU (one direction), with the fractions applied."""
 
     gpu: str
-    link: str
+    link: LinkKind
     flops_per_s: float
     bytes_per_s: float
     compute_fraction: float
@@ -111,13 +111,13 @@ class LinkRoof:
 
 def _pcie_generation(gpu: str) -> int:
     row = gpu_preset(gpu).spec
-    found = re.search(r"PCIe (\d)", next(spec.link for spec in NOTABLE_GPUS if spec.name == row))
+    found = re.search(r"PCIe (\d)", gpu_spec(row).link)
     if found is None:
         raise ValueError(f"the GPU table gives no PCIe generation for {row}")
     return int(found.group(1))
 
 
-def link_roof(gpu: str, link: str, efficiency: Efficiency | None = FITTED) -> LinkRoof:
+def link_roof(gpu: str, link: LinkKind, efficiency: Efficiency | None = FITTED) -> LinkRoof:
     """The roof of ``gpu`` sending over ``link`` ("nvlink", "network" or "pcie"); ``efficiency`` None: the peaks."""
     if link not in LINKS:
         raise ValueError(f"link must be one of {LINKS}, got {link!r}")
@@ -205,13 +205,13 @@ def _positive(name: str, value: float) -> None:
         raise ValueError(f"{name} must be positive, got {value!r}")
 
 
-def _recompute(recompute: str) -> None:
+def _recompute(recompute: Recompute) -> None:
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}, got {recompute!r}")
 
 
 def data_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, sequences: float,
-                        recompute: str = "none") -> CommPoint:
+                        recompute: Recompute = "none") -> CommPoint:
     """A step of data parallelism over ``ranks`` replicas, ``sequences`` a replica: its FLOPs against the
     all-reduce of the 16-bit gradients."""
     _group(ranks, "data parallelism")
@@ -225,7 +225,7 @@ def data_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, sequence
 
 
 def zero3_point(model: Transformer, roof: LinkRoof, ranks: int, sequences: float,
-                recompute: str = "none") -> CommPoint:
+                recompute: Recompute = "none") -> CommPoint:
     """A micro-batch of ``sequences`` on each of ``ranks`` devices under ZeRO-3: its FLOPs against gathering the
     16-bit weights for each pass and reduce-scattering the gradients."""
     _group(ranks, "ZeRO-3")
@@ -240,13 +240,13 @@ def zero3_point(model: Transformer, roof: LinkRoof, ranks: int, sequences: float
                      per_sequence / model.seq / sent)
 
 
-def _passes(recompute: str) -> tuple[int, int]:
+def _passes(recompute: Recompute) -> tuple[int, int]:
     """(block forwards whose FLOPs a step computes, passes whose tensor-parallel messages it sends)."""
     return (4, 3) if recompute == "full" else (3, 2)
 
 
 def tensor_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_batch: int = 1,
-                          recompute: str = "none") -> CommPoint:
+                          recompute: Recompute = "none") -> CommPoint:
     """One block of ``micro_batch`` sequences split over ``ranks``: a rank's FLOPs against its all-reduces."""
     _group(ranks, "tensor parallelism")
     _recompute(recompute)
@@ -261,7 +261,7 @@ def tensor_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_
 
 
 def pipeline_point(model: Transformer, roof: LinkRoof, stages: int, micro_batch: int = 1, tp: int = 1,
-                   interleave: int = 1, scatter_gather: bool = True, recompute: str = "none") -> CommPoint:
+                   interleave: int = 1, scatter_gather: bool = True, recompute: Recompute = "none") -> CommPoint:
     """One micro-batch through one of ``stages`` stages: a device's FLOPs against the activations it sends on
     and the gradients it sends back (split over ``tp`` ranks by scatter-gather), once per virtual stage."""
     _group(stages, "pipeline parallelism")
@@ -310,7 +310,8 @@ def expert_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_
                      flops / sent / width)
 
 
-def strategy_point(strategy: str, model: Transformer, roof: LinkRoof, ranks: int, sequences: int = 1) -> CommPoint:
+def strategy_point(strategy: RoofStrategy, model: Transformer, roof: LinkRoof, ranks: int,
+                   sequences: int = 1) -> CommPoint:
     """The point of ``strategy`` (a key of ``STRATEGIES``) with ``ranks`` in its group; ``sequences`` is the
     batch a replica (DP), a device (ZeRO-3) or a micro-batch (the others) works on."""
     builders: dict[str, Callable[[], CommPoint]] = {
@@ -330,7 +331,7 @@ def plan_points(model: Transformer, cluster: Cluster, plan: Plan, efficiency: Ef
     """Every group of ``plan`` that sends, as a point on the roof of the link that group crosses."""
     layout = check_plan(model, cluster, plan)
 
-    def roof(link: str) -> LinkRoof:
+    def roof(link: LinkKind) -> LinkRoof:
         return link_roof(cluster.gpu, link, efficiency)
 
     b, points = plan.micro_batch, []

@@ -4,16 +4,19 @@ Four numbers turn the hardware's peaks into achieved rates; everything else in t
 sourced figure. ``FITTED`` holds the values that ``calibration.fit()`` derives from Table 1 of Narayanan et
 al. (2021) (a test re-derives them, so the constants cannot drift from the fit); ``describe`` prints
 them with their meaning. Two further figures are assumptions, stated and not fitted: the latency of one
-message (``LATENCY_S``) and the bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
+message (a field of every GPU preset, ``hardware.GPUPreset.latency_s``, named ``LATENCY_S`` here too) and the
+bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from d2lmp.model.cluster.hardware import GPUPreset
+
 __all__ = ["Efficiency", "FITTED", "MEANINGS", "BOUNDS", "LATENCY_S", "OPTIMIZER_BYTES_PER_PARAM", "describe"]
 
-LATENCY_S = 10e-6  # seconds per message (α) on NVLink and on the network: an assumption, not fitted
+LATENCY_S = GPUPreset.latency_s  # α the fit assumes: the GPU presets' field, defined and explained there
 # Mixed-precision Adam reads a 16-bit gradient, reads and writes the 32-bit master weight and both moments, and
 # writes the 16-bit weight: 2 + 3 × (4 + 4) + 2 bytes per parameter through HBM (an assumption, not fitted).
 OPTIMIZER_BYTES_PER_PARAM = 28

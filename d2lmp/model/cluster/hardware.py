@@ -7,8 +7,10 @@ DGX A100, as in Selene, the cluster of Narayanan et al. (2021, §5), eight 200 G
 its eight A100s; DGX H100 and H200 eight 400 Gb/s ConnectX-7 ports. Every figure keeps its bibliography keys
 (``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures.
 Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes.
-A preset may also carry its own per-message latency α and point-to-point rate (a CPU measured here does,
-``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``.
+Every preset carries its per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were
+fitted with, unless measured) and may carry its own point-to-point rate (a CPU measured here does,
+``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``,
+which the step's formulas read as a ``terms.Link``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from d2lmp.gpu_specs import NOTABLE_GPUS, GPUSpec
-from d2lmp.model.cluster.efficiency import LATENCY_S
+from d2lmp.gpu_specs import gpu_spec
+from d2lmp.model.terms import Link
 from d2lmp.topology import NVLINK, NVLINK_SOURCES
 
 __all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "LinkRate", "latency_of",
@@ -31,8 +33,14 @@ class GPUPreset:
     ``peak_tflops``: dense 16-bit tensor peak; ``memory_gb`` and ``hbm_GBps``: capacity and bandwidth;
     ``nvlink_GBps``: NVLink per GPU per direction; ``network_GBps_per_gpu``: the node's network bandwidth
     (per direction) divided by its GPUs; ``node``: what that node is; ``source``: the bibliography keys of
-    every figure; ``note``: where each figure comes from. ``latency_s`` (α, ``efficiency.LATENCY_S`` unless
-    measured) and ``p2p_GBps`` (None: a send runs at the link's bus bandwidth) are set by measured presets.
+    every figure; ``note``: where each figure comes from. ``p2p_GBps`` (None: a send runs at the link's bus
+    bandwidth) is set by measured presets.
+
+    ``latency_s`` is α, the seconds per message (a ring step or a send) on either link. A measured preset sets its
+    own; the GPU presets keep the default, 10 µs: an assumption, not a sourced figure, with which the efficiencies
+    (``efficiency.FITTED``) were fitted. NCCL's tuning latencies (``alpha_beta.GPU_ALPHA_S``, 3.4 µs over NVLink,
+    the layer-table model's α) refit the network efficiency from 0.79 to 0.65 and put Narayanan et al.'s ZeRO-3
+    rows below the model's goal, so the cluster model keeps this one (CONTRIBUTING, "What we learned").
     """
 
     name: str
@@ -46,7 +54,7 @@ class GPUPreset:
     node: str
     source: tuple[str, ...]
     note: str
-    latency_s: float = LATENCY_S  # α, seconds per message (a ring step or a send) on either link
+    latency_s: float = 10e-6  # α, seconds per message on either link: assumed, fitted with (see above)
     p2p_GBps: float | None = None  # a send's rate per direction where it differs from the collectives' bus bandwidth
 
     @property
@@ -58,15 +66,11 @@ class GPUPreset:
         return self.memory_gb * 1e9
 
 
-def _row(name: str) -> GPUSpec:
-    return next(spec for spec in NOTABLE_GPUS if spec.name == name)
-
-
 def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: float, node: str,
             node_source: tuple[str, ...], memory_gb: float | None = None, memory_source: tuple[str, ...] = (),
             note: str = "") -> GPUPreset:
     """A preset from a GPU table row, an NVLink generation and the node's network (``nics`` × ``nic_gbit``)."""
-    spec = _row(row)
+    spec = gpu_spec(row)
     if spec.fp16_tensor_tflops is None:
         raise ValueError(f"{row} has no 16-bit tensor peak in the GPU table")
     _, _, per_link, links = NVLINK[nvlink_generation]
@@ -119,21 +123,28 @@ def gpu_preset(name: str) -> GPUPreset:
 
 class LinkRate(float):
     """A link's bus bandwidth in bytes/s (the float itself), carrying the link's α (``alpha_s``) and the rate of one
-    send (``p2p_bytes_per_s``), so that the formulas given a bandwidth also read that link's latency and send rate."""
+    send (``p2p_bytes_per_s``), so that the formulas given a bandwidth also read that link's latency and send rate;
+    ``link`` is the same link as the ``terms.Link`` both cost models compute with."""
 
     alpha_s: float
     p2p_bytes_per_s: float
 
-    def __new__(cls, bytes_per_s: float, alpha_s: float = LATENCY_S, p2p_bytes_per_s: float | None = None) -> LinkRate:
+    def __new__(cls, bytes_per_s: float, alpha_s: float = GPUPreset.latency_s,
+                p2p_bytes_per_s: float | None = None) -> LinkRate:
         rate = super().__new__(cls, bytes_per_s)
         rate.alpha_s = alpha_s
         rate.p2p_bytes_per_s = float(bytes_per_s) if p2p_bytes_per_s is None else p2p_bytes_per_s
         return rate
 
+    @property
+    def link(self) -> Link:
+        """This link as a ``terms.Link``."""
+        return Link(float(self), self.alpha_s, self.p2p_bytes_per_s)
+
 
 def latency_of(bandwidth: float) -> float:
-    """α of the link whose bandwidth this is: a ``LinkRate``'s own, else ``efficiency.LATENCY_S``."""
-    return bandwidth.alpha_s if isinstance(bandwidth, LinkRate) else LATENCY_S
+    """α of the link whose bandwidth this is: a ``LinkRate``'s own, else the GPU presets' (``GPUPreset.latency_s``)."""
+    return bandwidth.alpha_s if isinstance(bandwidth, LinkRate) else GPUPreset.latency_s
 
 
 def p2p_rate_of(bandwidth: float) -> float:

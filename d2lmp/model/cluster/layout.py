@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
+from d2lmp.model.vocabulary import ClusterLink, Recompute, ZeroStage
 
 __all__ = ["Plan", "Layout", "check_plan", "group_link"]
 
@@ -37,8 +38,8 @@ class Plan:
     cp: int = 1
     micro_batch: int = 1
     global_batch: int = 1
-    zero: int = 0
-    recompute: str = "none"
+    zero: ZeroStage = 0
+    recompute: Recompute = "none"
     sequence_parallel: bool = False
     interleave: int = 1
     dp_overlap: bool = True
@@ -63,10 +64,10 @@ class Layout:
     microbatches: int
     layers_per_stage: int
     layers_per_chunk: int
-    tp_link: str
-    cp_link: str
-    dp_link: str
-    pp_link: str
+    tp_link: ClusterLink
+    cp_link: ClusterLink
+    dp_link: ClusterLink
+    pp_link: ClusterLink
 
 
 def _positive(name: str, value: object) -> None:
@@ -74,7 +75,7 @@ def _positive(name: str, value: object) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def group_link(cluster: Cluster, stride: int, size: int) -> str:
+def group_link(cluster: Cluster, stride: int, size: int) -> ClusterLink:
     """The link a group of ``size`` ranks, ``stride`` ranks apart, crosses: NVLink if it lies in one node."""
     if size == 1 or stride * size <= cluster.gpus_per_node:
         return "nvlink"

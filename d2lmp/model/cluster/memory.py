@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.costmodel import state_per_device
+from d2lmp.model.terms import state_per_device
 from d2lmp.model.training_state import BUFFERS
 from d2lmp.model.transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
 from d2lmp.model.transformer_stage_memory import (
@@ -27,6 +27,7 @@ from d2lmp.model.transformer_stage_memory import (
     output_activation_bytes,
     pipeline_layers_in_flight,
 )
+from d2lmp.model.vocabulary import PipelineStage, Recompute
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes",
@@ -41,7 +42,7 @@ FRAGMENTATION = 0.05  # of everything else, lost to the allocator: an assumption
 class MemoryBreakdown:
     """Bytes per GPU on the fuller pipeline stage (``stage``: "first" or "last"), by part."""
 
-    stage: str
+    stage: PipelineStage
     parameters: float
     gradients: float
     optimizer_state: float
@@ -74,13 +75,13 @@ def layer_parameters_per_gpu(model: Transformer, tp: int) -> float:
 
 @lru_cache(maxsize=8192)
 def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequence_parallel: bool,
-                           recompute: str) -> float:
+                           recompute: Recompute) -> float:
     """``transformer_accounting.activation_bytes_per_layer`` (16-bit values, dropout), remembered: the planner asks
     for the same few combinations thousands of times."""
     return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
 
 
-def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:
+def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
     """Parameters on one GPU of the ``"first"`` or ``"last"`` pipeline stage (the same stage when ``pp`` is 1)."""
     t, h = plan.tp, model.hidden
     params = layout.layers_per_stage * layer_parameters_per_gpu(model, t)
@@ -100,7 +101,7 @@ def state_bytes(params: float, zero: int, dp: int) -> tuple[float, float, float]
     return state["parameters"], state["gradients"], state["optimizer_state"]
 
 
-def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage: str) -> float:
+def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
     """Saved activations on one GPU of the first or last stage, at the schedule's peak."""
     rank = 0 if stage == "first" else plan.pp - 1
     t, b, sp, c = plan.tp, plan.micro_batch, plan.sequence_parallel, plan.cp
@@ -130,7 +131,8 @@ def buffer_bytes(model: Transformer, plan: Plan, rest: float) -> float:
 def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: float) -> MemoryBreakdown:
     """Memory per GPU on whichever of the first and last pipeline stages needs more."""
     best: MemoryBreakdown | None = None
-    for stage in ("first", "last") if plan.pp > 1 else ("first",):
+    stages: tuple[PipelineStage, ...] = ("first", "last") if plan.pp > 1 else ("first",)
+    for stage in stages:
         weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage), plan.zero, plan.dp)
         activations = stage_activation_bytes(model, plan, layout, stage)
         buffers = buffer_bytes(model, plan, weights + gradients + optimizer + activations)

@@ -20,7 +20,9 @@ from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
+from d2lmp.model.vocabulary import Recompute, ZeroStage
 
 __all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
 
@@ -112,8 +114,8 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
     return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
 
 
-def _members(model: Transformer, base: Plan, zero: Sequence[int], micro_batch: Sequence[int] | None,
-             recompute: Sequence[str], sequence_parallel: Sequence[bool],
+def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_batch: Sequence[int] | None,
+             recompute: Sequence[Recompute], sequence_parallel: Sequence[bool],
              interleave: Sequence[int] | None) -> list[Plan]:
     per_replica = base.global_batch // base.dp
     micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
@@ -196,8 +198,8 @@ def _verdict(family: _Family, winner: Candidate | None) -> FamilyVerdict:
 
 def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5,
          efficiency: Efficiency = FITTED, tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
-         cp: Sequence[int] | None = None, zero: Sequence[int] = (0, 1, 2, 3),
-         micro_batch: Sequence[int] | None = None, recompute: Sequence[str] = RECOMPUTE,
+         cp: Sequence[int] | None = None, zero: Sequence[ZeroStage] = ZERO_STAGES,
+         micro_batch: Sequence[int] | None = None, recompute: Sequence[Recompute] = RECOMPUTE,
          sequence_parallel: Sequence[bool] = (False, True), interleave: Sequence[int] | None = None,
          dp_overlap: bool = True) -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.

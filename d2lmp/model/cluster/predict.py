@@ -20,6 +20,7 @@ from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.steptime import step_seconds
 from d2lmp.model.transformer_accounting import Transformer, training_flops
+from d2lmp.model.vocabulary import Recompute
 
 __all__ = ["StepParts", "Prediction", "predict"]
 
@@ -77,7 +78,7 @@ class Prediction:
 
 
 @lru_cache(maxsize=1024)
-def _flops(model: Transformer, batch: int, recompute: str) -> float:
+def _flops(model: Transformer, batch: int, recompute: Recompute) -> float:
     return float(training_flops(model, batch, recompute))
 
 

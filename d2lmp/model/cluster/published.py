@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.layout import Plan
 from d2lmp.model.transformer_accounting import Transformer
+from d2lmp.model.vocabulary import Recompute
 
 __all__ = ["PublishedRun", "METRICS", "gpt", "NARAYANAN_TABLE1", "NARAYANAN_TABLE2", "KORTHIKANTI_TABLE",
            "MEGATRON_GPT3", "CHECKED_TABLES"]
@@ -121,13 +122,15 @@ _KORTHIKANTI = (("22B", gpt(48, 6144, 64), 1, 4, 1.42, 1.10),
                 ("175B", _GPT3, 8, 64, 18.13, 13.75),
                 ("530B", _530B, 35, 280, 49.05, 37.83),
                 ("1T", gpt(128, 25600, 160), 64, 512, 94.42, 71.49))
+# the table's two columns: (label, recomputation, sequence parallelism)
+_KORTHIKANTI_MODES: tuple[tuple[str, Recompute, bool], ...] = (("full recompute", "full", False),
+                                                               ("selective + SP", "selective", True))
 KORTHIKANTI_TABLE: tuple[PublishedRun, ...] = tuple(
     PublishedRun("Korthikanti et al. 2022, Table 5", f"{name}, {label}", _K22, model, "A100-80GB",
                  Plan(tp=8, pp=pp, micro_batch=1, global_batch=batch, recompute=recompute, sequence_parallel=sp),
                  "step_s", seconds, "micro-batch 1 and no interleaving assumed")
-    for name, model, pp, batch, full_s, present_s in _KORTHIKANTI
-    for label, recompute, sp, seconds in (("full recompute", "full", False, full_s),
-                                          ("selective + SP", "selective", True, present_s)))
+    for name, model, pp, batch, *times in _KORTHIKANTI
+    for (label, recompute, sp), seconds in zip(_KORTHIKANTI_MODES, times))
 
 MEGATRON_GPT3: tuple[PublishedRun, ...] = (
     PublishedRun("Megatron-LM README, GPT-3 example", "GPT-3 175B, 1024 GPUs", ("megatron_lm_repo",), _GPT3,

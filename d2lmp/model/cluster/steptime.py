@@ -12,8 +12,9 @@ reduces the gradients once a step (hidden behind the last backward where ``dp_ov
 micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and recomputed forward.
 Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
 reduce-scatter, at the bus bandwidth of the link the group crosses, plus the link's α per ring step
-(``LATENCY_S`` unless the preset measured its own: ``hardware.LinkRate``); a send takes α plus its bytes at
-the link's send rate (its bus bandwidth unless measured apart).
+(the preset's ``latency_s``: ``hardware.LinkRate``); a send takes α plus its bytes at the link's send rate (its
+bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s, as in the
+layer-table model.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
 from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters
+from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
+from d2lmp.model.vocabulary import ClusterLink, PipelineStage
 
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
            "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
@@ -37,7 +40,7 @@ STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "
               "optimizer_step")
 
 
-def link_bytes_per_s(cluster: Cluster, link: str, efficiency: Efficiency) -> float:
+def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency) -> float:
     """Bus bandwidth per GPU of ``link`` ("nvlink" or "network"): its sourced figure × its fitted efficiency, as a
     ``LinkRate`` that also carries the preset's α and send rate."""
     if link == "nvlink":
@@ -68,28 +71,30 @@ def kv_chunk_bytes(model: Transformer, micro_batch: int, tp: int, cp: int) -> fl
     return 2 * 2 * micro_batch * (model.seq // cp) * model.kv_hidden / tp
 
 
+def _link(bandwidth: float) -> Link:
+    """The link whose bus bandwidth this is, with its α and send rate (``hardware.LinkRate``; a plain float: the
+    GPU presets' α, a send at the bandwidth)."""
+    return Link(float(bandwidth), latency_of(bandwidth), p2p_rate_of(bandwidth))
+
+
 def all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
-    """Ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes / bandwidth + 2(n−1)·α``."""
-    if ranks == 1:
-        return 0.0
-    return all_reduce_bytes(nbytes, ranks) / bandwidth + 2 * (ranks - 1) * latency_of(bandwidth)
+    """Ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes / bandwidth + 2(n−1)·α`` (``terms.Link``)."""
+    return _link(bandwidth).all_reduce_seconds(nbytes, ranks)
 
 
 def gather_seconds(nbytes: float, ranks: int, bandwidth: float) -> float:
     """Ring all-gather (or reduce-scatter) of a full result of ``nbytes``: ``(n−1)/n · nbytes / bw + (n−1)·α``."""
-    if ranks == 1:
-        return 0.0
-    return gather_bytes(nbytes, ranks) / bandwidth + (ranks - 1) * latency_of(bandwidth)
+    return _link(bandwidth).gather_seconds(nbytes, ranks)
 
 
 def p2p_seconds(nbytes: float, bandwidth: float) -> float:
     """One point-to-point message: ``α + nbytes / (the link's send rate)``."""
-    return latency_of(bandwidth) + nbytes / p2p_rate_of(bandwidth)
+    return _link(bandwidth).p2p_seconds(nbytes)
 
 
 def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency) -> float:
     """Matrix products at ``gemm`` × the dense 16-bit peak."""
-    return flops / (cluster.preset.peak_flops * efficiency.gemm)
+    return compute_seconds(flops, cluster.preset.peak_flops * efficiency.gemm)
 
 
 def memory_bound_seconds(activation_bytes: float, cluster: Cluster, efficiency: Efficiency) -> float:
@@ -125,7 +130,7 @@ class StageCost:
 
 
 def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
-               stage: str) -> StageCost:
+               stage: PipelineStage) -> StageCost:
     """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
     t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
     flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel)

@@ -1,0 +1,86 @@
+"""The series' one vocabulary of strategies and fixed choices, so that mypy catches a misspelt one.
+
+``Axis`` names the ways to split training over devices: its value is the short name a plan, the
+communication roofline and the commands use (``"dp"``, ``"tp"``, ...), ``word`` the word the layer-table
+model and the benchmarks use (``"data"``, ``"tensor"``, ...), ``long_name`` the phrase a figure prints. Each
+module's list of strategies is a view of it: the layer table's (``TABLE_STRATEGIES``, with Krizhevsky's
+"one weird trick"), the roofline's (``ROOFLINE_STRATEGIES``, with ZeRO-3) and the bridge benchmark's
+(``BRIDGE_STRATEGIES``, with a data × tensor grid). The fixed sets of choices are ``Literal`` aliases, each with
+the tuple of its values for run-time checks of user input (which still arrives as ``str``).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal, get_args
+
+__all__ = ["Axis", "grid_name", "TableStrategy", "TABLE_STRATEGIES", "WEIRD_TRICK", "GRID", "RoofStrategy",
+           "ROOFLINE_STRATEGIES", "BRIDGE_STRATEGIES", "Recompute", "RECOMPUTE", "PipelineSchedule", "SCHEDULES",
+           "PipelinePlan", "PLANS", "OptimizerName", "OPTIMIZER_NAMES", "LinkKind", "LINK_KINDS", "ClusterLink",
+           "CLUSTER_LINKS", "ZeroStage", "Collective", "PipelineStage"]
+
+
+class Axis(str, Enum):
+    """A way to split training over devices; the value is its short name (``Plan``'s fields are named so)."""
+
+    DATA = "dp"
+    TENSOR = "tp"
+    PIPELINE = "pp"
+    CONTEXT = "cp"
+    EXPERT = "ep"
+
+    @property
+    def word(self) -> str:
+        """The one word the layer-table model and the benchmarks name it by: ``"data"``, ``"tensor"``, ..."""
+        return self.name.lower()
+
+    @property
+    def long_name(self) -> str:
+        """What a figure calls it: ``"data parallelism"``, ..."""
+        return f"{self.word} parallelism"
+
+
+def grid_name(*axes: Axis) -> str:
+    """A grid of process groups over ``axes``, as the benchmarks name it: ``"data x tensor"``."""
+    return " x ".join(axis.word for axis in axes)
+
+
+# Krizhevsky's "one weird trick" (krizhevsky2014weird): convolutions data parallel, fully connected layers split.
+WEIRD_TRICK: Literal["one weird trick"] = "one weird trick"
+# A data × tensor grid of process groups (``parallel.hybrid``), predicted by the layer table with ``grid=``.
+GRID: Literal["hybrid"] = "hybrid"
+# The layer-table model's strategies: three axes by their word, and the weird trick.
+TableStrategy = Literal["data", "pipeline", "tensor", "one weird trick"]
+TABLE_STRATEGIES: tuple[TableStrategy, ...] = get_args(TableStrategy)
+# The communication roofline's strategies: the axes by their short name, and ZeRO-3 (data parallelism that also
+# gathers the weights), in the order of the roofline's figures.
+RoofStrategy = Literal["dp", "zero3", "tp", "pp", "cp", "ep"]
+ROOFLINE_STRATEGIES: dict[str, str] = {
+    Axis.DATA.value: Axis.DATA.long_name, "zero3": "ZeRO-3 / FSDP",
+    **{axis.value: axis.long_name for axis in (Axis.TENSOR, Axis.PIPELINE, Axis.CONTEXT, Axis.EXPERT)}}
+# What the bridge benchmark runs on CPU ranks and predicts with the cluster model.
+BRIDGE_STRATEGIES = (Axis.DATA.word, Axis.TENSOR.word, Axis.PIPELINE.word, grid_name(Axis.DATA, Axis.TENSOR))
+
+# What the backward recomputes: nothing, the attention core (Korthikanti et al. 2022), or every block's forward.
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTE: tuple[Recompute, ...] = get_args(Recompute)
+# The pipeline schedules ``pipeline_schedule.schedule`` writes out, and all that ``rank_plan`` and ``simulate`` know.
+PipelineSchedule = Literal["naive", "gpipe", "1f1b"]
+SCHEDULES: tuple[PipelineSchedule, ...] = get_args(PipelineSchedule)
+PipelinePlan = Literal[PipelineSchedule, "interleaved", "zero-bubble"]
+PLANS: tuple[PipelinePlan, ...] = (*SCHEDULES, "interleaved", "zero-bubble")
+# The rows of ``training_state.OPTIMIZERS``.
+OptimizerName = Literal["sgd", "momentum", "adam", "adam_mixed"]
+OPTIMIZER_NAMES: tuple[OptimizerName, ...] = get_args(OptimizerName)
+# The links a group of GPUs may cross: the cluster model places groups on the first two.
+ClusterLink = Literal["nvlink", "network"]
+CLUSTER_LINKS: tuple[ClusterLink, ...] = get_args(ClusterLink)
+LinkKind = Literal["nvlink", "network", "pcie"]
+LINK_KINDS: tuple[LinkKind, ...] = get_args(LinkKind)
+# What ZeRO shards: 0 nothing (plain data parallelism), 1 the optimizer state, 2 the gradients too, 3 the weights too.
+ZeroStage = Literal[0, 1, 2, 3]
+# The collectives whose bytes per rank ``alpha_beta.BUS_FACTORS`` gives.
+Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
+# The pipeline stages whose memory and time the cluster model works out (the first holds the embedding, the last
+# the output layer).
+PipelineStage = Literal["first", "last"]
