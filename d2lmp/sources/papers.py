@@ -69,8 +69,8 @@ PAPERS: tuple[Source, ...] = (
        "parallel (Amdahl's law)."),
     _S("chandrakasan1992lowpower", "Chandrakasan, A. P.; Sheng, S.; Brodersen, R. W.", "Low-Power CMOS Digital Design",
        "IEEE Journal of Solid-State Circuits 27(4)", 1992, "https://doi.org/10.1109/4.126534",
-       "The dynamic power of CMOS logic: capacitance C switched α·f times a second at supply voltage V dissipates "
-       "about α·C·V²·f; leakage comes on top."),
+       "The switching power of CMOS logic: a capacitance C charged α·f times a second to the supply voltage V "
+       "dissipates about α·C·V²·f."),
     _S("greaves2011soc", "Greaves, D. J.", "System-on-Chip Design and Modelling (lecture notes)",
        "University of Cambridge Computer Laboratory", "2010–11",
        "https://www.cl.cam.ac.uk/teaching/1011/SysOnChip/socdam-notes1011.pdf",
