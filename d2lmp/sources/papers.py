@@ -207,8 +207,8 @@ PAPERS: tuple[Source, ...] = (
     _S("patarasuk2009bandwidth", "Patarasuk, P.; Yuan, X.",
        "Bandwidth optimal all-reduce algorithms for clusters of workstations",
        "Journal of Parallel and Distributed Computing 69(2)", 2009, "https://doi.org/10.1016/j.jpdc.2008.09.002",
-       "The least data each process must send in an all-reduce, 2(n−1)/n of the buffer, and a ring algorithm that "
-       "attains it (§3-4)."),
+       "Abstract: a tight lower bound on the data an all-reduce must communicate (2(n−1)/n of the buffer per "
+       "process) and a ring-based algorithm, needing only tree connectivity, that attains it."),
     _S("thakur2005collective", "Thakur, R.; Rabenseifner, R.; Gropp, W.",
        "Optimization of Collective Communication Operations in MPICH",
        "International Journal of High Performance Computing Applications 19(1)", 2005,
