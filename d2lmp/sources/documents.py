@@ -33,36 +33,56 @@ DOCUMENTS: tuple[Source, ...] = (
        "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
-       "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications"),
+       "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",
+       "The GTX 580's specifications: CUDA cores, graphics and processor clocks, memory clock (2,004 MHz), memory "
+       "interface and bandwidth, board power."),
     _S("nvidia_pascal_whitepaper", _NV, "NVIDIA Tesla P100 (Pascal GP100 architecture)", "NVIDIA whitepaper", 2016,
-       "https://images.nvidia.com/content/pdf/tesla/whitepaper/pascal-architecture-whitepaper.pdf"),
+       "https://images.nvidia.com/content/pdf/tesla/whitepaper/pascal-architecture-whitepaper.pdf",
+       "The P100 (GP100): HBM2 and first-generation NVLink, four links per GPU."),
     _S("nvidia_volta_whitepaper", _NV, "NVIDIA Tesla V100 GPU Architecture", "NVIDIA whitepaper", 2017,
-       "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf"),
+       "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf",
+       "The V100 (GV100): a 4,096-bit HBM2 interface at 900 GB/s, six NVLink 2 links of 25 GB/s per direction, peak "
+       "FP32 and tensor throughput."),
     _S("nvidia_dgx1_v100_whitepaper", _NV, "NVIDIA DGX-1 With Tesla V100 System Architecture", "NVIDIA whitepaper",
-       2017, "https://images.nvidia.com/content/pdf/dgx1-v100-system-architecture-whitepaper.pdf"),
+       2017, "https://images.nvidia.com/content/pdf/dgx1-v100-system-architecture-whitepaper.pdf",
+       "DGX-1 with eight 16 GB V100s and 512 GB of host memory, and the hybrid cube-mesh NVLink topology among its "
+       "eight GPUs."),
     _S("nvidia_turing_whitepaper", _NV, "NVIDIA Turing GPU Architecture", "NVIDIA whitepaper", 2018,
        "https://images.nvidia.com/aem-dam/en-zz/Solutions/design-visualization/technologies/turing-architecture/"
-       "NVIDIA-Turing-Architecture-Whitepaper.pdf"),
+       "NVIDIA-Turing-Architecture-Whitepaper.pdf",
+       "Turing (TU102 in the RTX 2080 Ti: 4,352 CUDA cores, 1,545 MHz boost, 14 Gb/s GDDR6, two NVLink links of 100 "
+       "GB/s in total; TU104's 256-bit memory interface)."),
     _S("nvidia_t4_datasheet", _NV, "NVIDIA T4 Tensor Core GPU", "NVIDIA datasheet", 2019,
-       "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf"),
+       "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf",
+       "The T4's specifications: 70 W, 16 GB GDDR6 (bandwidth rounded to 300 GB/s), FP32 and tensor FP16, INT8 and "
+       "INT4 peak throughput."),
     _S("nvidia_ampere_whitepaper", _NV, "NVIDIA A100 Tensor Core GPU Architecture", "NVIDIA whitepaper", 2020,
-       "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"),
+       "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf",
+       "The A100 (GA100): a 5,120-bit HBM2 interface, third-generation NVLink, and the TF32 tensor-core mode for "
+       "FP32 matrix products."),
     _S("nvidia_a100_datasheet", _NV, "NVIDIA A100 Tensor Core GPU", "NVIDIA datasheet", 2021,
        "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-       "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
+       "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+       "The A100's specifications table: memory and its bandwidth, peak FP32 and tensor throughput, NVLink and PCIe "
+       "Gen4 bandwidth, board power."),
     _S("nvidia_hopper_whitepaper", _NV, "NVIDIA H100 Tensor Core GPU Architecture", "NVIDIA whitepaper", 2022,
-       "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
+       "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper",
+       "The H100 (GH100): the SM's four processing blocks and FP32 lanes, a 5,120-bit HBM3 interface, "
+       "fourth-generation NVLink (18 links), and NVLink SHARP in the NVSwitch."),
     _S("nvidia_h100_datasheet", _NV, "NVIDIA H100 Tensor Core GPU", "NVIDIA datasheet", 2022,
        "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet",
        "Tensor figures are quoted with 2:4 sparsity, twice the dense rate."),
     _S("nvidia_nvswitch_blog", _NV, "Upgrading Multi-GPU Interconnectivity with the Third-Generation NVIDIA NVSwitch",
        "NVIDIA Technical Blog", 2022,
-       "https://developer.nvidia.com/blog/upgrading-multi-gpu-interconnectivity-with-the-third-generation-nvidia-nvswitch/"),
+       "https://developer.nvidia.com/blog/upgrading-multi-gpu-interconnectivity-with-the-third-generation-nvidia-nvswitch/",
+       "Third-generation NVSwitch and fourth-generation NVLink: 900 GB/s per H100, the NVSwitch chips of an 8-GPU "
+       "H100 system, and NVLink SHARP reductions in the switch."),
     _S("nvidia_h200_page", _NV, "NVIDIA H200 Tensor Core GPU", "NVIDIA product page", "n.d.",
        "https://www.nvidia.com/en-us/data-center/h200/",
        "Specifications table: 141 GB HBM3e at 4.8 TB/s, 67 TFLOPS FP32; tensor figures quoted with 2:4 sparsity "
        "(dense = half)."),
-    _S("nvidia_nvlink_page", _NV, "NVLink and NVLink Switch", "NVIDIA product page", "n.d.", _NVLINK),
+    _S("nvidia_nvlink_page", _NV, "NVLink and NVLink Switch", "NVIDIA product page", "n.d.", _NVLINK,
+       "NVLink's bandwidth per GPU by generation, including the B200's fifth-generation NVLink."),
     # the key sorts after NVIDIA's other undated documents, so that their citations keep their letters
     _S("nvidia_web_hopper_architecture", _NV, "NVIDIA Hopper Architecture", "NVIDIA web page", "n.d.",
        "https://www.nvidia.com/en-sg/technologies/hopper-architecture/",
@@ -81,7 +101,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "DGX H200 and H100 systems: eight GPUs, four OSFP ports serving eight single-port ConnectX-7 VPI, up to "
        "400 Gb/s InfiniBand/Ethernet."),
     _S("nvidia_cuda_programming_guide", _NV, "CUDA C++ Programming Guide", "NVIDIA documentation", "n.d.",
-       "https://docs.nvidia.com/cuda/cuda-c-programming-guide/"),
+       "https://docs.nvidia.com/cuda/cuda-c-programming-guide/",
+       "Warps of 32 threads (SIMT architecture), section Page-Locked Host Memory, and the warp matrix functions "
+       "(int8 inputs, int32 accumulators)."),
     _S("nvidia_nccl_user_guide", _NV, "NCCL User Guide", "NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/index.html",
        "Sections Collective Operations, Point-to-point communication, Environment Variables "
@@ -89,7 +111,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "`NCCL_DEBUG_SUBSYS` filters by subsystem)."),
     _S("nvidia_nccl_tests_performance", _NV, "Performance reported by NCCL tests (nccl-tests, doc/PERFORMANCE.md)",
        "GitHub repository NVIDIA/nccl-tests", "n.d.",
-       "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"),
+       "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+       "`doc/PERFORMANCE.md`: algorithm bandwidth (algbw) and bus bandwidth (busbw), the factor between them per "
+       "collective (2(n−1)/n for all-reduce), comparable with the link speed."),
     _S("nvidia_nccl_2283_release", _NV, "NCCL Release 2.28.3", "NCCL Release Notes, NVIDIA documentation", 2025,
        "https://docs.nvidia.com/deeplearning/nccl/release-notes/rel_2-28-3.html",
        "New host collective APIs: ncclAlltoAll, ncclScatter, ncclGather."),
@@ -98,7 +122,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "Section Pinned Host Memory: a transfer from pageable host memory first copies the data into a temporary "
        "page-locked (pinned) buffer, from which the device reads it."),
     _S("jeaugey2019nccl24", "Jeaugey, S.", "Massively Scale Your Deep Learning Training with NCCL 2.4",
-       "NVIDIA Technical Blog", 2019, "https://developer.nvidia.com/blog/massively-scale-deep-learning-training-nccl-2-4/"),
+       "NVIDIA Technical Blog", 2019, "https://developer.nvidia.com/blog/massively-scale-deep-learning-training-nccl-2-4/",
+       "NCCL 2.4's double binary trees: two complementary trees keep full bandwidth while latency grows only "
+       "logarithmically with the number of GPUs."),
     _S("jeaugey2019nccl25", "Jeaugey, S.", "NCCL 2.5.6-1 (release pull request)",
        "GitHub, NVIDIA/nccl pull request #255", 2019, "https://github.com/NVIDIA/nccl/pull/255",
        "Release notes: \"Add model-based tuning to switch between the different algorithms and protocols.\""),
@@ -123,19 +149,25 @@ DOCUMENTS: tuple[Source, ...] = (
        "all_reduce_perf -b 8 -e 8G -f 2 -g 8 -n 40."),
     _S("intel_optimization_manual", "Intel", "Intel 64 and IA-32 Architectures Optimization Reference Manual",
        "Intel documentation", "n.d.",
-       "https://www.intel.com/content/www/us/en/developer/articles/technical/intel64-and-ia32-architectures-optimization.html"),
+       "https://www.intel.com/content/www/us/en/developer/articles/technical/intel64-and-ia32-architectures-optimization.html",
+       "The FMA units and vector widths of Intel's cores, from which the FP32 lanes per core follow."),
     _S("intel_atx3_psu_guide", "Intel",
        "ATX Version 3 Multi Rail Desktop Platform Power Supply Design Guide, rev. 2.1a",
        "Intel document 336521", 2023,
        "https://edc.intel.com/content/www/us/en/design/ipla/software-development-platforms/client/platforms/"
        "alder-lake-desktop/atx-version-3-0-multi-rail-desktop-platform-power-supply-design-guide/2.1a/"
-       "dc-output-current-required/"),
+       "dc-output-current-required/",
+       "The DC output currents a supply must deliver (the page at this address), including the large, fast load "
+       "steps on the rails that feed graphics cards."),
     _S("clearesult_80plus", "CLEAResult", "80 PLUS Program Details", "80 PLUS certification program", "n.d.",
-       "https://www.clearesult.com/80plus/program-details"),
+       "https://www.clearesult.com/80plus/program-details",
+       "The efficiency each 80 PLUS level requires at 20 %, 50 % and 100 % load (Gold, 115 V internal: 87 %, 90 %, "
+       "87 %)."),
     _S("pcisig_specifications", "PCI-SIG", "PCI Express Base Specifications", "PCI-SIG", "n.d.",
        "https://pcisig.com/specifications", "Transfer rate per lane and line encoding of each generation."),
     _S("google_bfloat16", "Google Cloud", "The bfloat16 numerical format", "Cloud TPU documentation", "n.d.",
-       "https://cloud.google.com/tpu/docs/bfloat16"),
+       "https://cloud.google.com/tpu/docs/bfloat16",
+       "bfloat16's layout: 1 sign bit, 8 exponent bits (FP32's range) and 7 mantissa bits."),
     # Library documentation
     _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
        "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
@@ -145,15 +177,23 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://pytorch.org/docs/1.7.0/generated/torch.nn.parallel.DistributedDataParallel.html",
        "Signature: bucket_cap_mb=25; later versions keep 25 MiB as the default."),
     _S("pytorch_amp_docs", _PT, "Automatic Mixed Precision package: torch.amp", "PyTorch documentation", "n.d.",
-       "https://pytorch.org/docs/stable/amp.html"),
+       "https://pytorch.org/docs/stable/amp.html",
+       "torch.amp: autocast's lists of operations run in lower precision or in FP32, and GradScaler's dynamic loss "
+       "scale (init_scale 2¹⁶)."),
     _S("pytorch_cuda_semantics", _PT, "CUDA semantics: TensorFloat-32 (TF32) on Ampere (and later) devices",
-       "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/notes/cuda.html"),
+       "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/notes/cuda.html",
+       "Section TensorFloat-32 (TF32) on Ampere (and later) devices: the settings that allow or forbid TF32 in FP32 "
+       "matrix products and convolutions."),
     _S("pytorch_lrn_docs", _PT, "torch.nn.LocalResponseNorm", "PyTorch documentation", "n.d.",
-       "https://pytorch.org/docs/stable/generated/torch.nn.LocalResponseNorm.html"),
+       "https://pytorch.org/docs/stable/generated/torch.nn.LocalResponseNorm.html",
+       "LocalResponseNorm's formula: α is divided by the window size n."),
     _S("pytorch_pipelining_docs", _PT, "Pipeline Parallelism: torch.distributed.pipelining", "PyTorch documentation",
-       "n.d.", "https://pytorch.org/docs/stable/distributed.pipelining.html"),
+       "n.d.", "https://pytorch.org/docs/stable/distributed.pipelining.html",
+       "torch.distributed.pipelining: stages cut from a model and the schedules it ships; marked alpha, its API "
+       "subject to change."),
     _S("pytorch_tensor_parallel_docs", _PT, "Tensor Parallelism: torch.distributed.tensor.parallel",
-       "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/distributed.tensor.parallel.html"),
+       "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/distributed.tensor.parallel.html",
+       "ColwiseParallel and RowwiseParallel: DTensor's plans that split linear layers by columns and by rows."),
     _S("torchvision_alexnet_docs", _PT, "torchvision.models.alexnet (AlexNet_Weights.IMAGENET1K_V1)",
        "torchvision documentation", "n.d.",
        "https://pytorch.org/vision/stable/models/generated/torchvision.models.alexnet.html",

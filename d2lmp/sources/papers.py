@@ -15,45 +15,73 @@ PAPERS: tuple[Source, ...] = (
     _S("krizhevsky2012imagenet", "Krizhevsky, A.; Sutskever, I.; Hinton, G. E.",
        "ImageNet Classification with Deep Convolutional Neural Networks",
        "Advances in Neural Information Processing Systems 25 (NIPS 2012)", 2012,
-       "https://papers.nips.cc/paper_files/paper/2012/hash/c399862d3b9d6b76c8436e924a68c45b-Abstract.html"),
+       "https://papers.nips.cc/paper_files/paper/2012/hash/c399862d3b9d6b76c8436e924a68c45b-Abstract.html",
+       "AlexNet: §3.2, the network split over two 3 GB GTX 580s; §3.5, the layer shapes; §5, five to six days of "
+       "training; Table 2, the ILSVRC-2012 results; §6, the Fisher-vector entries it beat."),
     _S("krizhevsky2014weird", "Krizhevsky, A.", "One weird trick for parallelizing convolutional neural networks",
-       "arXiv:1404.5997", 2014, "https://arxiv.org/abs/1404.5997"),
+       "arXiv:1404.5997", 2014, "https://arxiv.org/abs/1404.5997",
+       "The \"one weird trick\": data parallelism for the convolutional layers, which hold most of the computation, "
+       "and model parallelism for the fully connected layers, which hold most of the parameters."),
     _S("buck2004brook", "Buck, I.; Foley, T.; Horn, D.; Sugerman, J.; Fatahalian, K.; Houston, M.; Hanrahan, P.",
        "Brook for GPUs: Stream Computing on Graphics Hardware", "ACM Transactions on Graphics 23(3) (SIGGRAPH 2004)",
-       2004, "https://doi.org/10.1145/1015706.1015800"),
+       2004, "https://doi.org/10.1145/1015706.1015800",
+       "Brook: C extended with data-parallel streams and kernels, compiled to the GPU's shaders; abstract: SAXPY, "
+       "SGEMV, segmentation, FFT and ray tracing up to seven times faster than on the CPU."),
     _S("lindholm2008tesla", "Lindholm, E.; Nickolls, J.; Oberman, S.; Montrym, J.",
        "NVIDIA Tesla: A Unified Graphics and Computing Architecture", "IEEE Micro 28(2)", 2008,
-       "https://doi.org/10.1109/MM.2008.31"),
+       "https://doi.org/10.1109/MM.2008.31",
+       "NVIDIA's Tesla architecture (G80): one unified array of streaming processors runs both graphics shaders and "
+       "CUDA C programs."),
     _S("nickolls2008cuda", "Nickolls, J.; Buck, I.; Garland, M.; Skadron, K.",
-       "Scalable Parallel Programming with CUDA", "ACM Queue 6(2)", 2008, "https://doi.org/10.1145/1365490.1365500"),
+       "Scalable Parallel Programming with CUDA", "ACM Queue 6(2)", 2008, "https://doi.org/10.1145/1365490.1365500",
+       "CUDA's programming model: kernels written in C run by a grid of thread blocks, the threads of a block "
+       "sharing memory and barriers."),
     _S("raina2009gpu", "Raina, R.; Madhavan, A.; Ng, A. Y.",
        "Large-scale Deep Unsupervised Learning using Graphics Processors",
        "Proceedings of the 26th International Conference on Machine Learning (ICML 2009)", 2009,
-       "https://doi.org/10.1145/1553374.1553486"),
+       "https://doi.org/10.1145/1553374.1553486",
+       "Deep belief networks with up to 100 million parameters trained on a GPU, weeks of CPU time cut to about a "
+       "day."),
     _S("ciresan2010deep", "Cireşan, D. C.; Meier, U.; Gambardella, L. M.; Schmidhuber, J.",
        "Deep, Big, Simple Neural Nets Excel on Handwritten Digit Recognition",
-       "Neural Computation 22(12); arXiv:1003.0358", 2010, "https://arxiv.org/abs/1003.0358"),
+       "Neural Computation 22(12); arXiv:1003.0358", 2010, "https://arxiv.org/abs/1003.0358",
+       "Abstract: 0.35 % error on MNIST with plain multilayer perceptrons trained on deformed digits on graphics "
+       "cards."),
     _S("dalal2005hog", "Dalal, N.; Triggs, B.", "Histograms of Oriented Gradients for Human Detection",
        "IEEE Conference on Computer Vision and Pattern Recognition (CVPR 2005)", 2005,
-       "https://doi.org/10.1109/CVPR.2005.177"),
+       "https://doi.org/10.1109/CVPR.2005.177",
+       "HOG: histograms of gradient orientations in small cells, normalised over blocks, as the features of a "
+       "detector."),
     _S("lecun1998gradient", "LeCun, Y.; Bottou, L.; Bengio, Y.; Haffner, P.",
        "Gradient-Based Learning Applied to Document Recognition", "Proceedings of the IEEE 86(11)", 1998,
-       "https://doi.org/10.1109/5.726791"),
+       "https://doi.org/10.1109/5.726791",
+       "LeNet-5: 32×32 digit images through convolutions, subsampling layers and fully connected layers, trained by "
+       "gradient descent."),
     _S("williams2009roofline", "Williams, S.; Waterman, A.; Patterson, D.",
        "Roofline: An Insightful Visual Performance Model for Multicore Architectures",
-       "Communications of the ACM 52(4)", 2009, "https://doi.org/10.1145/1498765.1498785"),
+       "Communications of the ACM 52(4)", 2009, "https://doi.org/10.1145/1498765.1498785",
+       "The roofline: attainable FLOP/s = min(peak FLOP/s, operational intensity × memory bandwidth), and the ridge "
+       "point where the two meet."),
     _S("amdahl1967validity", "Amdahl, G. M.",
        "Validity of the single processor approach to achieving large scale computing capabilities",
-       "AFIPS Spring Joint Computer Conference", 1967, "https://doi.org/10.1145/1465482.1465560"),
+       "AFIPS Spring Joint Computer Conference", 1967, "https://doi.org/10.1145/1465482.1465560",
+       "The argument, made in words, that the sequential part of a job bounds the speed-up of running the rest in "
+       "parallel (Amdahl's law)."),
     _S("chandrakasan1992lowpower", "Chandrakasan, A. P.; Sheng, S.; Brodersen, R. W.", "Low-Power CMOS Digital Design",
-       "IEEE Journal of Solid-State Circuits 27(4)", 1992, "https://doi.org/10.1109/4.126534"),
+       "IEEE Journal of Solid-State Circuits 27(4)", 1992, "https://doi.org/10.1109/4.126534",
+       "The switching power of CMOS logic: a capacitance C charged α·f times a second to the supply voltage V "
+       "dissipates about α·C·V²·f."),
     _S("greaves2011soc", "Greaves, D. J.", "System-on-Chip Design and Modelling (lecture notes)",
        "University of Cambridge Computer Laboratory", "2010–11",
-       "https://www.cl.cam.ac.uk/teaching/1011/SysOnChip/socdam-notes1011.pdf"),
+       "https://www.cl.cam.ac.uk/teaching/1011/SysOnChip/socdam-notes1011.pdf",
+       "Dynamic power P ∝ C·V²·f; with the voltage scaled in proportion to the clock, \"power will then have cubic "
+       "dependence on f\"."),
     _S("micikevicius2018mixed", "Micikevicius, P.; Narang, S.; Alben, J.; Diamos, G.; Elsen, E.; Garcia, D.; "
        "Ginsburg, B.; Houston, M.; Kuchaiev, O.; Venkatesh, G.; Wu, H.", "Mixed Precision Training",
        "International Conference on Learning Representations (ICLR 2018); arXiv:1710.03740", 2018,
-       "https://arxiv.org/abs/1710.03740"),
+       "https://arxiv.org/abs/1710.03740",
+       "FP16 training with an FP32 master copy of the weights and loss scaling, and the activation-gradient "
+       "histogram of an SSD detector that shows why the scale is needed."),
     _S("kingma2015adam", "Kingma, D. P.; Ba, J.", "Adam: A Method for Stochastic Optimization",
        "International Conference on Learning Representations (ICLR 2015); arXiv:1412.6980", 2015,
        "https://arxiv.org/abs/1412.6980", "Algorithm 1: a first moment m and a second moment v per parameter."),
@@ -63,23 +91,34 @@ PAPERS: tuple[Source, ...] = (
        "https://proceedings.mlr.press/v28/sutskever13.html",
        "Classical momentum keeps one velocity v per parameter; plain SGD keeps none."),
     _S("ieee754_2019", "IEEE", "IEEE Standard for Floating-Point Arithmetic (IEEE Std 754-2019)", "IEEE", 2019,
-       "https://doi.org/10.1109/IEEESTD.2019.8766229"),
+       "https://doi.org/10.1109/IEEESTD.2019.8766229",
+       "The binary32 and binary16 formats, and the default rounding: round to nearest, ties to even."),
     _S("jia2014caffe", "Jia, Y.; Shelhamer, E.; Donahue, J.; Karayev, S.; Long, J.; Girshick, R.; Guadarrama, S.; "
        "Darrell, T.", "Caffe: Convolutional Architecture for Fast Feature Embedding",
-       "ACM Multimedia 2014; arXiv:1408.5093", 2014, "https://arxiv.org/abs/1408.5093"),
+       "ACM Multimedia 2014; arXiv:1408.5093", 2014, "https://arxiv.org/abs/1408.5093",
+       "Caffe, the framework the series names for im2col: convolution computed as one matrix product over unrolled "
+       "input patches."),
     _S("chetlur2014cudnn", "Chetlur, S.; Woolley, C.; Vandermersch, P.; Cohen, J.; Tran, J.; Catanzaro, B.; "
        "Shelhamer, E.", "cuDNN: Efficient Primitives for Deep Learning", "arXiv:1410.0759", 2014,
-       "https://arxiv.org/abs/1410.0759"),
+       "https://arxiv.org/abs/1410.0759",
+       "cuDNN, NVIDIA's library of deep-learning primitives; §3.1: convolution lowered to a matrix product whose "
+       "tiles are built in on-chip memory, never the whole matrix."),
     _S("lavin2016winograd", "Lavin, A.; Gray, S.", "Fast Algorithms for Convolutional Neural Networks",
        "IEEE Conference on Computer Vision and Pattern Recognition (CVPR 2016); arXiv:1509.09308", 2016,
-       "https://arxiv.org/abs/1509.09308"),
+       "https://arxiv.org/abs/1509.09308",
+       "Winograd's minimal filtering algorithms for small convolutions: fewer multiplications than the direct "
+       "method, more additions and transforms."),
     _S("mathieu2014fft", "Mathieu, M.; Henaff, M.; LeCun, Y.", "Fast Training of Convolutional Networks through FFTs",
        "International Conference on Learning Representations (ICLR 2014); arXiv:1312.5851", 2014,
-       "https://arxiv.org/abs/1312.5851"),
+       "https://arxiv.org/abs/1312.5851",
+       "Convolutions computed as products in the Fourier domain: fewer multiplications, at the cost of the "
+       "transforms."),
     _S("huang2019gpipe", "Huang, Y.; Cheng, Y.; Bapna, A.; Firat, O.; Chen, M. X.; Chen, D.; Lee, H.; Ngiam, J.; "
        "Le, Q. V.; Wu, Y.; Chen, Z.", "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism",
        "Advances in Neural Information Processing Systems 32 (NeurIPS 2019); arXiv:1811.06965", 2019,
-       "https://arxiv.org/abs/1811.06965"),
+       "https://arxiv.org/abs/1811.06965",
+       "GPipe: consecutive layers as stages, micro-batches pipelined through them, gradients summed over the step, "
+       "activations recomputed in backward; §2.3: the bubble, O((K−1)/(M+K−1)) for K stages and M micro-batches."),
     _S("narayanan2021memory", "Narayanan, D.; Phanishayee, A.; Shi, K.; Chen, X.; Zaharia, M.",
        "Memory-Efficient Pipeline-Parallel DNN Training",
        "International Conference on Machine Learning (ICML 2021); arXiv:2006.09503", 2021,
@@ -135,32 +174,47 @@ PAPERS: tuple[Source, ...] = (
        "https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf",
        "GPT-2: LayerNorm at each sub-block's input and after the last block; residual weights scaled by 1/√N."),
     _S("karpathy_nanogpt", "Karpathy, A.", "nanoGPT", "GitHub repository karpathy/nanoGPT", "n.d.",
-       "https://github.com/karpathy/nanoGPT"),
+       "https://github.com/karpathy/nanoGPT",
+       "A small GPT in plain PyTorch (`model.py`), the plan the series' GPT follows."),
     _S("shoeybi2019megatron", "Shoeybi, M.; Patwary, M.; Puri, R.; LeGresley, P.; Casper, J.; Catanzaro, B.",
        "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", "arXiv:1909.08053",
-       2019, "https://arxiv.org/abs/1909.08053"),
+       2019, "https://arxiv.org/abs/1909.08053",
+       "Megatron-LM's tensor parallelism (§3): a column-parallel then a row-parallel linear layer, the f and g "
+       "operators, attention split by heads; model- and data-parallel groups of GPUs."),
     _S("li2020pytorchddp", "Li, S.; Zhao, Y.; Varma, R.; Salpekar, O.; Noordhuis, P.; Li, T.; Paszke, A.; Smith, J.; "
        "Vaughan, B.; Damania, P.; Chintala, S.",
        "PyTorch Distributed: Experiences on Accelerating Data Parallel Training",
-       "Proceedings of the VLDB Endowment 13(12)", 2020, "https://doi.org/10.14778/3415478.3415530"),
+       "Proceedings of the VLDB Endowment 13(12)", 2020, "https://doi.org/10.14778/3415478.3415530",
+       "PyTorch's DistributedDataParallel: gradients all-reduced in buckets that overlap with backward, no_sync to "
+       "skip that during accumulation, and process groups over NCCL, gloo and MPI."),
     _S("rajbhandari2020zero", "Rajbhandari, S.; Rasley, J.; Ruwase, O.; He, Y.",
        "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
        "International Conference for High Performance Computing, Networking, Storage and Analysis (SC20); "
-       "arXiv:1910.02054", 2020, "https://arxiv.org/abs/1910.02054"),
+       "arXiv:1910.02054", 2020, "https://arxiv.org/abs/1910.02054",
+       "ZeRO: 16 bytes per parameter for mixed-precision Adam; stages 1-3 shard optimizer state, gradients and "
+       "parameters over the data-parallel ranks (§5); Figure 1: 120, 31.4, 16.6 and 1.9 GB."),
     _S("zhao2023fsdp", "Zhao, Y.; Gu, A.; Varma, R.; Luo, L.; Huang, C.-C.; Xu, M.; Wright, L.; Shojanazeri, H.; "
        "Ott, M.; Shleifer, S.; Desmaison, A.; Balioglu, C.; Damania, P.; Nguyen, B.; Chauhan, G.; Hao, Y.; "
        "Mathews, A.; Li, S.",
        "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
-       "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277"),
+       "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277",
+       "PyTorch FSDP: ZeRO-3-style sharding by units of layers, each unit all-gathered before use and freed after, "
+       "with backward prefetching to overlap communication."),
     _S("chen2016sublinear", "Chen, T.; Xu, B.; Zhang, C.; Guestrin, C.",
-       "Training Deep Nets with Sublinear Memory Cost", "arXiv:1604.06174", 2016, "https://arxiv.org/abs/1604.06174"),
+       "Training Deep Nets with Sublinear Memory Cost", "arXiv:1604.06174", 2016, "https://arxiv.org/abs/1604.06174",
+       "Gradient checkpointing: keep only the inputs of a few segments in forward and recompute the rest in "
+       "backward, O(√n) memory for n layers at the cost of one more forward."),
     _S("patarasuk2009bandwidth", "Patarasuk, P.; Yuan, X.",
        "Bandwidth optimal all-reduce algorithms for clusters of workstations",
-       "Journal of Parallel and Distributed Computing 69(2)", 2009, "https://doi.org/10.1016/j.jpdc.2008.09.002"),
+       "Journal of Parallel and Distributed Computing 69(2)", 2009, "https://doi.org/10.1016/j.jpdc.2008.09.002",
+       "Abstract: a tight lower bound on the data an all-reduce must communicate (2(n−1)/n of the buffer per "
+       "process) and a ring-based algorithm, needing only tree connectivity, that attains it."),
     _S("thakur2005collective", "Thakur, R.; Rabenseifner, R.; Gropp, W.",
        "Optimization of Collective Communication Operations in MPICH",
        "International Journal of High Performance Computing Applications 19(1)", 2005,
-       "https://doi.org/10.1177/1094342005051521"),
+       "https://doi.org/10.1177/1094342005051521",
+       "The collective algorithms of MPICH and their cost in the model α + nβ (a latency plus a time per byte, + nγ "
+       "for reductions)."),
     # Beyond this series: serving, low precision, experts, offloading, production systems
     _S("kwon2023vllm", "Kwon, W.; Li, Z.; Zhuang, S.; Sheng, Y.; Zheng, L.; Yu, C. H.; Gonzalez, J. E.; Zhang, H.; "
        "Stoica, I.", "Efficient Memory Management for Large Language Model Serving with PagedAttention",
@@ -176,27 +230,40 @@ PAPERS: tuple[Source, ...] = (
     _S("lepikhin2021gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
        "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
        "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2021,
-       "https://arxiv.org/abs/2006.16668"),
+       "https://arxiv.org/abs/2006.16668",
+       "GShard: top-2 gating with weights renormalised to sum to 1, an expert capacity, and experts sharded over "
+       "devices with all-to-all dispatch."),
     _S("fedus2022switch", "Fedus, W.; Zoph, B.; Shazeer, N.",
        "Switch Transformers: Scaling to Trillion Parameter Models with Simple and Efficient Sparsity",
-       "Journal of Machine Learning Research 23(120); arXiv:2101.03961", 2022, "https://arxiv.org/abs/2101.03961"),
+       "Journal of Machine Learning Research 23(120); arXiv:2101.03961", 2022, "https://arxiv.org/abs/2101.03961",
+       "Switch Transformer: top-1 routing, each token to its one most likely expert, its output scaled by the "
+       "router probability, with an expert capacity."),
     _S("rajbhandari2021zeroinfinity", "Rajbhandari, S.; Ruwase, O.; Rasley, J.; Smith, S.; He, Y.",
        "ZeRO-Infinity: Breaking the GPU Memory Wall for Extreme Scale Deep Learning",
        "International Conference for High Performance Computing, Networking, Storage and Analysis (SC21); "
-       "arXiv:2104.07857", 2021, "https://arxiv.org/abs/2104.07857"),
+       "arXiv:2104.07857", 2021, "https://arxiv.org/abs/2104.07857",
+       "ZeRO-Infinity: the training state offloaded to CPU memory and NVMe, for models larger than all the GPUs' "
+       "memory."),
     _S("liang2024torchtitan", "Liang, W.; Liu, T.; Wright, L.; Constable, W.; Gu, A.; Huang, C.-C.; Zhang, I.; "
        "Feng, W.; Huang, H.; Wang, J.; Purandare, S.; Nadathur, G.; Idreos, S.",
        "TorchTitan: One-stop PyTorch native solution for production ready LLM pre-training", "arXiv:2410.06511",
-       2024, "https://arxiv.org/abs/2410.06511"),
+       2024, "https://arxiv.org/abs/2410.06511",
+       "How PyTorch composes FSDP2, tensor, pipeline and context parallelism in one system for LLM pre-training."),
     _S("tazi2025ultrascale", "Tazi, N.; Mom, F.; Zhao, H.; Nguyen, P.; Mekkouri, M.; Werra, L.; Wolf, T.",
        "The Ultra-Scale Playbook: Training LLMs on GPU Clusters", "Hugging Face", 2025,
-       "https://huggingface.co/spaces/nanotron/ultrascale-playbook"),
+       "https://huggingface.co/spaces/nanotron/ultrascale-playbook",
+       "A practical guide to data, tensor, pipeline, context and expert parallelism and ZeRO, with measurements on "
+       "real clusters."),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,
-       "https://d2l.ai/chapter_convolutional-modern/alexnet.html"),
+       "https://d2l.ai/chapter_convolutional-modern/alexnet.html",
+       "D2L's AlexNet section: its code (layer shapes for 224×224 inputs), LeNet beside AlexNet, and its claim that "
+       "power grows quadratically with clock."),
     _S("zhang2023d2l_hardware", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.", "Dive into Deep Learning: Hardware",
-       "Cambridge University Press", 2023, "https://d2l.ai/chapter_computational-performance/hardware.html"),
+       "Cambridge University Press", 2023, "https://d2l.ai/chapter_computational-performance/hardware.html",
+       "D2L's hardware section: memory bandwidths (HBM on data-centre parts, GDDR6 \"over 500 GB/s\") and PCIe "
+       "transfer rates."),
     _S("shazeer2017outrageously", "Shazeer, N.; Mirhoseini, A.; Maziarz, K.; Davis, A.; Le, Q.; Hinton, G.; Dean, J.",
        "Outrageously Large Neural Networks: The Sparsely-Gated Mixture-of-Experts Layer",
        "International Conference on Learning Representations (ICLR 2017); arXiv:1701.06538", 2017,
