@@ -9,7 +9,7 @@ matrix rate, the sloped parts one per link, and a point sits on the roof of the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +24,11 @@ from d2lmp.model.cluster.comm_roofline import (
 )
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.views.figure import fig_ax, show
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofline", "describe_point",
            "comm_roofline_widget"]
@@ -50,8 +55,8 @@ def available_roofs(gpu: str) -> list[LinkRoof]:
     return roofs
 
 
-def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = (), ax: Any = None,
-                       title: str = "Communication roofline") -> Any:
+def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = (), ax: Axes | None = None,
+                       title: str = "Communication roofline") -> Figure:
     """A log-log roofline per link (TFLOP/s the roof allows against FLOPs per byte sent) with ``points`` on them.
 
     ``roofs`` defaults to the roofs the points stand on; each ridge is a dotted line in its link's colour.
@@ -92,7 +97,7 @@ def describe_point(point: CommPoint) -> str:
             f"{point.fraction:.0%} of the matrix rate; {point.needed}.")
 
 
-def comm_roofline_widget(gpu: str = "A100-80GB") -> Any:
+def comm_roofline_widget(gpu: str = "A100-80GB") -> ipywidgets.interactive:
     """Strategy, model, batch, group size and link → the strategy's point under ``gpu``'s roofs."""
     import ipywidgets as w
 

@@ -8,7 +8,7 @@ The arithmetic is ``scale``'s (``plan``, ``predict``, ``memory_per_gpu``); ``pla
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from d2lmp.model.cluster import Cluster, PlanReport, Prediction, model_preset, plan
 from d2lmp.model.cluster.hardware import GPU_PRESETS
@@ -18,6 +18,11 @@ from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.cluster.steptime import STEP_PARTS
 from d2lmp.views.figure import fig_ax, show
 from d2lmp.views.memory import BUFFER_COLOUR, MEMORY_PART_COLOURS, part_label
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
 
@@ -32,8 +37,8 @@ def plan_for(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", glob
     return plan(model_preset(model).model, Cluster(gpu=gpu, gpus=gpus), global_batch, **restrict)
 
 
-def plot_step_parts(predictions: Mapping[str, Prediction], ax: Any = None,
-                    title: str = "Predicted step time by part") -> Any:
+def plot_step_parts(predictions: Mapping[str, Prediction], ax: Axes | None = None,
+                    title: str = "Predicted step time by part") -> Figure:
     """One horizontal bar per labelled prediction, its seconds stacked by part (``steptime.STEP_PARTS``)."""
     fig, ax = fig_ax(ax, figsize=(9.5, 0.5 * max(3, len(predictions)) + 1.2))
     if not predictions:
@@ -56,8 +61,8 @@ def plot_step_parts(predictions: Mapping[str, Prediction], ax: Any = None,
     return fig
 
 
-def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Any = None,
-                      title: str = "Memory per GPU by part") -> Any:
+def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Axes | None = None,
+                      title: str = "Memory per GPU by part") -> Figure:
     """One horizontal bar per labelled breakdown (GB, stacked by part), and each one's capacity as a tick."""
     if not memories:
         raise ValueError("give at least one memory breakdown")
@@ -80,7 +85,7 @@ def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Any = None,
     return fig
 
 
-def planner_widget() -> Any:
+def planner_widget() -> ipywidgets.interactive:
     """Model, GPU count, GPU type and global batch → the planner's best configurations and their step times."""
     import ipywidgets as w
 
