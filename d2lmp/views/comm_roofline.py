@@ -64,7 +64,7 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
     if not points and not roofs:
         raise ValueError("nothing to draw: give points or roofs")
     roofs = list(dict.fromkeys(list(roofs) + [p.roof for p in points]))
-    fig, ax = fig_ax(ax, figsize=(12, 4.8))
+    fig, ax = fig_ax(ax, figsize=(10, 4.2 + 0.22 * (len(points) + len(roofs))))
     xs = [p.intensity for p in points] + [r.ridge for r in roofs]
     lo, hi = min(xs) / 8, max(xs) * 8
     for roof in roofs:  # the sloped part of each link's roof, up to its ridge
@@ -84,7 +84,10 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
     low = min(r.attainable(lo) for r in roofs) / 1e12
     ax.set_ylim(low / 1.5, max(r.flops_per_s for r in roofs) / 1e12 * 2)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    from matplotlib.transforms import ScaledTranslation
+
+    below_xlabel = ax.transAxes + ScaledTranslation(0, -0.6, fig.dpi_scale_trans)  # 0.6 inch under the axes
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below_xlabel)
     fig.tight_layout()
     return fig
 
