@@ -38,7 +38,7 @@ def show(fig: Figure) -> None:
     plt.close(fig)
 
 
-def fit_x_to_labels(ax: Axes, labels: Iterable[Annotation], pad_px: float = 4.0) -> None:
+def fit_x_to_labels(ax: Axes, labels: Iterable[Annotation]) -> None:
     """Widen ``ax``'s linear x range (its right end) until every label, each anchored at a data point and written
     to its right, ends inside the axes. Call it once the figure's layout is final (after ``tight_layout``)."""
     lo, hi = ax.get_xlim()
@@ -47,7 +47,7 @@ def fit_x_to_labels(ax: Axes, labels: Iterable[Annotation], pad_px: float = 4.0)
     for label in labels:
         anchor_x = float(label.xy[0])
         anchor_px = ax.transData.transform((anchor_x, 0.0))[0]
-        beyond = label.get_window_extent().x1 - anchor_px + pad_px  # how far the label reaches past its anchor
+        beyond = label.get_window_extent().x1 - anchor_px + 4  # how far the label reaches past its anchor, + 4 px
         if beyond < box.width:
             needed = max(needed, lo + (anchor_x - lo) * box.width / (box.width - beyond))
     ax.set_xlim(lo, needed)

@@ -34,7 +34,6 @@ STEP_PART_LABELS = {"compute": "matrix products", "memory_bound": "memory-bound 
 PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854",
                 "pp_p2p": "#e5c494", "bubble": "#bbbbbb", "dp": "#c44e52", "zero": "#fc8d62",
                 "embedding_sync": "#937860", "optimizer_step": "#da8bc3"}
-LABEL_SIZE = 9  # value labels and legends
 
 
 def plan_for(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", global_batch: int = 1536,
@@ -58,11 +57,11 @@ def plot_step_parts(predictions: Mapping[str, Prediction], ax: Axes | None = Non
         if any(widths):
             ax.barh(labels, widths, left=left, color=PART_COLOURS[part], label=STEP_PART_LABELS[part])
     values = [ax.annotate(f"{predictions[k].step_s:.2f} s, MFU {predictions[k].mfu:.0%}", (predictions[k].step_s, i),
-                          xytext=(4, 0), textcoords="offset points", va="center", fontsize=LABEL_SIZE)
+                          xytext=(4, 0), textcoords="offset points", va="center", fontsize=9)
               for i, k in enumerate(labels)]
     ax.set(xlabel="seconds per step", title=title)
     ax.set_xlim(0, max(p.step_s for p in predictions.values()) * 1.05)
-    ax.legend(fontsize=LABEL_SIZE, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     fit_x_to_labels(ax, values)
     return fig
@@ -86,10 +85,10 @@ def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Axes | None =
         ax.plot([m.capacity / 1e9] * 2, [i - 0.4, i + 0.4], "k-", lw=2)
         values.append(ax.annotate(f"{m.total / 1e9:,.0f} GB" + ("" if m.fits else " (does not fit)"),
                                   (m.total / 1e9, i), xytext=(4, 0), textcoords="offset points", va="center",
-                                  fontsize=LABEL_SIZE, bbox=dict(facecolor="white", edgecolor="none", pad=1)))
+                                  fontsize=9, bbox=dict(facecolor="white", edgecolor="none", pad=1)))
     ax.set(xlabel="GB per GPU; black tick: the GPU's memory", title=title)
     ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.05)
-    ax.legend(fontsize=LABEL_SIZE, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     fit_x_to_labels(ax, values)
     return fig
