@@ -2,9 +2,10 @@
 with its memory hierarchy.
 
 ``plot_notable_gpus`` plots each notable GPU's FP32 and FP16 tensor rates and memory bandwidth against its year,
-with the GPUs' names beside their FP32 points, placed so that no two overlap. ``plot_sm_hierarchy`` draws one SM (its processing blocks, each with its FP32 lanes, tensor cores, warp
-scheduler and share of the register file, above the SM's L1 / shared memory) beside the memory levels of
-the whole chip, registers to device memory, on a logarithmic scale of bytes.
+with the GPUs' names beside their FP32 points, placed so that no two overlap. ``plot_sm_hierarchy`` draws one SM
+(its processing blocks, each with its FP32 lanes, tensor cores, warp scheduler and share of the register file,
+above the SM's L1 / shared memory) beside the memory levels of the whole chip, registers to device memory, on a
+logarithmic scale of bytes.
 """
 
 from __future__ import annotations
