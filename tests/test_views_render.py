@@ -4,14 +4,15 @@ The calls are read from the notebooks' code cells (``tools.notebooks``). A call 
 notebook imports is evaluated as written (on a figure of its own: without ``ax``); a call on data the notebook
 computed (a measurement, a plan) draws that view from ``BUILDERS``, small library data of the same kind. Each
 figure is drawn with Agg and checked: no text (titles, axis labels, tick labels, annotations, legends) leaves the
-figure; a label written at a data point stays inside its axes; and the figures of notebooks 01 and 19 use no font
-under 8 pt.
+figure; a label written at a data point stays inside its axes; a legend names things in words, not as the code
+does (``pp_p2p``); and the figures of notebooks 01 and 19 use no font under 8 pt.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -64,6 +65,7 @@ UNRENDERED = {
     "zero.plot_measured_vs_formula": "draws measured bytes on ranks",
     "zero.plot_memory_per_stage": "needs the notebook's GPU preset",
 }
+CODE_NAME = re.compile(r"\b[a-z0-9]+_[a-z0-9_]+\b")  # pp_p2p, memory_bound: what a legend should not say
 FONT_CHECKED = ("graphics.", "gpu_architecture.plot_notable_gpus", "comm_roofline.", "planner.")  # 01 and 19
 
 
@@ -234,6 +236,8 @@ def _problems(fig, name: str) -> list[str]:
             inside = ax.get_window_extent()
             if box.x0 < inside.x0 - 1 or box.x1 > inside.x1 + 1 or box.y0 < inside.y0 - 1 or box.y1 > inside.y1 + 1:
                 found.append(f"{label} runs over its axes' edge")
+        if where == "legend" and CODE_NAME.search(text.get_text()):
+            found.append(f"{label} is a name from the code; write it in words")
         if name.startswith(FONT_CHECKED) and text.get_fontsize() < 8:
             found.append(f"{label} is {text.get_fontsize():.1f} pt")
     return found
