@@ -21,7 +21,6 @@ from tools.notebooks import paths, read
 
 # Views whose calls need a notebook's own data and have no builder yet, with why.
 UNRENDERED = {
-    "activation_memory.plot_activation_memory": "needs first_stage_bytes_by_recompute of a GPT-3 preset",
     "bandwidth.plot_bandwidth_curves": "draws a measured bandwidth sweep",
     "bandwidth.plot_bandwidth_sweep": "draws a measured bandwidth sweep",
     "bandwidth.plot_bus_bandwidth": "needs the notebook's table of memory buses",
@@ -35,13 +34,9 @@ UNRENDERED = {
     "dp_training.plot_lr_scaling": "draws trained runs on ranks",
     "experts.plot_expert_load": "needs a routed MoE layer",
     "experts.plot_experts": "needs a routed MoE layer and its dispatch on ranks",
-    "failures.plot_job_timelines": "needs the notebook's simulated jobs",
     "failures.plot_restart_events": "draws a real restart's log",
-    "failures.plot_waste_vs_interval": "needs the notebook's simulated waste",
     "features.plot_feature_accuracies": "draws trained classifiers",
-    "gpt.plot_block_anatomy": "needs a block's anatomy",
     "gpt.plot_loss": "draws a training run",
-    "gpu_architecture.plot_sm_hierarchy": "needs an SM layout",
     "matmul.plot_matmul_sweep": "draws measured matmul times",
     "memory.plot_memory_breakdown": "draws measured memory",
     "memory.plot_saved_per_layer": "draws measured saved activations",
@@ -53,17 +48,12 @@ UNRENDERED = {
     "roofline.plot_format_roofs": "needs the notebook's T4 roofs",
     "roofline.plot_roofline": "draws measured points",
     "roofline.plot_speedups": "draws measured speedups",
-    "strategies.plot_grid": "needs the notebook's rank groups",
     "strategies.plot_three_splits": "needs the notebook's example splits",
     "tensor_parallel.plot_saved_bytes_by_part": "draws measured saved bytes",
     "tensor_parallel.plot_split_scaling": "draws measured split costs",
-    "timeline.plot_timeline": "draws measured timelines",
-    "topology.plot_power_budget": "needs the notebook's power budget",
-    "topology.plot_topology": "needs the notebook's topology",
     "trace.plot_trace_beside_timeline": "draws a profiler trace of ranks",
     "training.plot_history": "draws a training run",
     "zero.plot_measured_vs_formula": "draws measured bytes on ranks",
-    "zero.plot_memory_per_stage": "needs the notebook's GPU preset",
 }
 CODE_NAME = re.compile(r"\b[a-z0-9]+_[a-z0-9_]+\b")  # pp_p2p, memory_bound: what a legend should not say
 FONT_CHECKED = ("graphics.", "gpu_architecture.plot_notable_gpus", "comm_roofline.", "planner.")  # 01 and 19
@@ -112,11 +102,117 @@ def _memory_parts() -> object:
                                title="GPT-3 175B: memory per GPU on 1,024 A100s")
 
 
+def _job_timelines() -> object:  # notebook 18's
+    from d2lmp.model import checkpoint_interval as CI
+    from d2lmp.views import failures as V
+
+    mtbf = CI.job_mtbf(CI.REPORTS[0].gpus, CI.REPORTS[0].per_gpu_hour)
+    best = CI.best_interval(60.0, mtbf, 600.0)
+    jobs = [(f"every {best / 60:.0f} min", CI.simulate(48 * CI.HOUR, best, 60.0, mtbf, 600.0, seed=2)),
+            ("every 4 hours", CI.simulate(48 * CI.HOUR, 4 * CI.HOUR, 60.0, mtbf, 600.0, seed=2))]
+    return V.plot_job_timelines(jobs, title="48 hours of work at Llama 3's failure rate")
+
+
+def _waste() -> object:  # notebook 18's, with the formula's waste where the notebook simulates jobs
+    from d2lmp.model import checkpoint_interval as CI
+    from d2lmp.views import failures as V
+
+    mtbf = CI.job_mtbf(CI.REPORTS[0].gpus, CI.REPORTS[0].per_gpu_hour)
+    best = CI.best_interval(60.0, mtbf, 600.0)
+    simulated = [(tau, CI.waste(tau, 60.0, mtbf, 600.0)) for tau in (best / 4, best, 4 * best)]
+    return V.plot_waste_vs_interval(60.0, mtbf, 600.0, simulated=simulated,
+                                    title="16,384 GPUs at Llama 3's failure rate")
+
+
+def _block_anatomy() -> object:  # notebook 10's
+    from d2lmp.model import transformer_accounting as TA
+    from d2lmp.scale import model_preset
+    from d2lmp.views import gpt as V
+
+    shape = model_preset("175B").model
+    return V.plot_block_anatomy(TA.block_anatomy(shape, micro_batch=1),
+                                title=f"One block of GPT-3 175B (h = {shape.hidden:,}, s = {shape.seq:,}, "
+                                      f"{shape.heads} heads), one sequence")
+
+
+def _activation_memory() -> object:  # notebook 16's
+    from d2lmp.gpu_specs import find_gpu_spec
+    from d2lmp.scale import model_preset
+    from d2lmp.views import activation_memory as V
+
+    per_mode = V.first_stage_bytes_by_recompute(model_preset("175B").model, micro_batch=1, tp=8, pp=8)
+    h100 = find_gpu_spec("H100 SXM5")
+    assert h100 is not None
+    return V.plot_activation_memory(per_mode, h100.memory_gb * 1e9, title="GPT-3 175B, tensor 8, pipeline 8")
+
+
+def _memory_per_stage() -> object:  # notebook 15's
+    from d2lmp.gpu_specs import find_gpu_spec
+    from d2lmp.model import costmodel as CM
+    from d2lmp.views import zero as V
+
+    h100 = find_gpu_spec("H100 SXM5")
+    assert h100 is not None
+    return V.plot_memory_per_stage(CM.zero_memory_by_stage(7_500_000_000, 64), h100.memory_gb * 1e9,
+                                   title="7.5 B parameters, mixed-precision Adam, 64 devices")
+
+
+def _timeline() -> object:  # notebook 13's simulated 1F1B
+    from dataclasses import replace
+
+    from d2lmp.model import pipeline_schedule as S
+    from d2lmp.views import timeline as V
+
+    events = S.simulate("1f1b", 4, 8)
+    ideal = [replace(e, start=e.start / 1e3, end=e.end / 1e3) for e in events]
+    return V.plot_timeline(ideal, lanes=("compute",), title="1f1b, 4 stages, 8 micro-batches (simulated)")
+
+
+def _topology() -> object:  # notebook 05's third design
+    from d2lmp import topology
+    from d2lmp.views import topology as V
+
+    return V.plot_topology(topology.nvswitch(8, 4))
+
+
+def _power_budget() -> object:  # notebook 05's
+    from d2lmp import gpu_specs, topology
+    from d2lmp.views import topology as V
+
+    spec = gpu_specs.find_gpu_spec("RTX 2080 Ti")
+    assert spec is not None
+    return V.plot_power_budget(topology.power_budget(2, spec.tdp_w, cpu_watts=150, other_watts=100, psu_watts=1000,
+                                                     headroom=0.2))
+
+
+def _grid() -> object:  # notebook 16's 2 × 2 grid, the groups written out
+    from d2lmp.views import strategies as V
+
+    return V.plot_grid([[0, 1], [2, 3]], [[0, 2], [1, 3]])
+
+
+def _sm() -> object:  # notebook 02's
+    from d2lmp import gpu_specs
+    from d2lmp.views import gpu_architecture as V
+
+    return V.plot_sm_hierarchy(gpu_specs.SM_LAYOUTS[0])
+
+
 BUILDERS: dict[str, Callable[[], object]] = {
     "graphics.plot_wireframe": _cube,
     "comm_roofline.plot_comm_roofline": _roofline,
     "planner.plot_step_parts": _step_parts,
     "planner.plot_memory_parts": _memory_parts,
+    "failures.plot_job_timelines": _job_timelines,
+    "failures.plot_waste_vs_interval": _waste,
+    "gpt.plot_block_anatomy": _block_anatomy,
+    "activation_memory.plot_activation_memory": _activation_memory,
+    "zero.plot_memory_per_stage": _memory_per_stage,
+    "timeline.plot_timeline": _timeline,
+    "topology.plot_topology": _topology,
+    "topology.plot_power_budget": _power_budget,
+    "strategies.plot_grid": _grid,
+    "gpu_architecture.plot_sm_hierarchy": _sm,
 }
 
 

@@ -80,6 +80,7 @@ def plot_waste_vs_interval(save_s: float, mtbf_s: float, restart_s: float = 0.0,
            title=title or f"save {save_s:g} s, MTBF {mtbf_s / CI.HOUR:.3g} h, restart {restart_s:g} s")
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
     return fig
 
 
