@@ -35,8 +35,8 @@ def plot_notable_gpus(specs: Sequence[GPUSpec], ax: Axes | None = None,
     fig, ax = fig_ax(ax, figsize=(7.5, 4.5))
     specs = sorted(specs, key=lambda g: (g.year, g.fp32_tflops))
     ax.plot([g.year for g in specs], [g.fp32_tflops for g in specs], "o", label="FP32 TFLOPS")
-    tensor = [g for g in specs if g.fp16_tensor_tflops]
-    ax.plot([g.year for g in tensor], [g.fp16_tensor_tflops for g in tensor], "s", label="FP16 tensor TFLOPS (dense)")
+    tensor = [(g.year, g.fp16_tensor_tflops) for g in specs if g.fp16_tensor_tflops]
+    ax.plot([year for year, _ in tensor], [rate for _, rate in tensor], "s", label="FP16 tensor TFLOPS (dense)")
     ax.plot([g.year for g in specs], [g.bandwidth_gbs / 1000 for g in specs], "^", label="memory bandwidth, TB/s")
     ax.set(yscale="log", xlabel="year", ylabel="TFLOPS or TB/s", title=title)
     ax.set_xlim(specs[0].year - 1, specs[-1].year + 1)
@@ -66,7 +66,8 @@ def _place_names(ax: Axes, names: dict[tuple[int, float], str]) -> None:
     from matplotlib.transforms import Bbox
 
     inside = ax.get_window_extent()
-    taken = [ax.get_legend().get_window_extent()] if ax.get_legend() else []
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent()] if legend is not None else []
     for line in ax.get_lines():  # every marker, as a small square around its centre
         for x, y in ax.transData.transform(line.get_xydata()):
             taken.append(Bbox.from_extents(x - 4, y - 4, x + 4, y + 4))
