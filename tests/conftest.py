@@ -26,6 +26,19 @@ def pytest_configure(config):
 
 
 @pytest.fixture
+def ipython_shell():
+    """IPython's shell, to run code as a notebook cell runs it, with its history in memory. A history file would
+    live in this run's IPYTHONDIR, which the run removes before the interpreter exits, and the shell writes its
+    history at exit: "sqlite3.OperationalError: attempt to write a readonly database" closed every run."""
+    interactive = pytest.importorskip("IPython.core.interactiveshell")
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return interactive.InteractiveShell.instance(config=config)
+
+
+@pytest.fixture
 def displayed(monkeypatch):
     """What widget callbacks display (figures, mostly), collected here instead of in a notebook's output."""
     shown = []

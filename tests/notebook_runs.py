@@ -41,6 +41,9 @@ warnings.filterwarnings("error", category=DeprecationWarning, module=r"torch(\\.
 warnings.filterwarnings("error", category=FutureWarning, module=r"torch(\\.|$)")
 '''
 
+# The kernels' (and IPython's) configuration: history in memory, never in the run's IPYTHONDIR.
+KERNEL_CONFIG = 'c.HistoryManager.hist_file = ":memory:"\n'
+
 # Test modules whose tests start ranks (d2lmp.parallel.launch, torchrun, spawned workers): one xdist group.
 RANK_MODULES = frozenset({
     "test_alexnet_towers", "test_cli", "test_collectives", "test_data_parallel", "test_hybrid", "test_launch",
@@ -49,10 +52,13 @@ RANK_MODULES = frozenset({
 
 
 def kernel_profile(folder: Path) -> Path:
-    """Write an IPython directory whose default profile runs ``KERNEL_STARTUP``; return it (for IPYTHONDIR)."""
+    """Write an IPython directory whose default profile runs ``KERNEL_STARTUP`` and keeps its history in memory
+    (the folder is removed at the end of the run, perhaps before a kernel has written its history); return it
+    (for IPYTHONDIR)."""
     startup = folder / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00_torch_deprecations.py").write_text(KERNEL_STARTUP, encoding="utf-8")
+    (folder / "profile_default" / "ipython_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
     return folder
 
 

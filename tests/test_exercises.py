@@ -240,19 +240,17 @@ def test_every_parallel_notebook_has_a_bug_to_find():
 
 
 @pytest.mark.parametrize("item", BUGS, ids=_id)
-def test_the_bug_as_the_notebook_shows_it_fails_and_the_fix_passes(item, capsys):
+def test_the_bug_as_the_notebook_shows_it_fails_and_the_fix_passes(item, capsys, ipython_shell):
     """The check cell, run as a notebook runs it (IPython compiles each statement of a cell on its own), gets
     "bug included" without a diagnosis; the fixed function passes; a function that calls the given one is
     run on the ranks, and fails (``wrong`` holds it, with the diagnosis it must get)."""
-    interactive = pytest.importorskip("IPython.core.interactiveshell")
     _, ex = item
     cell = check_code(ex)
     code, call = cell.rsplit("\n\n\n", 1)
     name = ex.function.split("(")[0]
     assert call == f"ex.{ex.key}.check({name})"
-    shell = interactive.InteractiveShell.instance()
-    assert shell.run_cell(code).success
-    for shown in (shell.user_ns[name], _exec(code)[name]):  # with its source (IPython), and without (exec)
+    assert ipython_shell.run_cell(code).success
+    for shown in (ipython_shell.user_ns[name], _exec(code)[name]):  # with its source (IPython), and without (exec)
         verdict = ex.check(shown)
         assert verdict is not None and not verdict.correct and "bug included" in verdict.message
     assert ex.check(ex.reference).correct

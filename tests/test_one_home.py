@@ -87,6 +87,8 @@ REVIEWED_VIEW_NUMBERS = {
     ("conv", "strides"): "the strides the im2col figure sweeps",
     ("matmul", "sizes"): "the matrix sizes the widget offers to time",
     ("matmul", "min_time"): "how long the widget times each size",
+    ("graphics", "CAMERA_DISTANCE"): "where the cube is seen from (the projection's focal)",
+    ("gpu_architecture", "_LABEL_PLACES"): "where a GPU's name may sit beside its point (offsets in points)",
 }
 NEUTRAL = (0, 1)  # a start or an identity (an accumulator's 0.0, a scale of 1.0) states no fact
 

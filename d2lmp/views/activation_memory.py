@@ -46,6 +46,7 @@ def plot_activation_memory(per_mode: Mapping[str, float], memory_bytes: float | 
         ax.legend(fontsize=8)
     ax.set(ylabel="GB per GPU", xlabel="recomputation", title=title)
     ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
     return fig
 
 

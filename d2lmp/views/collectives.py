@@ -46,7 +46,7 @@ def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool
 
     states, phases, world = steps.states, steps.phases, steps.world
     shown = list(range(len(states))) if step is None else [step]
-    fig, axes = plt.subplots(1, len(shown), figsize=(2.2 * len(shown), 2.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(shown), figsize=(2.2 * len(shown), 2.9), squeeze=False, layout="constrained")
     for ax, k in zip(axes[0], shown):
         ax.imshow(states[k], cmap="Blues", vmin=0, vmax=world)
         for r in range(world):
@@ -60,8 +60,7 @@ def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool
         ax.set(title=f"step {k}: {phases[k]}", xlabel="chunk", ylabel="rank" if k == shown[0] else "")
         ax.set_xticks(range(world))
         ax.set_yticks(range(world))
-    fig.suptitle(f"{name} on {world} ranks: contributions summed in each rank's copy of each chunk", y=1.02)
-    fig.tight_layout()
+    fig.suptitle(f"{name} on {world} ranks: contributions summed in each rank's copy of each chunk")
     return fig
 
 

@@ -11,7 +11,7 @@ matrix rate, the sloped parts one per link, and a point sits on the roof of the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +27,11 @@ from d2lmp.model.cluster.comm_roofline import (
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.model.vocabulary import LinkKind, RoofStrategy
 from d2lmp.views.figure import fig_ax, show
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofline", "describe_point",
            "comm_roofline_widget"]
@@ -53,8 +58,8 @@ def available_roofs(gpu: str) -> list[LinkRoof]:
     return roofs
 
 
-def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = (), ax: Any = None,
-                       title: str = "Communication roofline") -> Any:
+def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = (), ax: Axes | None = None,
+                       title: str = "Communication roofline") -> Figure:
     """A log-log roofline per link (TFLOP/s the roof allows against FLOPs per byte sent) with ``points`` on them.
 
     ``roofs`` defaults to the roofs the points stand on; each ridge is a dotted line in its link's colour.
@@ -62,7 +67,7 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
     if not points and not roofs:
         raise ValueError("nothing to draw: give points or roofs")
     roofs = list(dict.fromkeys(list(roofs) + [p.roof for p in points]))
-    fig, ax = fig_ax(ax, figsize=(12, 4.8))
+    fig, ax = fig_ax(ax, figsize=(10, 4.2 + 0.22 * (len(points) + len(roofs))))
     xs = [p.intensity for p in points] + [r.ridge for r in roofs]
     lo, hi = min(xs) / 8, max(xs) * 8
     for roof in roofs:  # the sloped part of each link's roof, up to its ridge
@@ -82,7 +87,10 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
     low = min(r.attainable(lo) for r in roofs) / 1e12
     ax.set_ylim(low / 1.5, max(r.flops_per_s for r in roofs) / 1e12 * 2)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    from matplotlib.transforms import ScaledTranslation
+
+    below_xlabel = ax.transAxes + ScaledTranslation(0, -0.6, fig.dpi_scale_trans)  # 0.6 inch under the axes
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below_xlabel)
     fig.tight_layout()
     return fig
 
@@ -95,7 +103,7 @@ def describe_point(point: CommPoint) -> str:
             f"{point.fraction:.0%} of the matrix rate; {point.needed}.")
 
 
-def comm_roofline_widget(gpu: str = "A100-80GB") -> Any:
+def comm_roofline_widget(gpu: str = "A100-80GB") -> ipywidgets.interactive:
     """Strategy, model, batch, group size and link → the strategy's point under ``gpu``'s roofs."""
     import ipywidgets as w
 

@@ -11,10 +11,16 @@ the sequence, the layout and the mask, and prints ``describe_workload`` of each 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from d2lmp.model.context_layout import LAYOUTS, Workload, ring_attention_schedule, workload
 from d2lmp.views.figure import fig_ax, show
+
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Polygon, Rectangle
 
 __all__ = ["holdings", "block_map", "plot_holdings", "plot_blocks", "plot_work_per_rank", "plot_ring_schedule",
            "describe_workload", "ring_work_widget"]
@@ -43,7 +49,7 @@ def block_map(world: int, layout: str = "plain", causal: bool = True) -> list[li
     return grid
 
 
-def _frame(ax: Any, n_x: int, n_y: int) -> None:
+def _frame(ax: Axes, n_x: int, n_y: int) -> None:
     ax.set_xlim(-0.5, n_x - 0.5)
     ax.set_ylim(n_y - 0.5, -0.5)
     ax.set_aspect("equal")
@@ -51,7 +57,7 @@ def _frame(ax: Any, n_x: int, n_y: int) -> None:
         ax.spines[side].set_visible(False)
 
 
-def plot_holdings(world: int = 4, layout: str = "plain", ax: Any = None) -> Any:
+def plot_holdings(world: int = 4, layout: str = "plain", ax: Axes | None = None) -> Figure:
     """A table of steps × ranks: the K/V chunk(s) each rank holds, coloured by the rank they came from."""
     fig, ax = fig_ax(ax, figsize=(0.9 * world + 1.5, 0.6 * world + 1.2))
     for step, row in enumerate(holdings(world, layout)):
@@ -66,19 +72,19 @@ def plot_holdings(world: int = 4, layout: str = "plain", ax: Any = None) -> Any:
     return fig
 
 
-def _square(x: float, y: float, colour: str, opacity: float = 1.0, hatch: str | None = None) -> Any:
+def _square(x: float, y: float, colour: str, opacity: float = 1.0, hatch: str | None = None) -> Rectangle:
     from matplotlib.patches import Rectangle
 
     return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=colour, alpha=opacity, edgecolor="white", hatch=hatch)
 
 
-def _triangle(x: float, y: float, colour: str) -> Any:
+def _triangle(x: float, y: float, colour: str) -> Polygon:
     from matplotlib.patches import Polygon
 
     return Polygon([(x - 0.5, y - 0.5), (x - 0.5, y + 0.5), (x + 0.5, y + 0.5)], facecolor=colour, edgecolor="white")
 
 
-def plot_blocks(world: int = 4, layout: str = "plain", causal: bool = True, ax: Any = None) -> Any:
+def plot_blocks(world: int = 4, layout: str = "plain", causal: bool = True, ax: Axes | None = None) -> Figure:
     """The attention matrix in chunks (queries down, keys across): each block coloured by the ring step that
     computes it and labelled with the rank that does; a diagonal block is its lower triangle, a skipped one blank."""
     grid = block_map(world, layout, causal)
@@ -105,7 +111,7 @@ def plot_blocks(world: int = 4, layout: str = "plain", causal: bool = True, ax: 
     return fig
 
 
-def plot_work_per_rank(world: int = 4, seq_len: int = 4096, causal: bool = True, ax: Any = None) -> Any:
+def plot_work_per_rank(world: int = 4, seq_len: int = 4096, causal: bool = True, ax: Axes | None = None) -> Figure:
     """Score elements each rank computes, plain layout against balanced, with each layout's imbalance."""
     fig, ax = fig_ax(ax, figsize=(5.5, 3.2))
     width = 0.4
@@ -120,7 +126,7 @@ def plot_work_per_rank(world: int = 4, seq_len: int = 4096, causal: bool = True,
     return fig
 
 
-def plot_ring_schedule(world: int = 4, causal: bool = True) -> Any:
+def plot_ring_schedule(world: int = 4, causal: bool = True) -> Figure:
     """The ring step by step, plain layout (top) against balanced (bottom): what each rank holds, and the
     blocks computed or skipped. Returns the Figure."""
     import matplotlib.pyplot as plt
@@ -143,7 +149,7 @@ def describe_workload(work: Workload) -> str:
             f"busiest / mean = {work.imbalance:.2f}")
 
 
-def ring_work_widget() -> Any:
+def ring_work_widget() -> ipywidgets.interactive:
     """Ranks, sequence length, layout and mask → the blocks each rank computes and the work per rank."""
     import ipywidgets as w
     import matplotlib.pyplot as plt

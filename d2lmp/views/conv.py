@@ -70,6 +70,7 @@ def plot_im2col_memory(channels: int = 64, size: int = 27, batch: int = 16,
     ax.set_xticks(list(kernels))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
     return fig
 
 

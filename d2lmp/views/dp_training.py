@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from d2lmp.parallel.dp_batchnorm import BatchNormAccuracy, BatchNormGap
 from d2lmp.parallel.dp_training import LRScalingRow
 from d2lmp.views.figure import fig_ax
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_lr_scaling", "plot_batchnorm_gaps", "plot_batchnorm_accuracy"]
 
 _RULE_COLOURS = {False: "#c44e52", True: "#4c72b0"}
 
 
-def plot_lr_scaling(rows: Sequence[LRScalingRow], ax: Any = None) -> Any:
+def plot_lr_scaling(rows: Sequence[LRScalingRow], ax: Axes | None = None) -> Figure:
     """Final test accuracy against the global batch (log scale), the rule off and on: solid lines on the ranks,
     dotted lines on one device."""
     if not rows:
@@ -48,7 +52,7 @@ _KIND_PAIRS = (("#c44e52", "#e8a3a5"), ("#4c72b0", "#a5b9d8"), ("#dd8452", "#f0c
 _QUANTITIES = ("output", "running_mean", "running_var", "input_grad", "weight_grad", "bias_grad")
 
 
-def plot_batchnorm_gaps(rows: Sequence[BatchNormGap], ax: Any = None) -> Any:
+def plot_batchnorm_gaps(rows: Sequence[BatchNormGap], ax: Axes | None = None) -> Figure:
     """Grouped bars (log scale): each quantity's relative distance from one device's BatchNorm on the whole batch,
     per kind of statistics and number of ranks. A kind that could not run (NaN) is left out; exact zeros sit on
     the axis's floor."""
@@ -75,7 +79,7 @@ def plot_batchnorm_gaps(rows: Sequence[BatchNormGap], ax: Any = None) -> Any:
     return fig
 
 
-def plot_batchnorm_accuracy(rows: Sequence[BatchNormAccuracy], ax: Any = None) -> Any:
+def plot_batchnorm_accuracy(rows: Sequence[BatchNormAccuracy], ax: Axes | None = None) -> Figure:
     """Test accuracy against the per-rank batch: per-rank statistics, synchronised ones, and one device."""
     if not rows:
         raise ValueError("no rows to plot: pass the rows batchnorm_accuracy_table returned")

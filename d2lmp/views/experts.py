@@ -9,7 +9,7 @@ freshly initialised ``moe.MoE`` and draws its load as the experts, the gating an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,19 +17,24 @@ from d2lmp.moe import ExpertLoad, MoE, MoESpec
 from d2lmp.parallel.expert_parallel import DispatchCounts
 from d2lmp.views.figure import fig_ax, show
 
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["plot_expert_load", "plot_dispatch", "plot_experts", "describe_load", "capacity_widget"]
 
 KEPT, DROPPED = "#4c72b0", "#c44e52"
 
 
-def plot_expert_load(load: ExpertLoad, ax: Any = None) -> Any:
+def plot_expert_load(load: ExpertLoad, ax: Axes | None = None) -> Figure:
     """Bars per expert: kept assignments, dropped ones on top, and the capacity as a dashed line."""
     fig, ax = fig_ax(ax, figsize=(6, 3.4))
     experts = np.arange(len(load.routed))
     ax.bar(experts, load.kept, color=KEPT, label="kept")
     ax.bar(experts, load.dropped, bottom=load.kept, color=DROPPED, label="dropped (over capacity)")
     ax.axhline(load.capacity, color="black", ls="--", lw=1, label=f"capacity {load.capacity}")
-    for e, routed in zip(experts, load.routed):
+    for e, routed in enumerate(load.routed):
         ax.text(e, routed, str(routed), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(experts)
     ax.set(xlabel="expert", ylabel="assignments routed there",
@@ -40,7 +45,7 @@ def plot_expert_load(load: ExpertLoad, ax: Any = None) -> Any:
     return fig
 
 
-def plot_dispatch(dispatch: DispatchCounts, ax: Any = None) -> Any:
+def plot_dispatch(dispatch: DispatchCounts, ax: Axes | None = None) -> Figure:
     """The dispatch all-to-all as a grid: row = sending rank, column = rank holding the expert, cell = tokens sent.
 
     The diagonal stays on its rank (a copy, not a message); the last column is what each rank dropped.
@@ -51,10 +56,10 @@ def plot_dispatch(dispatch: DispatchCounts, ax: Any = None) -> Any:
     ax.imshow(np.column_stack([grid, np.full(world, np.nan)]), cmap="Blues", vmin=0, vmax=max(grid.max(), 1))
     for src in range(world):
         for dst in range(world):
-            ax.text(dst, src, dispatch.sent[src][dst], ha="center", va="center", fontsize=9,
+            ax.text(dst, src, str(dispatch.sent[src][dst]), ha="center", va="center", fontsize=9,
                     color="white" if grid[src, dst] > grid.max() / 2 else "black",
                     fontweight="bold" if src != dst else "normal")
-        ax.text(world, src, dispatch.dropped[src], ha="center", va="center", fontsize=9, color=DROPPED)
+        ax.text(world, src, str(dispatch.dropped[src]), ha="center", va="center", fontsize=9, color=DROPPED)
     ax.set_xticks(range(world + 1))
     ax.set_xticklabels([f"rank {d}" for d in range(world)] + ["dropped"], fontsize=8)
     ax.set_yticks(range(world))
@@ -66,7 +71,7 @@ def plot_dispatch(dispatch: DispatchCounts, ax: Any = None) -> Any:
     return fig
 
 
-def plot_experts(load: ExpertLoad, dispatch: DispatchCounts) -> Any:
+def plot_experts(load: ExpertLoad, dispatch: DispatchCounts) -> Figure:
     """The load per expert and the dispatch side by side."""
     import matplotlib.pyplot as plt
 
@@ -84,7 +89,7 @@ def describe_load(load: ExpertLoad, tokens: int, top_k: int, capacity_factor: fl
             f"busiest expert {max(load.routed)} (even share {routed / experts:g})")
 
 
-def capacity_widget() -> Any:
+def capacity_widget() -> ipywidgets.interactive:
     """Experts, top-k, capacity factor and tokens → the load of a freshly initialised MoE layer on a fixed batch."""
     import ipywidgets as w
     import torch

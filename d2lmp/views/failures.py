@@ -11,12 +11,16 @@ takes plain data and an optional ``ax``; ``interval_widget`` is a thin ipywidget
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from d2lmp.model import checkpoint_interval as CI
 from d2lmp.views.figure import fig_ax, show
 
 if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
     from d2lmp.parallel.resilient import LogEvent
 
 __all__ = ["SEGMENT_COLOURS", "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
@@ -25,8 +29,8 @@ __all__ = ["SEGMENT_COLOURS", "plot_job_timelines", "plot_waste_vs_interval", "p
 SEGMENT_COLOURS = {"work": "#55a868", "save": "#4c72b0", "lost": "#c44e52", "restart": "#dd8452"}
 
 
-def plot_job_timelines(rows: Sequence[tuple[str, CI.JobTimeline]], ax: Any = None, unit: float = CI.HOUR,
-                       title: str = "A job's timeline: work, checkpoints, failures") -> Any:
+def plot_job_timelines(rows: Sequence[tuple[str, CI.JobTimeline]], ax: Axes | None = None, unit: float = CI.HOUR,
+                       title: str = "A job's timeline: work, checkpoints, failures") -> Figure:
     """One bar per (label, timeline): green work, blue saves, red work a failure undid, orange restarts.
 
     A failure is the right end of a red stretch, marked with a cross. Times are in ``unit`` seconds (hours).
@@ -51,8 +55,8 @@ def plot_job_timelines(rows: Sequence[tuple[str, CI.JobTimeline]], ax: Any = Non
     return fig
 
 
-def plot_waste_vs_interval(save_s: float, mtbf_s: float, restart_s: float = 0.0, ax: Any = None,
-                           simulated: Sequence[tuple[float, float]] = (), title: str = "") -> Any:
+def plot_waste_vs_interval(save_s: float, mtbf_s: float, restart_s: float = 0.0, ax: Axes | None = None,
+                           simulated: Sequence[tuple[float, float]] = (), title: str = "") -> Figure:
     """The waste against the checkpoint interval (Daly's exact model and the first-order one), both optima marked.
 
     ``simulated``: (interval in seconds, waste) points measured with ``checkpoint_interval.simulate``.
@@ -78,11 +82,12 @@ def plot_waste_vs_interval(save_s: float, mtbf_s: float, restart_s: float = 0.0,
            title=title or f"save {save_s:g} s, MTBF {mtbf_s / CI.HOUR:.3g} h, restart {restart_s:g} s")
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
     return fig
 
 
-def plot_restart_events(events: Sequence[LogEvent], ax: Any = None,
-                        title: str = "The real run, step by step") -> Any:
+def plot_restart_events(events: Sequence[LogEvent], ax: Axes | None = None,
+                        title: str = "The real run, step by step") -> Figure:
     """A run's event log (``parallel.resilient.read_events``) on a step axis: one row per attempt.
 
     Green: a step done and kept; red: a step done, then lost to the failure (the next attempt computes it
@@ -138,7 +143,7 @@ def interval_report(gpus: int, per_gpu_hour: float, save_s: float, restart_s: fl
             f"{100 * s.waste_young:.3g} % or {100 * s.waste_daly:.3g} % of the time.")
 
 
-def interval_widget(per_gpu_hour: float | None = None) -> Any:
+def interval_widget(per_gpu_hour: float | None = None) -> ipywidgets.interactive:
     """GPUs, failure rate per GPU, save and restart time → the optimum interval and the waste curve.
 
     The failure rate starts at the one the Llama 3 report implies (``checkpoint_interval.REPORTS[0]``).

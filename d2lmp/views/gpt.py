@@ -8,12 +8,16 @@ every plot takes computed data and an optional ``ax`` and returns its Figure.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from d2lmp.gpt_accounting import Comparison
 from d2lmp.gpt_train import LMHistory
 from d2lmp.model.transformer_accounting import BlockAnatomy
 from d2lmp.views.figure import fig_ax
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["PART_COLOURS", "anatomy_shares", "plot_block_anatomy", "plot_comparisons", "plot_loss"]
 
@@ -40,7 +44,7 @@ def _si(value: float, unit: str) -> str:
 
 
 def plot_block_anatomy(anatomy: BlockAnatomy, title: str = "Where one transformer block's numbers are",
-                       ax: Any = None) -> Any:
+                       ax: Axes | None = None) -> Figure:
     """Three stacked bars, parameters, forward FLOPs and saved activation bytes, split by part of the block.
 
     Each bar is 100 % of its own total (written at its right end); a part's colour is the same in all three.
@@ -68,7 +72,7 @@ def plot_block_anatomy(anatomy: BlockAnatomy, title: str = "Where one transforme
 
 
 def plot_comparisons(rows: list[Comparison], title: str = "Formula against the running model",
-                     ax: Any = None) -> Any:
+                     ax: Axes | None = None) -> Figure:
     """Formula and measured value side by side for each comparison, the difference written beside them."""
     if not rows:
         raise ValueError("no comparisons to draw")
@@ -88,7 +92,7 @@ def plot_comparisons(rows: list[Comparison], title: str = "Formula against the r
     return fig
 
 
-def plot_loss(history: LMHistory, baseline: float | None = None, ax: Any = None) -> Any:
+def plot_loss(history: LMHistory, baseline: float | None = None, ax: Axes | None = None) -> Figure:
     """Training and validation loss (nats per token) against the step; ``baseline`` drawn as a dashed line
     (the unigram cross-entropy: what a model that ignores the context achieves)."""
     fig, ax = fig_ax(ax)

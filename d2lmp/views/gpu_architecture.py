@@ -1,21 +1,89 @@
-"""A GPU's streaming multiprocessor and its memory hierarchy, drawn from the sourced ``gpu_specs.SMLayout``.
+"""GPUs drawn from the sourced ``gpu_specs`` tables: their rates over the years, and one streaming multiprocessor
+with its memory hierarchy.
 
-``plot_sm_hierarchy`` draws one SM (its processing blocks, each with its FP32 lanes, tensor cores, warp
-scheduler and share of the register file, above the SM's L1 / shared memory) beside the memory levels of
-the whole chip, registers to device memory, on a logarithmic scale of bytes.
+``plot_notable_gpus`` plots each notable GPU's FP32 and FP16 tensor rates and memory bandwidth against its year,
+with the GPUs' names beside their FP32 points, placed so that no two overlap. ``plot_sm_hierarchy`` draws one SM
+(its processing blocks, each with its FP32 lanes, tensor cores, warp scheduler and share of the register file,
+above the SM's L1 / shared memory) beside the memory levels of the whole chip, registers to device memory, on a
+logarithmic scale of bytes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from d2lmp.views.figure import fig_ax
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from d2lmp.gpu_specs import SMLayout
+    from d2lmp.gpu_specs import GPUSpec, SMLayout
 
-__all__ = ["plot_sm_hierarchy"]
+__all__ = ["plot_notable_gpus", "plot_sm_hierarchy"]
+
+# Where a name may sit beside its point (offset in points, horizontal alignment), tried in this order.
+_LABEL_PLACES = (((5, -12), "left"), ((5, 4), "left"), ((-5, -12), "right"), ((-5, 4), "right"), ((5, -24), "left"),
+                 ((-5, -24), "right"), ((5, 16), "left"), ((-5, 16), "right"))
+
+
+def plot_notable_gpus(specs: Sequence[GPUSpec], ax: Axes | None = None,
+                      title: str = "Notable GPUs (vendor figures, sources in d2lmp.gpu_specs)") -> Figure:
+    """FP32 and dense FP16 tensor TFLOPS and memory bandwidth (TB/s) against the year, on a log scale, each FP32
+    point named (GPUs that share a year and a figure share one name); names never overlap or leave the axes."""
+    fig, ax = fig_ax(ax, figsize=(7.5, 4.5))
+    specs = sorted(specs, key=lambda g: (g.year, g.fp32_tflops))
+    ax.plot([g.year for g in specs], [g.fp32_tflops for g in specs], "o", label="FP32 TFLOPS")
+    tensor = [(g.year, g.fp16_tensor_tflops) for g in specs if g.fp16_tensor_tflops]
+    ax.plot([year for year, _ in tensor], [rate for _, rate in tensor], "s", label="FP16 tensor TFLOPS (dense)")
+    ax.plot([g.year for g in specs], [g.bandwidth_gbs / 1000 for g in specs], "^", label="memory bandwidth, TB/s")
+    ax.set(yscale="log", xlabel="year", ylabel="TFLOPS or TB/s", title=title)
+    ax.set_xlim(specs[0].year - 1, specs[-1].year + 1)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=9, loc="upper left")
+    fig.tight_layout()
+    names: dict[tuple[int, float], list[str]] = {}
+    for g in specs:
+        names.setdefault((g.year, g.fp32_tflops), []).append(g.name)
+    _place_names(ax, {point: _shared_name(group) for point, group in names.items()})
+    return fig
+
+
+def _shared_name(names: list[str]) -> str:
+    """One name for GPUs at the same point: their common first words once, then the rest of each ('A100 SXM4
+    40GB / 80GB')."""
+    words = [name.split() for name in names]
+    common = 0
+    while all(len(w) > common + 1 and w[common] == words[0][common] for w in words):
+        common += 1
+    return " ".join(words[0][:common] + [" / ".join(" ".join(w[common:]) for w in words)])
+
+
+def _place_names(ax: Axes, names: dict[tuple[int, float], str]) -> None:
+    """Write each name beside its point at the first place (``_LABEL_PLACES``) that stays inside the axes and
+    overlaps no marker, no name already written and not the legend; the first place if none does."""
+    from matplotlib.transforms import Bbox
+
+    inside = ax.get_window_extent()
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent()] if legend is not None else []
+    for line in ax.get_lines():  # every marker, as a small square around its centre
+        for x, y in ax.transData.transform(line.get_xydata()):
+            taken.append(Bbox.from_extents(x - 4, y - 4, x + 4, y + 4))
+    for (year, tflops), name in names.items():
+        for offset, align in _LABEL_PLACES:
+            label = ax.annotate(name, (year, tflops), textcoords="offset points", xytext=offset,
+                                ha=align, fontsize=8)
+            box = label.get_window_extent()
+            fits = box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1
+            if fits and not any(box.overlaps(other) for other in taken):
+                break
+            label.remove()
+        else:
+            label = ax.annotate(name, (year, tflops), textcoords="offset points", xytext=_LABEL_PLACES[0][0],
+                                ha="left", fontsize=8)
+        taken.append(label.get_window_extent())
 
 
 def _size(nbytes: float) -> str:

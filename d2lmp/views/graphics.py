@@ -16,7 +16,11 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_wireframe", "format_matrix", "cube_matrix", "plot_cube_view", "cube_widget"]
+__all__ = ["CAMERA_DISTANCE", "plot_wireframe", "format_matrix", "cube_matrix", "plot_cube_view", "cube_widget"]
+
+# How far from the cube's centre the camera looks (``graphics.project``'s focal, in half-edges of the cube). At 3 the
+# near face is twice the far one and a turned cube reads as a funnel; at 8 it reads as a cube, still in perspective.
+CAMERA_DISTANCE = 8.0
 
 
 def plot_wireframe(points_2d: torch.Tensor | npt.ArrayLike, edges: Iterable[tuple[int, int]], ax: Axes | None = None,
@@ -27,7 +31,7 @@ def plot_wireframe(points_2d: torch.Tensor | npt.ArrayLike, edges: Iterable[tupl
     for i, j in edges:
         ax.plot(pts[[i, j], 0], pts[[i, j], 1], "b-")
     ax.plot(pts[:, 0], pts[:, 1], "ro", ms=4)
-    ax.set(xlim=(-3, 3), ylim=(-3, 3), aspect="equal", title=title)
+    ax.set(xlim=(-2.5, 2.5), ylim=(-2.5, 2.5), aspect="equal", title=title)
     ax.axis("off")
     return fig
 
@@ -49,14 +53,15 @@ def cube_matrix(yaw: float, pitch: float) -> torch.Tensor:
 
 
 def plot_cube_view(yaw: float = 30, pitch: float = 20) -> Figure:
-    """The cube turned by ``cube_matrix(yaw, pitch)``, with that matrix printed beside the picture."""
+    """The cube turned by ``cube_matrix(yaw, pitch)`` and seen from ``CAMERA_DISTANCE``, with that matrix printed
+    beside the picture."""
     import matplotlib.pyplot as plt
 
     from d2lmp.graphics import cube_edges, cube_vertices, project, transform_batched
 
     m = cube_matrix(yaw, pitch)
     fig, (ax_cube, ax_m) = plt.subplots(1, 2, figsize=(8, 4), gridspec_kw=dict(width_ratios=(1, 1.1)))
-    plot_wireframe(project(transform_batched(cube_vertices(), m)), cube_edges(), ax=ax_cube,
+    plot_wireframe(project(transform_batched(cube_vertices(), m), CAMERA_DISTANCE), cube_edges(), ax=ax_cube,
                    title=f"yaw {yaw}°, pitch {pitch}°")
     ax_m.axis("off")
     text = "M =\n" + format_matrix(m) + "\n\nall 8 vertices (rows of V) at once:\nV' = V Mᵀ, one (8, 4) @ (4, 4)"

@@ -10,7 +10,7 @@ The arithmetic is ``scale``'s (``plan``, ``predict``, ``memory_per_gpu``); ``pla
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from d2lmp.model.cluster import Cluster, PlanReport, Prediction, model_preset, plan
 from d2lmp.model.cluster.hardware import GPU_PRESETS
@@ -18,11 +18,21 @@ from d2lmp.model.cluster.memory import MemoryBreakdown
 from d2lmp.model.cluster.presets import MODEL_PRESETS
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.cluster.steptime import STEP_PARTS
-from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.figure import fig_ax, fit_x_to_labels, show
 from d2lmp.views.memory import BUFFER_COLOUR, MEMORY_PART_COLOURS, part_label
 
-__all__ = ["PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
+if TYPE_CHECKING:
+    import ipywidgets
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
+__all__ = ["STEP_PART_LABELS", "PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
+
+# Each part of a step (``steptime.STEP_PARTS``) as a legend names it, in words a reader knows, and its colour.
+STEP_PART_LABELS = {"compute": "matrix products", "memory_bound": "memory-bound operations",
+                    "tp": "tensor-parallel all-reduces", "cp": "context-parallel K/V passes",
+                    "pp_p2p": "pipeline sends", "bubble": "pipeline bubble", "dp": "gradient all-reduce",
+                    "zero": "ZeRO gathers", "embedding_sync": "tied-embedding sync", "optimizer_step": "optimizer step"}
 PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854",
                 "pp_p2p": "#e5c494", "bubble": "#bbbbbb", "dp": "#c44e52", "zero": "#fc8d62",
                 "embedding_sync": "#937860", "optimizer_step": "#da8bc3"}
@@ -34,8 +44,8 @@ def plan_for(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", glob
     return plan(model_preset(model).model, Cluster(gpu=gpu, gpus=gpus), global_batch, **restrict)
 
 
-def plot_step_parts(predictions: Mapping[str, Prediction], ax: Any = None,
-                    title: str = "Predicted step time by part") -> Any:
+def plot_step_parts(predictions: Mapping[str, Prediction], ax: Axes | None = None,
+                    title: str = "Predicted step time by part") -> Figure:
     """One horizontal bar per labelled prediction, its seconds stacked by part (``steptime.STEP_PARTS``)."""
     fig, ax = fig_ax(ax, figsize=(9.5, 0.5 * max(3, len(predictions)) + 1.2))
     if not predictions:
@@ -47,19 +57,20 @@ def plot_step_parts(predictions: Mapping[str, Prediction], ax: Any = None,
         left = [sum(predictions[k].parts.seconds[q] for q in STEP_PARTS[:STEP_PARTS.index(part)]) for k in labels]
         widths = [predictions[k].parts.seconds[part] for k in labels]
         if any(widths):
-            ax.barh(labels, widths, left=left, color=PART_COLOURS[part], label=part)
-    for i, k in enumerate(labels):
-        ax.annotate(f"{predictions[k].step_s:.2f} s, MFU {predictions[k].mfu:.0%}", (predictions[k].step_s, i),
-                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+            ax.barh(labels, widths, left=left, color=PART_COLOURS[part], label=STEP_PART_LABELS[part])
+    values = [ax.annotate(f"{predictions[k].step_s:.2f} s, MFU {predictions[k].mfu:.0%}", (predictions[k].step_s, i),
+                          xytext=(4, 0), textcoords="offset points", va="center", fontsize=9)
+              for i, k in enumerate(labels)]
     ax.set(xlabel="seconds per step", title=title)
-    ax.set_xlim(0, max(p.step_s for p in predictions.values()) * 1.3)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ax.set_xlim(0, max(p.step_s for p in predictions.values()) * 1.05)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
+    fit_x_to_labels(ax, values)
     return fig
 
 
-def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Any = None,
-                      title: str = "Memory per GPU by part") -> Any:
+def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Axes | None = None,
+                      title: str = "Memory per GPU by part") -> Figure:
     """One horizontal bar per labelled breakdown (GB, stacked by part), and each one's capacity as a tick."""
     if not memories:
         raise ValueError("give at least one memory breakdown")
@@ -70,19 +81,22 @@ def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Any = None,
         left = [sum(memories[k].parts()[q] for q in parts[:j]) / 1e9 for k in labels]
         widths = [memories[k].parts()[part] / 1e9 for k in labels]
         ax.barh(labels, widths, left=left, color=MEMORY_PART_COLOURS.get(part, BUFFER_COLOUR), label=part_label(part))
+    values = []
     for i, k in enumerate(labels):
         m = memories[k]
         ax.plot([m.capacity / 1e9] * 2, [i - 0.4, i + 0.4], "k-", lw=2)
-        ax.annotate(f"{m.total / 1e9:,.0f} GB" + ("" if m.fits else " (does not fit)"), (m.total / 1e9, i),
-                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+        values.append(ax.annotate(f"{m.total / 1e9:,.0f} GB" + ("" if m.fits else " (does not fit)"),
+                                  (m.total / 1e9, i), xytext=(4, 0), textcoords="offset points", va="center",
+                                  fontsize=9, bbox=dict(facecolor="white", edgecolor="none", pad=1)))
     ax.set(xlabel="GB per GPU; black tick: the GPU's memory", title=title)
-    ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.45)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.05)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
+    fit_x_to_labels(ax, values)
     return fig
 
 
-def planner_widget() -> Any:
+def planner_widget() -> ipywidgets.interactive:
     """Model, GPU count, GPU type and global batch → the planner's best configurations and their step times."""
     import ipywidgets as w
 

@@ -192,8 +192,8 @@ def saved_bar_label(m: BlockMeasurement) -> str:
     return f"{split}\nrecompute\n{m.config.recompute}"
 
 
-def plot_saved_bytes_by_part(rows: Sequence[BlockMeasurement], ax: Any = None,
-                             title: str = "What one rank saves for one block's backward") -> Any:
+def plot_saved_bytes_by_part(rows: Sequence[BlockMeasurement], ax: Axes | None = None,
+                             title: str = "What one rank saves for one block's backward") -> Figure:
     """One stacked bar per measurement (``tp_accounting.measure_block``): the bytes a rank saved, by part of the
     block (``tp_accounting.PARTS``, the LayerNorms' own statistics counted with them); a black tick marks the
     formula's total for that rank."""

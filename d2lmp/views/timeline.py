@@ -63,4 +63,5 @@ def plot_timeline(events: list[TimelineEvent], ax: Axes | None = None, title: st
     ax.legend(handles=[Patch(color=KIND_COLOURS[k], label=k) for k in kinds], fontsize=8,
               loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
     return fig

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from d2lmp.parallel.profiler_trace import TraceRecording
 from d2lmp.parallel.trace_events import load_trace, summarise, to_timeline, trace_spans
 from d2lmp.views.timeline import plot_timeline
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["plot_trace", "plot_trace_beside_timeline"]
 
 
-def plot_trace(paths: Sequence[str | Path], ax: Any = None, title: str | None = None) -> Any:
+def plot_trace(paths: Sequence[str | Path], ax: Axes | None = None, title: str | None = None) -> Figure:
     """Parse every rank's Chrome trace file and draw its spans as a Gantt chart: a compute lane (forward, each
     backward operator, the optimizer) and a communication lane (each all-reduce the process group ran on its own
     thread), per rank, in milliseconds from the earliest event. The title gives each rank's measured overlap."""
@@ -27,7 +31,7 @@ def plot_trace(paths: Sequence[str | Path], ax: Any = None, title: str | None = 
     return plot_timeline(to_timeline(spans), ax=ax, title=title)
 
 
-def plot_trace_beside_timeline(recording: TraceRecording) -> Any:
+def plot_trace_beside_timeline(recording: TraceRecording) -> Figure:
     """Two Gantt charts of the same DDP step, one above the other: drawn from the trace files, and from the
     ``Timeline`` that DDP's communication hook and the step's spans logged (whose backward span also holds
     DDP's wait for the last buckets)."""
