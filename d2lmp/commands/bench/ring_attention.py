@@ -9,7 +9,7 @@ import argparse
 
 from d2lmp.bench import context_parallel as cp
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import ints, need_positive
+from d2lmp.commands.options import ints, need_positive, need_ranks
 from d2lmp.report import table
 
 __all__ = ["HELP", "RATIO_GOAL", "OVERLAP_GOAL", "add_options", "check", "goals", "run"]
@@ -31,7 +31,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    need_positive("--world", args.world, minimum=2)  # one rank has no ring
+    need_ranks("--world", args.world, 2)  # one rank has no ring
     if args.shape is not None and len(args.shape) != 4:
         raise ValueError(f"--shape takes four integers (batch,heads,sequence,head_dim), got {args.shape}")
     if args.shape is not None:
