@@ -161,7 +161,7 @@ def report(rank: int, world: int, results: Mapping[str, Errors]) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog=f"python -m torch.distributed.run --nproc-per-node N -m {PROG}",
+        prog=PROG, usage=f"python -m torch.distributed.run --nproc-per-node N -m {PROG} STRATEGY [STRATEGY ...]",
         description="Run parallel strategies on torchrun's ranks and compare each with one device.",
         epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items())
         + f"\n  {'resilient':<12} a run that loses a rank and restarts equal to an uninterrupted one "

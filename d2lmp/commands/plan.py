@@ -39,11 +39,10 @@ MAX_GPUS = 2**20
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``d2lmp plan`` and its options to the subcommands; return its parser."""
     p = sub.add_parser("plan", help=HELP, description=HELP)
-    p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)}")
+    p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)} (default: none; give it or a shape)")
     shape = p.add_argument_group("a shape instead of --model")
-    shape.add_argument("--layers", type=int, help="transformer layers")
-    shape.add_argument("--hidden", type=int, help="hidden size")
-    shape.add_argument("--heads", type=int, help="attention heads")
+    for name, what in (("layers", "transformer layers"), ("hidden", "hidden size"), ("heads", "attention heads")):
+        shape.add_argument(f"--{name}", type=int, help=f"{what} (default: none; give --layers, --hidden and --heads)")
     shape.add_argument("--seq", type=int, help="sequence length (default 2048)")
     shape.add_argument("--vocab", type=int, help="vocabulary (default 51200)")
     shape.add_argument("--ffn", type=int, help="MLP width (default 4 × hidden)")
