@@ -143,7 +143,7 @@ def _torchrun_env(world: int, local_rank: int) -> dict[str, str]:
 DEMO_CASES = [
     (["all"], 2, "cannot run on 2 ranks: 3d needs at least 4 ranks, a multiple of 4; hybrid needs at least 4 ranks"),
     (["pipeline"], 8, "cannot run on 8 ranks: pipeline needs at most 7 ranks"),
-    (["interleaved"], 1, "cannot run on 1 ranks: interleaved needs at least 2 and at most 5 ranks"),
+    (["interleaved"], 1, "cannot run on 1 rank: interleaved needs at least 2 and at most 5 ranks"),
     (["shard"], 2, "unknown strategy 'shard'"),
     (["--fast", "dp"], 2, "unrecognized arguments: --fast"),
 ]

@@ -120,7 +120,7 @@ def select(names: Sequence[str], world: int) -> list[str]:
                          f"{', '.join(STRATEGIES)} (or all)")
     problems = [f"{n} {p}" for n in chosen if (p := STRATEGIES[n].world_problem(world))]
     if problems:
-        raise ValueError(f"cannot run on {world} ranks: {'; '.join(problems)}")
+        raise ValueError(f"cannot run on {world} rank{'s' if world != 1 else ''}: {'; '.join(problems)}")
     return chosen
 
 

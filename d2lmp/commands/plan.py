@@ -18,7 +18,7 @@ import threading
 import time
 from typing import TypedDict
 
-from d2lmp.commands.options import UsageError, ints, need_positive, words
+from d2lmp.commands.options import OneLineParser, UsageError, ints, need_positive, words
 from d2lmp.model.cluster.hardware import GPU_PRESETS, Cluster, gpu_preset
 from d2lmp.model.cluster.planner import FamilyVerdict, PlanReport, family_options, plan, powers_of_two
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
@@ -36,7 +36,7 @@ PROGRESS_AFTER_S = 1.0  # a search that lasts longer says so on stderr
 MAX_GPUS = 2**20
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
     """Add ``d2lmp plan`` and its options to the subcommands; return its parser."""
     p = sub.add_parser("plan", help=HELP, description=HELP)
     p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)} (default: none; give it or a shape)")

@@ -14,6 +14,8 @@ import argparse
 import importlib
 from types import ModuleType
 
+from d2lmp.commands.options import OneLineParser
+
 __all__ = ["BENCHMARKS", "command", "add_benchmarks"]
 
 # One line per benchmark, in the order `d2lmp bench --help` lists them.
@@ -43,7 +45,7 @@ def command(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def add_benchmarks(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_benchmarks(subparsers: argparse._SubParsersAction[OneLineParser]) -> None:
     """Add one subcommand per benchmark, with its options, to ``d2lmp bench``'s subparsers."""
     for name in BENCHMARKS:
         module = command(name)
