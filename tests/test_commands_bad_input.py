@@ -18,7 +18,7 @@ import pytest
 from d2lmp.commands import demo, resilient
 from d2lmp.commands.bench import BENCHMARKS
 from d2lmp.commands.main import build_parser, main
-from d2lmp.commands.options import RANKS_PER_CORE, rank_cap
+from d2lmp.commands.options import RANKS_PER_CORE, DefaultsFormatter, rank_cap
 
 ANSWER_S = 20.0  # generous: the answer needs no measurement, but the machine may be busy
 CAP = rank_cap()
@@ -78,8 +78,17 @@ def _must_not_run(*args: object, **kwargs: object) -> None:
 def no_work(monkeypatch):
     """Every measurement and launch a command could start fails the test."""
     from d2lmp import timing
-    from d2lmp.bench import all_to_all, allreduce, context_parallel, costmodel, data_parallel, hybrid, pipeline
-    from d2lmp.bench import scale_bridge, zero
+    from d2lmp.bench import (
+        all_to_all,
+        allreduce,
+        context_parallel,
+        costmodel,
+        data_parallel,
+        hybrid,
+        pipeline,
+        scale_bridge,
+        zero,
+    )
     from d2lmp.parallel import launch
 
     for module in (launch, allreduce, all_to_all, context_parallel, costmodel, data_parallel, hybrid, pipeline,
@@ -216,9 +225,10 @@ def _options(parser: argparse.ArgumentParser, name: str = "d2lmp"):
 def test_every_option_has_help_that_names_its_default():
     options = list(_options(build_parser()))
     assert len(options) > 60
+    formatter = DefaultsFormatter("d2lmp")  # every parser's: what --help prints
     for command, action in options:
         assert action.help, f"{command} {action.option_strings[0]} has no help text"
-        text = build_parser().formatter_class("x")._get_help_string(action)  # what --help prints
+        text = formatter._get_help_string(action)
         flag = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
         assert flag or action.required or "default" in (text or ""), \
             f"{command} {action.option_strings[0]}: the help names no default: {text!r}"
@@ -230,7 +240,8 @@ def test_plan_answers_in_seconds_for_a_huge_batch():
 
     assert _divisors(10**18, 16) == [1, 2, 4, 5, 8, 10, 16]
     assert _divisors(720) == [k for k in range(1, 721) if 720 % k == 0]
-    report = answer(plan, model_preset("1.7B").model, Cluster("A100-80GB", gpus=8), 10**15)  # walked 10^15 / dp numbers before
+    # the micro-batch sizes came from walking all 10^15 / dp numbers before
+    report = answer(plan, model_preset("1.7B").model, Cluster("A100-80GB", gpus=8), 10**15)
     assert report.best is not None  # type: ignore[attr-defined]
 
 

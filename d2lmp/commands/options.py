@@ -1,5 +1,6 @@
-"""Option types, checks and the parser class of the commands: comma-separated lists, numbers that must be positive,
-rank counts within a benchmark's limits, and an argparse parser that answers bad input in one line.
+"""Option types and checks for the commands: comma-separated lists, and numbers that must be positive.
+
+Also rank counts within a benchmark's limits, and an argparse parser that answers bad input in one line.
 
 Every option is checked before anything is timed: a bad value must not surface as a traceback after minutes of
 measuring. A check raises ``ValueError`` (``UsageError`` where a command finds bad input while it runs), which
