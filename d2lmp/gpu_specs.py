@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GPUSpec", "NOTABLE_GPUS", "find_gpu_spec", "gpu_peak_gflops", "SMLayout", "MemoryLevel",
-           "SM_LAYOUTS"]
+__all__ = ["GPUSpec", "NOTABLE_GPUS", "ALEXNET_GTX580_BYTES", "find_gpu_spec", "gpu_peak_gflops", "SMLayout",
+           "MemoryLevel", "SM_LAYOUTS"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class GPUSpec:
     note: str
     match: str  # regular expression matched against the name NVML/torch report
 
+
+# The memory of each of AlexNet's two GTX 580s: the 3 GB version of the card (Krizhevsky et al. 2012, §3.2: "a single
+# GTX 580 GPU has only 3GB of memory"), not the 1.5 GB reference board of NOTABLE_GPUS; GPU memory sizes are binary.
+ALEXNET_GTX580_BYTES = 3 * 2**30
 
 NOTABLE_GPUS: tuple[GPUSpec, ...] = (
     GPUSpec("GTX 580", "Fermi GF110", 2010, 1.5, "GDDR5", 384, 192.4, 1.58, None, None, 244,
@@ -68,11 +72,11 @@ NOTABLE_GPUS: tuple[GPUSpec, ...] = (
             match=r"V100"),
     GPUSpec("T4", "Turing TU104", 2018, 16, "GDDR6", 256, 320, 8.1, 65, 130, 70,
             "PCIe 3.0 x16, no NVLink",
-            source=("nvidia_t4_datasheet", "nvidia_turing_whitepaper"),
+            source=("nvidia_t4_datasheet", "nvidia_web_t4_page", "nvidia_turing_whitepaper"),
             note="T4 datasheet: 8.1 TFLOPS FP32, 65 FP16 (mixed-precision) tensor TFLOPS, 130 INT8 TOPS, 16 GB "
-                 "GDDR6, 70 W, PCIe Gen3 x16. Not confirmed here: the bus width (256 bits is the TU104's "
-                 "memory interface in the Turing whitepaper; the datasheet gives none) and the bandwidth: "
-                 "320 GB/s = 256 bits × 10 Gb/s / 8, while the datasheet is reported to state 300 GB/s.",
+                 "GDDR6, 70 W, PCIe Gen3 x16. Bandwidth: \"320+ GB/s\" on NVIDIA's T4 product page "
+                 "(= 256 bits × 10 Gb/s / 8), rounded to 300 GB/s in the datasheet. Bus width: 256 bits is the "
+                 "TU104's memory interface in the Turing whitepaper; the datasheet gives none.",
             match=r"\bT4\b"),
     GPUSpec("A100 SXM4 40GB", "Ampere GA100", 2020, 40, "HBM2", 5120, 1555, 19.5, 312, 624, 400,
             "NVLink 3: 12 links, 600 GB/s; PCIe 4.0",

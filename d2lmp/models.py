@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from d2lmp.parallel.pipeline_balance import flat_sequential
+from d2lmp.layer_profile import flat_sequential
 
 __all__ = ["paper_lrn", "lenet5", "alexnet_d2l", "TowerLRN", "tower_lrn", "alexnet2012", "TorchvisionAlexNet",
            "alexnet_torchvision", "alexnet_small", "mlp", "pipeline_model", "count_parameters", "LayerRow",

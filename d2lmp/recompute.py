@@ -31,9 +31,10 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from d2lmp.layer_profile import flat_sequential
 from d2lmp.memory import measure_saved_activations, predict_saved_activations
-from d2lmp.parallel.pipeline_balance import equal_split, flat_sequential
-from d2lmp.parallel.pipeline_memory import counting_saves, storage_key
+from d2lmp.model.pipeline_balance import equal_split
+from d2lmp.pipeline_memory import counting_saves, storage_key
 
 __all__ = ["CheckpointedSegment", "checkpointed", "SavedWithRecompute", "measure_saved_with_recompute",
            "predict_saved_with_recompute",

@@ -1,5 +1,5 @@
-"""How GPUs are wired: PCIe and NVLink bandwidth, 8-GPU topologies, the real topology via NVML,
-and a power budget.
+"""How GPUs are wired: PCIe and NVLink bandwidth, 8-GPU topologies and a power budget (this machine's real
+topology is read by ``d2lmp.gpu_topology``).
 
 Each link table names its primary sources by key in ``d2lmp.bibliography.SOURCES`` (``PCIE_SOURCES``,
 ``NVLINK_SOURCES``, and a ``source`` in every row of ``pcie_table`` and ``nvlink_table``): the PCI-SIG
@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["PCIE", "PCIE_LANES", "PCIE_SOURCES", "NVLINK", "NVLINK_SOURCES", "pcie_bandwidth_gbs", "PCIeRow",
            "pcie_table", "nvlink_bandwidth_gbs", "NVLinkRow", "nvlink_table", "Topology", "pcie_tree",
-           "hybrid_cube_mesh", "nvswitch", "hop_counts", "nvml_topology", "PowerBudget", "power_budget"]
+           "hybrid_cube_mesh", "nvswitch", "hop_counts", "PowerBudget", "power_budget"]
 
 # PCIe generation → (transfer rate per lane in GT/s, encoding efficiency), from the PCI Express Base
 # Specifications; the GB/s below are arithmetic on these two numbers.
@@ -227,70 +226,6 @@ def hop_counts(topology: Topology, kind: str = "nvlink") -> dict[tuple[str, str]
             if dst > src:
                 result[(src, dst)] = dist.get(dst)
     return result
-
-
-# ---------------------------------------------------------------------------------------
-# The real topology, through NVML
-
-
-def nvml_topology() -> tuple[list[list[str]] | None, str]:
-    """(matrix like ``nvidia-smi topo -m``: "X", "NV<n>" or a PCIe level, one sentence).
-
-    NVLink counts come from each link's remote PCI bus id; otherwise the common PCIe ancestor:
-    PIX (same switch), PXB (several switches), PHB (host bridge), NODE (same NUMA node), SYS.
-    Returns (None, reason) with fewer than two NVIDIA GPUs or no NVML.
-    """
-    try:
-        import pynvml
-    except ImportError:
-        return None, "The pynvml module (package nvidia-ml-py) is not installed."
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return None, (f"No NVIDIA driver (NVML could not start: {type(exc).__name__}), "
-                      "so there is no GPU topology to read.")
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        if count < 2:
-            return None, f"NVML sees {count} GPU(s); a topology needs two or more."
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        bus = [_bus_id(pynvml.nvmlDeviceGetPciInfo(h)) for h in handles]
-        links = [[0] * count for _ in range(count)]
-        for i, h in enumerate(handles):
-            for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
-                try:
-                    if pynvml.nvmlDeviceGetNvLinkState(h, link) != 1:
-                        continue
-                    remote = _bus_id(pynvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link))
-                except Exception:
-                    continue
-                if remote in bus:
-                    links[i][bus.index(remote)] += 1
-        levels = {0: "SOC", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-        matrix = []
-        for i in range(count):
-            row = []
-            for j in range(count):
-                if i == j:
-                    row.append("X")
-                elif links[i][j]:
-                    row.append(f"NV{links[i][j]}")
-                else:
-                    try:
-                        level = pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j])
-                        row.append(levels.get(int(level), str(level)))
-                    except Exception:
-                        row.append("?")
-            matrix.append(row)
-        return matrix, f"NVML topology of {count} GPUs (NV<n>: n NVLink links; otherwise the PCIe path)."
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _bus_id(pci: Any) -> str:
-    bus = pci.busId
-    bus = bus.decode() if isinstance(bus, bytes) else bus
-    return bus.lower()[-12:]
 
 
 # ---------------------------------------------------------------------------------------

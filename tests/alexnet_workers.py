@@ -2,7 +2,7 @@ import torch
 
 from d2lmp.models import alexnet2012
 from d2lmp.parallel.alexnet_towers import AlexNetTower
-from d2lmp.parallel.tensor_parallel import CommLog
+from d2lmp.parallel.p2p_log import MessageLog
 
 SIZE = 67  # the smallest convenient input: 67 → 16 → 7 → 7 → 3 → 3 → 1
 
@@ -21,7 +21,7 @@ def towers(rank, world):
     full = build()
     tower = AlexNetTower(full).eval()
     x, y = sample()
-    with CommLog() as log:
+    with MessageLog() as log:
         out = tower(x)
         torch.nn.functional.cross_entropy(out, y).backward()
     grads = {n: p.grad.clone() for n, p in tower.named_parameters()}

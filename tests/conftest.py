@@ -1,11 +1,13 @@
 import os
 import tempfile
 
+import matplotlib
 import pytest
 import torch
 from notebook_runs import NotebookRuns
 
 # Every test draws off screen; set once here, before any test module imports pyplot.
+matplotlib.use("Agg")
 # The test command sets quick mode; set it here too so `pytest tests` alone behaves the same.
 os.environ.setdefault("D2LMP_QUICK", "1")
 

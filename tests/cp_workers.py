@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.distributed as dist
 from torch.nn import functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from d2lmp.checks.ranks import check_context_parallel
-from d2lmp.parallel.context_layout import LAYOUTS, split_sequence, workload
+from d2lmp.model.context_layout import LAYOUTS, workload
 from d2lmp.parallel.context_parallel import RingLog, ring_attention
+from d2lmp.parallel.p2p_log import Message, MessageLog
+from d2lmp.parallel.sequence_chunks import split_sequence
 
 SHAPE = (2, 3, 4)  # batch, heads, head_dim: the head is narrower than a chunk, so score blocks are the largest products
 TOKENS_PER_RANK = 8
@@ -46,28 +47,9 @@ class _LargestProduct(TorchDispatchMode):
         return out
 
 
-class _CountingP2P:
-    """Wraps dist.isend and dist.irecv while active and adds up the bytes of every tensor handed to them."""
-
-    def __init__(self) -> None:
-        self.sent = self.received = 0
-
-    def __enter__(self) -> _CountingP2P:
-        self._isend, self._irecv = dist.isend, dist.irecv
-
-        def isend(tensor, *args, **kwargs):  # type: ignore[no-untyped-def]
-            self.sent += tensor.numel() * tensor.element_size()
-            return self._isend(tensor, *args, **kwargs)
-
-        def irecv(tensor, *args, **kwargs):  # type: ignore[no-untyped-def]
-            self.received += tensor.numel() * tensor.element_size()
-            return self._irecv(tensor, *args, **kwargs)
-
-        dist.isend, dist.irecv = isend, irecv
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        dist.isend, dist.irecv = self._isend, self._irecv
+def _bytes(messages: list[Message]) -> int:
+    """The bytes of the tensors handed to dist.isend/irecv (or send/recv), as ``MessageLog`` saw them."""
+    return sum(m.nbytes for m in messages)
 
 
 def _saved_bytes(fn, *args, **kwargs) -> tuple[torch.Tensor, int]:  # type: ignore[no-untyped-def]
@@ -91,13 +73,13 @@ def everything(rank: int, world: int) -> RingFindings:
     for layout in LAYOUTS:
         q, k, v = (split_sequence(t, world, layout)[rank].requires_grad_(True) for t in whole)
         with RingLog() as log, _LargestProduct() as products:
-            with _CountingP2P() as forward:
+            with MessageLog() as forward:
                 out, saved[layout] = _saved_bytes(ring_attention, q, k, v, causal=True, layout=layout)
             elements[layout] = sum(log.score_blocks)
-            with _CountingP2P() as backward:
+            with MessageLog() as backward:
                 out.sum().backward()
-        sent[layout] = {"forward": forward.sent, "backward": backward.sent}
-        received[layout] = {"forward": forward.received, "backward": backward.received}
+        sent[layout] = {"forward": _bytes(forward.sent), "backward": _bytes(backward.sent)}
+        received[layout] = {"forward": _bytes(forward.received), "backward": _bytes(backward.received)}
         logged[layout], largest[layout] = dict(log.sent), products.largest
         expected[layout] = workload(world, TOKENS_PER_RANK * world, layout).computed[rank] * batch * heads
     with _LargestProduct() as products:  # standard attention on one device: the whole score matrix at once

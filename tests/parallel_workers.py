@@ -2,8 +2,6 @@
 
 import os
 import signal
-import socket
-import sys
 import time
 from pathlib import Path
 
@@ -53,45 +51,6 @@ def rank_0_hangs(rank, world, folder):
     if rank == 0:
         time.sleep(300)
     return rank
-
-
-def listening_sockets(pid="self"):
-    """(address, port) of every TCP socket in the LISTEN state that process ``pid`` holds (Linux /proc).
-
-    /proc/<pid>/net/tcp{,6} list the sockets of the network namespace; those whose inode is
-    one of the process's open descriptors are its own.
-    """
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    found = []
-    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
-        path = Path(f"/proc/{pid}/net/{table}")
-        if not path.exists():  # no IPv6 in this kernel
-            continue
-        for line in path.read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: TCP_LISTEN; field 9: the inode
-                continue
-            address, port = fields[1].split(":")
-            raw = bytes.fromhex(address)  # 32-bit words, each in host byte order
-            if sys.byteorder == "little":
-                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            found.append((socket.inet_ntop(family, raw), int(port, 16)))
-    return found
-
-
-def rank_listeners(rank, world):
-    """This rank's listening sockets and its launcher's, once every rank has joined the group."""
-    dist.barrier()  # the store serves and gloo's connections are up on every rank
-    return dict(rank=listening_sockets(), launcher=listening_sockets(os.getppid()),
-                store_port=int(os.environ["MASTER_PORT"]), gloo_interface=os.environ.get("GLOO_SOCKET_IFNAME"),
-                nccl_interface=os.environ.get("NCCL_SOCKET_IFNAME"))
 
 
 def collectives_in_small_segments(rank, world, segment_elements):

@@ -9,14 +9,14 @@ The layers, lowest first (imports point down, never up), and the folders that ho
 
 Inside the library, three kinds of code, told apart by their folder:
 
-    d2lmp/model/     every formula, assumed number and vocabulary: standard library only (no torch, no numpy,
-                     no runtime), beside the torch-free sourced tables it reads (SOURCED_TABLES)
-    d2lmp/parallel/  code that runs on ranks (launch, collectives, the strategies, checkpoints)
-    d2lmp/*.py       the single-device library (timing, models, memory, precision, ...) and its data
+    model           d2lmp/model/: every formula, assumed number and vocabulary: standard library only (no torch,
+                    no numpy, no runtime), beside the torch-free sourced tables it reads (SOURCED_TABLES)
+    parallel        d2lmp/parallel/: the rank runtime, code that runs on ranks (launch, collectives, strategies)
+    single-device   d2lmp/*.py, sources/, recorded/: timing, models, memory, precision, ... and their data
 
-A new module is placed by the folder it is created in; nothing here lists modules one by one but the few
-torch-free tables the model may read. The imports are read with `ast`, nothing is imported, so the tests take
-milliseconds and also see imports inside functions.
+README.md and CONTRIBUTING.md name the layers and kinds the same way. A new module is placed by the folder it is
+created in; nothing here lists modules one by one but the few torch-free tables the model may read. The imports
+are read with `ast`, nothing is imported, so the tests take milliseconds and also see imports inside functions.
 """
 
 from __future__ import annotations
@@ -290,24 +290,43 @@ def test_import_reader_sees_every_form(tmp_path):
                      (7, "d2lmp.plots"), (8, "d2lmp.parallel.launch"), (9, "torch.distributed")], found
 
 
-def test_readme_names_every_module():
-    """The README's module table is the map for a newcomer: every module of the package has its line."""
-    import re
+def test_readme_module_table_is_generated_from_the_tree():
+    """The README's module table is the map for a newcomer, generated from the docstrings: every module of the
+    package has its row and every row names a module that exists (regenerate: python -m tools.module_table)."""
+    from tools import module_table
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    listed = set()
-    for cell in re.findall(r"^\| (`[^|]+`) \|", readme, flags=re.M):
-        names = re.findall(r"`([\w.]+)`", cell)
-        prefix = names[0].rsplit(".", 1)[0] if names else ""
-        for name in names:  # "`d2lmp.commands.main`, `demo`" names two modules
-            listed.add(name if name.startswith("d2lmp") else f"{prefix}.{name}")
-    files = _package_files()
-    # Leaf modules, packages whose __init__ holds code, and the exercises as one entry (one module per notebook).
-    modules = {m for m, path in files.items() if not m.endswith("__main__") and not m.split(".")[-1].startswith("_")
-               and not m.startswith("d2lmp.exercises.")
-               and (path.name != "__init__.py" or len(path.read_text().splitlines()) > 10)} | {"d2lmp.exercises"}
-    missing = sorted(modules - listed)
-    assert not missing, f"README.md's module table lacks: {missing}"
+    readme = module_table.readme_table((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert readme, f"README.md lacks the {module_table.START_TAG} ... {module_table.END} region"
+    assert readme == module_table.table(), \
+        "README.md's module table is out of date: run python -m tools.module_table"
+
+
+def test_module_table_accounts_for_every_module_and_only_those():
+    """The generator itself: each module of d2lmp is a row (or inside the one-row exercises), no row is invented."""
+    from tools import module_table
+
+    modules, listed = set(_package_files()), module_table.listed_modules()
+    assert not modules - listed, f"modules without a row: {sorted(modules - listed)}"
+    assert not listed - modules, f"rows without a module: {sorted(listed - modules)}"
+
+
+def test_each_modules_first_sentence_is_its_one_job():
+    """A module's table row is its docstring's first sentence: short enough to read as one job."""
+    from tools import module_table
+
+    long = [f"{row.module}: {len(row.job)} characters" for row in module_table.rows()
+            if len(row.job) > module_table.MAX_JOB]
+    assert not long, f"first sentence over {module_table.MAX_JOB} characters; say the one job first: {long}"
+
+
+def test_module_table_first_sentence_reader():
+    """The sentence reader stops at a sentence's end, not at an abbreviation, an ellipsis or a version number."""
+    from tools.module_table import first_sentence
+
+    assert first_sentence("d2lmp.x: the table (GTX 580 ... H200), e.g. ``a``. More here.", "d2lmp.x") == \
+        "the table (GTX 580 ... H200), e.g. ``a``"
+    assert first_sentence("Goyal et al. 2017, torch 2.13. Then `b`.\n\nOther.") == "Goyal et al. 2017, torch 2.13"
+    assert first_sentence("One line\nwrapped.") == "One line wrapped"
 
 
 def test_readme_notebook_table_matches_the_notebooks_imports():

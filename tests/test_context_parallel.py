@@ -12,17 +12,10 @@ import cp_workers as W
 import pytest
 import torch
 
-from d2lmp.parallel.context_layout import (
-    LAYOUTS,
-    block_kind,
-    chunks_of,
-    gather_sequence,
-    ring_attention_schedule,
-    split_sequence,
-    workload,
-)
+from d2lmp.model.context_layout import LAYOUTS, block_kind, chunks_of, ring_attention_schedule, workload
 from d2lmp.parallel.context_parallel import ring_traffic
 from d2lmp.parallel.launch import WorkerError, launch
+from d2lmp.parallel.sequence_chunks import gather_sequence, split_sequence
 
 WORLDS = (2, 3, 4)
 

@@ -1,25 +1,34 @@
-"""Every fact has one home: each assumed number and model rule is written once, in the library, and views only draw.
+"""Every fact has one home: no number with a unit is bound outside the model package and the sourced tables.
 
-Two guards, both reading the code with ``ast`` (nothing is imported or run):
+**The principle** (``test_no_number_with_a_unit_is_bound_outside_its_home``): a module- or class-level constant whose
+name carries a unit (``_S``, ``_BYTES``, ``_GBS``, ``_W``, ``_HZ``, ... or a name with ALPHA, LATENCY or BANDWIDTH)
+may be bound to a literal number only in ``d2lmp/model/`` and the sourced tables (``HOMES``: ``gpu_specs``,
+``topology``, ``bibliography``, ``sources/``, ``recorded/``); everywhere else in the package, and in every notebook's
+code cells, such a number is imported from its home. Program settings (timeouts, how long before a progress line)
+are not facts and pass; so do the few reviewed names in ``REVIEWED_UNIT_NAMES``, each with its reason.
 
-* **Views name no numbers but plotting parameters.** In ``d2lmp/views/``, a numeric literal may not be *named*
-  (bound at module or class level, given as a parameter's default, or bound to a local from literals alone)
-  unless the name is a plotting parameter: figure layout, how many things to draw, where to look from
-  (``PLOTTING_PARAMETERS``), or one of the few reviewed exceptions listed here with their reason. The values
-  0 and 1 (a start, an identity) are never a fact. Literals used in place, as a drawing call's argument (a
-  position, a margin, a unit conversion), are layout and are not checked. Widget callbacks (functions nested in
-  a view) are exempt: their defaults are the starting positions of the widget's controls.
-* **Each assumed number and rule is typed once.** Over the package and every notebook's code cells: the GPU α
-  (and any latency α written as a literal), DDP's bucket size, the bytes per parameter of each optimizer, what
-  each ZeRO stage shards, the naive schedule's one micro-batch, α read off a fitted intercept, the ring/tree
-  "who holds what" simulation (tests included), the names of the parts of memory, their colours and the
-  optimizers' names each appear in their one home only. The notebooks' prose quotes the one GPU α.
+**Rules the principle cannot see**, kept because each catches what no unit-named constant shows:
+
+* views name no numbers but plotting parameters, whatever the name (a view could bind ``link = 100.0``): in
+  ``d2lmp/views/`` a numeric literal may not be *named* (bound at module or class level, given as a parameter's
+  default, or bound to a local from literals alone) unless the name is a plotting parameter (``PLOTTING_PARAMETERS``:
+  figure layout, how many things to draw, where to look from) or a reviewed exception with its reason. The values
+  0 and 1 (a start, an identity) are never a fact; literals used in place, as a drawing call's argument, are layout;
+  widget callbacks (functions nested in a view) are exempt, their defaults being the controls' starting positions;
+* the GPU α and DDP's bucket size are found by *value*, wherever they are typed, named or inline, and a latency α
+  bound to a literal is found inside the model package too, outside its one home ``model/alpha_beta.py``;
+* bytes per parameter are found as call keywords and tuples (``param_bytes=2``, ``(2, 2, 12)``), not constants;
+* ZeRO's sharding rule, the naive schedule's one micro-batch, α read off a fitted intercept and the ring/tree
+  simulation are rules written as code (a comparison, a conditional, a division, a loop), not numbers;
+* the parts of memory, their colours and the optimizers' names are a vocabulary: strings, not numbers;
+* the notebooks' prose quotes the one GPU α (markdown, not code).
+
+Everything is read with ``ast`` (nothing is imported or run); notebooks through ``tools.notebooks``.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from collections.abc import Iterator
@@ -30,9 +39,29 @@ import pytest
 from d2lmp.model.alpha_beta import GPU_ALPHA_S
 from d2lmp.model.dp_model import DDP_BUCKET_BYTES
 from d2lmp.model.training_state import BUFFERS, MEMORY_PARTS, OPTIMIZERS
+from tools.notebooks import paths, read
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = ROOT / "d2lmp" / "views"
+
+# Where a number with a unit may be written: the model package and the sourced tables.
+HOMES = ("d2lmp/model/", "d2lmp/gpu_specs.py", "d2lmp/topology.py", "d2lmp/bibliography.py", "d2lmp/sources/",
+         "d2lmp/recorded/")
+# A unit at the end of a constant's name (after an underscore: a bare ``S`` is a sequence length, ``KIB`` a unit
+# conversion), or a quantity of the α-β model anywhere in a name.
+UNIT_SUFFIX = re.compile(r"_(S|MS|US|NS|SECONDS|MIN|MINUTES|HOURS|BYTES|KB|MB|GB|TB|KIB|MIB|GIB|GBS|GBPS|TBS|TBPS|"
+                         r"W|WATTS|HZ|KHZ|MHZ|GHZ|FLOPS|GFLOPS|TFLOPS|J|JOULES)$")
+MODEL_QUANTITY = re.compile(r"(^|_)(alpha|latency|bandwidth)($|_)", re.I)
+# Settings of the program, not facts about the world: how long to wait for a rank, when to print progress.
+SETTING = re.compile(r"TIMEOUT|_AFTER_S$")
+# (module or notebook, name) -> why it may bind a number with what looks like a unit.
+REVIEWED_UNIT_NAMES = {
+    ("d2lmp/exercises/activation_memory_and_composing.py", "PIPE_MB"): "MB is micro-batches (counts), not megabytes",
+    ("d2lmp/exercises/gpus_in_deep_learning.py", "_FC6_BYTES"):
+        "the exercise's answer, from the fc6 shape and FP32 size its question states",
+    ("d2lmp/exercises/when_things_fail.py", "SAVE_S"): "the question's given: a 2-minute save on 4096 GPUs",
+    ("d2lmp/models.py", "LRN_ALPHA"): "local response normalization's α (AlexNet's hyper-parameter), not a latency",
+}
 
 # Names whose numeric value is a drawing choice: figure layout, how many things to draw, where to look from.
 PLOTTING_PARAMETERS = {"figsize", "fontsize", "label_min", "decimals", "columns", "ticks", "yaw", "pitch", "world",
@@ -75,23 +104,15 @@ COLOURS_HOME = "d2lmp/views/memory.py"
 OLD_NAMES = {"optimizer", "activations"}  # what the parts of memory were once also called
 
 
-def _parse_cell(source: str) -> ast.Module:
-    """A notebook code cell as Python: IPython's %magics and !commands become ``pass`` at their indentation."""
-    lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
-             for line in source.splitlines()]
-    return ast.parse("\n".join(lines))
-
-
 def _package() -> Iterator[tuple[str, ast.Module]]:
     for path in sorted((ROOT / "d2lmp").rglob("*.py")):
         yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text())
 
 
 def _notebooks() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
-            if cell["cell_type"] == "code":
-                yield f"{path.relative_to(ROOT).as_posix()} cell {i}", _parse_cell("".join(cell["source"]))
+    for path in paths():
+        for cell in read(path).code():
+            yield f"{path.relative_to(ROOT).as_posix()} cell {cell.index}", cell.tree()
 
 
 def _tests() -> Iterator[tuple[str, ast.Module]]:
@@ -166,6 +187,44 @@ def _bindings(tree: ast.Module) -> Iterator[tuple[int, str, ast.expr]]:
             yield from ((node.lineno, n, node.value) for n in _names(node.target))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             yield from ((node.lineno, n, d) for n, d in _defaults(node))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The principle: no number with a unit is bound outside its home
+
+
+def _has_unit(name: str) -> bool:
+    return bool((name.isupper() and UNIT_SUFFIX.search(name)) or MODEL_QUANTITY.search(name))
+
+
+def unit_number_violations(tree: ast.Module, where: str) -> list[str]:
+    """Module- and class-level constants of ``tree`` whose name carries a unit and whose value is literal numbers."""
+    top = list(tree.body) + [s for c in tree.body if isinstance(c, ast.ClassDef) for s in c.body]
+    found = []
+    for node in top:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _value(node.value) is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{where}:{node.lineno}: {name} = {ast.unparse(node.value)[:60]}"
+                      for t in targets for name in _names(t) if _has_unit(name) and not SETTING.search(name)
+                      and (where.split(" cell ")[0], name) not in REVIEWED_UNIT_NAMES]
+    return found
+
+
+def test_no_number_with_a_unit_is_bound_outside_its_home():
+    """Views are left to their own, stricter rule below (any number there, unit or not)."""
+    found = [v for where, tree in _learner_code() if not where.startswith((*HOMES, "d2lmp/views/"))
+             for v in unit_number_violations(tree, where)]
+    assert not found, ("a number with a unit bound outside the model package and the sourced tables; move it to its "
+                       f"home (d2lmp/model/ or a sourced table) with its source, and import it: {found}")
+
+
+def test_the_unit_rule_catches_a_constant_and_passes_a_setting():
+    """The rule itself: unit-named constants and α-β quantities are caught; settings, bare letters, units and
+    values that are not literal numbers pass."""
+    tree = ast.parse("NVLINK_GBS = 450.0\nclass Link:\n    ALPHA = 5e-6\nSAVE_BYTES = 3 * 2**30\n"
+                     "link_bandwidth = 1e9\nRANK_TIMEOUT_S = 30.0\nS = 4096\nKIB = 2**10\nSTEP_S = other.STEP_S\n")
+    found = [v.split(": ", 1)[1].split(" =")[0] for v in unit_number_violations(tree, "any.py")]
+    assert sorted(found) == ["ALPHA", "NVLINK_GBS", "SAVE_BYTES", "link_bandwidth"], found
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -363,9 +422,9 @@ ALPHA_IN_PROSE = re.compile(r"α\s*(?:=|≈|of|is)\s*(\d+(?:\.\d+)?)\s*µs")
 
 def test_notebooks_quote_the_one_gpu_alpha():
     quoted = []
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
-            if cell["cell_type"] == "markdown":
-                quoted += [(path.name, i, m.group(1)) for m in ALPHA_IN_PROSE.finditer("".join(cell["source"]))]
+    for path in paths():
+        for cell in read(path).cells:
+            if cell.is_markdown:
+                quoted += [(path.name, cell.index, m.group(1)) for m in ALPHA_IN_PROSE.finditer(cell.source)]
     wrong = [q for q in quoted if float(q[2]) != pytest.approx(GPU_ALPHA_S * 1e6)]
     assert not wrong, f"prose types an α other than alpha_beta.GPU_ALPHA_S ({GPU_ALPHA_S * 1e6:g} µs): {wrong}"

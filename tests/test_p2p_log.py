@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 import torch
 import torch.distributed as dist
 
+from d2lmp.model.alpha_beta import BUS_FACTORS
 from d2lmp.parallel.collectives import ring_all_reduce, ring_reduce_scatter
 from d2lmp.parallel.launch import launch
-from d2lmp.parallel.p2p_log import COLLECTIVES, OPS, Message, MessageLog
+from d2lmp.parallel.p2p_log import (
+    COLLECTIVES,
+    OPS,
+    CommCall,
+    Message,
+    MessageLog,
+    active_logs,
+    add_seconds,
+    record,
+    ring_wire_bytes,
+)
 
 N = 12  # float32 elements: 48 bytes, 16 per chunk on 3 ranks
 
@@ -26,6 +38,12 @@ def _worker(rank: int, world: int) -> dict[str, object]:
     with MessageLog() as log:
         ring_all_reduce(t.clone())
     out["ring_all_reduce"] = list(log.messages)
+    out["ring_all_reduce_received"] = log.received_bytes
+    with MessageLog() as log:
+        right, left = (rank + 1) % world, (rank - 1) % world
+        for request in (dist.isend(t, right, None, 7), dist.irecv(torch.empty(N), left, None, 7)):
+            request.wait()
+    out["tags"] = [m.tag for m in log.messages]
     with MessageLog() as log:
         ring_reduce_scatter(t)
     out["ring_reduce_scatter"] = list(log.messages)
@@ -60,6 +78,8 @@ def test_the_log_records_every_call_with_its_bytes_on_each_rank():
         assert len(sends) == 2 * (world - 1) and {m.peer for m in sends} == {right}
         assert sum(m.sent_bytes for m in ring) == 2 * (world - 1) / world * N * 4  # 2(n-1)/n · S
         assert {m.peer for m in ring if m.op in ("recv", "irecv")} == {left}
+        assert out["ring_all_reduce_received"] == 2 * (world - 1) * 16  # as many chunks in as out
+        assert out["tags"] == [7, 7]
         scatter = out["ring_reduce_scatter"]
         assert sum(m.sent_bytes for m in scatter) == (world - 1) / world * N * 4
 
@@ -97,3 +117,36 @@ def test_a_message_knows_what_it_sends():
     assert not Message("send", 1, 8).collective and Message("all_reduce", None, 80, 4).collective
     assert Message("all_reduce", None, 80, 4).sent_bytes == 2 * 3 / 4 * 80
     assert Message("reduce_scatter_tensor", None, 80, 4).sent_bytes == 3 / 4 * 80
+
+
+def test_named_collectives_and_seconds_reach_every_active_log_and_only_those():
+    t = torch.zeros(6)  # 24 bytes
+    record("all_reduce", t, "outside")  # no log active: nothing to record, nothing raised
+    add_seconds("computing", 1.0)
+    with MessageLog() as outer:
+        with MessageLog() as inner:
+            assert active_logs() == [inner, outer]
+            record("all_reduce", t, "mlp")
+            record("all_gather", t, "mlp (backward)")
+            add_seconds("computing", 0.5)
+        assert active_logs() == [outer]
+        record("reduce_scatter", t, "after")
+    assert active_logs() == []
+    assert inner.calls == [CommCall("all_reduce", 24, "mlp"), CommCall("all_gather", 24, "mlp (backward)")]
+    assert [c.label for c in outer.calls] == ["mlp", "mlp (backward)", "after"]
+    assert inner.messages == [] and inner.seconds == outer.seconds == {"computing": 0.5}
+    assert inner.total_bytes() == 48
+    # on 4 ranks: all-reduce 2·3/4·24 = 36; all-gather of a 24-byte piece into 96: 3/4·96 = 72
+    assert inner.wire_bytes(4) == 108
+    assert (inner.wire_bytes(4, backward=False), inner.wire_bytes(4, backward=True)) == (36, 72)
+
+
+def test_ring_wire_bytes_come_from_the_bus_factors():
+    for world in (1, 2, 3, 4, 8):
+        assert ring_wire_bytes("all_reduce", 24 * world, world) == round(BUS_FACTORS["all_reduce"](world) * 24 * world)
+        assert ring_wire_bytes("all_reduce_max", 24, world) == ring_wire_bytes("all_reduce", 24, world)
+        assert ring_wire_bytes("all_gather", 24, world) == ring_wire_bytes("reduce_scatter", 24 * world, world)
+    with pytest.raises(ValueError, match="world must be at least 1, got 0"):
+        ring_wire_bytes("all_reduce", 8, 0)
+    with pytest.raises(ValueError, match="unknown collective 'broadcast'"):
+        ring_wire_bytes("broadcast", 8, 2)

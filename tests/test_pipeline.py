@@ -5,11 +5,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from d2lmp import layer_profile as LP
+from d2lmp.model import pipeline_balance as B
 from d2lmp.model import pipeline_schedule as S
 from d2lmp.model.timeline import TimelineEvent
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
-from d2lmp.parallel import pipeline_balance as B
 from d2lmp.parallel.launch import launch
 
 
@@ -153,15 +154,15 @@ def test_pipeline_bad_input():
 
 def test_profile_layers():
     model = DP.MLPSpec((8, 16, 4), seed=0).build()
-    profiles = B.profile_layers(model, torch.randn(5, 8), min_time=0.005)
+    profiles = LP.profile_layers(model, torch.randn(5, 8), min_time=0.005)
     assert [p.name for p in profiles] == ["0: Linear", "1: ReLU", "2: Linear"]
     assert [p.activation_bytes for p in profiles] == [5 * 16 * 4, 5 * 16 * 4, 5 * 4 * 4]
     assert [p.parameter_bytes for p in profiles] == [(8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]
     assert all(p.seconds > 0 for p in profiles)
     with pytest.raises(ValueError, match="nn.Sequential"):
-        B.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
+        LP.profile_layers(torch.nn.Linear(2, 2), torch.randn(1, 2))
     with pytest.raises(ValueError, match="rounds"):
-        B.profile_layers(model, torch.randn(5, 8), rounds=0)
+        LP.profile_layers(model, torch.randn(5, 8), rounds=0)
 
 
 def test_profile_layers_keeps_each_layers_median_over_rounds(monkeypatch):
@@ -175,7 +176,7 @@ def test_profile_layers_keeps_each_layers_median_over_rounds(monkeypatch):
 
     monkeypatch.setattr(timing, "benchmark", lambda fn, *a, **k: (fn(), Fake())[1])
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
-    profiles = B.profile_layers(model, torch.randn(2, 3), rounds=3)
+    profiles = LP.profile_layers(model, torch.randn(2, 3), rounds=3)
     assert [p.seconds for p in profiles] == [2.0, 5.0]
 
 
@@ -244,7 +245,7 @@ def test_pytorch_pipelining_api_gives_the_same_gradients():
 
 def test_layer_costs_profile_at_one_thread_and_restore_the_count():
     before = torch.get_num_threads()
-    costs = B.layer_costs(DP.MLPSpec((8, 16, 4), seed=0).build(), torch.randn(5, 8), min_time=0.005, rounds=2)
+    costs = LP.layer_costs(DP.MLPSpec((8, 16, 4), seed=0).build(), torch.randn(5, 8), min_time=0.005, rounds=2)
     assert len(costs) == 3 and all(c > 0 for c in costs)
     assert torch.get_num_threads() == before
 

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from d2lmp.model import pipeline_schedule as S
+from d2lmp.model.pipeline_balance import equal_split
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
 from d2lmp.parallel.launch import WorkerError, launch
 from d2lmp.parallel.p2p_log import MessageLog
-from d2lmp.parallel.pipeline_balance import equal_split
 
 SPEC = DP.MLPSpec((12, 16, 16, 16, 16, 16, 16, 5), seed=0)  # 13 layers: up to 4 ranks x 3 chunks
 WIDTH = 16  # every boundary carries 16 values per example

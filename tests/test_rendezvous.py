@@ -7,11 +7,11 @@ JupyterHub node or a laptop on public Wi-Fi, a socket on ``*`` or the LAN addres
 import ipaddress
 import os
 
-import parallel_workers as W
 import pytest
 from conftest import requires_cuda
 
 from d2lmp.parallel.launch import LOOPBACK_INTERFACE, launch
+from tools.nccl_listeners import rank_listeners
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/net/tcp"), reason="reads Linux /proc")
 
@@ -24,7 +24,7 @@ def _loopback(address):
 @pytest.mark.parametrize("world, method", [(2, "fork"), (4, "fork"), pytest.param(2, "spawn", marks=pytest.mark.slow)])
 def test_every_listening_socket_is_loopback(monkeypatch, world, method):
     monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)  # the launcher's default, not the user's choice
-    reports = launch(W.rank_listeners, world, start_method=method, timeout=60)
+    reports = launch(rank_listeners, world, start_method=method, timeout=60)
     for rank, report in enumerate(reports):
         for who in ("rank", "launcher"):
             exposed = [s for s in report[who] if not _loopback(s[0])]
@@ -43,7 +43,7 @@ def test_nccl_bootstrap_listens_on_loopback_only(monkeypatch):
     """One NCCL rank on this machine's GPU: the barrier builds the communicator, whose bootstrap listens."""
     monkeypatch.delenv("NCCL_SOCKET_IFNAME", raising=False)
     monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
-    (report,) = launch(W.rank_listeners, 1, backend="nccl", timeout=120)
+    (report,) = launch(rank_listeners, 1, backend="nccl", timeout=120)
     for who in ("rank", "launcher"):
         exposed = [s for s in report[who] if not _loopback(s[0])]
         assert not exposed, f"the NCCL rank's {who} process listens beyond this machine: {exposed}"

@@ -1,4 +1,5 @@
-"""The CPU preset of the cluster model (model.cluster.cpu) and its calibration's arithmetic (d2lmp.bench.cpu_calibration).
+"""The CPU preset of the cluster model (model.cluster.cpu) and its calibration's arithmetic
+(d2lmp.bench.cpu_calibration).
 
 Made-up calibration numbers go through ``predict_cpu``, the cluster model's own ``predict``, and every part of
 the step is checked against the model's formulas written out here (FLOPs, bytes and parameters from

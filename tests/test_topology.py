@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from d2lmp import bandwidth, topology
+from d2lmp import bandwidth, gpu_topology, topology
 
 
 def test_pcie_matches_the_specifications():
@@ -43,7 +43,7 @@ def test_topologies():
 
 
 def test_nvml_topology_never_raises():
-    matrix, sentence = topology.nvml_topology()
+    matrix, sentence = gpu_topology.nvml_topology()
     assert isinstance(sentence, str)
     if torch.cuda.device_count() < 2:
         assert matrix is None
@@ -140,7 +140,7 @@ def _fake_topology_pynvml(count=3, init_error=None):
 def test_nvml_topology_with_fake_library(monkeypatch):
     fake, calls = _fake_topology_pynvml()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    matrix, sentence = topology.nvml_topology()
+    matrix, sentence = gpu_topology.nvml_topology()
     assert matrix == [["X", "NV2", "PXB"],
                       ["NV2", "X", "SYS"],
                       ["PXB", "SYS", "X"]]
@@ -159,16 +159,16 @@ def test_nvml_topology_unknown_level_and_failed_query(monkeypatch):
 
     fake.nvmlDeviceGetTopologyCommonAncestor = ancestor
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    matrix, _ = topology.nvml_topology()
+    matrix, _ = gpu_topology.nvml_topology()
     assert matrix[0][2] == "70" and matrix[1][2] == "?" and matrix[0][1] == "NV2"
 
 
 def test_nvml_topology_one_gpu_or_no_driver(monkeypatch):
     fake, calls = _fake_topology_pynvml(count=1)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    matrix, sentence = topology.nvml_topology()
+    matrix, sentence = gpu_topology.nvml_topology()
     assert matrix is None and "1 GPU" in sentence and calls == ["init", "shutdown"]
     fake, calls = _fake_topology_pynvml(init_error=RuntimeError("NVML Shared Library Not Found"))
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    matrix, sentence = topology.nvml_topology()
+    matrix, sentence = gpu_topology.nvml_topology()
     assert matrix is None and "No NVIDIA driver" in sentence and calls == []

@@ -1,14 +1,10 @@
 """The first stage's activations per recomputation mode are Korthikanti's closed forms, and draw as three bars."""
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-
-from d2lmp.model.cluster.presets import model_preset  # noqa: E402
-from d2lmp.model.transformer_stage_memory import korthikanti_first_stage_bytes  # noqa: E402
-from d2lmp.views.activation_memory import first_stage_bytes_by_recompute, plot_activation_memory  # noqa: E402
+from d2lmp.model.cluster.presets import model_preset
+from d2lmp.model.transformer_stage_memory import korthikanti_first_stage_bytes
+from d2lmp.views.activation_memory import first_stage_bytes_by_recompute, plot_activation_memory
 
 
 def test_each_mode_is_the_closed_form_and_recomputation_keeps_less():

@@ -4,7 +4,7 @@
 import matplotlib.pyplot as plt
 import pytest
 
-from d2lmp.parallel.context_layout import chunks_of, workload
+from d2lmp.model.context_layout import chunks_of, workload
 from d2lmp.views import context_parallel as V
 
 

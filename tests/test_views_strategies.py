@@ -4,8 +4,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from d2lmp.model.pipeline_balance import balance
 from d2lmp.parallel.data_parallel import shard
-from d2lmp.parallel.pipeline_balance import balance
 from d2lmp.views.strategies import plot_three_splits
 
 LAYERS = ["Linear\n8→6", "ReLU", "Linear\n6→4"]

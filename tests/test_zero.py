@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from d2lmp.commands.main import main
@@ -11,6 +10,7 @@ from d2lmp.model.training_state import STATE_PARTS
 from d2lmp.models import mlp
 from d2lmp.parallel import zero as Z
 from d2lmp.parallel.launch import launch
+from d2lmp.parallel.p2p_log import MessageLog
 
 # 9*30+30 + 30*17+17 + 17*5+5 = 300 + 527 + 90 = 917 parameters: odd, so neither 2 nor 4 ranks
 # divide it, and the layers (stage 3's units) are uneven too.
@@ -39,45 +39,25 @@ def _one_device(x, y):
     return losses, [p.detach().clone() for p in model.parameters()]
 
 
-class _CountedSends:
-    """While active, count the bytes this rank hands to torch.distributed's sends (``isend``, ``send``).
-
-    Our ring collectives move every byte with these two calls, so the count is what the rank really put
-    on the wire, measured independently of ZeroAdam's own log of what it meant to send.
-    """
-
-    def __init__(self):
-        self.bytes = 0
-
-    def _counting(self, send):
-        def counted(tensor, *args, **kwargs):
-            self.bytes += tensor.numel() * tensor.element_size()
-            return send(tensor, *args, **kwargs)
-
-        return counted
-
-    def __enter__(self):
-        self._originals = dist.isend, dist.send
-        dist.isend, dist.send = (self._counting(f) for f in self._originals)
-        return self
-
-    def __exit__(self, *exc):
-        dist.isend, dist.send = self._originals
-
-
 def _wire_bytes_per_step(rank, world, x, y, stage):
-    """Train ZeroAdam ``stage`` for STEPS steps and count the bytes sent during each (forward to update)."""
+    """Train ZeroAdam ``stage`` for STEPS steps and count the bytes sent during each (forward to update).
+
+    Our ring collectives move every byte with ``dist.isend``/``send``, so the bytes of the sends ``MessageLog``
+    saw are what the rank really put on the wire, measured independently of ZeroAdam's own log of what it meant
+    to send.
+    """
     torch.manual_seed(0)
     model = mlp(SIZES[0], SIZES[1:-1], SIZES[-1], flatten=False)
     optimizer = Z.ZeroAdam(model, stage, lr=LR)
     xs, ys = torch.tensor_split(x, world)[rank], torch.tensor_split(y, world)[rank]
     per_step = []
     for _ in range(STEPS):
-        with _CountedSends() as sends:
+        with MessageLog() as traffic:
             optimizer.zero_grad()
             (nn.functional.cross_entropy(model(xs), ys, reduction="sum") / len(x)).backward()
             optimizer.step()
-        per_step.append(sends.bytes)
+        per_step.append(sum(m.nbytes for m in traffic.sent))
+        assert not traffic.collectives, "ZeroAdam moves its bytes by send/recv alone"
     return dict(wire=per_step, logged=[optimizer.bytes_sent(s) for s in range(STEPS)])
 
 

@@ -4,6 +4,7 @@ import torch
 from torch import nn
 
 from d2lmp.parallel import tensor_parallel as TP
+from d2lmp.parallel.p2p_log import MessageLog
 
 
 def _compare(full, split, x, slices):
@@ -12,7 +13,7 @@ def _compare(full, split, x, slices):
     xf = x.clone().requires_grad_(True)
     (full(xf) * probe).sum().backward()
     xs = x.clone().requires_grad_(True)
-    with TP.CommLog() as log:
+    with MessageLog() as log:
         out = split(xs)
         (out * probe).sum().backward()
     errors = {"output": float((out - full(x)).abs().max()), "input_grad": float((xs.grad - xf.grad).abs().max())}

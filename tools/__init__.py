@@ -1,12 +1,7 @@
-"""Maintenance scripts of the repository (not part of the installed package); run them from its root.
-
-    python -m tools.execute [NOTEBOOK ...]       re-execute notebooks in place at full size (`make execute`)
-    python -m tools.build [OUTPUT_DIR]           the static HTML book (`make book`)
-    python -m tools.update_references            regenerate each notebook's References cell
-    python -m tools.notebook_modules             the README's notebook -> modules table
-    python -m tools.type_coverage [--list]       how much of d2lmp is annotated, which functions return dicts
-    python -m tools.nccl_listeners               what an NCCL rank listens on (needs a CUDA GPU)
-    tools/record_gpu.sh OUTDIR                   re-record d2lmp/recorded/ on a GPU machine
+"""Maintenance scripts of the repository (not part of the installed package); run them from its root as
+``python -m tools.<job>`` (``tools/record_gpu.sh`` is a shell script). Each script's docstring says what it
+does and how to run it; this list is left to ``ls tools``, so it cannot go stale.
 
 ``tools.notebooks`` lists the notebooks and reads their cells, for these scripts and for the tests alike.
+Tools import ``d2lmp`` and each other, never the tests.
 """

@@ -1,5 +1,7 @@
-"""Benchmark: ring attention's forward on p ranks against one rank's ``F.scaled_dot_product_attention`` on the
-whole sequence, measured in the same launch.
+"""Benchmark: ring attention's forward on p ranks against one rank's whole-sequence attention.
+
+It times ring attention's forward on p ranks against one rank's ``F.scaled_dot_product_attention`` on the whole
+sequence, measured in the same launch.
 
 Each round times, one after another: the reference (rank 0 alone, the other ranks waiting at a barrier),
 ring attention in each layout (plain, balanced) with each block kernel (explicit, fused), and the ring's K/V
@@ -23,10 +25,11 @@ import torch.distributed as dist
 from torch.nn import functional as F
 
 from d2lmp.config import pick
+from d2lmp.model.context_layout import LAYOUTS
 from d2lmp.parallel.attention_blocks import BLOCK_KERNELS
-from d2lmp.parallel.context_layout import LAYOUTS, split_sequence
 from d2lmp.parallel.context_parallel import RingLog, pass_kv_round, ring_attention
 from d2lmp.parallel.launch import launch
+from d2lmp.parallel.sequence_chunks import split_sequence
 
 __all__ = ["CONTENDERS", "RingTiming", "RingAttentionBench", "ring_attention_bench"]
 

@@ -19,12 +19,12 @@ from torch import nn
 from d2lmp.bench.allreduce import measure_all_reduces
 from d2lmp.model.alpha_beta import fit_alpha_beta, ring_alpha_beta
 from d2lmp.model.costmodel import predict, this_machine
+from d2lmp.model.pipeline_balance import balance
 from d2lmp.model.pipeline_schedule import step_span
 from d2lmp.models import layer_table
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.pipeline import pipeline_steps
-from d2lmp.parallel.pipeline_balance import balance
 from d2lmp.parallel.tensor_parallel import ColumnParallelLinear
 from d2lmp.timing import benchmark
 

@@ -1,7 +1,7 @@
 """Pipeline benchmark: balanced vs equal partitions, measured vs theoretical bubbles, GPipe, 1F1B, interleaved 1F1B.
 
 The network is ``models.pipeline_model`` (a half-width AlexNet) on 115×115 inputs, split over
-ranks by ``parallel.pipeline_balance`` and run with real processes by ``parallel.pipeline``. ``pipeline_bench``
+ranks by ``model.pipeline_balance`` and run with real processes by ``parallel.pipeline``. ``pipeline_bench``
 returns a ``PipelineBench`` (``PartitionTiming``, ``BubbleTiming`` and ``InterleavedBubble`` rows), ``schedule_bench``
 ``ScheduleTiming`` rows.
 """
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from d2lmp.layer_profile import layer_costs
+from d2lmp.model.pipeline_balance import balance, balance_schedule, equal_split
 from d2lmp.model.pipeline_schedule import (
     bubble_fraction,
     bubble_time_fraction,
@@ -27,8 +29,7 @@ from d2lmp.models import pipeline_model
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.pipeline import counted_pipeline_step, pipeline_step, pipeline_steps
-from d2lmp.parallel.pipeline_balance import balance, balance_schedule, equal_split, layer_costs
-from d2lmp.parallel.pipeline_memory import LedgerSummary
+from d2lmp.pipeline_memory import LedgerSummary
 
 __all__ = ["PartitionTiming", "BubbleTiming", "PipelineBench", "ScheduleTiming", "InterleavedBubble",
            "interleaved_bench", "pipeline_bench", "schedule_bench"]

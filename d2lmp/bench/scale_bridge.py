@@ -1,18 +1,19 @@
-"""The bridge to this machine: the cluster model's step time, given a CPU preset calibrated here, against steps
-of the small GPT measured on CPU ranks: data, tensor (``gpt_tp``), pipeline (1F1B: ``pipeline_step`` on
-``gpt_sequential`` stages) and data × tensor parallelism.
+"""The bridge to this machine: the cluster model's step time against the small GPT's steps on CPU ranks.
+
+It compares the cluster model's step time, given a CPU preset calibrated here, against steps of the small GPT
+measured on CPU ranks: data, tensor (``gpt_tp``), pipeline (1F1B: ``pipeline_step`` on ``gpt_sequential`` stages)
+and data × tensor parallelism.
 
 One launch of 2 ranks runs, round after round, a calibration (``cpu_calibration``) and a few steps of each 2-rank
 strategy, in an order that turns by one every round; a launch of 4 ranks does the same for the 2 × 2 data × tensor
 grid, its calibration's all-reduces and sends inside the tensor pairs, both at once. Each measured number's median
-over the rounds makes the launch's CPU preset, from which ``model.cluster.cpu.predict_cpu`` predicts each strategy's step,
-against the median of its measured steps; each round's own prediction against that round's step shows the spread
-(on a shared machine the load moves within a round, so a round's calibration and steps need not see the same). Every
-step is AdamW on float32, its gradients in one flat buffer (one all-reduce a step, after the backward: the ranks'
-one thread computes, then talks), timed in phases on the one system-wide clock: from the first rank's start to
-the last rank's end of its forward and backward, of the gradient all-reduce, and of the optimizer step.
-``scale_bridge_bench`` returns a ``BridgeResult`` of ``StrategyRun`` records, one per strategy.
-"""
+over the rounds makes the launch's CPU preset, from which ``model.cluster.cpu.predict_cpu`` predicts each strategy's
+step, against the median of its measured steps; each round's own prediction against that round's step shows the
+spread (on a shared machine the load moves within a round, so a round's calibration and steps need not see the
+same). Every step is AdamW on float32, its gradients in one flat buffer (one all-reduce a step, after the backward:
+the ranks' one thread computes, then talks), timed in phases on the one system-wide clock: from the first rank's
+start to the last rank's end of its forward and backward, of the gradient all-reduce, and of the optimizer step.
+``scale_bridge_bench`` returns a ``BridgeResult`` of ``StrategyRun`` records, one per strategy. """
 
 from __future__ import annotations
 

@@ -3,17 +3,13 @@
 ``check_all_to_all`` compares ``collectives.all_to_all`` with torch's (``dist.all_to_all`` for equal
 blocks; ``all_to_all.torch_all_to_all``, ``dist.all_to_all_single`` with split sizes, for uneven ones,
 since gloo's ``all_to_all`` refuses uneven blocks) and with the exchange written out from every rank's
-inputs, and counts the bytes it puts on the wire with ``PointToPointLog``. ``check_expert_parallel``
+inputs, and counts the bytes it puts on the wire with ``p2p_log.MessageLog``. ``check_expert_parallel``
 runs ``ExpertParallelMoE`` against ``MoE`` on the concatenated batch, top-1 and top-2, with a capacity
 that drops tokens. Both return the largest error by name (0 where equal) and run under ``launch`` and
 torchrun alike.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from types import TracebackType
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -23,55 +19,9 @@ from d2lmp.parallel import collectives as C
 from d2lmp.parallel.all_to_all import torch_all_to_all
 from d2lmp.parallel.expert_parallel import ExpertParallelMoE
 from d2lmp.parallel.launch import rank_device
+from d2lmp.parallel.p2p_log import Message, MessageLog
 
-__all__ = ["PointToPointLog", "all_to_all_block", "check_all_to_all", "expert_parallel_case", "check_expert_parallel"]
-
-
-class PointToPointLog:
-    """Counts the bytes this rank sends and receives by point-to-point messages while the ``with`` block runs.
-
-    It wraps ``dist.isend``/``irecv``/``send``/``recv`` (under NCCL, where ``P2POp`` accepts only the
-    originals, ``dist.batch_isend_irecv`` instead), so it sees every message our collectives post.
-    """
-
-    def __init__(self) -> None:
-        self.sent_bytes = self.received_bytes = self.messages = 0
-        self._saved: dict[str, Callable[..., Any]] = {}
-
-    def _count(self, sending: bool, tensor: torch.Tensor) -> None:
-        self.messages += 1
-        if sending:
-            self.sent_bytes += tensor.numel() * tensor.element_size()
-        else:
-            self.received_bytes += tensor.numel() * tensor.element_size()
-
-    def _wrap(self, name: str, sending: bool) -> Callable[..., Any]:
-        original = self._saved[name] = getattr(dist, name)
-
-        def logged(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            self._count(sending, tensor)
-            return original(tensor, *args, **kwargs)
-        return logged
-
-    def __enter__(self) -> PointToPointLog:
-        if dist.get_backend() == "nccl":
-            original = self._saved["batch_isend_irecv"] = dist.batch_isend_irecv
-            sending = dist.distributed_c10d.isend
-
-            def logged_batch(p2p_op_list: list[dist.P2POp]) -> list[dist.Work]:
-                for op in p2p_op_list:
-                    self._count(op.op is sending, op.tensor)
-                return original(p2p_op_list)
-            dist.batch_isend_irecv = logged_batch
-        else:
-            for name, sending_op in (("isend", True), ("send", True), ("irecv", False), ("recv", False)):
-                setattr(dist, name, self._wrap(name, sending_op))
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        for name, original in self._saved.items():
-            setattr(dist, name, original)
+__all__ = ["all_to_all_block", "check_all_to_all", "expert_parallel_case", "check_expert_parallel"]
 
 
 def all_to_all_block(src: int, dst: int, device: torch.device, equal: bool = False) -> torch.Tensor:
@@ -79,6 +29,11 @@ def all_to_all_block(src: int, dst: int, device: torch.device, equal: bool = Fal
     rows = 2 if equal else (3 * src + 2 * dst + 1) % 4
     g = torch.Generator().manual_seed(100 * src + dst + (7 if equal else 0))
     return torch.randn(rows, 2, 3, generator=g).to(device)
+
+
+def _message_bytes(messages: list[Message]) -> int:
+    """The bytes of ``messages``, as ``MessageLog`` counted them."""
+    return sum(m.nbytes for m in messages)
 
 
 def check_all_to_all(rank: int, world: int, device: str = "auto") -> dict[str, float]:
@@ -98,22 +53,23 @@ def check_all_to_all(rank: int, world: int, device: str = "auto") -> dict[str, f
 
     uneven = [all_to_all_block(rank, d, dev) for d in range(world)]
     written_out = [all_to_all_block(src, rank, dev) for src in range(world)]  # block `rank` of every source
-    with PointToPointLog() as log:
+    with MessageLog() as log:
         got = C.all_to_all(uneven)
     errors["all_to_all = the exchange written out (uneven blocks)"] = worst(got, written_out)
     errors["all_to_all = torch's all_to_all_single (uneven blocks)"] = worst(got, torch_all_to_all(uneven))
     # Each other rank gets one int64 size and its block; a block of no rows is never sent.
     data_sent = sum(t.numel() * t.element_size() for d, t in enumerate(uneven) if d != rank)
     data_received = sum(t.numel() * t.element_size() for s, t in enumerate(written_out) if s != rank)
-    errors["all_to_all bytes sent - expected"] = float(abs(log.sent_bytes - data_sent - 8 * (world - 1)))
-    errors["all_to_all bytes received - expected"] = float(abs(log.received_bytes - data_received - 8 * (world - 1)))
+    errors["all_to_all bytes sent - expected"] = float(abs(_message_bytes(log.sent) - data_sent - 8 * (world - 1)))
+    errors["all_to_all bytes received - expected"] = float(abs(_message_bytes(log.received) - data_received
+                                                             - 8 * (world - 1)))
     buffers = [torch.full_like(t, float("nan")) for t in written_out]
-    with PointToPointLog() as log:  # into buffers given, whose sizes say what to expect: no sizes sent
+    with MessageLog() as log:  # into buffers given, whose sizes say what to expect: no sizes sent
         into = C.all_to_all(uneven, out=buffers)
     errors["all_to_all into given buffers = the exchange written out"] = worst(into, written_out) + float(
         any(a is not b for a, b in zip(into, buffers)))
     errors["all_to_all into given buffers: bytes - expected"] = float(
-        abs(log.sent_bytes - data_sent) + abs(log.received_bytes - data_received))
+        abs(_message_bytes(log.sent) - data_sent) + abs(_message_bytes(log.received) - data_received))
 
     if world >= 3:  # within a group of ranks 1 .. n-1, whose rank numbers differ from the global ones
         members = list(range(1, world))

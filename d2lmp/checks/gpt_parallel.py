@@ -1,5 +1,7 @@
-"""Rank functions that prove the split GPT equals one device: its tensor-parallel block (with and without sequence
-parallelism), the whole tensor-parallel GPT, and the GPT trained on a data × pipeline × tensor grid.
+"""Rank functions that prove the split GPT equals one device.
+
+They check its tensor-parallel block (with and without sequence parallelism), the whole tensor-parallel GPT, and the
+GPT trained on a data × pipeline × tensor grid.
 
 Each runs on every rank (``rank, world`` first) and returns the largest |difference| from the one-device
 computation by name, so that ``launch``, ``torchrun`` entry points and the GPU self-checks can all run them.

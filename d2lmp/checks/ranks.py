@@ -1,4 +1,4 @@
-"""Rank functions that prove each parallel version equals one device, and one that times all-reduces.
+"""Rank functions that prove each parallel version equals one device.
 
 Each runs on every rank (``rank, world`` first) and returns what it found. They live in a module (not a
 notebook) so every start method can run them: ``launch`` with fork or spawn, and ``torchrun`` through the
@@ -14,11 +14,11 @@ from typing import Any, cast
 import torch
 import torch.distributed as dist
 
+from d2lmp.model.pipeline_balance import equal_split
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel.launch import rank_device
 from d2lmp.parallel.pipeline import Reference, StepResult, pipeline_step, sequential_reference
-from d2lmp.parallel.pipeline_balance import equal_split
 
 __all__ = ["SIZES", "check_collectives", "check_data_parallel", "check_pipeline", "check_interleaved_pipeline",
            "check_tensor_parallel", "check_zero", "check_hybrid", "DTensorCheck", "dtensor_mlp_check",
@@ -227,9 +227,10 @@ def check_context_parallel(rank: int, world: int, tokens_per_rank: int = 6, devi
     (the fused one on CPU ranks only)."""
     from torch.nn import functional as F
 
+    from d2lmp.model.context_layout import LAYOUTS
     from d2lmp.parallel.attention_blocks import BLOCK_KERNELS
-    from d2lmp.parallel.context_layout import LAYOUTS, split_sequence
     from d2lmp.parallel.context_parallel import ring_attention
+    from d2lmp.parallel.sequence_chunks import split_sequence
 
     dev = rank_device(device)
     kernels = BLOCK_KERNELS if dev.type == "cpu" else ("explicit",)

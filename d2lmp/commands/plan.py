@@ -1,10 +1,12 @@
-"""``d2lmp plan``: the planner (``scale.plan``) from the command line: the fastest configurations that fit, as a
-table, and each family's verdict (why it is not the winner).
+"""``d2lmp plan``: the planner from the command line.
+
+It runs the planner (``scale.plan``) and prints the fastest configurations that fit, as a table, and
+each family's verdict (why it is not the winner).
 
 The model is a preset name (``d2lmp.scale.MODEL_PRESETS``: the calibration table's GPTs, 22B, 175B, Llama 3) or a
 shape given as options (``--layers``, ``--hidden``, ``--heads`` and the rest); the cluster a GPU preset and a count.
-Options limit the search (recomputation, ZeRO stages, the largest tensor or pipeline size, ...). Every option is checked
-before the search (``check``): a bad one is a ``ValueError`` (one line, exit 2). A request nothing fits is a
+Options limit the search (recomputation, ZeRO stages, the largest tensor or pipeline size, ...). Every option is
+checked before the search (``check``): a bad one is a ``ValueError`` (one line, exit 2). A request nothing fits is a
 ``UsageError`` (one line, exit 2) that counts the families per reason (the batch does not split, memory, ...). A
 search that lasts more than a second says on stderr what it searches and how long it has run.
 """

@@ -21,8 +21,8 @@ from torch.nn import functional as F
 from d2lmp.checks.experts import all_to_all_block
 from d2lmp.exercises._code import Logged, code_checker, detached, logged, max_error, no_collective, on_ranks, ring_only
 from d2lmp.parallel.attention_blocks import Partial, attention_block, merge
-from d2lmp.parallel.context_layout import split_sequence
 from d2lmp.parallel.p2p_log import MessageLog
+from d2lmp.parallel.sequence_chunks import split_sequence
 
 __all__ = ["my_merge", "my_pass_right", "my_ring_forward", "given_balanced_ring_forward", "my_balanced_ring_forward",
            "my_all_to_all", "merge_checker", "pass_checker", "ring_checker", "balanced_checker", "all_to_all_checker",

@@ -136,8 +136,9 @@ EXERCISES = [
                       "layer's parameters for its forward and again for its backward: 2k all-gathers instead of 2. "
                       "The reduce-scatter could wait, but only if each rank kept the full, unsharded gradient "
                       "between micro-steps, which is what stage 3 set out to avoid (in practice: reduce-scatter "
-                      "every micro-step and accumulate the shard, k reduce-scatters). Accumulation helps stages 0-2, "
-                      "whose parameters are whole on every rank, fully, and stage 3 only a little."),
+                      "every micro-step and accumulate the shard, k reduce-scatters). Accumulation helps stages 0-1 "
+                      "fully. Stage 2, like stage 3, shards the gradient, so it reduce-scatters every micro-step "
+                      "unless each rank keeps the whole gradient, as our ZeroAdam does until step()."),
 ]
 
 pipeline_peak, segments, full_recompute_gb, accumulation_bug, accumulate_stage3 = EXERCISES

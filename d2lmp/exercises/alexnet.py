@@ -261,7 +261,8 @@ EXERCISES = [
     Exercise(
         key="batch_activations", number=6, title="Activations of a batch",
         question="The activations of one image take the memory shown in the table's total (4,917 KiB). Estimate the "
-                 "activation memory of a batch of 128 images in FP32, in MiB, and compare it with a GTX 580's 3 GB "
+                 "activation memory of a batch of 128 images in FP32, in MiB, and compare it with a 3 GB GTX 580 "
+                 "(the boards AlexNet used) "
                  "(remember that training keeps activations for the backward pass).",
         hint_text="Multiply the per-image total by the batch, then convert: a MiB is 2¹⁰ KiB. Then add the weights, "
                   "their gradients and the momentum to see what is left of 3 GB.",

@@ -11,6 +11,7 @@ import torch
 
 from d2lmp.exercises._answers import formula_checker, parts_checker
 from d2lmp.exercises.core import Exercise, Verdict, number_checker
+from d2lmp.gpu_specs import ALEXNET_GTX580_BYTES
 from d2lmp.graphics import rotation_x, translation
 from d2lmp.timing import LinearRow
 
@@ -229,7 +230,7 @@ half_peak_batch = Exercise(
 # 5. fc6 on a 3 GB board
 
 _FC6_BYTES = 9216 * 4096 * 4
-_BOARD_BYTES = 3 * 2**30
+_BOARD_BYTES = ALEXNET_GTX580_BYTES
 
 fc6_bytes = Exercise(
     key="fc6_bytes", number=5,

@@ -79,7 +79,7 @@ cube_mesh_ring = Exercise(
     title="A ring on the cube-mesh",
     question="Using `topology.hop_counts`, list the GPU pairs of the hybrid cube-mesh "
              "that need two hops. Then find a ring through all eight GPUs that uses only direct links (the DGX-1 "
-             "text says there are three such rings) and check it as a list of GPU numbers.",
+             "text describes the topology as three interwoven rings) and check it as a list of GPU numbers.",
     hint_text="In this model each group of four (GPU0-3 and GPU4-7) is fully linked, and GPU i links to GPU i+4. "
               "Go round one group, cross over, go round the other, and make sure the last GPU links back to the first.",
     solution_text="Two hops: GPU i and GPU j+4 for i ≠ j (i, j in 0-3), 12 pairs such as GPU0-GPU5 and GPU3-GPU4. "

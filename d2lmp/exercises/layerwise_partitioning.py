@@ -111,7 +111,8 @@ EXERCISES = [
         solution_text=f"Each GPU sends its 192 maps of 13 × 13 FP32 values: 192 × 169 × 4 = {CONV4_ALL_MAPS:,} bytes "
                       "per image (16.6 MB at batch 128), and the same again backward (reduce-scatter), larger than "
                       "the conv2 → conv3 crossing, which happens after pooling to 13×13 from 256 maps (86,528 "
-                      "bytes). The paper avoided it, trading some accuracy for communication.",
+                      "bytes). The paper chose this connectivity by cross-validation, to keep the communication an "
+                      "acceptable fraction of the computation (Krizhevsky et al. 2012, §3.2).",
         checker=number_checker(CONV4_ALL_MAPS, "bytes", rel_tol=0.001, near_misses=[
             (2 * CONV4_ALL_MAPS, "that is all of conv3's output; each GPU sends only its half (192 maps)"),
             (192 * 6 * 6 * 4, "conv3's output is not pooled: its maps are 13×13"),

@@ -15,12 +15,13 @@ from d2lmp.exercises import _ring_code as R
 from d2lmp.exercises import _swap_code
 from d2lmp.exercises._code import bug_hunt
 from d2lmp.exercises.core import Exercise, number_checker
+from d2lmp.model.alpha_beta import BUS_FACTORS
 from d2lmp.model.costmodel import PRESETS
 
 __all__ = ["EXERCISES", "ring_bytes", "ring_beats_tree", "all_gather_code", "all_gather_busbw", "slow_link",
            "reduce_scatter_code", "ring_bug", "swap_code"]
 
-RING_GIB = 2 * 7 / 8  # bytes each rank sends for a 1 GiB all-reduce on 8 ranks, in GiB
+RING_GIB = BUS_FACTORS["all_reduce"](8)  # bytes each rank sends for a 1 GiB all-reduce on 8 ranks, in GiB
 
 _H100 = PRESETS["8x H100 (NVSwitch)"]  # the notebook's α-β table: NCCL's α, NVLink 4 per direction, 8 GPUs
 ALPHA, BETA, N = _H100.alpha, 1 / _H100.link_bytes_per_s, _H100.devices

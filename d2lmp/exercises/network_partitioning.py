@@ -16,8 +16,7 @@ from typing import Any
 from d2lmp.exercises import _pipeline_code as P
 from d2lmp.exercises._code import DIST_IMPORT, bug_hunt, code_checker
 from d2lmp.exercises.core import Exercise, Verdict, choice_checker, number_checker
-from d2lmp.model import pipeline_schedule
-from d2lmp.parallel import pipeline_balance
+from d2lmp.model import pipeline_balance, pipeline_schedule
 
 __all__ = ["EXERCISES", "micro_batches_for_bubble", "equal_times_bubble", "peak_alive", "unequal_stages",
            "bytes_pipeline_vs_data", "balance_code", "pipeline_forward", "pipeline_loss", "interleaved_warmup"]
@@ -282,8 +281,8 @@ EXERCISES = [
         solution_text="With per-micro-batch times t1 and t2 (forward + backward) for the two stages, GPipe's step "
                       "takes about (m − 1)·max(t1, t2) + t1 + t2: the slower stage is busy m·max(t1, t2), and the "
                       "other stage's work on the first forward and the last backward cannot overlap with it. Sum "
-                      "each rank's busy time in the measured events, divide by m, and the prediction typically lands "
-                      "within 10-20 % of the measured span; the remainder is message latency (gloo: tens to "
+                      "each rank's busy time in the measured events, divide by m, and compare the prediction with the "
+                      "measured span; what it leaves out is message latency (gloo: tens to "
                       "hundreds of µs per send) and the cost of small micro-batches, which the formula also ignores."),
     Exercise(
         key="bytes_pipeline_vs_data", number=5, title="Activations or gradients",
@@ -388,7 +387,7 @@ EXERCISES = [
                       "passing every rank v times; meanwhile every rank keeps taking new micro-batches. Each forward "
                       "covers one chunk, 1/v of the rank's layers, so rank 0 holds at most 11/2 = 5.5 micro-batches' "
                       "worth of activations, against 1F1B's p = 4 on its first rank: interleaving costs some "
-                      "activation memory as well as v times the messages.",
+                      "activation memory as well as (pv − 1)/(p − 1) times the messages, 7/3 here.",
         checker=_check_warmup, reference=WARMUP,
         wrong=[((10, 4), "warm-up alone"), ((4, 1), "1F1B's count"), ((7, 1), "(v − 1)p"), ((12, 5), "rank 0 runs")],
         how_to_answer="Pass (rank 0, rank 3)."),

@@ -113,7 +113,9 @@ def _check_wide_fc(answer: Any) -> Verdict:
 
 BATCH, N_IN, N_HIDDEN = 64, 1024, 3072
 MEGATRON_BYTES = 2 * BATCH * N_IN * 4  # one all-reduce of the (B, n_in) output forward, one of the input grad backward
-COST_MODEL_BYTES = BATCH * (N_HIDDEN + N_IN + N_HIDDEN) * 4  # all-gather of both outputs, all-reduce of 2nd input grad
+# The cost model's rule: an all-gather of each layer's output (each device feeds its half) and an all-reduce of the
+# second layer's input gradient (each device feeds all of it).
+COST_MODEL_BYTES = BATCH * (N_HIDDEN // 2 + N_IN // 2 + N_HIDDEN) * 4
 
 ADAM_BILLIONS = 80e9 / (4 * (1 + 1 + 2)) / 1e9  # weights, gradients, two Adam moments, FP32
 
@@ -174,7 +176,7 @@ EXERCISES = [
         hint_text="Compare `CM.predict(rows, s, hw, 1024, micro_batches=8)` for every strategy in `CM.STRATEGIES`, "
                   "and look at `memory_bytes` too: a V100 has 16 GB. Answer with the strategy's name.",
         solution_text="The one weird trick, with the shortest predicted step (the check prints every strategy's). "
-                      "The FC layers now hold about 1.7 billion parameters (6.7 GB in FP32): data parallelism must "
+                      "The FC layers now hold about 2.1 billion parameters (8.4 GB in FP32): data parallelism must "
                       "all-reduce all their gradients every step, and would not even fit (about 26 GB per GPU with "
                       "gradients and momentum, against 16 GB). The trick keeps the convolutions data parallel (few "
                       "weights) and splits the FC layers, sending only their activations, which are small at 128 "
@@ -197,12 +199,13 @@ EXERCISES = [
                   "tensor.",
         solution_text=f"{MEGATRON_BYTES:,} bytes: one all-reduce of the (64, 1024) output forward and one of the "
                       f"(64, 1024) input gradient backward, 262,144 bytes each. The cost model's rule charges an "
-                      f"all-gather of every layer's full output and an all-reduce of the second layer's input "
-                      f"gradient: (64·3072 + 64·1024 + 64·3072) × 4 = {COST_MODEL_BYTES:,} bytes, "
+                      f"all-gather of every layer's output, to which each device feeds its half, and an all-reduce "
+                      f"of the second layer's input gradient: (64·1536 + 64·512 + 64·3072) × 4 = "
+                      f"{COST_MODEL_BYTES:,} bytes, "
                       f"{COST_MODEL_BYTES / MEGATRON_BYTES:.1f} times as much, so for Megatron-style MLPs it "
                       "overestimates tensor parallelism's communication.",
         checker=number_checker(MEGATRON_BYTES, "bytes", rel_tol=0.001, near_misses=[
-            (COST_MODEL_BYTES, "that is the cost model's charge (an all-gather of each layer's full output and an "
+            (COST_MODEL_BYTES, "that is the cost model's charge (an all-gather of each layer's output and an "
                                "all-reduce of the second layer's input gradient); Megatron's split needs fewer"),
             (MEGATRON_BYTES // 2, "that is one direction only: forward all-reduces the output, backward the input "
                                   "gradient"),

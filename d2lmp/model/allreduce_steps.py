@@ -10,13 +10,14 @@ copy already sums; random starts check that every rank ends with the sum. Number
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from d2lmp.model.collective_schedules import ring_schedule, tree_schedule
 
-__all__ = ["AllReduceSteps", "ring_steps", "tree_steps"]
+__all__ = ["AllReduceSteps", "Grid", "ring_steps", "tree_steps"]
+
+Grid = list[list[float]]  # [rank][chunk]: what each rank holds of each chunk
 
 
 @dataclass(frozen=True)
@@ -25,56 +26,61 @@ class AllReduceSteps:
     ``phases[k]`` names step k ("start" first) and ``messages[k]`` lists its (sender, receiver) pairs."""
 
     world: int
-    states: list[np.ndarray]
+    states: list[Grid]
     phases: list[str]
     messages: list[list[tuple[int, int]]]
 
 
-def _start(world: int, start: np.ndarray | None) -> np.ndarray:
+def _start(world: int, start: Sequence[Sequence[float]] | None) -> Grid:
     if start is None:
-        return np.ones((world, world), dtype=int)
-    held = np.array(start)
-    if held.ndim != 2 or held.shape[0] != world:
-        raise ValueError(f"start must be indexed [rank, chunk] with {world} ranks, got shape {held.shape}")
+        return [[1] * world for _ in range(world)]
+    held = [list(row) for row in start]
+    if len(held) != world or len({len(row) for row in held}) != 1:
+        raise ValueError(f"start must be indexed [rank][chunk] with {world} ranks and equal rows, "
+                         f"got {len(held)} rows of lengths {sorted({len(row) for row in held})}")
     return held
 
 
-def ring_steps(world: int, start: np.ndarray | None = None) -> AllReduceSteps:
+def _copy(held: Grid) -> Grid:
+    return [row[:] for row in held]
+
+
+def ring_steps(world: int, start: Sequence[Sequence[float]] | None = None) -> AllReduceSteps:
     """The ring all-reduce step by step: in each step every rank sends one chunk to its right neighbour.
 
-    ``start[rank, chunk]`` (default: ones, ``world`` chunks) is each rank's value of each chunk.
+    ``start[rank][chunk]`` (default: ones, ``world`` chunks) is each rank's value of each chunk.
     """
     held = _start(world, start)
-    if held.shape[1] != world:
-        raise ValueError(f"the ring cuts the buffer into {world} chunks, got {held.shape[1]}")
+    if len(held[0]) != world:
+        raise ValueError(f"the ring cuts the buffer into {world} chunks, got {len(held[0])}")
     schedule = ring_schedule(world)
-    states, phases = [held.copy()], ["start"]
+    states, phases = [_copy(held)], ["start"]
     messages: list[list[tuple[int, int]]] = [[]]
     for step in schedule:
-        new = held.copy()
+        new = _copy(held)
         for src, dst, chunk, phase in step:
-            new[dst, chunk] = held[dst, chunk] + held[src, chunk] if phase == "reduce-scatter" else held[src, chunk]
+            new[dst][chunk] = held[dst][chunk] + held[src][chunk] if phase == "reduce-scatter" else held[src][chunk]
         held = new
-        states.append(held.copy())
+        states.append(_copy(held))
         phases.append(step[0][3])
         messages.append([(src, dst) for src, dst, _, _ in step])
     return AllReduceSteps(world, states, phases, messages)
 
 
-def tree_steps(world: int, start: np.ndarray | None = None) -> AllReduceSteps:
+def tree_steps(world: int, start: Sequence[Sequence[float]] | None = None) -> AllReduceSteps:
     """The binary-tree all-reduce round by round; every message carries the whole buffer (all chunks).
 
-    ``start[rank, chunk]`` (default: ones, ``world`` chunks) is each rank's value of each chunk.
+    ``start[rank][chunk]`` (default: ones, ``world`` chunks) is each rank's value of each chunk.
     """
     held = _start(world, start)
-    states, phases = [held.copy()], ["start"]
+    states, phases = [_copy(held)], ["start"]
     messages: list[list[tuple[int, int]]] = [[]]
     for step in tree_schedule(world):
-        new = held.copy()
+        new = _copy(held)
         for src, dst, phase in step:
-            new[dst] = held[dst] + held[src] if phase == "reduce" else held[src]
+            new[dst] = [a + b for a, b in zip(held[dst], held[src])] if phase == "reduce" else held[src][:]
         held = new
-        states.append(held.copy())
+        states.append(_copy(held))
         phases.append(step[0][2])
         messages.append([(src, dst) for src, dst, _ in step])
     return AllReduceSteps(world, states, phases, messages)

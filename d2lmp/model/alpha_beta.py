@@ -17,10 +17,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 __all__ = ["ALGORITHMS", "BUS_FACTORS", "GPU_ALPHA_S", "GPU_ALPHA_SOURCE", "AllReduceModel", "all_reduce_model",
-           "bus_bandwidth", "fit_alpha_beta", "predicted_all_reduce_time", "ring_alpha_beta"]
+           "bus_bandwidth", "fit_alpha_beta", "predicted_all_reduce_time", "ring_alpha_beta", "ring_bytes_per_rank"]
 
 # The per-message latency α assumed for GPUs wherever no measurement is at hand (the cost model's presets,
 # the α-β and data-parallel figures): NCCL's own tuning model charges each step of a ring over NVLink 3.4 µs
@@ -40,6 +38,17 @@ BUS_FACTORS: dict[str, Callable[[int], float]] = {
 }
 
 
+def ring_bytes_per_rank(collective: str, size_bytes: float, world: int) -> float:
+    """Bytes each rank sends when a collective of S = ``size_bytes`` runs as a ring on ``world`` ranks: S × the
+    bus factor (S is the whole buffer, as nccl-tests counts it: an all-gather's gathered output). The one place
+    code turns a collective's size into bytes on the wire; 0 on one rank."""
+    if collective not in BUS_FACTORS:
+        raise ValueError(f"unknown collective {collective!r}; available: {', '.join(BUS_FACTORS)}")
+    if world < 1:
+        raise ValueError(f"world must be at least 1, got {world}")
+    return size_bytes * BUS_FACTORS[collective](world)
+
+
 def bus_bandwidth(algbw: float, collective: str, world: int) -> float:
     """nccl-tests' bus bandwidth: algbw × a factor that makes figures comparable to link speed."""
     if collective not in BUS_FACTORS:
@@ -56,17 +65,23 @@ def fit_alpha_beta(sizes_bytes: Sequence[float], seconds: Sequence[float]) -> tu
     sizes never left the latency-bound region, or the machine was too noisy: that raises
     ValueError rather than returning a bandwidth the data do not show.
     """
-    s = np.asarray(sizes_bytes, dtype=float)
-    t = np.asarray(seconds, dtype=float)
-    if s.shape != t.shape or s.ndim != 1 or len(s) < 2:
+    s = [float(x) for x in sizes_bytes]
+    t = [float(y) for y in seconds]
+    if len(s) != len(t) or len(s) < 2:
         raise ValueError("need at least two (size, time) pairs of equal length")
-    if np.any(t <= 0) or np.any(s < 0):
+    if any(y <= 0 for y in t) or any(x < 0 for x in s):
         raise ValueError("times must be positive and sizes non-negative")
-    w = 1 / t
-    design = np.stack([np.ones_like(s), s], axis=1) * w[:, None]
-    (alpha, beta), *_ = np.linalg.lstsq(design, t * w, rcond=None)
+    # Weighted least squares: rows (w, w·S) against w·t with w = 1/t, so every w·t is 1.
+    a = [1 / y for y in t]
+    b = [x / y for x, y in zip(s, t)]
+    saa, sab, sbb = sum(v * v for v in a), sum(u * v for u, v in zip(a, b)), sum(v * v for v in b)
+    det = saa * sbb - sab * sab
+    if det <= 1e-12 * saa * sbb:
+        raise ValueError("need at least two different message sizes to fit a line")
+    alpha = (sbb * sum(a) - sab * sum(b)) / det
+    beta = (saa * sum(b) - sab * sum(a)) / det
     if alpha < 0:
-        alpha, beta = 0.0, float(np.dot(s * w, t * w) / np.dot(s * w, s * w))
+        alpha, beta = 0.0, sum(b) / sbb
     if not beta > 0:
         raise ValueError(
             "the times do not grow with message size "

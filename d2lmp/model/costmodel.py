@@ -391,5 +391,5 @@ def zero_traffic(num_params: int, world: int, stage: int, optimizer: str | Optim
         stage 3:    3(n-1)/n·S   (all-gather before forward and before backward, reduce-scatter: 1.5x stage 0)
     """
     _check_zero(num_params, world, stage)
-    collectives = 3 if stage == 3 else 2
-    return collectives * (world - 1) / world * num_params * optimizer_bytes(optimizer).grad_bytes
+    halves = 3 if stage == 3 else 2  # reduce-scatters and all-gathers of S (an all-reduce is one of each)
+    return halves * BUS_FACTORS["all_gather"](world) * num_params * optimizer_bytes(optimizer).grad_bytes

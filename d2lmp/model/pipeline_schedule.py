@@ -10,7 +10,8 @@ A schedule is a list per rank of operations on micro-batches. ``schedule`` gives
 
 ``interleaved_schedule`` is Megatron-LM's interleaved 1F1B (Narayanan et al. 2021a, §2.2.2): rank r holds
 v model chunks, the virtual stages r, r + p, r + 2p, ..., and works through micro-batches in groups of p,
-which shrinks the bubble v-fold for v times the point-to-point messages. ``zero_bubble_schedule`` is
+which shrinks the bubble v-fold for (pv − 1)/(p − 1) times the point-to-point messages (about v on many
+ranks). ``zero_bubble_schedule`` is
 ZB-H1 (Qi et al. 2024): each backward is split into B (the input's gradient, which the previous stage
 waits for) and W (the weights' gradient, which nobody waits for), and stage r defers r of its W's to
 fill the bubble of the drain. ``rank_plan`` writes every kind in one form, (op, virtual stage,

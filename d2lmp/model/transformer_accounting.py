@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from d2lmp.model.alpha_beta import ring_bytes_per_rank
+
 __all__ = ["RECOMPUTE", "Transformer", "ParameterCount", "layer_parameters", "parameter_count",
            "narayanan_parameters", "layer_forward_flops", "forward_flops", "training_flops", "narayanan_flops",
            "attention_core_flops", "LayerFlops", "layer_flop_parts", "ActivationPart", "activation_parts",
@@ -324,8 +326,11 @@ class LayerCommunication:
 
     @property
     def wire_bytes(self) -> int:
-        t = self.tp
-        return (2 * self.all_reduces + self.all_gathers + self.reduce_scatters) * (t - 1) * self.activation_bytes // t
+        def ring(collective: str) -> float:
+            return ring_bytes_per_rank(collective, self.activation_bytes, self.tp)
+
+        halves = self.all_gathers + self.reduce_scatters  # each (t−1)/t of the activation
+        return round(self.all_reduces * ring("all_reduce") + halves * ring("all_gather"))
 
 
 def layer_communication(m: Transformer, micro_batch: int = 1, tp: int = 2, sequence_parallel: bool = False,

@@ -1,6 +1,6 @@
-"""Multi-device training on real processes through torch.distributed.
+"""The rank runtime: code that runs on real processes, one per rank, through torch.distributed.
 
-``launch`` starts one process per rank (gloo on CPUs, NCCL with one GPU per rank);
-``collectives`` builds all-reduce and friends from send/recv; ``data_parallel`` splits
-the minibatch over ranks. Import the submodules explicitly.
+``launch`` starts the ranks (gloo on CPUs, NCCL with one GPU per rank); the other modules are the collectives
+built from send/recv, the parallel strategies, checkpoints and recovery, each checked against one device. The
+formulas and schedules they follow live in the torch-free ``d2lmp.model``. Import the submodules explicitly.
 """

@@ -9,7 +9,7 @@ holds more than its own queries, two K/V chunks and one block of scores. Backwar
 with the saved log-sum-exp each block's probabilities are recomputed, and the ring runs again, the K/V chunks
 going round once more and their gradients going round with them, each rank adding its share, until they arrive
 home. The messages are posted so that the next chunk's transfer overlaps this chunk's compute (``_KVRing``).
-``RingLog`` records what the ring sent, waited for and computed.
+``RingLog`` shows what the ring sent, waited for and computed (a view of the traffic log, ``p2p_log.MessageLog``).
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from d2lmp.model.context_layout import chunks_per_rank, ring_attention_schedule
 from d2lmp.parallel.attention_blocks import Partial, block_functions, merge, watch_scores
 from d2lmp.parallel.collectives import global_rank
-from d2lmp.parallel.context_layout import chunks_per_rank, ring_attention_schedule
+from d2lmp.parallel.p2p_log import Message, MessageLog, active_logs, add_seconds
 
 __all__ = ["RingLog", "ring_forward", "ring_backward", "ring_attention", "pass_kv_round", "RingTraffic", "ring_traffic"]
 
 Group = dist.ProcessGroup | None
 KV_TAG, GRAD_TAG = 41, 42  # gloo matches messages by tag: the two rings of the backward never mix
 
-_LOGS: list[RingLog] = []  # active logs; entered and left only through ``RingLog``
+LABELS = {KV_TAG: "K/V", GRAD_TAG: "dK/dV"}  # what each tag's messages carry
+COMPUTING, WAITING = "computing", "waiting for "  # the traffic log's ``seconds`` that the ring adds
 
 
 @dataclass
@@ -41,34 +43,57 @@ class RingLog:
     """While the ``with`` block runs: bytes sent and received by label ("K/V", "dK/dV"), the elements of every
     score block computed, seconds spent computing and seconds spent waiting for a message, by label.
 
-    The seconds are the host's: right for gloo ranks; under NCCL a wait returns once the GPU is told to wait,
-    so there the split between computing and waiting does not mean what it says.
+    A view of the one traffic log, ``traffic`` (a ``p2p_log.MessageLog``): the bytes are its messages' by tag,
+    the seconds what the ring added to it; only the score blocks are counted here. The seconds are the host's:
+    right for gloo ranks; under NCCL a wait returns once the GPU is told to wait, so there the split between
+    computing and waiting does not mean what it says.
     """
 
-    sent: dict[str, int] = field(default_factory=dict)
-    received: dict[str, int] = field(default_factory=dict)
     score_blocks: list[int] = field(default_factory=list)
-    compute_s: float = 0.0
-    wait_s: dict[str, float] = field(default_factory=dict)
+    traffic: MessageLog = field(default_factory=MessageLog)
 
     def __enter__(self) -> RingLog:
-        _LOGS.append(self)
+        self.traffic.__enter__()
         self._watching = watch_scores(self.score_blocks)
         self._watching.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._watching.__exit__(None, None, None)
-        _LOGS.remove(self)
+        self.traffic.__exit__(None, None, None)
+
+    @property
+    def sent(self) -> dict[str, int]:
+        """Bytes the ring sent, by label."""
+        return _by_label(self.traffic.sent)
+
+    @property
+    def received(self) -> dict[str, int]:
+        """Bytes the ring received, by label."""
+        return _by_label(self.traffic.received)
+
+    @property
+    def compute_s(self) -> float:
+        """Seconds spent computing blocks."""
+        return self.traffic.seconds.get(COMPUTING, 0.0)
+
+    @property
+    def wait_s(self) -> dict[str, float]:
+        """Seconds spent waiting for a message, by label."""
+        return {key.removeprefix(WAITING): s for key, s in self.traffic.seconds.items() if key.startswith(WAITING)}
 
     def bytes_sent(self) -> int:
+        """Bytes the ring sent, all labels together."""
         return sum(self.sent.values())
 
 
-def _add(counts: str, label: str, amount: float) -> None:
-    for log in _LOGS:
-        table = getattr(log, counts)
-        table[label] = table.get(label, 0) + amount
+def _by_label(messages: list[Message]) -> dict[str, int]:
+    """Bytes of the ring's messages by label, in the order the labels first appear."""
+    table: dict[str, int] = {}
+    for m in messages:
+        if m.tag in LABELS:
+            table[LABELS[m.tag]] = table.get(LABELS[m.tag], 0) + m.nbytes
+    return table
 
 
 # ---------------------------------------------------------------------------------------
@@ -76,7 +101,7 @@ def _add(counts: str, label: str, amount: float) -> None:
 
 def _post(send: torch.Tensor, recv_into: torch.Tensor, right: int, left: int, group: Group, tag: int) -> list[Any]:
     if dist.get_backend(group) == "nccl":  # NCCL: the step's send and receive in one group call, or neighbours deadlock
-        ops = [dist.P2POp(dist.irecv, recv_into, left, group), dist.P2POp(dist.isend, send, right, group)]
+        ops = [dist.P2POp(dist.irecv, recv_into, left, group, tag), dist.P2POp(dist.isend, send, right, group, tag)]
         return list(dist.batch_isend_irecv(ops))
     # gloo moves a message only once its receive is posted: both are posted now, before the compute starts
     return [dist.irecv(recv_into, left, group, tag), dist.isend(send, right, group, tag)]
@@ -101,14 +126,12 @@ class _Exchange:
             return
         right, left = global_rank(group, (rank + 1) % world), global_rank(group, (rank - 1) % world)
         self._requests = _post(send, recv_into, right, left, group, tag)
-        _add("sent", label, send.numel() * send.element_size())
-        _add("received", label, recv_into.numel() * recv_into.element_size())
 
     def wait(self) -> torch.Tensor:
         start = time.perf_counter()
         for request in self._requests:
             request.wait()
-        _add("wait_s", self.label, time.perf_counter() - start)
+        add_seconds(WAITING + self.label, time.perf_counter() - start)
         _recent.append(self)
         return self.received
 
@@ -150,16 +173,16 @@ class _GradRing:
 
 @contextmanager
 def _computing(device: torch.device) -> Iterator[None]:
-    """Time the block computations into the active logs (the GPU is synchronised so the clock means something)."""
-    if not _LOGS:
+    """Time the block computations into the active traffic logs (the GPU is synchronised so the clock means
+    something)."""
+    if not active_logs():
         yield
         return
     start = time.perf_counter()
     yield
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    for log in _LOGS:
-        log.compute_s += time.perf_counter() - start
+    add_seconds(COMPUTING, time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,7 +268,7 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, kerne
     n = chunks_per_rank(layout)
     if q.shape[2] % n or q.shape[2] == 0:
         raise ValueError(f"the {layout} layout holds {n} equal chunks per rank, but this rank has {q.shape[2]} "
-                         f"tokens: split the whole sequence with context_layout.split_sequence(x, world, {layout!r})")
+                         f"tokens: split the whole sequence with sequence_chunks.split_sequence(x, world, {layout!r})")
     block_functions(kernel, q.device)  # an unknown kernel, or the fused one off the CPU, is refused here
 
 
@@ -254,7 +277,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     """This rank's rows of softmax(q·kᵀ/√d + mask)·v over the whole sequence, differentiable.
 
     q, k, v: this rank's part of the sequence, [batch, heads, seq_local, head_dim], as
-    ``context_layout.split_sequence(x, world, layout)`` cuts it; every rank of ``group`` (None: all) calls it
+    ``sequence_chunks.split_sequence(x, world, layout)`` cuts it; every rank of ``group`` (None: all) calls it
     with the same shapes. ``causal`` masks the future. ``kernel`` computes each block: "explicit" (the
     formulas of ``attention_blocks``) or "fused" (PyTorch's CPU flash kernel). Equal to
     ``F.scaled_dot_product_attention`` on the whole sequence, then split the same way.

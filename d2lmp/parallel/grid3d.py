@@ -25,9 +25,9 @@ import torch.distributed as dist
 from torch import nn
 
 from d2lmp.gpt import GPTConfig
+from d2lmp.model.pipeline_balance import equal_split
 from d2lmp.parallel.gpt_tp import VocabParallelHead, sequence_parallel_gradients, tp_gpt_sequential
 from d2lmp.parallel.pipeline import pipeline_step
-from d2lmp.parallel.pipeline_balance import equal_split
 from d2lmp.parallel.transformer_tp import Cut, shard_cuts, tp_group
 
 __all__ = ["Grid3D", "grid3d_groups", "ThreeDResult", "sgd_step", "train_3d"]

@@ -13,24 +13,30 @@ exercises' traffic checks). A collective's size follows nccl-tests: the whole bu
 ``Message.sent_bytes`` is what each rank sends when it runs as a ring, S times the bus factor of
 ``alpha_beta.BUS_FACTORS``. The wrapper replaces the module's attributes, so code must call them as
 ``dist.name(...)``, as the package does; a function imported by name before the block is not seen.
-``tensor_parallel.CommLog`` works one level up: it records the split layers' own operations by label (a
-reduce-scatter built from our ring is one entry there, and n - 1 messages here).
+
+It is the package's one traffic log. One level up, library code names the collective it is about to run
+(``record``): each active log appends a :class:`CommCall` (operation, bytes handed in, label) to ``calls``, so a
+reduce-scatter built from our ring is one call there and n - 1 messages in ``messages``; ``wire_bytes`` prices the
+calls on a ring (``ring_wire_bytes``, from the bus factors). ``add_seconds`` lets code add time by label (ring
+attention's computing and waiting). The active logs are the ones whose wrappers sit on ``dist.send``
+(``active_logs``): no registry besides torch.distributed's own attributes, and nested logs all record.
 """
 
 from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from d2lmp.model.alpha_beta import BUS_FACTORS
+from d2lmp.model.alpha_beta import ring_bytes_per_rank
 
-__all__ = ["Message", "MessageLog", "OPS", "COLLECTIVES"]
+__all__ = ["Message", "MessageLog", "CommCall", "OPS", "COLLECTIVES", "active_logs", "record", "add_seconds",
+           "ring_wire_bytes"]
 
 OPS = ("send", "isend", "recv", "irecv")
 SENDS = ("send", "isend")
@@ -94,13 +100,15 @@ class Message:
 
     ``op`` is the function's name ("isend", "all_reduce", ...); ``peer`` the other rank of a point-to-point
     message (None for a collective); ``nbytes`` the message's bytes, or a collective's size S (the whole
-    buffer, as nccl-tests counts it); ``world`` the ranks taking part (2 for a message).
+    buffer, as nccl-tests counts it); ``world`` the ranks taking part (2 for a message); ``tag`` a message's
+    tag, where the call gave one (ignored by ``==``).
     """
 
     op: str
     peer: int | None
     nbytes: int
     world: int = 2
+    tag: int | None = field(default=None, compare=False)  # a message's tag where the call gave one
 
     @property
     def collective(self) -> bool:
@@ -115,7 +123,38 @@ class Message:
         if not self.collective:
             return float(self.nbytes) if self.op in SENDS else 0.0
         bus = _COLLECTIVES[self.op][0]
-        return self.nbytes * BUS_FACTORS[bus](self.world) if bus is not None else 0.0
+        return ring_bytes_per_rank(bus, self.nbytes, self.world) if bus is not None else 0.0
+
+
+@dataclass(frozen=True)
+class CommCall:
+    """One collective that library code named (``record``): the operation, the bytes of the tensor this rank
+    handed to it, a label ("... (backward)" for a backward one)."""
+
+    op: str
+    bytes: int
+    label: str
+
+
+# What ``record``'s operations are on a ring, and the factor from the tensor handed in to the collective's size S
+# (an all-gather is handed this rank's piece, 1/world of S).
+_RING_OPS = {"all_reduce": "all_reduce", "all_reduce_max": "all_reduce", "reduce_scatter": "reduce_scatter",
+             "all_gather": "all_gather"}
+
+
+def ring_wire_bytes(op: str, logged_bytes: int, world: int) -> int:
+    """Bytes one rank sends in a ring collective, from what ``record`` logs (the tensor handed to it).
+
+    All-reduce of n bytes: 2(t−1)/t·n (a reduce-scatter, then an all-gather); reduce-scatter of n bytes:
+    (t−1)/t·n; all-gather of a rank's n/t bytes into n: (t−1)·n/t. So an all-reduce of n bytes sends
+    exactly what a reduce-scatter of n bytes and an all-gather back to n bytes send together.
+    """
+    if world < 1:
+        raise ValueError(f"world must be at least 1, got {world}")
+    if op not in _RING_OPS:
+        raise ValueError(f"unknown collective {op!r}")
+    size = logged_bytes * world if op == "all_gather" else logged_bytes
+    return round(ring_bytes_per_rank(_RING_OPS[op], size, world))
 
 
 class _Logged:
@@ -145,10 +184,14 @@ def _unwrapped(fn: Any) -> Any:
 
 
 class MessageLog:
-    """Every point-to-point message and collective this rank issues while the ``with`` block runs, in order."""
+    """Every point-to-point message and collective this rank issues while the ``with`` block runs, in order
+    (``messages``); the collectives library code named, by label (``calls``); seconds added by label (``seconds``).
+    """
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
+        self.calls: list[CommCall] = []
+        self.seconds: dict[str, float] = {}
         self._originals: dict[str, Callable[..., Any]] = {}
 
     def __enter__(self) -> MessageLog:
@@ -174,7 +217,8 @@ class MessageLog:
             peer = _arg(args, kwargs, 1, "dst" if name in SENDS else "src")
             if peer is None:
                 peer = kwargs.get("group_dst" if name in SENDS else "group_src")
-            self.messages.append(Message(name, peer, _bytes(tensor)))
+            tag = _arg(args, kwargs, 3, "tag")
+            self.messages.append(Message(name, peer, _bytes(tensor), tag=tag))
             return
         _, size, group_at = _COLLECTIVES[name]
         group = _arg(args, kwargs, group_at, "group")
@@ -188,7 +232,8 @@ class MessageLog:
             for op in p2p_op_list:
                 fn = _unwrapped(op.op)
                 op.op = fn  # the original, which batch_isend_irecv tells apart by identity
-                self.messages.append(Message("isend" if fn is isend else "irecv", op.peer, _bytes(op.tensor)))
+                self.messages.append(Message("isend" if fn is isend else "irecv", op.peer, _bytes(op.tensor),
+                                             tag=op.tag))
             return original(p2p_op_list)
 
         return batch_isend_irecv
@@ -212,3 +257,39 @@ class MessageLog:
     def sent_bytes(self) -> float:
         """Bytes this process sent: its messages, plus each collective's share as a ring (``Message.sent_bytes``)."""
         return sum(m.sent_bytes for m in self.messages)
+
+    @property
+    def received_bytes(self) -> int:
+        """Bytes this process received in messages (recv and irecv)."""
+        return sum(m.nbytes for m in self.received)
+
+    def total_bytes(self) -> int:
+        """Bytes of the tensors handed to the named collectives (``calls``)."""
+        return sum(c.bytes for c in self.calls)
+
+    def wire_bytes(self, world: int, backward: bool | None = None) -> int:
+        """Bytes each rank sends for the named collectives over ``world`` ranks under ring algorithms
+        (``ring_wire_bytes``); ``backward`` True or False keeps only the backward (or forward) ones."""
+        return sum(ring_wire_bytes(c.op, c.bytes, world) for c in self.calls
+                   if backward is None or ("(backward" in c.label) == backward)
+
+
+def active_logs() -> list[MessageLog]:
+    """The ``MessageLog``s active on this rank, innermost first: the ones whose wrappers sit on ``dist.send``."""
+    logs, fn = [], dist.send
+    while isinstance(fn, _Logged):
+        logs.append(fn.log)
+        fn = fn.__wrapped__
+    return logs
+
+
+def record(op: str, tensor: torch.Tensor, label: str) -> None:
+    """Log one collective of ``tensor`` by ``label`` in every active log (``MessageLog.calls``)."""
+    for log in active_logs():
+        log.calls.append(CommCall(op, _bytes(tensor), label))
+
+
+def add_seconds(label: str, seconds: float) -> None:
+    """Add ``seconds`` to ``label`` in every active log (``MessageLog.seconds``)."""
+    for log in active_logs():
+        log.seconds[label] = log.seconds.get(label, 0.0) + seconds

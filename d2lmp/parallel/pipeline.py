@@ -26,7 +26,7 @@ from d2lmp.model.timeline import Timeline, TimelineEvent
 from d2lmp.parallel.collectives import global_rank
 from d2lmp.parallel.launch import rank_device
 from d2lmp.parallel.p2p_log import MessageLog
-from d2lmp.parallel.pipeline_memory import ActivationLedger, LedgerSummary
+from d2lmp.pipeline_memory import ActivationLedger, LedgerSummary
 
 __all__ = ["LossFn", "Reference", "StepResult", "CountedStep", "pipeline_step", "counted_pipeline_step",
            "pipeline_steps", "sequential_reference"]

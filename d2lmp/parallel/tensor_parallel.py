@@ -13,7 +13,8 @@ all-reduce forward and one backward. ``ChannelParallelConv2d`` splits output cha
 ``InputChannelParallelConv2d`` input channels, the same two ideas for convolutions.
 Each is built from a full layer, so it starts with exactly the unsplit layer's weights; which
 block of features a rank keeps comes from ``shard_range`` (pure arithmetic, also used to draw it).
-``CommLog`` (``parallel.comm_log``) counts every collective and its bytes. Every operator and layer takes ``group``,
+Every collective is named to the traffic log (``p2p_log.record``): a ``MessageLog`` (``CommLog`` is its old
+name here) lists them, with their bytes, in ``calls``. Every operator and layer takes ``group``,
 the ranks that share the split (None: all).
 
 Sequence parallelism (Korthikanti et al. 2022) adds the conjugate pair that moves a tensor between a
@@ -21,7 +22,7 @@ region split along the sequence and one split by features: ``all_gather_sequence
 forward, reduce-scatter backward), ``reduce_scatter_sequence`` (ḡ: reduce-scatter forward, all-gather
 backward), ``scatter_sequence`` (keep this rank's chunk forward, all-gather backward) and
 ``gather_linear``, g fused with the column-parallel product that follows it, which keeps only this
-rank's chunk of its input for backward and gathers it again there. ``CommLog.wire_bytes`` is what
+rank's chunk of its input for backward and gathers it again there. ``MessageLog.wire_bytes`` is what
 each rank sends for the logged collectives under ring algorithms (``ring_wire_bytes``).
 """
 
@@ -35,13 +36,16 @@ from torch import nn
 from torch.distributed import ProcessGroup
 from torch.nn import functional as F
 
-from d2lmp.parallel.comm_log import CommCall, CommLog, ring_wire_bytes
-from d2lmp.parallel.comm_log import record as _log
+from d2lmp.parallel.p2p_log import CommCall, MessageLog, ring_wire_bytes
+from d2lmp.parallel.p2p_log import record as _log
 
 __all__ = ["CommCall", "CommLog", "gather_for_split_compute", "copy_to_parallel", "reduce_from_parallel",
            "gather_from_parallel", "shard_range", "ColumnParallelLinear", "RowParallelLinear", "ChannelParallelConv2d",
            "InputChannelParallelConv2d", "parallel_mlp", "comm_volume", "all_gather_sequence",
            "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged", "ring_wire_bytes"]
+
+CommLog = MessageLog  # the name notebooks 14 and 16 use: the one traffic log, whose ``calls`` are named here
+
 
 def _all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
     t = t.contiguous().clone()

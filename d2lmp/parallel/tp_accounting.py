@@ -4,8 +4,8 @@
 Saved bytes are counted as ``gpt_accounting`` counts them on one device (every storage autograd saves,
 credited to the module running, ``saved_bytes_by_module``) and compared module by module with the formula
 per rank (``activation_bytes_per_layer`` with ``tp`` and ``sequence_parallel``), the few tensors it leaves
-out itemised (``saved_extras``). The collectives are the ones ``CommLog`` logged during one forward and
-backward, turned into bytes each rank sends (``CommLog.wire_bytes``), against ``layer_communication``.
+out itemised (``saved_extras``). The collectives are the ones a ``MessageLog`` logged during one forward and
+backward, turned into bytes each rank sends (``MessageLog.wire_bytes``), against ``layer_communication``.
 ``closed_form`` compares a block's total with Korthikanti et al.'s closed forms (16-bit values, dropout),
 sbh·(34 + 5as/h) on one device, sbh·(10 + 24/t + 5as/(ht)) under tensor parallelism and
 sbh·(34/t + 5as/(ht)) with sequence parallelism, itemising the CPU's 2-byte dropout masks (the paper
@@ -35,7 +35,7 @@ from d2lmp.model.transformer_accounting import (
     korthikanti_bytes_per_layer,
     layer_communication,
 )
-from d2lmp.parallel.tensor_parallel import CommLog
+from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.parallel.transformer_tp import SEQ_DIM, TPBlock, TPGroup
 
 __all__ = ["PARTS", "PART_OF_MODULE", "BlockMeasurement", "measure_block", "measure_full_block", "closed_form",
@@ -106,7 +106,7 @@ def measure_block(config: GPTConfig, tp: TPGroup, batch: int = 2, dtype: torch.d
     value_bytes = x.element_size()
     torch.manual_seed(seed)  # dropout where every rank holds the whole activation: the same mask everywhere
     measured = saved_bytes_by_module(block, x)
-    with CommLog() as log:
+    with MessageLog() as log:
         out = block(x)
         out.backward(torch.ones_like(out))
     label = _label(config, tp.size, tp.sequence_parallel, tp.regather, dtype)
@@ -122,7 +122,8 @@ def _gathered_inputs(config: GPTConfig, batch: int, value_bytes: int, tp: TPGrou
     """Without gathering again, each column-parallel layer keeps its whole gathered input, not its chunk."""
     if not tp.sequence_parallel or tp.regather or config.recompute == "full":
         return {}
-    n = value_bytes * batch * config.seq * config.hidden * (tp.size - 1) // tp.size
+    whole = value_bytes * batch * config.seq * config.hidden
+    n = whole - whole // tp.size  # the gathered input beyond this rank's chunk
     why = "the gathered input is kept for the weight's gradient instead of being gathered again in backward"
     return {m: (Extra("whole gathered input", n, why),) for m in ("attn.qkv", "mlp.fc")}
 

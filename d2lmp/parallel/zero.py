@@ -20,7 +20,8 @@ The parameters of a unit (the whole model in stages 0-2, one layer in stage 3) l
 buffer padded to a multiple of the world size, so every rank owns an equal, contiguous shard;
 the padding is zero and stays zero. Adam is written out on the shard, so the optimizer state a
 rank keeps is the two tensors ``m`` and ``v`` you can see. Each rank counts the bytes it keeps
-(``held_bytes``) and logs the bytes its collectives send (``log``).
+(``held_bytes``) and logs its collectives (``log``) as the traffic log records them (``p2p_log.Message``: the
+collective's size, and the bytes a rank sends for it on a ring from the bus factors).
 Every rank must start from the same model (build it with the same seed), and in stage 3 each
 layer must run once per forward (no shared weights).
 """
@@ -38,6 +39,7 @@ from torch import nn
 
 from d2lmp.models import mlp
 from d2lmp.parallel.collectives import ring_all_gather, ring_all_reduce, ring_reduce_scatter
+from d2lmp.parallel.p2p_log import Message
 
 __all__ = ["STAGES", "FlatBuffers", "flat_views", "gradient_views", "FlatUnit", "LoggedCall", "LoggedCollectives",
            "shard_parameters", "ZeroAdam", "adam_update", "ShardedRun", "ZeroRun", "zero_train",
@@ -149,11 +151,15 @@ class FlatUnit(FlatBuffers):
 
 @dataclass(frozen=True)
 class LoggedCall:
-    """One collective call of a ``ZeroAdam``: during which step, which collective, bytes this rank sent."""
+    """One collective call of a ``ZeroAdam``: during which step, and the call as the traffic log records it."""
 
     step: int
-    op: str
-    bytes_sent: int
+    message: Message
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes this rank sends for the call on a ring (``Message.sent_bytes``)."""
+        return round(self.message.sent_bytes)
 
 
 class LoggedCollectives:
@@ -173,21 +179,23 @@ class LoggedCollectives:
 
     def all_reduce(self, flat: torch.Tensor) -> None:
         """Our ring all-reduce, in place, logged."""
-        self._record("all_reduce", 2 * (self.world - 1) * flat.numel() // self.world * flat.element_size())
+        self._record("all_reduce", flat)
         ring_all_reduce(flat, self.group)
 
     def reduce_scatter(self, flat: torch.Tensor) -> torch.Tensor:
         """Our ring reduce-scatter: this rank's shard of the sum, logged."""
-        self._record("reduce_scatter", (self.world - 1) * flat.numel() // self.world * flat.element_size())
+        self._record("reduce_scatter", flat)
         return ring_reduce_scatter(flat, self.group)
 
     def all_gather(self, shard: torch.Tensor) -> torch.Tensor:
         """Our ring all-gather: every rank's shard, one row per rank, logged."""
-        self._record("all_gather", (self.world - 1) * shard.numel() * shard.element_size())
+        self._record("all_gather", shard, gathered=True)
         return ring_all_gather(shard, self.group)
 
-    def _record(self, op: str, nbytes: int) -> None:
-        self.log.append(LoggedCall(self.steps, op, nbytes))
+    def _record(self, op: str, tensor: torch.Tensor, gathered: bool = False) -> None:
+        """Log a collective of ``tensor``; its size S is the whole buffer (an all-gather's: ``world`` shards)."""
+        size = tensor.numel() * tensor.element_size() * (self.world if gathered else 1)
+        self.log.append(LoggedCall(self.steps, Message(op, None, size, self.world)))
 
     def zero_grad(self) -> None:
         for unit in self.units:

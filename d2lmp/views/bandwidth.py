@@ -1,5 +1,7 @@
-"""GPU memory: bandwidth from bus width × data rate per pin for known GPUs (with a widget), measured copy
-bandwidth against buffer size, and capacity beside the host's memory."""
+"""GPU memory on screen: bandwidth from the bus, measured copies, and capacity.
+
+It draws bandwidth from bus width × data rate per pin for known GPUs (with a widget), measured copy bandwidth
+against buffer size, and capacity beside the host's memory."""
 
 from __future__ import annotations
 

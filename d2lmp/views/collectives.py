@@ -1,7 +1,8 @@
-"""Pictures of collectives: who holds what before and after each NCCL collective, the ring and the
-tree all-reduce step by step (``model.allreduce_steps`` runs the schedules the implementations follow),
-and the α-β model of naive, tree and ring all-reduce (``alpha_beta.all_reduce_model``) as a figure and a
-widget. The library computes; these functions draw."""
+"""Pictures of collectives: who holds what, step by step, and the α-β model.
+
+It draws who holds what before and after each NCCL collective, the ring and the tree all-reduce step by step
+(``model.allreduce_steps`` runs the schedules the implementations follow), and the α-β model of naive, tree and ring
+all-reduce (``alpha_beta.all_reduce_model``) as a figure and a widget. The library computes; these functions draw."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ def _draw_steps(steps: AllReduceSteps, step: int | None, name: str, arrows: bool
         ax.imshow(states[k], cmap="Blues", vmin=0, vmax=world)
         for r in range(world):
             for c in range(world):
-                ax.text(c, r, states[k][r, c], ha="center", va="center",
-                        color="white" if states[k][r, c] > world / 2 else "black", fontsize=9)
+                ax.text(c, r, states[k][r][c], ha="center", va="center",
+                        color="white" if states[k][r][c] > world / 2 else "black", fontsize=9)
         x = world // 2 - 0.5  # between two columns of numbers
         for src, dst in (steps.messages[k] if arrows else []):  # this step's messages: the whole row moves
             ax.annotate("", xy=(x, dst), xytext=(x, src),

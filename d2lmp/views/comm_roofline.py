@@ -1,5 +1,7 @@
-"""The communication roofline on screen: each link's roof drawn like notebook 03's, strategies placed under them,
-and a widget (strategy, model, batch, group size, link) that moves a point across the ridge.
+"""The communication roofline on screen: each link's roof and the strategies under it.
+
+It draws each link's roof (as notebook 03 draws a machine's), strategies placed under them, and a widget (strategy,
+model, batch, group size, link) that moves a point across the ridge.
 
 The arithmetic is ``model.cluster.comm_roofline``'s; ``roofline_case`` (names in, a ``CommPoint`` out) is the pure
 function the widget wraps. The y axis is the FLOP/s the roof allows, ``min(P, I·B)``: the flat part is the

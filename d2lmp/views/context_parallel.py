@@ -1,7 +1,9 @@
-"""Ring attention on screen: which K/V chunks each rank holds at each step, which score blocks it computes or
-skips under the causal mask, and the work per rank, plain layout against balanced.
+"""Ring attention on screen: the chunks each rank holds, the blocks it computes, its work.
 
-Everything drawn comes from ``parallel.context_layout``: ``ring_attention_schedule`` (the schedule that
+It draws which K/V chunks each rank holds at each step, which score blocks it computes or skips under the causal
+mask, and the work per rank, plain layout against balanced.
+
+Everything drawn comes from ``model.context_layout``: ``ring_attention_schedule`` (the schedule that
 ``ring_attention`` runs) and ``workload``. ``holdings`` and ``block_map`` lay the schedule out (pure: numbers
 in, lists out); the plots take an optional ``ax`` and return their Figure. ``ring_work_widget`` moves the ranks,
 the sequence, the layout and the mask, and prints ``describe_workload`` of each layout.
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from d2lmp.parallel.context_layout import LAYOUTS, Workload, ring_attention_schedule, workload
+from d2lmp.model.context_layout import LAYOUTS, Workload, ring_attention_schedule, workload
 from d2lmp.views.figure import fig_ax, show
 
 __all__ = ["holdings", "block_map", "plot_holdings", "plot_blocks", "plot_work_per_rank", "plot_ring_schedule",

@@ -1,5 +1,7 @@
-"""The parallelism cost model on screen: step-time and memory bars for every strategy, and a widget that
-changes the hardware, the batch, the model's size and the optimizer.
+"""The parallelism cost model on screen: step time and memory of every strategy.
+
+It draws step-time and memory bars for every strategy, and a widget that changes the hardware, the batch, the
+model's size and the optimizer.
 
 The numbers are the library's (``model.model_size.predictions``, ``widen``, ``fits`` and
 ``memory_by_size`` over ``model.costmodel.predict``); this module only draws them.

@@ -1,5 +1,7 @@
-"""Data parallelism in pictures: replicas, shards and the gradient all-reduce, and the predicted scaling
-(efficiency against devices, link bandwidth, bucket size and per-message latency α) as a plot and a widget.
+"""Data parallelism in pictures: replicas, shards and the all-reduce, and the predicted scaling.
+
+It draws replicas, shards and the gradient all-reduce, and the predicted scaling (efficiency against devices, link
+bandwidth, bucket size and per-message latency α) as a plot and a widget.
 
 The predictions are ``model.dp_model``'s (``scaling_curves``, ``predict_step``); this module draws them.
 """

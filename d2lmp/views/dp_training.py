@@ -1,5 +1,7 @@
-"""Data-parallel training in pictures: test accuracy against the global batch with the linear scaling rule on and off,
-and BatchNorm's per-rank against synchronised statistics (their distance from one device, and the accuracy)."""
+"""Data-parallel training in pictures: accuracy against the global batch, and BatchNorm's per-rank gap.
+
+It draws test accuracy against the global batch with the linear scaling rule on and off, and BatchNorm's per-rank
+against synchronised statistics (their distance from one device, and the accuracy)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""When things fail, on screen: a job's timeline with failures and checkpoints, the waste against the interval,
-a real restart's events, and a widget that finds the interval for a number of GPUs, a failure rate and a save.
+"""When things fail, on screen: failures, checkpoints, the waste and the best interval.
+
+It draws a job's timeline with failures and checkpoints, the waste against the interval, a real restart's events,
+and a widget that finds the interval for a number of GPUs, a failure rate and a save.
 
 The arithmetic is ``checkpoint_interval``'s and the events are ``parallel.resilient``'s; this module lays
 them out and draws them. ``interval_report`` is the widget's pure function (numbers in, text out); every plot

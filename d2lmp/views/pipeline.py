@@ -1,5 +1,7 @@
-"""Pipeline parallelism: a simulated schedule's timeline and its bubble (a widget), and 1F1B, interleaved 1F1B and
-zero-bubble ZB-H1 drawn one above the other on the same time axis."""
+"""Pipeline parallelism on screen: a schedule's timeline and its bubble.
+
+It draws a simulated schedule's timeline and its bubble (a widget), and 1F1B, interleaved 1F1B and zero-bubble ZB-H1
+drawn one above the other on the same time axis."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from d2lmp.model.pipeline_schedule import (
     simulate,
 )
 from d2lmp.model.timeline import TimelineEvent
-from d2lmp.parallel.pipeline_memory import peak_in_flight
+from d2lmp.pipeline_memory import peak_in_flight
 from d2lmp.views.figure import fig_ax, show
 from d2lmp.views.timeline import KIND_COLOURS, plot_timeline
 

@@ -1,5 +1,7 @@
-"""The planner on screen: a plan's step time by part, memory per GPU by part, and a widget (model, GPUs, GPU type,
-global batch) that runs the planner and shows its best configurations.
+"""The planner on screen: a plan's step time and memory per GPU by part, and the planner as a widget.
+
+It draws a plan's step time by part, memory per GPU by part, and a widget (model, GPUs, GPU type, global batch) that
+runs the planner and shows its best configurations.
 
 The arithmetic is ``scale``'s (``plan``, ``predict``, ``memory_per_gpu``); ``plan_for`` (preset names in, a
 ``PlanReport`` out) is the pure function the widget wraps.

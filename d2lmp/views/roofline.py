@@ -1,6 +1,8 @@
-"""The roofline: measured operations under a machine's roofs, speed-ups per operation, a widget that places a
-chosen operation (matmul, add, reduction, conv layer; size and dtype) under the roof, and one roof per number
-format (a GPU's FP32, FP16 and INT8 figures) with a linear layer whose point moves with its batch."""
+"""The roofline on screen: operations under a machine's roofs, and one roof per number format.
+
+It draws measured operations under a machine's roofs, speed-ups per operation, a widget that places a chosen
+operation (matmul, add, reduction, conv layer; size and dtype) under the roof, and one roof per number format (a
+GPU's FP32, FP16 and INT8 figures) with a linear layer whose point moves with its batch."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Tensor parallelism: which slice of a weight each rank holds, what splitting a layer buys per rank,
-a widget comparing how many bytes each way of splitting a Linear layer communicates, Megatron's transformer block
-drawn with its split layers and collectives (with or without sequence parallelism), and where each rank's
-saved bytes of a transformer block go under tensor and sequence parallelism."""
+"""Tensor parallelism on screen: the split weights, the bytes each split sends, Megatron's block.
+
+It draws which slice of a weight each rank holds, what splitting a layer buys per rank, a widget comparing how many
+bytes each way of splitting a Linear layer communicates, Megatron's transformer block drawn with its split layers
+and collectives (with or without sequence parallelism), and where each rank's saved bytes of a transformer block go
+under tensor and sequence parallelism."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""A profiler trace drawn from its file: each rank's backward operators and all-reduces on one time axis, beside the
-``Timeline`` Gantt chart of the same step."""
+"""A profiler trace drawn from its file, beside the Timeline Gantt chart of the same step.
+
+It draws each rank's backward operators and all-reduces on one time axis, beside the ``Timeline`` Gantt chart of the
+same step."""
 
 from __future__ import annotations
 

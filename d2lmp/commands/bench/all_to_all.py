@@ -1,7 +1,8 @@
-"""``d2lmp bench all-to-all``: our all-to-all built from send/recv against the backend's own
-(``dist.all_to_all_single``) in bus bandwidth, and the least ours/backend ratio over a size range against its
-goal (the measurement: ``d2lmp.bench.all_to_all``).
-"""
+"""``d2lmp bench all-to-all``: our all-to-all against the backend's, in bus bandwidth, with its goal.
+
+It measures our all-to-all built from send/recv against the backend's own (``dist.all_to_all_single``) in bus
+bandwidth, and the least ours/backend ratio over a size range against its goal (the measurement:
+``d2lmp.bench.all_to_all``)."""
 
 from __future__ import annotations
 

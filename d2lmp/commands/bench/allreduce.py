@@ -1,7 +1,7 @@
-"""``d2lmp bench allreduce``: our ring all-reduce against the backend's own in bus bandwidth, on 2 and 4
-ranks, and the least ring/backend ratio over a size range against its goal (the measurement:
-``d2lmp.bench.allreduce``).
-"""
+"""``d2lmp bench allreduce``: our ring all-reduce against the backend's, in bus bandwidth, with its goal.
+
+It measures our ring all-reduce against the backend's own in bus bandwidth, on 2 and 4 ranks, and the least
+ring/backend ratio over a size range against its goal (the measurement: ``d2lmp.bench.allreduce``)."""
 
 from __future__ import annotations
 

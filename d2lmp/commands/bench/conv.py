@@ -1,6 +1,7 @@
-"""``d2lmp bench conv``: im2col and the c01b layout against ``F.conv2d`` on AlexNet's convolutions, im2col
-against its own lower bound, and why on a CPU (the measurement: ``d2lmp.bench.conv``).
-"""
+"""``d2lmp bench conv``: our convolutions against ``F.conv2d`` on AlexNet's layers.
+
+It times im2col and the c01b layout against ``F.conv2d`` on AlexNet's convolutions, im2col against its own lower
+bound, and why on a CPU (the measurement: ``d2lmp.bench.conv``)."""
 
 from __future__ import annotations
 

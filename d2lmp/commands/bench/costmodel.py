@@ -1,6 +1,7 @@
-"""``d2lmp bench costmodel``: the cost model, calibrated here, against data, pipeline and tensor parallelism
-measured on 2 CPU ranks (the measurement: ``d2lmp.bench.costmodel``).
-"""
+"""``d2lmp bench costmodel``: the cost model's predicted steps against steps measured on 2 CPU ranks.
+
+It compares the cost model, calibrated here, against data, pipeline and tensor parallelism measured on 2 CPU ranks
+(the measurement: ``d2lmp.bench.costmodel``)."""
 
 from __future__ import annotations
 

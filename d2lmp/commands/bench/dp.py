@@ -1,6 +1,7 @@
-"""``d2lmp bench dp``: the step time of each data-parallel version against ``DistributedDataParallel``, and
-the bucketed version's ratio to DDP against its goal (the measurement: ``d2lmp.bench.data_parallel``).
-"""
+"""``d2lmp bench dp``: each data-parallel version's step time against ``DistributedDataParallel``.
+
+It measures the step time of each data-parallel version against ``DistributedDataParallel``, and the bucketed
+version's ratio to DDP against its goal (the measurement: ``d2lmp.bench.data_parallel``)."""
 
 from __future__ import annotations
 

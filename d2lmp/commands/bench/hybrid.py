@@ -1,6 +1,7 @@
-"""``d2lmp bench hybrid``: a 2 × 2 data × tensor grid of CPU ranks, the cost model's predicted step against
-the measured one, part by part (the measurement: ``d2lmp.bench.hybrid``).
-"""
+"""``d2lmp bench hybrid``: a 2 × 2 data × tensor grid's measured step against the cost model's.
+
+It measures a 2 × 2 data × tensor grid of CPU ranks, the cost model's predicted step against the measured one, part
+by part (the measurement: ``d2lmp.bench.hybrid``)."""
 
 from __future__ import annotations
 

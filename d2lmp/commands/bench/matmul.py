@@ -1,7 +1,7 @@
-"""``d2lmp bench matmul``: GFLOP/s of square matrix products per size, dtype and device, the ratio to peak,
-and our timing harness against ``torch.utils.benchmark`` (the measurement: ``timing.matmul_sweep`` and
-``timing.harness_agreement``).
-"""
+"""``d2lmp bench matmul``: matrix-product speed against the peak, and our timer against torch's.
+
+It measures GFLOP/s of square matrix products per size, dtype and device, the ratio to peak, and our timing harness
+against ``torch.utils.benchmark`` (the measurement: ``timing.matmul_sweep`` and ``timing.harness_agreement``)."""
 
 from __future__ import annotations
 

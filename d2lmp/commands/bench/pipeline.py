@@ -1,7 +1,8 @@
-"""``d2lmp bench pipeline``: balanced against equal-layer partitions of a half-width AlexNet, the measured
-bubble against (p-1)/(m+p-1), and interleaved 1F1B's bubble and messages against 1F1B's (the measurement:
-``d2lmp.bench.pipeline``).
-"""
+"""``d2lmp bench pipeline``: balanced against equal partitions, and measured against theoretical bubbles.
+
+It compares balanced against equal-layer partitions of a half-width AlexNet, the measured bubble against
+(p-1)/(m+p-1), and interleaved 1F1B's bubble and messages against 1F1B's (the measurement:
+``d2lmp.bench.pipeline``)."""
 
 from __future__ import annotations
 

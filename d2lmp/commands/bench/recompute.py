@@ -1,6 +1,7 @@
-"""``d2lmp bench recompute``: activation recomputation's saved bytes (predicted and measured) and its step
-time against the predicted 1 + F_r / (F + B) (the measurement: ``d2lmp.bench.recompute``).
-"""
+"""``d2lmp bench recompute``: recomputation's saved bytes and step time against their predictions.
+
+It measures activation recomputation's saved bytes (predicted and measured) and its step time against the predicted
+1 + F_r / (F + B) (the measurement: ``d2lmp.bench.recompute``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""``d2lmp bench ring-attention``: ring attention's forward on p ranks against one rank's whole-sequence
+"""``d2lmp bench ring-attention``: ring attention's forward against one rank's whole-sequence attention.
+
+It measures ring attention's forward on p ranks against one rank's whole-sequence
 ``F.scaled_dot_product_attention``, split into compute and waiting for K/V, and the overlap it achieves (the
-measurement: ``d2lmp.bench.context_parallel``).
-"""
+measurement: ``d2lmp.bench.context_parallel``)."""
 
 from __future__ import annotations
 

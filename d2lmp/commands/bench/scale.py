@@ -1,8 +1,9 @@
-"""``d2lmp bench scale``: the cluster model (``d2lmp.scale``) against every published run it knows, and its planner
-against the configurations those runs chose. Plain arithmetic, no measurement: the fitted parameters with their
-meaning, predicted / published for every row of the calibration table and of every checked table (no
-refitting), the worst ratio, the planner checks, and one goal line per table and overall.
-"""
+"""``d2lmp bench scale``: the cluster model against every published run it knows.
+
+It compares the cluster model (``d2lmp.scale``) against every published run it knows, and its planner against the
+configurations those runs chose. Plain arithmetic, no measurement: the fitted parameters with their meaning,
+predicted / published for every row of the calibration table and of every checked table (no refitting), the worst
+ratio, the planner checks, and one goal line per table and overall."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""``d2lmp bench scale-bridge``: the cluster model at the small end, given a CPU preset calibrated in the same run,
-against the small GPT's measured steps on CPU ranks: data, tensor, pipeline (1F1B) and data × tensor parallelism
-(the measurement: ``d2lmp.bench.scale_bridge``). Prints the calibration with each number's meaning, each
-strategy's predicted and measured step and their ratio, both split into phases and the model's parts, and one
-goal line per strategy.
-"""
+"""``d2lmp bench scale-bridge``: the cluster model against the small GPT's measured steps on CPU ranks.
+
+It compares the cluster model at the small end, given a CPU preset calibrated in the same run, against the small
+GPT's measured steps on CPU ranks: data, tensor, pipeline (1F1B) and data × tensor parallelism (the measurement:
+``d2lmp.bench.scale_bridge``). Prints the calibration with each number's meaning, each strategy's predicted and
+measured step and their ratio, both split into phases and the model's parts, and one goal line per strategy."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``d2lmp bench train``: train the small AlexNet on the offline digits; test accuracy and time against
-their goals (the measurement: ``train.train_small_alexnet``).
-"""
+"""``d2lmp bench train``: train the small AlexNet on the offline digits, against its goals.
+
+It reports the test accuracy and time against their goals (the measurement: ``train.train_small_alexnet``)."""
 
 from __future__ import annotations
 

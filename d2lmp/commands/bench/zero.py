@@ -1,6 +1,7 @@
-"""``d2lmp bench zero``: ZeRO stages 0-3 (our ring collectives) against PyTorch's FSDP2, memory per rank and
-step time, and stage 3's step against FSDP2's (the measurement: ``d2lmp.bench.zero``).
-"""
+"""``d2lmp bench zero``: ZeRO stages 0-3 against PyTorch's FSDP2, in memory and step time.
+
+It measures ZeRO stages 0-3 (our ring collectives) against PyTorch's FSDP2, memory per rank and step time, and stage
+3's step against FSDP2's (the measurement: ``d2lmp.bench.zero``)."""
 
 from __future__ import annotations
 

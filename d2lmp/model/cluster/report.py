@@ -1,5 +1,7 @@
-"""What the commands print, as typed records and plain-text formatters: the calibration and check tables, the
-planner's choice against the published configurations, and the planner's ranking.
+"""What the commands print about the cluster model, as typed records and plain-text formatters.
+
+They hold the calibration and check tables, the planner's choice against the published configurations, and the
+planner's ranking.
 
 ``calibration_report`` predicts the calibration table and every checked table with the fitted parameters
 (no refitting) and ``format_calibration`` prints each row's published and predicted figure and their ratio,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
@@ -46,13 +47,13 @@ def link_bytes_per_s(cluster: Cluster, link: str, efficiency: Efficiency) -> flo
 
 def all_reduce_bytes(nbytes: float, ranks: int) -> float:
     """Bytes each rank sends in a ring all-reduce of ``nbytes``: ``2(n−1)/n · nbytes`` (0 for one rank)."""
-    return 2 * (ranks - 1) / ranks * nbytes
+    return ring_bytes_per_rank("all_reduce", nbytes, ranks)
 
 
 def gather_bytes(nbytes: float, ranks: int) -> float:
     """Bytes each rank sends in a ring all-gather (or reduce-scatter) of a full result of ``nbytes``:
     ``(n−1)/n · nbytes``."""
-    return (ranks - 1) / ranks * nbytes
+    return ring_bytes_per_rank("all_gather", nbytes, ranks)
 
 
 def activation_message_bytes(model: Transformer, micro_batch: int, cp: int = 1) -> float:

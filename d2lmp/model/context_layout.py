@@ -7,17 +7,16 @@ each rank's K/V chunk(s) to the right once per step, so at step s rank r holds r
 causal mask a query chunk attends fully to earlier key chunks, to its own chunk through the triangular mask
 (the "diagonal" block), and not at all to later chunks, which are skipped. ``ring_attention_schedule`` is that
 schedule as data: ``parallel.context_parallel`` runs it, ``views.context_parallel`` draws it, and ``workload``
-counts the score elements each rank computes, the plain layout's imbalance. Plain arithmetic, no process group.
+counts the score elements each rank computes, the plain layout's imbalance. Plain arithmetic, no process group;
+``parallel.sequence_chunks`` cuts a tensor by this layout.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
-__all__ = ["LAYOUTS", "BLOCK_KINDS", "chunks_per_rank", "chunks_of", "block_kind", "split_sequence",
-           "gather_sequence", "Block", "RingStep", "ring_attention_schedule", "Workload", "workload"]
+__all__ = ["LAYOUTS", "BLOCK_KINDS", "chunks_per_rank", "chunks_of", "chunk_count", "block_kind", "Block", "RingStep",
+           "ring_attention_schedule", "Workload", "workload"]
 
 LAYOUTS = ("plain", "balanced")
 BLOCK_KINDS = ("full", "diagonal", "skipped")
@@ -45,29 +44,14 @@ def block_kind(query_chunk: int, key_chunk: int, causal: bool = True) -> str:
     return "diagonal" if key_chunk == query_chunk else "skipped"
 
 
-def _n_chunks(seq_len: int, world: int, layout: str) -> int:
+def chunk_count(seq_len: int, world: int, layout: str) -> int:
+    """How many equal chunks a sequence of ``seq_len`` tokens is cut into; ValueError when it does not divide."""
     n = world * chunks_per_rank(layout)
     if seq_len % n:
         raise ValueError(f"a sequence of {seq_len} tokens does not split into {n} equal chunks "
                          f"({chunks_per_rank(layout)} per rank on {world} ranks, layout {layout!r}): "
                          f"pad it to a multiple of {n} tokens (next: {seq_len + n - seq_len % n})")
     return n
-
-
-def split_sequence(x: torch.Tensor, world: int, layout: str = "plain", dim: int = 2) -> list[torch.Tensor]:
-    """Every rank's part of the whole sequence ``x`` (along ``dim``), in rank order: its chunks, concatenated."""
-    pieces = torch.chunk(x, _n_chunks(x.shape[dim], world, layout), dim=dim)
-    return [torch.cat([pieces[c] for c in chunks_of(r, world, layout)], dim=dim) for r in range(world)]
-
-
-def gather_sequence(parts: list[torch.Tensor], layout: str = "plain", dim: int = 2) -> torch.Tensor:
-    """The whole sequence back from every rank's part (in rank order): the inverse of ``split_sequence``."""
-    world, per_rank = len(parts), chunks_per_rank(layout)
-    pieces: list[torch.Tensor | None] = [None] * (world * per_rank)
-    for rank, part in enumerate(parts):
-        for chunk, piece in zip(chunks_of(rank, world, layout), torch.chunk(part, per_rank, dim=dim)):
-            pieces[chunk] = piece
-    return torch.cat([p for p in pieces if p is not None], dim=dim)
 
 
 @dataclass(frozen=True)
@@ -137,7 +121,7 @@ class Workload:
 
 def workload(world: int, seq_len: int, layout: str = "plain", causal: bool = True) -> Workload:
     """Count, from the schedule, the score elements each rank computes for one head (see ``Workload``)."""
-    chunk = seq_len // _n_chunks(seq_len, world, layout)
+    chunk = seq_len // chunk_count(seq_len, world, layout)
     size = {"full": chunk * chunk, "diagonal": chunk * chunk, "skipped": 0}
     kept = {"full": chunk * chunk, "diagonal": chunk * (chunk + 1) // 2, "skipped": 0}
     computed, unmasked = [0] * world, [0] * world
