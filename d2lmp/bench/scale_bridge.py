@@ -40,11 +40,11 @@ from d2lmp.gpt import GPT, GPTConfig, gpt_sequential, lm_loss, preset
 from d2lmp.hardware import usable_cores
 from d2lmp.model.cluster.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from d2lmp.model.cluster.layout import Plan
+from d2lmp.model.pipeline_balance import equal_split
 from d2lmp.parallel.gpt_tp import TensorParallelGPT
 from d2lmp.parallel.grid3d import grid3d_groups
 from d2lmp.parallel.launch import launch
 from d2lmp.parallel.pipeline import pipeline_step
-from d2lmp.parallel.pipeline_balance import equal_split
 
 __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "PartRun", "BridgeResult", "bridge_plans",
            "scale_bridge_bench"]
