@@ -54,6 +54,7 @@ CASES = [
     (["bench", "recompute", "--batch", "-3"], 2, "--batch must be positive, got -3"),
     (["bench", "ring-attention", "--world", "1"], 2, "--world must be at least 2, got 1"),
     (["bench", "ring-attention", "--shape", "1,2,3"], 2, "--shape takes four integers"),
+    (["bench", "ring-attention", "--shape", "1,2,30,8"], 2, "a sequence of 30 tokens does not split into 4 equal"),
     (["bench", "all-to-all", "--worlds", "100"], 2, f"--worlds must be at most {CAP}"),
     (["bench", "all-to-all", "--worlds", "1"], 2, "--worlds must be at least 2, got 1"),
     (["bench", "scale", "--planner", "yes"], 2, "unrecognized arguments: yes"),

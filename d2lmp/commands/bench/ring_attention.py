@@ -11,6 +11,7 @@ import argparse
 from d2lmp.bench import context_parallel as cp
 from d2lmp.commands.goal import Goal
 from d2lmp.commands.options import ints, need_positive, need_ranks
+from d2lmp.model.context_layout import chunk_count
 from d2lmp.report import table
 
 __all__ = ["HELP", "RATIO_GOAL", "OVERLAP_GOAL", "add_options", "check", "goals", "run"]
@@ -37,6 +38,7 @@ def check(args: argparse.Namespace) -> None:
         raise ValueError(f"--shape takes four integers (batch,heads,sequence,head_dim), got {args.shape}")
     if args.shape is not None:
         need_positive("--shape", args.shape)
+        chunk_count(args.shape[2], args.world, "balanced")  # a sequence that does not split is a ValueError now
     if args.rounds is not None:
         need_positive("--rounds", args.rounds)
 
