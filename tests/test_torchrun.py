@@ -164,9 +164,23 @@ def test_bad_input_is_one_line_and_exit_2_before_joining_the_group(monkeypatch, 
     assert demo.main(argv, env=env) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{demo.PROG}: ") and message in err and err.count("\n") == 1
-    if env:  # the other ranks of the machine say nothing: one copy of the message per machine
+    if env:  # every rank says it: torchrun stops the others as soon as the first exits, whichever that is
         assert demo.main(argv, env=_torchrun_env(int(env["WORLD_SIZE"]), local_rank=1)) == 2
-        assert capsys.readouterr().err == ""
+        assert capsys.readouterr().err == err
+
+
+@pytest.mark.slow
+def test_a_world_size_the_strategies_cannot_use_is_told_by_torchrun_too():
+    """A real job on 2 ranks asked for every strategy: the reason on stderr, and last in torchrun's failure summary,
+    beside the rank's exit status 2 (torchrun's own status is 1: the launcher's, which no rank sets)."""
+    result = subprocess.run([*RUN, "--standalone", "--nproc-per-node", "2", *ENTRY, "all"],
+                            capture_output=True, text=True, timeout=300)
+    reason = f"{demo.PROG}: cannot run on 2 ranks: 3d needs at least 4 ranks, a multiple of 4; hybrid"
+    assert result.returncode == 1 and "Traceback" in result.stderr  # torchrun's ChildFailedError
+    assert any(line.startswith(reason) for line in result.stderr.splitlines()), result.stderr
+    summary = result.stderr[result.stderr.index("Root Cause"):]
+    assert "exitcode  : 2" in summary and f"traceback : {reason}" in summary, summary
+    assert "matches" not in result.stdout  # no check ran
 
 
 def test_main_runs_the_named_strategies_in_order(monkeypatch, capsys):

@@ -9,16 +9,21 @@
 matches, the world sizes it can use and one line saying what it proves. Rank 0 prints every check's
 error; a rank that finds a mismatch names itself, the check, the error and the tolerance on stderr and
 the command exits 1, so torchrun (and a shell script or CI job around it) reports a failure. An unknown
-strategy, or a world size a strategy cannot use, is one line on stderr and exit status 2, before any
-rank joins the group. ``resilient`` is the one strategy with options of its own (``commands.resilient``): a
-run that loses a rank, restarts from its checkpoint and ends equal to an uninterrupted run.
+strategy, or a world size a strategy cannot use, is one line on stderr from every rank and exit status 2,
+before any rank joins the group: every rank says it, since torchrun stops the others as soon as one exits,
+and writes it to torchrun's error file, so the failure summary torchrun prints last repeats it beside the
+rank's exit status 2. torchrun itself exits 1 (the launcher's own status, which no rank can set).
+``resilient`` is the one strategy with options of its own (``commands.resilient``): a run that loses a
+rank, restarts from its checkpoint and ends equal to an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,9 +41,10 @@ from d2lmp.checks.ranks import (
     check_zero,
 )
 from d2lmp.commands import resilient
+from d2lmp.commands.options import OneLineParser
 from d2lmp.parallel.launch import exit_after_torchrun, run_from_env
 
-__all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "main"]
+__all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "tell_torchrun", "main"]
 
 PROG = "d2lmp.commands.demo"
 
@@ -114,7 +120,7 @@ def select(names: Sequence[str], world: int) -> list[str]:
                          f"{', '.join(STRATEGIES)} (or all)")
     problems = [f"{n} {p}" for n in chosen if (p := STRATEGIES[n].world_problem(world))]
     if problems:
-        raise ValueError(f"cannot run on {world} ranks: {'; '.join(problems)}")
+        raise ValueError(f"cannot run on {world} rank{'s' if world != 1 else ''}: {'; '.join(problems)}")
     return chosen
 
 
@@ -154,8 +160,8 @@ def report(rank: int, world: int, results: Mapping[str, Errors]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m torch.distributed.run --nproc-per-node N -m {PROG}",
+    parser = OneLineParser(
+        prog=PROG, usage=f"python -m torch.distributed.run --nproc-per-node N -m {PROG} STRATEGY [STRATEGY ...]",
         description="Run parallel strategies on torchrun's ranks and compare each with one device.",
         epilog="strategies:\n" + "\n".join(f"  {n:<12} {s.description} ({s.worlds})" for n, s in STRATEGIES.items())
         + f"\n  {'resilient':<12} a run that loses a rank and restarts equal to an uninterrupted one "
@@ -165,6 +171,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def tell_torchrun(message: str, env: Mapping[str, str]) -> None:
+    """Write ``message`` to this rank's torchrun error file (``TORCHELASTIC_ERROR_FILE``, in the format of
+    ``torch.distributed.elastic``'s ``record``), so torchrun's failure summary shows it; nothing outside torchrun."""
+    path = env.get("TORCHELASTIC_ERROR_FILE")
+    if path:
+        data = {"message": {"message": message,
+                            "extraInfo": {"py_callstack": message, "timestamp": str(int(time.time()))}}}
+        with open(path, "w") as f:
+            json.dump(data, f)
+
+
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Run the strategies named in ``argv`` on this rank; return the exit status (0, 1: a mismatch, 2: bad input)."""
     env = os.environ if env is None else env
@@ -172,15 +189,14 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     if argv[:1] == ["resilient"]:  # its own options: --steps, --checkpoint-every, --kill-rank, --kill-step, --dir
         return resilient.main(argv[1:])
     args = _parser().parse_args(argv)
-    speaks = env.get("LOCAL_RANK", "0") == "0"  # one copy of an input error per machine, not one per rank
     try:
         if "RANK" not in env or "WORLD_SIZE" not in env:
             raise ValueError("run this under torchrun, which sets RANK and WORLD_SIZE: python -m "
                              f"torch.distributed.run --standalone --nproc-per-node 2 -m {PROG} STRATEGY")
         names = select(args.strategies, int(env["WORLD_SIZE"]))
-    except ValueError as exc:
-        if speaks:
-            print(f"{PROG}: {exc}", file=sys.stderr)
+    except ValueError as exc:  # every rank says why: torchrun stops the others as soon as one exits
+        print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+        tell_torchrun(f"{PROG}: {exc}", env)
         return 2
     rank, world, results = run_from_env(run_checks, names)
     return report(rank, world, results)

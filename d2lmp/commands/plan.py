@@ -6,39 +6,46 @@ each family's verdict (why it is not the winner).
 The model is a preset name (``d2lmp.scale.MODEL_PRESETS``: the calibration table's GPTs, 22B, 175B, Llama 3) or a
 shape given as options (``--layers``, ``--hidden``, ``--heads`` and the rest); the cluster a GPU preset and a count.
 Options limit the search (recomputation, ZeRO stages, the largest tensor or pipeline size, ...). Every option is
-checked before the search: a bad one is a ``ValueError`` (one line, exit 2), and so is a request nothing fits. A
-search that lasts more than a second says on stderr what it searches and how long it has run. """
+checked before the search (``check``): a bad one is a ``ValueError`` (one line, exit 2). A request nothing fits is a
+``UsageError`` (one line, exit 2) that counts the families per reason (the batch does not split, memory, ...). A
+search that lasts more than a second says on stderr what it searches and how long it has run.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import threading
 import time
 from typing import TypedDict
 
-from d2lmp.commands.options import ints, need_positive, words
+from d2lmp.commands.options import OneLineParser, UsageError, ints, need_positive, words
 from d2lmp.model.cluster.hardware import GPU_PRESETS, Cluster, gpu_preset
-from d2lmp.model.cluster.planner import PlanReport, family_options, plan, powers_of_two
+from d2lmp.model.cluster.planner import FamilyVerdict, PlanReport, family_options, plan, powers_of_two
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import Recompute, ZeroStage
 
-__all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "add_parser", "model_of", "SearchLimits", "search_limits",
-           "cmd_plan"]
+__all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "MAX_GPUS", "add_parser", "model_of", "SearchLimits",
+           "search_limits", "check", "why_nothing_fits", "cmd_plan"]
 
 HELP = "rank the parallel configurations of a model on a GPU cluster (the cluster model's planner)"
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads")
 PROGRESS_AFTER_S = 1.0  # a search that lasts longer says so on stderr
+# The search tries every pipeline size that divides both the layers and the GPU count, so its time grows with the
+# GPU count; a cap of 2**20 GPUs (about a million) keeps any search within seconds.
+MAX_GPUS = 2**20
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
+    """Add ``d2lmp plan`` and its options to the subcommands; return its parser."""
     p = sub.add_parser("plan", help=HELP, description=HELP)
-    p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)}")
+    p.add_argument("--model", help=f"a preset: {', '.join(MODEL_PRESETS)} (default: none; give it or a shape)")
     shape = p.add_argument_group("a shape instead of --model")
-    for name in ("layers", "hidden", "heads"):
-        shape.add_argument(f"--{name}", type=int)
+    for name, what in (("layers", "transformer layers"), ("hidden", "hidden size"), ("heads", "attention heads")):
+        shape.add_argument(f"--{name}", type=int, help=f"{what} (default: none; give --layers, --hidden and --heads)")
     shape.add_argument("--seq", type=int, help="sequence length (default 2048)")
     shape.add_argument("--vocab", type=int, help="vocabulary (default 51200)")
     shape.add_argument("--ffn", type=int, help="MLP width (default 4 × hidden)")
@@ -47,10 +54,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     shape.add_argument("--no-bias", action="store_true", help="no biases (Llama)")
     shape.add_argument("--untied", action="store_true", help="an LM head of its own")
     shape.add_argument("--rotary", action="store_true", help="no learned position embedding")
-    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--gpus", type=int, required=True, help="GPUs in the cluster (required)")
     p.add_argument("--gpu", default="A100-80GB", help=f"a GPU preset: {', '.join(GPU_PRESETS)}")
-    p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+    p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (NVLink within a node)")
+    p.add_argument("--global-batch", type=int, required=True, help="sequences per step (required)")
     p.add_argument("--top", type=int, default=5, help="configurations to show")
     p.add_argument("--recompute", type=words, default=list(RECOMPUTE), help="allowed, e.g. full or none,selective")
     p.add_argument("--zero", type=ints, default=[0, 1, 2, 3], help="allowed ZeRO stages, e.g. 0,1")
@@ -58,12 +65,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--max-pp", type=int, help="largest pipeline size (default: the layers)")
     p.add_argument("--cp", type=ints, help="context-parallel sizes to try (default: powers of two, 1,024+ tokens each)")
     p.add_argument("--micro-batch", type=ints, help="micro-batch sizes to try (default: divisors up to 16)")
-    p.add_argument("--sequence-parallel", choices=("both", "yes", "no"), default="both")
+    p.add_argument("--sequence-parallel", choices=("both", "yes", "no"), default="both",
+                   help="try Megatron's sequence parallelism with tensor parallelism, without it, or both")
     p.add_argument("--dp-overlap", action=argparse.BooleanOptionalAction, default=True,
                    help="the gradient all-reduce overlaps the last backward")
     p.add_argument("--families", action=argparse.BooleanOptionalAction, default=True,
                    help="also print each family's verdict")
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=cmd_plan, check=check)
+    return p
 
 
 def model_of(args: argparse.Namespace) -> tuple[str, Transformer]:
@@ -155,16 +164,15 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _check(args: argparse.Namespace) -> None:
+def _prepared(args: argparse.Namespace) -> tuple[str, Transformer, Cluster, SearchLimits,
+                                                 list[tuple[int, int, int, int]]]:
+    """(name, model, cluster, search limits, families) from the options; ValueError says what is wrong."""
     need_positive("--gpus", args.gpus)
+    if args.gpus > MAX_GPUS:
+        raise ValueError(f"--gpus must be at most {MAX_GPUS:,} (the search's bound), got {args.gpus:,}")
     need_positive("--global-batch", args.global_batch)
     need_positive("--top", args.top)
     need_positive("--gpus-per-node", args.gpus_per_node)
-    gpu_preset(args.gpu)
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    _check(args)
     name, model = model_of(args)
     cluster = Cluster(gpu=gpu_preset(args.gpu).name, gpus=args.gpus, gpus_per_node=args.gpus_per_node)
     limits = search_limits(args, model, cluster)
@@ -172,6 +180,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
                               cp=limits.get("cp"))
     if not families:
         raise ValueError(f"no (tp, pp, dp, cp) family multiplies to {args.gpus} GPUs within the limits given")
+    return name, model, cluster, limits, families
+
+
+def check(args: argparse.Namespace) -> None:
+    """Every option, before the search: ValueError says what is wrong."""
+    _prepared(args)
+
+
+def why_nothing_fits(report: PlanReport) -> str:
+    """Why no family runs: the families counted per reason (numbers aside), most common first, each with an
+    example."""
+    groups: dict[str, list[FamilyVerdict]] = {}
+    for verdict in report.families:
+        groups.setdefault(re.sub(r"\d[\d.]*", "#", verdict.reason), []).append(verdict)
+    total = len(report.families)
+    return "; ".join(f"{len(g)} of {total} {'family' if total == 1 else 'families'}, "
+                     f"{'e.g. ' if len(g) > 1 else ''}(tp, pp, dp, cp) = {g[0].sizes}: {g[0].reason}"
+                     for g in sorted(groups.values(), key=len, reverse=True))
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Search, print the table and the families' verdicts; a request nothing fits is a UsageError."""
+    name, model, cluster, limits, families = _prepared(args)
     start = time.perf_counter()
     with _Progress(f"d2lmp plan: searching {len(families)} families (tp × pp × dp × cp) of {name} on "
                    f"{args.gpus} × {cluster.gpu}"):
@@ -182,7 +213,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(format_plan(report, families=args.families or report.best is None))
     print(f"\nsearched {report.considered} configurations of {len(families)} families in {seconds:.1f} s")
     if report.best is None:
-        raise ValueError(f"nothing fits: no configuration of {name} fits in the {cluster.preset.memory_gb:g} GB of "
-                         f"{args.gpus} x {cluster.gpu} for a global batch of {args.global_batch} "
-                         "(the families above say why)")
+        raise UsageError(f"nothing fits: no configuration of {name} fits on {args.gpus} x {cluster.gpu} "
+                         f"({cluster.preset.memory_gb:g} GB each) for a global batch of {args.global_batch}: "
+                         f"{why_nothing_fits(report)}")
     return 0

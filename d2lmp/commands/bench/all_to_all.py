@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from d2lmp.bench import all_to_all as a2a
 from d2lmp.bench.allreduce import KIB, size_label
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import ints, need_positive
+from d2lmp.commands.options import ints, need_positive, need_ranks
 from d2lmp.report import table
 
-__all__ = ["HELP", "GOAL_SIZES", "A2A_GOALS", "add_options", "check", "goal_lines", "run"]
+__all__ = ["HELP", "GOAL_SIZES", "A2A_GOALS", "MIN_RANKS", "add_options", "check", "goal_lines", "run"]
 
 HELP = "our all-to-all (send/recv) vs torch.distributed's, busbw ratios"
 GOAL_SIZES = (64 * KIB, 16 * KIB**2)  # the goal holds from 64 KiB to 16 MiB, both included
 A2A_GOALS = {2: 0.8}  # ranks -> the least ours/backend bus-bandwidth ratio over GOAL_SIZES
+MIN_RANKS = 2  # one rank exchanges nothing
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +31,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    need_positive("--worlds", args.worlds, minimum=2)
+    need_ranks("--worlds", args.worlds, MIN_RANKS)
     need_positive("--sizes", args.sizes)
+    for size in args.sizes:  # float32 elements, at least one per rank
+        if size < 4 * max(args.worlds):
+            raise ValueError(f"--sizes: {size} B is less than one float32 per rank (>= {4 * max(args.worlds)} B for "
+                             f"{max(args.worlds)} ranks)")
     need_positive("--rounds", args.rounds)
     need_positive("--min-time", args.min_time)
 

@@ -11,14 +11,15 @@ from collections.abc import Iterable
 from d2lmp.bench import allreduce
 from d2lmp.bench.allreduce import ALLREDUCE_SIZES, KIB, AllReduceTiming, size_label
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import ints, need_positive
+from d2lmp.commands.options import ints, need_positive, need_ranks
 from d2lmp.report import table
 
-__all__ = ["HELP", "GOAL_SIZES", "ALLREDUCE_GOALS", "add_options", "check", "run", "goal_lines"]
+__all__ = ["HELP", "GOAL_SIZES", "ALLREDUCE_GOALS", "MIN_RANKS", "add_options", "check", "run", "goal_lines"]
 
 HELP = "our ring all-reduce vs torch.distributed's, busbw ratios"
 GOAL_SIZES = (64 * KIB, 64 * KIB**2)  # the goals hold from 64 KiB to 64 MiB, both included
 ALLREDUCE_GOALS = {2: 0.9, 4: 0.8}  # ranks -> the least ring/backend bus-bandwidth ratio over GOAL_SIZES
+MIN_RANKS = 2  # one rank has no ring: its bus bandwidth factor 2(n-1)/n is 0
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> None:
     need_positive("--worlds", args.worlds)
+    need_ranks("--worlds", args.worlds, MIN_RANKS)
     need_positive("--sizes", args.sizes)
     need_positive("--rounds", args.rounds)
     need_positive("--min-time", args.min_time)

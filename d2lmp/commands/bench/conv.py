@@ -33,6 +33,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def check(args: argparse.Namespace) -> None:
     need_positive("--batch", args.batch)
     need_positive("--min-time", args.min_time)
+    for device in args.devices or []:
+        resolve_device(device)  # a device not present here is a ValueError before anything runs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,8 +19,8 @@ PREDICTION_GOAL = (0.75, 1.33)  # predicted / measured step, every strategy
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--batch", type=int, default=256, help="examples per step (4 micro-batches in the pipeline)")
+    parser.add_argument("--steps", type=int, default=6, help="measured steps per strategy (the first is a warm-up)")
 
 
 def check(args: argparse.Namespace) -> None:

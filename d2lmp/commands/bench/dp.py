@@ -9,7 +9,7 @@ import argparse
 
 from d2lmp.bench import data_parallel
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import need_positive
+from d2lmp.commands.options import need_positive, need_ranks
 from d2lmp.parallel.launch import choose_backend
 from d2lmp.report import table
 
@@ -20,19 +20,22 @@ BUCKETED_GOAL = 1.15  # our bucketed, overlapping version's step / DDP's step
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--world", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--world", type=int, default=2, help="data-parallel ranks")
+    parser.add_argument("--batch", type=int, default=64, help="global batch (split over the ranks)")
     parser.add_argument("--steps", type=int, default=6, help="steps per round (the first two are warm-up)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--bucket-mb", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each version timed once a round (median)")
+    parser.add_argument("--bucket-mb", type=float, default=4.0, help="gradient bucket size in MiB")
 
 
 def check(args: argparse.Namespace) -> None:
     need_positive("--world", args.world)
+    need_ranks("--world", args.world, 1)
     need_positive("--batch", args.batch, minimum=args.world)  # every rank needs an example
     need_positive("--steps", args.steps, minimum=3)  # the first two steps are warm-up
     need_positive("--rounds", args.rounds)
     need_positive("--bucket-mb", args.bucket_mb)
+    if int(args.bucket_mb * 2**20) < 1:
+        raise ValueError(f"--bucket-mb must hold at least one byte (>= {2**-20:.3g} MiB), got {args.bucket_mb:g}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ PREDICTION_GOAL = (0.75, 1.33)  # predicted / measured step
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=128, help="global batch (split over the 2 data-parallel replicas)")
     parser.add_argument("--steps", type=int, default=6, help="steps per round (the first is a warm-up)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of calibration alternating with steps")
 

@@ -35,6 +35,10 @@ def check(args: argparse.Namespace) -> None:
     need_positive("--agree-size", args.agree_size)
     need_positive("--min-time", args.min_time)
     need_positive("--agree-time", args.agree_time)
+    for dtype in args.dtypes:
+        timing.resolve_dtype(dtype)  # an unknown dtype or a device not present here is a ValueError now, not later
+    for device in args.devices or []:
+        timing.resolve_device(device)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,26 +10,30 @@ import argparse
 
 from d2lmp.bench import pipeline
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import ints, need_positive
+from d2lmp.commands.options import ints, need_positive, need_ranks
 from d2lmp.report import table
 
-__all__ = ["HELP", "BUBBLE_GOAL", "add_options", "check", "run"]
+__all__ = ["HELP", "BUBBLE_GOAL", "MAX_STAGES", "add_options", "check", "run"]
 
 HELP = "balanced vs equal partitions; measured vs theoretical bubble"
 BUBBLE_GOAL = 0.1  # the largest |measured - theoretical| bubble fraction over the micro-batch counts
+MAX_STAGES = 23  # the layers of models.pipeline_model (the half-width AlexNet): a stage holds at least one
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--worlds", type=ints, default=[2, 4])
-    parser.add_argument("--micro-batches", type=ints, default=[1, 2, 4, 8])
+    parser.add_argument("--worlds", type=ints, default=[2, 4], help="pipeline stages (ranks), comma-separated")
+    parser.add_argument("--micro-batches", type=ints, default=[1, 2, 4, 8],
+                        help="micro-batch counts of the bubble measurement, comma-separated")
     parser.add_argument("--batch", type=int, default=128, help="examples per step (micro-batches of batch/m)")
     parser.add_argument("--steps", type=int, default=4, help="steps per configuration; the first is a warm-up")
 
 
 def check(args: argparse.Namespace) -> None:
     need_positive("--worlds", args.worlds)
+    need_ranks("--worlds", args.worlds, 1, MAX_STAGES, f"a stage holds at least one of the model's {MAX_STAGES} "
+               "layers")
     need_positive("--micro-batches", args.micro_batches)
-    need_positive("--batch", args.batch)
+    need_positive("--batch", args.batch, minimum=max(4, *args.micro_batches))  # a micro-batch holds an example
     need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
 
 

@@ -10,7 +10,8 @@ import argparse
 
 from d2lmp.bench import context_parallel as cp
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import ints, need_positive
+from d2lmp.commands.options import ints, need_positive, need_ranks
+from d2lmp.model.context_layout import chunk_count
 from d2lmp.report import table
 
 __all__ = ["HELP", "RATIO_GOAL", "OVERLAP_GOAL", "add_options", "check", "goals", "run"]
@@ -32,11 +33,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    need_positive("--world", args.world, minimum=2)  # one rank has no ring
+    need_ranks("--world", args.world, 2)  # one rank has no ring
     if args.shape is not None and len(args.shape) != 4:
         raise ValueError(f"--shape takes four integers (batch,heads,sequence,head_dim), got {args.shape}")
     if args.shape is not None:
         need_positive("--shape", args.shape)
+        chunk_count(args.shape[2], args.world, "balanced")  # a sequence that does not split is a ValueError now
     if args.rounds is not None:
         need_positive("--rounds", args.rounds)
 

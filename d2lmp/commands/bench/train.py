@@ -9,6 +9,7 @@ import argparse
 from d2lmp import train
 from d2lmp.commands.goal import Goal
 from d2lmp.commands.options import need_positive
+from d2lmp.timing import resolve_device
 
 __all__ = ["HELP", "ACCURACY_GOAL", "SECONDS_GOAL", "add_options", "check", "run"]
 
@@ -24,6 +25,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> None:
     need_positive("--epochs", args.epochs)
+    if args.device is not None:
+        resolve_device(args.device)  # a device not present here is a ValueError before training starts
 
 
 def run(args: argparse.Namespace) -> int:

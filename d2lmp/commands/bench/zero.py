@@ -9,7 +9,7 @@ import argparse
 
 from d2lmp.bench import zero
 from d2lmp.commands.goal import Goal
-from d2lmp.commands.options import ints, need_positive
+from d2lmp.commands.options import ints, need_positive, need_ranks
 from d2lmp.model.costmodel import zero_memory
 from d2lmp.report import table
 
@@ -20,17 +20,16 @@ STAGE3_GOAL = 1.3  # our stage 3 (Python ring collectives) step / FSDP2's step
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--world", type=int, default=2)
-    parser.add_argument("--sizes", type=ints, default=None,
-                        help="MLP layer widths, comma-separated (default: "
-                             f"{','.join(str(s) for s in zero.DEFAULT_SIZES)})")
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--world", type=int, default=2, help="ranks the states are sharded over")
+    parser.add_argument("--sizes", type=ints, default=list(zero.DEFAULT_SIZES),
+                        help="MLP layer widths, comma-separated")
+    parser.add_argument("--batch", type=int, default=64, help="global batch (split over the ranks)")
     parser.add_argument("--steps", type=int, default=5, help="steps per round (the first is a warm-up)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each configuration timed once a round")
 
 
 def check(args: argparse.Namespace) -> None:
-    need_positive("--world", args.world, minimum=2)  # one rank shards nothing
+    need_ranks("--world", args.world, 2)  # one rank shards nothing
     need_positive("--sizes", args.sizes)
     if len(args.sizes) < 2:
         raise ValueError(f"--sizes needs at least an input and an output width, got {args.sizes}")
@@ -40,7 +39,6 @@ def check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    args.sizes = list(zero.DEFAULT_SIZES) if args.sizes is None else args.sizes
     check(args)
     sizes = tuple(args.sizes)
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))

@@ -12,6 +12,7 @@ at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -97,7 +98,10 @@ def powers_of_two(limit: int) -> list[int]:
 
 
 def _divisors(n: int, limit: int | None = None) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0 and (limit is None or k <= limit)]
+    """The divisors of ``n`` up to ``limit``, ascending, in O(min(sqrt n, limit)) steps (a batch may be 10⁹
+    sequences): a divisor above sqrt n is n // k for a k below it."""
+    low = [k for k in range(1, min(math.isqrt(n), n if limit is None else limit) + 1) if n % k == 0]
+    return sorted(k for k in set(low) | {n // k for k in low} if limit is None or k <= limit)
 
 
 def family_options(model: Transformer, cluster: Cluster, global_batch: int,
@@ -110,7 +114,7 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
     cps = cp if cp is not None else [c for c in powers_of_two(n)
                                      if c == 1 or (model.seq % (2 * c) == 0
                                                    and model.seq // c >= MIN_TOKENS_PER_CP_RANK)]
-    pps = pp if pp is not None else _divisors(model.layers)
+    pps = pp if pp is not None else _divisors(model.layers, n)  # a pipeline size divides the GPU count too
     return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
 
 
