@@ -256,3 +256,14 @@ def test_as_a_process_bad_input_is_one_line_and_its_exit_status(argv, status, me
     result = subprocess.run([sys.executable, "-m", "d2lmp.commands.main", *argv], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == status and one_line(result.stderr).startswith(message), result.stderr
+
+
+def test_the_readme_lists_every_benchmark():
+    """README's package section names every `d2lmp bench` command (it once lacked ring-attention and all-to-all)."""
+    from pathlib import Path
+
+    from d2lmp.commands.bench import BENCHMARKS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    missing = [name.replace("_", "-") for name in BENCHMARKS if f"d2lmp bench {name.replace('_', '-')} " not in readme]
+    assert not missing, f"README.md does not list: {missing}"
