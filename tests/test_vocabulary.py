@@ -58,6 +58,29 @@ def test_every_list_of_strategies_is_a_view_of_the_axes():
     assert all(hasattr(Plan(), axis.value) for axis in Axis if axis is not Axis.EXPERT)
 
 
+def test_every_table_keyed_by_strategy_is_a_view_of_the_vocabulary():
+    from d2lmp.bench import scale_bridge
+    from d2lmp.checks import reshard
+    from d2lmp.views import comm_roofline as roofline_view
+    assert set(CM.STRATEGY_STAGE) == {Axis.DATA.word, Axis.PIPELINE.word, Axis.TENSOR.word}
+    assert set(roofline_view.MARKERS) == set(roofline.STRATEGIES)
+    assert tuple(scale_bridge.bridge_plans(8, 2)) == scale_bridge.STRATEGIES == BRIDGE_STRATEGIES
+    assert {strategy for strategy, _ in scale_bridge.ALONE.values()} < set(BRIDGE_STRATEGIES)
+    assert set(reshard.KINDS) - {"fsdp2"} == {Axis.TENSOR.word}  # FSDP2 shards along the data axis
+    assert tuple(roofline_view.LINK_COLOURS) == LINK_KINDS
+
+
+def test_the_parts_of_a_step_are_named_by_the_axes_they_belong_to():
+    from d2lmp.model.cluster.planner import TERM_LINK
+    from d2lmp.views.planner import PART_COLOURS, STEP_PART_LABELS
+    assert tuple(STEP_PART_LABELS) == tuple(PART_COLOURS) == S.STEP_PARTS
+    assert set(TERM_LINK) < set(S.STEP_PARTS)
+    # a part that one axis's communication costs is named by the axis's short name, the link it crosses after it
+    by_axis = {part for part in S.STEP_PARTS if part in {axis.value for axis in Axis}}
+    assert by_axis == {Axis.TENSOR.value, Axis.CONTEXT.value, Axis.DATA.value}
+    assert all(TERM_LINK[part] == f"{part}_link" for part in by_axis)
+
+
 def test_every_demo_strategy_is_in_the_vocabulary():
     from d2lmp.commands import demo
     # what users type (the README, notebooks 11 and 16) keeps working, in the order the help lists it

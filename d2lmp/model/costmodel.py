@@ -161,7 +161,7 @@ def _totals(rows: Sequence[LayerRow], batch_of_table: int) -> tuple[float, float
 # parallelism keeps it whole (stage 0); the partitionings divide every part over the devices (stage 3's
 # figures). The one weird trick keeps its convolutions' state as data parallelism and its fully connected
 # layers' as the partitionings.
-STRATEGY_STAGE: dict[str, ZeroStage] = {"data": 0, "pipeline": 3, "tensor": 3}
+STRATEGY_STAGE: dict[TableStrategy, ZeroStage] = {"data": 0, "pipeline": 3, "tensor": 3}
 
 
 def _at_width(rows: Sequence[LayerRow], opt: OptimizerBytes) -> Sequence[LayerRow]:
