@@ -28,6 +28,13 @@ partitionings divide it, and ``terms.ZERO_SHARDED`` says what each stage divides
 the memory term the cluster model shares). ``predict`` returns a ``StrategyStep``.
 These are teaching approximations: they ignore kernel efficiency, overlap inside layers
 and memory fragmentation, and say so.
+
+``Hardware`` and the cluster model's ``cluster.hardware.GPUPreset`` are two preset types on purpose, both read
+from the notable-GPU table: a ``Hardware`` is one whole machine (its device count, one link between the devices,
+the FP32 peak, NCCL's α ``alpha_beta.GPU_ALPHA_S``, whether communication overlaps compute) and may be measured
+here (``this_machine``); a ``GPUPreset`` is one GPU kind in its usual node (16-bit tensor peak, HBM bandwidth,
+NVLink and the network per GPU, GPUs per node, the α its efficiencies were fitted with) that a ``Cluster`` scales
+to any GPU count. Both price a message with the same ``terms.Link``.
 """
 
 from __future__ import annotations
