@@ -7,6 +7,7 @@ here it reuses their warm cache and takes a few seconds).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import shutil
 import subprocess
@@ -93,6 +94,45 @@ def test_the_counter_sees_what_it_counts(tmp_path):
     assert {q for q, f in found.items() if f.record_dict} == {"record", "vague", "rows", "literal", "nested.inner"}
     assert {q for q, f in found.items() if f.returns_dict} == {"record", "vague", "rows", "mapping", "literal",
                                                                "nested.inner"}
+
+
+def _returns_any(annotation: ast.expr | None) -> bool:
+    """Whether a return annotation is ``Any`` (bare, ``typing.Any`` or the string ``"Any"``)."""
+    return annotation is not None and (
+        (isinstance(annotation, ast.Name) and annotation.id == "Any")
+        or (isinstance(annotation, ast.Attribute) and annotation.attr == "Any")
+        or (isinstance(annotation, ast.Constant) and annotation.value == "Any"))
+
+
+def _functions_returning_any(package: Path) -> list[str]:
+    """'module.py: name' for every function without a leading ``_`` (at any depth: module, class or nested, as the
+    callbacks torch receives are) annotated ``-> Any``."""
+    return [f"{path.relative_to(package).as_posix()}: {node.name}" for path in sorted(package.rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_")
+            and _returns_any(node.returns)]
+
+
+def test_no_public_function_returns_any():
+    """A public function says what it returns (torch's ``Work``, a ``Future`` of what, ``object`` for a student's
+    result): ``Any`` would switch mypy off for every caller. Underscored helpers and dunders may still take torch's
+    untyped values through."""
+    wrong = _functions_returning_any(PACKAGE)
+    assert not wrong, "give these a precise return type instead of Any:\n" + "\n".join(wrong)
+
+
+def test_the_any_finder_sees_what_it_finds(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import typing\nfrom typing import Any\n"
+        "def bare() -> Any: ...\n"
+        "def dotted() -> typing.Any: ...\n"
+        "def quoted() -> 'Any': ...\n"
+        "def _private() -> Any: ...\n"
+        "def fine() -> list[Any]: ...\n"
+        "class C:\n    def method(self) -> Any: ...\n    def __call__(self) -> Any: ...\n"
+        "def outer() -> None:\n    def inner() -> Any: ...\n")
+    assert sorted(_functions_returning_any(tmp_path)) == [f"m.py: {name}" for name in
+                                                          ("bare", "dotted", "inner", "method", "quoted")]
 
 
 def test_mypy_is_strict_on_the_whole_package():

@@ -22,11 +22,19 @@ from d2lmp.model.transformer_accounting import RECOMPUTE
 from d2lmp.model.vocabulary import (
     BRIDGE_STRATEGIES,
     CLUSTER_LINKS,
+    COLLECTIVE_CHECKS,
+    DEMO_AXES,
+    DEMO_STRATEGIES,
+    GRID,
+    GRIDS,
     LINK_KINDS,
     OPTIMIZER_NAMES,
+    PLANS,
     TABLE_STRATEGIES,
+    VARIANTS,
     Axis,
     Collective,
+    demo_name,
     grid_name,
 )
 
@@ -48,6 +56,46 @@ def test_every_list_of_strategies_is_a_view_of_the_axes():
     assert grid_name(Axis.DATA, Axis.TENSOR) == BRIDGE_STRATEGIES[-1]
     # the short names are the plan's fields: Plan(tp=2) is a plan along Axis.TENSOR
     assert all(hasattr(Plan(), axis.value) for axis in Axis if axis is not Axis.EXPERT)
+
+
+def test_every_table_keyed_by_strategy_is_a_view_of_the_vocabulary():
+    from d2lmp.bench import scale_bridge
+    from d2lmp.checks import reshard
+    from d2lmp.views import comm_roofline as roofline_view
+    assert set(CM.STRATEGY_STAGE) == {Axis.DATA.word, Axis.PIPELINE.word, Axis.TENSOR.word}
+    assert set(roofline_view.MARKERS) == set(roofline.STRATEGIES)
+    assert tuple(scale_bridge.bridge_plans(8, 2)) == scale_bridge.STRATEGIES == BRIDGE_STRATEGIES
+    assert {strategy for strategy, _ in scale_bridge.ALONE.values()} < set(BRIDGE_STRATEGIES)
+    assert set(reshard.KINDS) - {"fsdp2"} == {Axis.TENSOR.word}  # FSDP2 shards along the data axis
+    assert tuple(roofline_view.LINK_COLOURS) == LINK_KINDS
+
+
+def test_the_parts_of_a_step_are_named_by_the_axes_they_belong_to():
+    from d2lmp.model.cluster.planner import TERM_LINK
+    from d2lmp.views.planner import PART_COLOURS, STEP_PART_LABELS
+    assert tuple(STEP_PART_LABELS) == tuple(PART_COLOURS) == S.STEP_PARTS
+    assert set(TERM_LINK) < set(S.STEP_PARTS)
+    # a part that one axis's communication costs is named by the axis's short name, the link it crosses after it
+    by_axis = {part for part in S.STEP_PARTS if part in {axis.value for axis in Axis}}
+    assert by_axis == {Axis.TENSOR.value, Axis.CONTEXT.value, Axis.DATA.value}
+    assert all(TERM_LINK[part] == f"{part}_link" for part in by_axis)
+
+
+def test_every_demo_strategy_is_in_the_vocabulary():
+    from d2lmp.commands import demo
+    # what users type (the README, notebooks 11 and 16) keeps working, in the order the help lists it
+    assert list(demo.STRATEGIES) == ["dp", "collectives", "pipeline", "interleaved", "context", "all-to-all",
+                                     "experts", "tensor", "zero", "gpt-tensor", "3d", "hybrid"]
+    assert set(demo.STRATEGIES) == set(DEMO_STRATEGIES) and len(set(DEMO_STRATEGIES)) == len(DEMO_STRATEGIES)
+    # every axis has its own check, named by its short name or its word (the experts by what they are)
+    assert set(DEMO_AXES) == set(Axis) and all(demo_name(axis) == DEMO_AXES[axis] for axis in Axis)
+    assert {name for axis, name in DEMO_AXES.items() if name not in (axis.value, axis.word)} == {"experts"}
+    # the rest are what they say: a pipeline plan, grids named as the benchmarks name them, the collectives' own names
+    assert VARIANTS["interleaved"] is Axis.PIPELINE and "interleaved" in PLANS
+    assert grid_name(*GRIDS[GRID]) == BRIDGE_STRATEGIES[-1] and grid_name(*GRIDS["3d"]) == "data x pipeline x tensor"
+    assert all(grid_name(*axes) in demo.STRATEGIES[name].description for name, axes in GRIDS.items())
+    assert {c for checked in COLLECTIVE_CHECKS.values() for c in checked} <= set(get_args(Collective))
+    assert COLLECTIVE_CHECKS["all-to-all"] == ("all_to_all",)
 
 
 def test_each_fixed_choice_is_the_table_it_checks_against():

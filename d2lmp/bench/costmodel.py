@@ -36,7 +36,7 @@ __all__ = ["StrategyTiming", "costmodel_bench"]
 class StrategyTiming:
     """One strategy's predicted step (and its compute, communication and bubble parts) against the measured one."""
 
-    strategy: str  # "data", "pipeline" or "tensor"
+    strategy: TableStrategy  # "data", "pipeline" or "tensor"
     predicted_s: float
     measured_s: float
     ratio: float  # predicted / measured

@@ -41,7 +41,7 @@ from d2lmp.hardware import usable_cores
 from d2lmp.model.cluster.cpu import CPUCalibration, memory_passes_from, phases, predict_cpu
 from d2lmp.model.cluster.layout import Plan
 from d2lmp.model.pipeline_balance import equal_split
-from d2lmp.model.vocabulary import BRIDGE_STRATEGIES
+from d2lmp.model.vocabulary import BRIDGE_STRATEGIES, Axis, grid_name
 from d2lmp.parallel.gpt_tp import TensorParallelGPT
 from d2lmp.parallel.grid3d import grid3d_groups
 from d2lmp.parallel.launch import launch
@@ -53,8 +53,8 @@ __all__ = ["STRATEGIES", "PHASE_NAMES", "ALONE", "StepTimes", "StrategyRun", "Pa
 STRATEGIES = BRIDGE_STRATEGIES  # data, tensor, pipeline, and the data x tensor grid (``vocabulary.Axis``)
 PHASE_NAMES = ("forward+backward", "gradient all-reduce", "optimizer")
 # Parts measured alone: (the strategy they belong to, the model's parts they are)
-ALONE = {"pipeline stages alone": ("pipeline", ("compute", "memory_bound")),
-         "tensor ranks, collectives skipped": ("tensor", ("compute", "memory_bound"))}
+ALONE = {"pipeline stages alone": (Axis.PIPELINE.word, ("compute", "memory_bound")),
+         "tensor ranks, collectives skipped": (Axis.TENSOR.word, ("compute", "memory_bound"))}
 
 
 @dataclass(frozen=True)
@@ -118,10 +118,11 @@ class BridgeResult:
 
 def bridge_plans(batch: int, micro_batches: int) -> dict[str, Plan]:
     """What each strategy runs, as the model's ``Plan``: 2 ranks (2 × 2 for data × tensor), ``batch`` sequences."""
-    return {"data": Plan(dp=2, micro_batch=batch // 2, global_batch=batch, dp_overlap=False),
-            "tensor": Plan(tp=2, micro_batch=batch, global_batch=batch),
-            "pipeline": Plan(pp=2, micro_batch=batch // micro_batches, global_batch=batch),
-            "data x tensor": Plan(tp=2, dp=2, micro_batch=batch // 2, global_batch=batch, dp_overlap=False)}
+    return {Axis.DATA.word: Plan(dp=2, micro_batch=batch // 2, global_batch=batch, dp_overlap=False),
+            Axis.TENSOR.word: Plan(tp=2, micro_batch=batch, global_batch=batch),
+            Axis.PIPELINE.word: Plan(pp=2, micro_batch=batch // micro_batches, global_batch=batch),
+            grid_name(Axis.DATA, Axis.TENSOR): Plan(tp=2, dp=2, micro_batch=batch // 2, global_batch=batch,
+                                                    dp_overlap=False)}
 
 
 class _Trainer:

@@ -42,6 +42,7 @@ from d2lmp.checks.ranks import (
 )
 from d2lmp.commands import resilient
 from d2lmp.commands.options import OneLineParser
+from d2lmp.model.vocabulary import GRID, Axis, demo_name
 from d2lmp.parallel.launch import exit_after_torchrun, run_from_env
 
 __all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "tell_torchrun", "main"]
@@ -82,32 +83,41 @@ class Strategy:
         return None
 
 
-# One line per strategy: name -> its check, tolerance, description and world sizes.
+# One line per strategy: name -> its check, tolerance, description and world sizes. Each name is one of the
+# vocabulary's (``model.vocabulary.demo_name``): an axis, a variant of one, a grid of axes or a check of collectives.
 STRATEGIES: dict[str, Strategy] = {
-    "dp": Strategy(check_data_parallel, 1e-5, "every data-parallel version gives the single-process gradients",
-                   max_world=23),  # the check's batch of 23 gives each rank an example
-    "collectives": Strategy(check_collectives, 0.0, "our all-reduce, reduce-scatter and all-gather equal "
-                            "torch.distributed's"),
-    "pipeline": Strategy(check_pipeline, 1e-5, "naive, GPipe and 1F1B give the unsplit model's gradients and outputs",
-                         max_world=7),  # a stage per rank of the check's 7 layers
-    "interleaved": Strategy(check_interleaved_pipeline, 1e-5, "interleaved 1F1B (2 chunks per rank) gives the unsplit "
-                            "model's gradients and outputs", min_world=2, max_world=5),  # 11 layers in 2 x world chunks
-    "context": Strategy(check_context_parallel, 1e-5, "ring attention (plain and balanced layouts) equals attention "
-                        "on the whole sequence, forward and backward"),
-    "all-to-all": Strategy(check_all_to_all, 1e-5, "our all-to-all (send/recv) equals torch.distributed's and the "
-                           "exchange written out, even and uneven blocks"),
-    "experts": Strategy(check_expert_parallel, 1e-5, "the expert-parallel mixture of experts routes, drops and "
-                        "computes as the one-device layer, gradients included"),
-    "tensor": Strategy(check_tensor_parallel, 1e-5,
-                       "column- and row-split linear layers give the full layer's outputs"),
-    "zero": Strategy(check_zero, 1e-5, "ZeRO stages 0-3 train to one device's Adam parameters"),
-    "gpt-tensor": Strategy(check_gpt_tensor, GPT_TOLERANCE, "Megatron's tensor-parallel GPT block, with and without "
-                           "sequence parallelism, and the whole GPT give one device's outputs and gradients",
-                           min_world=2, max_world=4),
-    "3d": Strategy(check_3d, GPT_TOLERANCE, "data x pipeline x tensor (a world/4 x 2 x 2 grid) trains the small GPT "
-                   "to one device's loss, gradients and parameters", min_world=4, multiple_of=4),
-    "hybrid": Strategy(check_hybrid, 1e-5, "a data x tensor grid of process groups trains to one device's parameters",
-                       min_world=4, even_world=True),  # 2-rank tensor groups, at least 2 of them
+    demo_name(Axis.DATA): Strategy(
+        check_data_parallel, 1e-5, "every data-parallel version gives the single-process gradients",
+        max_world=23),  # the check's batch of 23 gives each rank an example
+    demo_name("collectives"): Strategy(
+        check_collectives, 0.0, "our all-reduce, reduce-scatter and all-gather equal torch.distributed's"),
+    demo_name(Axis.PIPELINE): Strategy(
+        check_pipeline, 1e-5, "naive, GPipe and 1F1B give the unsplit model's gradients and outputs",
+        max_world=7),  # a stage per rank of the check's 7 layers
+    demo_name("interleaved"): Strategy(
+        check_interleaved_pipeline, 1e-5, "interleaved 1F1B (2 chunks per rank) gives the unsplit model's gradients "
+        "and outputs", min_world=2, max_world=5),  # 11 layers in 2 x world chunks
+    demo_name(Axis.CONTEXT): Strategy(
+        check_context_parallel, 1e-5, "ring attention (plain and balanced layouts) equals attention on the whole "
+        "sequence, forward and backward"),
+    demo_name("all-to-all"): Strategy(
+        check_all_to_all, 1e-5, "our all-to-all (send/recv) equals torch.distributed's and the exchange written out, "
+        "even and uneven blocks"),
+    demo_name(Axis.EXPERT): Strategy(
+        check_expert_parallel, 1e-5, "the expert-parallel mixture of experts routes, drops and computes as the "
+        "one-device layer, gradients included"),
+    demo_name(Axis.TENSOR): Strategy(
+        check_tensor_parallel, 1e-5, "column- and row-split linear layers give the full layer's outputs"),
+    demo_name("zero"): Strategy(check_zero, 1e-5, "ZeRO stages 0-3 train to one device's Adam parameters"),
+    demo_name("gpt-tensor"): Strategy(
+        check_gpt_tensor, GPT_TOLERANCE, "Megatron's tensor-parallel GPT block, with and without sequence "
+        "parallelism, and the whole GPT give one device's outputs and gradients", min_world=2, max_world=4),
+    demo_name("3d"): Strategy(
+        check_3d, GPT_TOLERANCE, "data x pipeline x tensor (a world/4 x 2 x 2 grid) trains the small GPT to one "
+        "device's loss, gradients and parameters", min_world=4, multiple_of=4),
+    demo_name(GRID): Strategy(
+        check_hybrid, 1e-5, "a data x tensor grid of process groups trains to one device's parameters",
+        min_world=4, even_world=True),  # 2-rank tensor groups, at least 2 of them
 }
 
 

@@ -86,8 +86,11 @@ def code_checker(run: Callable[[Callable[..., Any]], list[tuple[str, Any, Any]]]
     return run_checker(run, wrong, success, explained=(RanksFailed,))
 
 
-def detached(result: Any) -> Any:
-    """A rank's result ready to travel back: a tensor (or each tensor of a tuple or list) detached from autograd."""
+def detached(result: object) -> object:
+    """A rank's result ready to travel back: a tensor (or each tensor of a tuple or list) detached from autograd.
+
+    What a student's function returns is anything at all, so the result is an ``object`` that the checker inspects.
+    """
     if isinstance(result, torch.Tensor):
         return result.detach()
     if isinstance(result, (tuple, list)):

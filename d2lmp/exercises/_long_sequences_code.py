@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch.nn import functional as F
 
 from d2lmp.checks.experts import all_to_all_block
-from d2lmp.exercises._code import Logged, code_checker, detached, logged, max_error, no_collective, on_ranks, ring_only
+from d2lmp.exercises._code import Logged, code_checker, logged, max_error, no_collective, on_ranks, ring_only
 from d2lmp.parallel.attention_blocks import Partial, attention_block, merge
 from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.parallel.sequence_chunks import split_sequence
@@ -121,7 +121,7 @@ def _pass_worker(rank: int, world: int, fn: Callable[..., Any]) -> Logged:
     with MessageLog() as log:  # a whole round: p − 1 steps
         for _ in range(world - 1):
             held = fn(held)
-            seen.append(detached(held).clone() if isinstance(held, torch.Tensor) else held)
+            seen.append(held.detach().clone() if isinstance(held, torch.Tensor) else held)
     dist.barrier()
     return Logged(seen, tuple(log.messages))
 

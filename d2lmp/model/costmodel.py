@@ -28,6 +28,13 @@ partitionings divide it, and ``terms.ZERO_SHARDED`` says what each stage divides
 the memory term the cluster model shares). ``predict`` returns a ``StrategyStep``.
 These are teaching approximations: they ignore kernel efficiency, overlap inside layers
 and memory fragmentation, and say so.
+
+``Hardware`` and the cluster model's ``cluster.hardware.GPUPreset`` are two preset types on purpose, both read
+from the notable-GPU table: a ``Hardware`` is one whole machine (its device count, one link between the devices,
+the FP32 peak, NCCL's α ``alpha_beta.GPU_ALPHA_S``, whether communication overlaps compute) and may be measured
+here (``this_machine``); a ``GPUPreset`` is one GPU kind in its usual node (16-bit tensor peak, HBM bandwidth,
+NVLink and the network per GPU, GPUs per node, the α its efficiencies were fitted with) that a ``Cluster`` scales
+to any GPU count. Both price a message with the same ``terms.Link``.
 """
 
 from __future__ import annotations
@@ -161,7 +168,7 @@ def _totals(rows: Sequence[LayerRow], batch_of_table: int) -> tuple[float, float
 # parallelism keeps it whole (stage 0); the partitionings divide every part over the devices (stage 3's
 # figures). The one weird trick keeps its convolutions' state as data parallelism and its fully connected
 # layers' as the partitionings.
-STRATEGY_STAGE: dict[str, ZeroStage] = {"data": 0, "pipeline": 3, "tensor": 3}
+STRATEGY_STAGE: dict[TableStrategy, ZeroStage] = {"data": 0, "pipeline": 3, "tensor": 3}
 
 
 def _at_width(rows: Sequence[LayerRow], opt: OptimizerBytes) -> Sequence[LayerRow]:

@@ -5,8 +5,11 @@ communication roofline and the commands use (``"dp"``, ``"tp"``, ...), ``word`` 
 model and the benchmarks use (``"data"``, ``"tensor"``, ...), ``long_name`` the phrase a figure prints. Each
 module's list of strategies is a view of it: the layer table's (``TABLE_STRATEGIES``, with Krizhevsky's
 "one weird trick"), the roofline's (``ROOFLINE_STRATEGIES``, with ZeRO-3) and the bridge benchmark's
-(``BRIDGE_STRATEGIES``, with a data × tensor grid). The fixed sets of choices are ``Literal`` aliases, each with
-the tuple of its values for run-time checks of user input (which still arrives as ``str``).
+(``BRIDGE_STRATEGIES``, with a data × tensor grid). The torchrun entry point's rank checks (``commands.demo``)
+are named by ``demo_name``: an axis's own check by ``DEMO_AXES``, every other check as what it is, a variant of an
+axis (``VARIANTS``), a grid of axes (``GRIDS``) or a check of collectives (``COLLECTIVE_CHECKS``). The fixed sets
+of choices are ``Literal`` aliases, each with the tuple of its values for run-time checks of user input (which
+still arrives as ``str``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from enum import Enum
 from typing import Literal, get_args
 
 __all__ = ["Axis", "grid_name", "TableStrategy", "TABLE_STRATEGIES", "WEIRD_TRICK", "GRID", "RoofStrategy",
-           "ROOFLINE_STRATEGIES", "BRIDGE_STRATEGIES", "Recompute", "RECOMPUTE", "PipelineSchedule", "SCHEDULES",
+           "ROOFLINE_STRATEGIES", "BRIDGE_STRATEGIES", "DEMO_AXES", "Variant", "VARIANTS", "GridName",
+           "GRIDS", "CollectiveCheck", "COLLECTIVE_CHECKS", "DEMO_STRATEGIES", "demo_name", "Recompute", "RECOMPUTE",
+           "PipelineSchedule", "SCHEDULES",
            "PipelinePlan", "PLANS", "OptimizerName", "OPTIMIZER_NAMES", "LinkKind", "LINK_KINDS", "ClusterLink",
            "CLUSTER_LINKS", "ZeroStage", "Collective", "PipelineStage"]
 
@@ -84,3 +89,28 @@ Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", 
 # The pipeline stages whose memory and time the cluster model works out (the first holds the embedding, the last
 # the output layer).
 PipelineStage = Literal["first", "last"]
+
+# The torchrun entry point's rank checks (``commands.demo``), by the name a user types. An axis's own check: data
+# parallelism by its short name, expert parallelism by what it spreads over the ranks (the experts), the others by
+# their word.
+DEMO_AXES: dict[Axis, str] = {Axis.DATA: Axis.DATA.value, Axis.EXPERT: "experts",
+                              **{axis: axis.word for axis in (Axis.TENSOR, Axis.PIPELINE, Axis.CONTEXT)}}
+# A variant of an axis's strategy: interleaved 1F1B (a pipeline plan of ``PLANS``), ZeRO (data parallelism that also
+# shards the training state, ``ZeroStage``), Megatron's tensor parallelism of a GPT (sequence parallelism too).
+Variant = Literal["interleaved", "zero", "gpt-tensor"]
+VARIANTS: dict[Variant, Axis] = {"interleaved": Axis.PIPELINE, "zero": Axis.DATA, "gpt-tensor": Axis.TENSOR}
+# A grid of process groups: the axes it splits over at once (``GRID``, data x tensor; "3d" adds pipeline stages).
+GridName = Literal["hybrid", "3d"]
+GRIDS: dict[GridName, tuple[Axis, ...]] = {GRID: (Axis.DATA, Axis.TENSOR),
+                                           "3d": (Axis.DATA, Axis.PIPELINE, Axis.TENSOR)}
+# A check of the collectives the strategies are built from: the collectives it compares with torch.distributed's.
+CollectiveCheck = Literal["collectives", "all-to-all"]
+COLLECTIVE_CHECKS: dict[CollectiveCheck, tuple[Collective, ...]] = {
+    "collectives": ("all_reduce", "reduce_scatter", "all_gather"), "all-to-all": ("all_to_all",)}
+# Every name the entry point may run, once each.
+DEMO_STRATEGIES: tuple[str, ...] = (*DEMO_AXES.values(), *VARIANTS, *GRIDS, *COLLECTIVE_CHECKS)
+
+
+def demo_name(check: Axis | Variant | GridName | CollectiveCheck) -> str:
+    """The torchrun entry point's name for a rank check: an axis's from ``DEMO_AXES``, any other check's its own."""
+    return DEMO_AXES[check] if isinstance(check, Axis) else check

@@ -31,11 +31,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint.planner import LoadPlan, LoadPlanner
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 from torch.distributed.checkpoint.state_dict_saver import async_save as dcp_async_save
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.checkpoint.storage import StorageWriter
+from torch.futures import Future as TorchFuture
 
 __all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport", "FullState", "step_dir",
            "training_state", "restore_training_state", "full_training_state", "save", "AsyncSaver", "read_marker",
@@ -276,7 +278,7 @@ class _CountingReader(FileSystemReader):
         super().__init__(path)
         self.bytes_read = 0
 
-    def read_data(self, plan: Any, planner: Any) -> Any:
+    def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> TorchFuture[None]:
         records = {item.storage_index for item in plan.items}
         self.bytes_read += sum(self.storage_data[index].length for index in records)
         return super().read_data(plan, planner)

@@ -123,7 +123,8 @@ class BucketedAllReduce:
         self.buckets = fill_buckets(params[::-1], bucket_bytes)  # the order backward produces the gradients in
         self.bucket_of = {id(p): i for i, bucket in enumerate(self.buckets) for p in bucket}
         self.group, self.waiting = group, [len(b) for b in self.buckets]  # gradients each bucket waits for
-        self.inflight: dict[int, tuple[torch.Tensor, Future[Any]]] = {}  # bucket -> its flat gradients, its all-reduce
+        # bucket -> its flat gradients, its all-reduce (whose future's value is the reduced tensors)
+        self.inflight: dict[int, tuple[torch.Tensor, Future[list[torch.Tensor]]]] = {}
         self.hooks = [p.register_post_accumulate_grad_hook(self.grad_ready) for p in params]
 
     def grad_ready(self, p: torch.Tensor) -> None:  # autograd calls it once p.grad is complete
@@ -187,7 +188,7 @@ class RecordedBucketedAllReduce(BucketedAllReduce):
         flat, future = self.inflight[i]
         timeline, nbytes = self.timeline, flat.numel() * flat.element_size()
 
-        def done(fut: Future[Any]) -> Any:
+        def done(fut: Future[list[torch.Tensor]]) -> list[torch.Tensor]:
             timeline.add("allreduce", start, time.perf_counter(), f"bucket {i}", nbytes=nbytes)
             return fut.value()
 

@@ -25,7 +25,7 @@ attention's computing and waiting). The active logs are the ones whose wrappers 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -225,10 +225,10 @@ class MessageLog:
         world = dist.get_world_size(group) if dist.is_initialized() else 1
         self.messages.append(Message(name, None, size(args, kwargs, world), world))
 
-    def _batch(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _batch(self, original: Callable[[list[dist.P2POp]], list[dist.Work]]) -> Callable[..., Any]:
         isend = _unwrapped(self._originals["isend"])
 
-        def batch_isend_irecv(p2p_op_list: Sequence[Any]) -> Any:
+        def batch_isend_irecv(p2p_op_list: list[dist.P2POp]) -> list[dist.Work]:
             for op in p2p_op_list:
                 fn = _unwrapped(op.op)
                 op.op = fn  # the original, which batch_isend_irecv tells apart by identity

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -113,7 +112,7 @@ class RankRun:
         self.inputs: dict[tuple[int, int], torch.Tensor] = {}
         self.outputs: dict[tuple[int, int], torch.Tensor] = {}
         self.results: dict[int, torch.Tensor] = {}
-        self.pending: list[Any] = []
+        self.pending: list[dist.Work | None] = []
         self.total_loss = torch.zeros((), device=self.dev)
 
     def forward(self, s: int, i: int) -> None:
@@ -160,7 +159,8 @@ class RankRun:
     def finish(self) -> StepResult:
         """Wait for the sends still in flight, then collect the gradients, outputs, loss, events and memory."""
         for request in self.pending:
-            request.wait()
+            if request is not None:  # isend gives None on a rank outside the group
+                request.wait()
         last = self.last in self.stages
         return StepResult(
             grads={k: _grad(p).cpu().clone() for stage in self.stages.values() for k, p in stage.named_parameters()},
@@ -179,7 +179,7 @@ def recv(timeline: Timeline, tensor: torch.Tensor, src: int, label: str, i: int,
 
 
 def send(timeline: Timeline, tensor: torch.Tensor, dst: int, label: str, i: int,
-         group: dist.ProcessGroup | None = None, stage: int | None = None) -> Any:
+         group: dist.ProcessGroup | None = None, stage: int | None = None) -> dist.Work | None:
     """Post a send of ``tensor`` to rank ``dst`` of ``group``, recorded as a "send" event (isend returns at once)."""
     with timeline.span("send", label, micro_batch=i, nbytes=tensor.numel() * tensor.element_size(), stage=stage):
         return dist.isend(tensor, global_rank(group, dst), group)

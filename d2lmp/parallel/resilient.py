@@ -30,7 +30,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.checkpoint.filesystem import FileSystemWriter
+from torch.distributed.checkpoint.planner import SavePlan, SavePlanner
 from torch.distributed.checkpoint.state_dict import set_model_state_dict
+from torch.distributed.checkpoint.storage import WriteResult
+from torch.futures import Future
 
 from d2lmp.models import mlp
 from d2lmp.parallel import checkpoint as ckpt
@@ -172,7 +175,7 @@ class _DiesAfterWriting(FileSystemWriter):
         super().__init__(path)
         self.on_written = on_written
 
-    def write_data(self, plan: Any, planner: Any) -> Any:
+    def write_data(self, plan: SavePlan, planner: SavePlanner) -> Future[list[WriteResult]]:
         future = super().write_data(plan, planner)
         future.wait()
         self.on_written()

@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["LINK_COLOURS", "roofline_case", "available_roofs", "plot_comm_roofline", "describe_point",
            "comm_roofline_widget"]
 
-LINK_COLOURS = {"nvlink": "#55a868", "network": "#c44e52", "pcie": "#8172b2"}
-MARKERS = {"dp": "o", "zero3": "D", "tp": "s", "pp": "^", "cp": "v", "ep": "P"}
+LINK_COLOURS: dict[LinkKind, str] = {"nvlink": "#55a868", "network": "#c44e52", "pcie": "#8172b2"}
+MARKERS: dict[RoofStrategy, str] = {"dp": "o", "zero3": "D", "tp": "s", "pp": "^", "cp": "v", "ep": "P"}
 
 
 def roofline_case(strategy: RoofStrategy = "tp", model: str = "175B", link: LinkKind = "nvlink",

@@ -145,7 +145,7 @@ class CommPoint:
     fixed``, so the crossing (the knob's value at the ridge) is known exactly.
     """
 
-    strategy: str
+    strategy: RoofStrategy
     label: str
     flops: float
     bytes: float
@@ -314,7 +314,7 @@ def strategy_point(strategy: RoofStrategy, model: Transformer, roof: LinkRoof, r
                    sequences: int = 1) -> CommPoint:
     """The point of ``strategy`` (a key of ``STRATEGIES``) with ``ranks`` in its group; ``sequences`` is the
     batch a replica (DP), a device (ZeRO-3) or a micro-batch (the others) works on."""
-    builders: dict[str, Callable[[], CommPoint]] = {
+    builders: dict[RoofStrategy, Callable[[], CommPoint]] = {
         "dp": lambda: data_parallel_point(model, roof, ranks, sequences),
         "zero3": lambda: zero3_point(model, roof, ranks, sequences),
         "tp": lambda: tensor_parallel_point(model, roof, ranks, sequences),

@@ -10,7 +10,8 @@ Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datash
 Every preset carries its per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were
 fitted with, unless measured) and may carry its own point-to-point rate (a CPU measured here does,
 ``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``,
-which the step's formulas read as a ``terms.Link``.
+which the step's formulas read as a ``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second
+preset type on purpose: one whole machine behind one link, at FP32 and NCCL's α (its docstring says why).
 """
 
 from __future__ import annotations
