@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,14 @@ __all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport
 MARKER = "COMPLETE.json"
 _STEP_DIR = re.compile(r"step_(\d{8})$")
 _RANK_FILE = re.compile(r"__(\d+)_\d+\.distcp$")
+
+
+def _quiet_dcp_storage_warning() -> None:
+    """Ignore the one TypedStorage deprecation warning DCP's own file writer gives on CPU tensors in torch 2.8
+    (``_SerialCpuLoader`` calls ``tensor.storage()``); d2lmp itself uses ``untyped_storage``. A filter for that
+    message from that module only, installed before a save (the background writer's thread sees it too)."""
+    warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning,
+                            module=r"torch\.distributed\.checkpoint\.filesystem")
 
 
 class IncompleteCheckpoint(ValueError):
@@ -134,6 +143,7 @@ def save(state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id:
     """
     path = _prepare(root, step, process_group)
     start = time.perf_counter()
+    _quiet_dcp_storage_warning()
     dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group,
              no_dist=not dist.is_initialized())
     if _rank(process_group) == 0:
@@ -159,6 +169,7 @@ class AsyncSaver:
         self.wait()
         path = _prepare(root, step, self.group)
         start = time.perf_counter()
+        _quiet_dcp_storage_warning()
         future = dcp_async_save(state, storage_writer=FileSystemWriter(path), process_group=self.group)
         assert isinstance(future, Future)  # the thread checkpointer's result: a Future of the metadata
         self._pending = (future, path, step, run_id)
