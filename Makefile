@@ -65,7 +65,9 @@ book: install
 # an environment of its own, .venv-compat-<version>, made once and kept (`make clean` removes it). On Linux x86_64
 # plain PyPI serves the CUDA build (about 3.5 GB with its nvidia-* wheels), which runs on the CPU too. mypy is
 # checked against requirements-ci.txt's torch only: tests/test_types.py skips it on another one and says why.
+# COMPAT_ARGS: more pytest options, e.g. COMPAT_ARGS="-k all_to_all" or COMPAT_ARGS=-vv (a line per test).
 TORCH ?=
+COMPAT_ARGS ?=
 COMPAT_VENV := .venv-compat-$(TORCH)
 COMPAT_PY := $(COMPAT_VENV)/bin/python
 
@@ -77,7 +79,7 @@ compat:
 	$(COMPAT_PY) -m pip install -e ".[test]"
 	$(COMPAT_PY) -c "import torch; assert torch.__version__.split('+')[0] == '$(TORCH)', torch.__version__"
 	D2LMP_QUICK=1 $(COMPAT_PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks -m "not browser" \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rfEs $(COMPAT_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-compat-* .pytest_cache .hypothesis
