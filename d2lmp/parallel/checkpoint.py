@@ -50,7 +50,7 @@ _RANK_FILE = re.compile(r"__(\d+)_\d+\.distcp$")
 def _quiet_dcp_storage_warning() -> None:
     """Ignore the one TypedStorage deprecation warning DCP's own file writer gives on CPU tensors in torch 2.8
     (``_SerialCpuLoader`` calls ``tensor.storage()``); d2lmp itself uses ``untyped_storage``. A filter for that
-    message from that module only, installed before a save (the background writer's thread sees it too)."""
+    message from that module only, installed by ``_prepare`` before a save (the writer's thread sees it too)."""
     warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning,
                             module=r"torch\.distributed\.checkpoint\.filesystem")
 
@@ -143,7 +143,6 @@ def save(state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id:
     """
     path = _prepare(root, step, process_group)
     start = time.perf_counter()
-    _quiet_dcp_storage_warning()
     dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group,
              no_dist=not dist.is_initialized())
     if _rank(process_group) == 0:
@@ -169,7 +168,6 @@ class AsyncSaver:
         self.wait()
         path = _prepare(root, step, self.group)
         start = time.perf_counter()
-        _quiet_dcp_storage_warning()
         future = dcp_async_save(state, storage_writer=FileSystemWriter(path), process_group=self.group)
         assert isinstance(future, Future)  # the thread checkpointer's result: a Future of the metadata
         self._pending = (future, path, step, run_id)
@@ -267,7 +265,9 @@ def _barrier(group: dist.ProcessGroup | None) -> None:
 
 
 def _prepare(root: str | os.PathLike[str], step: int, group: dist.ProcessGroup | None) -> Path:
-    """The step's folder, empty and ready on every rank; a complete checkpoint there is an error."""
+    """The step's folder, empty and ready on every rank; a complete checkpoint there is an error. Every save starts
+    here, so here DCP's writer is kept quiet on torch 2.8 (``_quiet_dcp_storage_warning``)."""
+    _quiet_dcp_storage_warning()
     if not Path(root).is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist; create it first")
     path = step_dir(root, step)
