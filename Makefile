@@ -7,15 +7,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lab lint test unit notebooks execute book browser-deps clean
+.PHONY: install lab lint test unit compat notebooks execute book browser-deps clean
 
 install: $(STAMP)
 
+# Not --quiet: where no local build lies, torch is a multi-GB download, and pip's progress bars show it moving.
 $(STAMP): pyproject.toml requirements-ci.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-ci.txt
-	$(PY) -m pip install --quiet -e ".[lab,test]"
+	$(PY) -m pip install -r requirements-ci.txt
+	$(PY) -m pip install -e ".[lab,test]"
 	touch $(STAMP)
 
 # Jupyter refuses to run as root unless told; containers and CI often are root.
@@ -60,5 +61,25 @@ execute: install
 book: install
 	$(PY) -m tools.build build/book
 
+# The unit tests and every notebook (quick mode, nbval) against another torch, e.g. `make compat TORCH=2.8.0`, in
+# an environment of its own, .venv-compat-<version>, made once and kept (`make clean` removes it). On Linux x86_64
+# plain PyPI serves the CUDA build (about 3.5 GB with its nvidia-* wheels), which runs on the CPU too. mypy is
+# checked against requirements-ci.txt's torch only: tests/test_types.py skips it on another one and says why.
+# COMPAT_ARGS: more pytest options, e.g. COMPAT_ARGS="-k all_to_all" or COMPAT_ARGS=-vv (a line per test).
+TORCH ?=
+COMPAT_ARGS ?=
+COMPAT_VENV := .venv-compat-$(TORCH)
+COMPAT_PY := $(COMPAT_VENV)/bin/python
+
+compat:
+	@test -n "$(TORCH)" || { echo "usage: make compat TORCH=<version>, e.g. make compat TORCH=2.8.0"; exit 2; }
+	test -x $(COMPAT_PY) || $(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_PY) -m pip install --quiet --upgrade pip
+	$(COMPAT_PY) -m pip install "torch==$(TORCH)"
+	$(COMPAT_PY) -m pip install -e ".[test]"
+	$(COMPAT_PY) -c "import torch; assert torch.__version__.split('+')[0] == '$(TORCH)', torch.__version__"
+	D2LMP_QUICK=1 $(COMPAT_PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks -m "not browser" \
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rfEs $(COMPAT_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-compat-* .pytest_cache .hypothesis

@@ -3,8 +3,9 @@
 import torch
 import torch.distributed as dist
 
-from d2lmp.checks.experts import check_all_to_all, check_expert_parallel, expert_parallel_case
+from d2lmp.checks.experts import all_to_all_block, check_all_to_all, check_expert_parallel, expert_parallel_case
 from d2lmp.moe import MoE, MoESpec
+from d2lmp.parallel import all_to_all as A2A
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.expert_parallel import ExpertParallelMoE
 
@@ -35,7 +36,47 @@ def all_to_all_checks(rank, world):
         except ValueError as e:
             messages[name] = str(e)
     dist.barrier()  # no rank leaves while a peer might still send
-    return errors, broken, messages
+    return errors, broken, messages, equal_reference_checks(rank, world)
+
+
+def equal_reference_checks(rank, world):
+    """torch_all_to_all_equal against the exchange written out: as it runs here, by all_to_all_single, and where the
+    backend lacks all_to_all (simulated: the error gloo raises before torch 2.12); another error is not swallowed,
+    uneven blocks are refused."""
+    blocks = [all_to_all_block(rank, d, torch.device("cpu"), equal=True) for d in range(world)]
+    written_out = [all_to_all_block(src, rank, torch.device("cpu"), equal=True) for src in range(world)]
+
+    def same(got):
+        return len(got) == world and all(torch.equal(g, e) for g, e in zip(got, written_out))
+
+    results = {"here": same(A2A.torch_all_to_all_equal(blocks)),
+               "by all_to_all_single": same(A2A.torch_all_to_all_equal(blocks, use_single=True))}
+    original = dist.all_to_all
+
+    def lacking(*args, **kwargs):
+        raise RuntimeError("Backend gloo does not support alltoall")
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("some other failure")
+
+    try:
+        dist.all_to_all = lacking
+        results["backend without all_to_all"] = same(A2A.torch_all_to_all_equal(blocks))
+        dist.all_to_all = failing
+        try:
+            A2A.torch_all_to_all_equal(blocks)
+            results["other error raised"] = False
+        except RuntimeError as e:
+            results["other error raised"] = "some other failure" in str(e)
+    finally:
+        dist.all_to_all = original
+    try:
+        A2A.torch_all_to_all_equal([torch.zeros(d + 1, 2) for d in range(world)])
+        results["uneven refused"] = world == 1
+    except ValueError as e:
+        results["uneven refused"] = "equal blocks only" in str(e)
+    dist.barrier()
+    return results
 
 
 def expert_parallel_run(rank, world):

@@ -1,5 +1,10 @@
 """Distributed checkpoints: saved on 4 ranks, loaded into 2 and into 1, equal; a half-written one is never loaded."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -24,6 +29,22 @@ def test_a_checkpoint_of_4_ranks_loads_into_2_and_1_equal(tmp_path, kind):
     torch.nn.functional.cross_entropy(model(one[0]), one[1]).backward()
     optimizer.step()
     assert report.held[1] == R._held_bytes(ckpt.training_state(model, optimizer))
+
+
+def test_a_save_gives_no_torch_deprecation_warning(tmp_path):
+    """In a fresh process, since torch warns once: torch 2.8's DCP writer calls the deprecated tensor.storage() on
+    CPU tensors (`make compat TORCH=2.8.0` runs this there); a deprecation warning is an error here."""
+    code = ("import sys, warnings, torch\n"
+            "warnings.filterwarnings('error', message='(?s).*deprecat')\n"
+            "warnings.filterwarnings('ignore', message='torch.distributed is disabled')\n"
+            "from d2lmp.parallel import checkpoint\n"
+            "checkpoint.save({'w': torch.arange(6.0)}, sys.argv[1], 1)\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert ckpt.is_complete(ckpt.step_dir(tmp_path, 1))
 
 
 def test_state_difference_sees_one_changed_element():

@@ -1,9 +1,10 @@
 """Rank functions that prove our all-to-all equals the exchange and expert parallelism equals one device.
 
 ``check_all_to_all`` compares ``collectives.all_to_all`` with torch's (``dist.all_to_all`` for equal
-blocks; ``all_to_all.torch_all_to_all``, ``dist.all_to_all_single`` with split sizes, for uneven ones,
-since gloo's ``all_to_all`` refuses uneven blocks) and with the exchange written out from every rank's
-inputs, and counts the bytes it puts on the wire with ``p2p_log.MessageLog``. ``check_expert_parallel``
+blocks, through ``all_to_all.torch_all_to_all_equal``, which sends them by ``dist.all_to_all_single`` where
+gloo lacks ``all_to_all``, before torch 2.12; ``all_to_all.torch_all_to_all``, ``dist.all_to_all_single`` with
+split sizes, for uneven ones, since gloo's ``all_to_all`` refuses uneven blocks) and with the exchange written out
+from every rank's inputs, and counts the bytes it puts on the wire with ``p2p_log.MessageLog``. ``check_expert_parallel``
 runs ``ExpertParallelMoE`` against ``MoE`` on the concatenated batch, top-1 and top-2, with a capacity
 that drops tokens. Both return the largest error by name (0 where equal) and run under ``launch`` and
 torchrun alike.
@@ -16,7 +17,7 @@ import torch.distributed as dist
 
 from d2lmp.moe import MoE, MoESpec
 from d2lmp.parallel import collectives as C
-from d2lmp.parallel.all_to_all import torch_all_to_all
+from d2lmp.parallel.all_to_all import torch_all_to_all, torch_all_to_all_equal
 from d2lmp.parallel.expert_parallel import ExpertParallelMoE
 from d2lmp.parallel.launch import rank_device
 from d2lmp.parallel.p2p_log import Message, MessageLog
@@ -47,8 +48,7 @@ def check_all_to_all(rank: int, world: int, device: str = "auto") -> dict[str, f
         return max((float((g - e).abs().max()) for g, e in zip(got, expected) if e.numel()), default=0.0)
 
     equal = [all_to_all_block(rank, d, dev, equal=True) for d in range(world)]
-    reference = [torch.empty_like(t) for t in equal]
-    dist.all_to_all(reference, equal)
+    reference = torch_all_to_all_equal(equal)
     errors["all_to_all = dist.all_to_all (equal blocks)"] = worst(C.all_to_all(equal), reference)
 
     uneven = [all_to_all_block(rank, d, dev) for d in range(world)]

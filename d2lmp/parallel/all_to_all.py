@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 
-__all__ = ["all_to_all", "all_to_all_sizes", "exchange_order", "torch_all_to_all_flat", "torch_all_to_all"]
+__all__ = ["all_to_all", "all_to_all_sizes", "exchange_order", "torch_all_to_all_flat", "torch_all_to_all",
+           "torch_all_to_all_equal"]
 
 # The requests of the last exchange, dropped only when the next one ends: dropping a gloo request
 # right after it completes can spin until gloo's I/O thread lets go of its buffer (see
@@ -153,3 +154,26 @@ def torch_all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | 
     _check_inputs(inputs, dist.get_world_size(group))
     received, sizes = torch_all_to_all_flat(torch.cat(list(inputs)), [len(t) for t in inputs], group)
     return list(torch.split(received, sizes))
+
+
+def torch_all_to_all_equal(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None = None,
+                           use_single: bool = False) -> list[torch.Tensor]:
+    """torch's all-to-all of equal blocks, the reference for ours: ``dist.all_to_all``, or, where the backend lacks it
+    (gloo before torch 2.12 raises "does not support alltoall") or ``use_single`` asks, the same exchange as one
+    ``dist.all_to_all_single`` of the blocks laid end to end, which gloo has on every torch d2lmp supports."""
+    _check_inputs(inputs, dist.get_world_size(group))
+    if any(t.shape != inputs[0].shape for t in inputs):
+        raise ValueError(f"equal blocks only: got shapes {[tuple(t.shape) for t in inputs]} (torch_all_to_all takes "
+                         "uneven ones)")
+    if not use_single:
+        outputs = [torch.empty_like(t) for t in inputs]
+        try:
+            dist.all_to_all(outputs, [t.contiguous() for t in inputs], group=group)
+            return outputs
+        except RuntimeError as error:  # raised on every rank before anything is sent, so all fall back together
+            if "does not support alltoall" not in str(error):
+                raise
+    flat = torch.cat([t.reshape(-1) for t in inputs])
+    received = torch.empty_like(flat)
+    dist.all_to_all_single(received, flat, group=group)
+    return [block.view(inputs[0].shape) for block in received.chunk(len(inputs))]

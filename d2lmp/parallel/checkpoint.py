@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,14 @@ __all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport
 MARKER = "COMPLETE.json"
 _STEP_DIR = re.compile(r"step_(\d{8})$")
 _RANK_FILE = re.compile(r"__(\d+)_\d+\.distcp$")
+
+
+def _quiet_dcp_storage_warning() -> None:
+    """Ignore the one TypedStorage deprecation warning DCP's own file writer gives on CPU tensors in torch 2.8
+    (``_SerialCpuLoader`` calls ``tensor.storage()``); d2lmp itself uses ``untyped_storage``. A filter for that
+    message from that module only, installed by ``_prepare`` before a save (the writer's thread sees it too)."""
+    warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning,
+                            module=r"torch\.distributed\.checkpoint\.filesystem")
 
 
 class IncompleteCheckpoint(ValueError):
@@ -258,7 +267,9 @@ def _barrier(group: dist.ProcessGroup | None) -> None:
 
 
 def _prepare(root: str | os.PathLike[str], step: int, group: dist.ProcessGroup | None) -> Path:
-    """The step's folder, empty and ready on every rank; a complete checkpoint there is an error."""
+    """The step's folder, empty and ready on every rank; a complete checkpoint there is an error. Every save starts
+    here, so here DCP's writer is kept quiet on torch 2.8 (``_quiet_dcp_storage_warning``)."""
+    _quiet_dcp_storage_warning()
     if not Path(root).is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist; create it first")
     path = step_dir(root, step)
