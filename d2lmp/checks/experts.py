@@ -5,9 +5,9 @@ blocks, through ``all_to_all.torch_all_to_all_equal``, which sends them by ``dis
 gloo lacks ``all_to_all``, before torch 2.12; ``all_to_all.torch_all_to_all``, ``dist.all_to_all_single`` with
 split sizes, for uneven ones, since gloo's ``all_to_all`` refuses uneven blocks) and with the exchange written out
 from every rank's inputs, and counts the bytes it puts on the wire with ``p2p_log.MessageLog``.
-``check_expert_parallel`` runs ``ExpertParallelMoE`` against ``MoE`` on the concatenated batch, top-1 and top-2, with a capacity
-that drops tokens. Both return the largest error by name (0 where equal) and run under ``launch`` and
-torchrun alike.
+``check_expert_parallel`` runs ``ExpertParallelMoE`` against ``MoE`` on the concatenated batch, top-1 and top-2,
+with a capacity that drops tokens. Both return the largest error by name (0 where equal) and run under ``launch``
+and torchrun alike.
 """
 
 from __future__ import annotations
