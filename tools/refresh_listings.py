@@ -19,8 +19,8 @@ from typing import Any
 
 from tools.notebooks import Cell, Notebook, read, rewrite, update_each
 
-__all__ = ["is_listing_cell", "import_lines", "shown_expressions", "shown_objects", "listing_outputs", "refresh",
-           "main"]
+__all__ = ["is_listing_cell", "import_lines", "shown_expressions", "shown_objects", "listing_outputs",
+           "show_statements", "refresh", "main"]
 
 
 def _is_show_call(node: ast.AST) -> bool:
@@ -35,6 +35,17 @@ def is_listing_cell(cell: Cell) -> bool:
     body = cell.tree().body
     return (any(_is_show_call(n) for n in body)
             and all(_is_show_call(n) or isinstance(n, (ast.Import, ast.ImportFrom)) for n in body))
+
+
+def show_statements(cell: Cell) -> str:
+    """The top-level ``show(...)`` statements of a code cell, as source text (empty when it has none)."""
+    text = cell.python()
+    return "\n".join(ast.get_source_segment(text, n) or "" for n in cell.tree().body if _is_show_call(n))
+
+
+def _is_listing(output: dict[str, Any]) -> bool:
+    return output.get("output_type") == "display_data" and "highlight" in "".join(
+        output.get("data", {}).get("text/html", ""))
 
 
 def import_lines(nb: Notebook) -> str:
@@ -91,14 +102,25 @@ def listing_outputs(imports: str, source: str) -> list[dict[str, Any]]:
 
 
 def refresh(path: Path) -> bool:
-    """Replace the outputs of every listing cell of the notebook at ``path``; True if the file changed."""
+    """Replace the outputs of every listing cell of the notebook at ``path``, and the listings a cell shows beside
+    what it prints or draws (its other outputs, which only a full run may store, stay); True if the file changed."""
     nb = read(path)
     imports = import_lines(nb)
     fresh = {cell.index: listing_outputs(imports, cell.source) for cell in nb.code() if is_listing_cell(cell)}
+    mixed = {cell.index: listing_outputs(imports, show_statements(cell)) for cell in nb.code()
+             if not is_listing_cell(cell) and show_statements(cell)}
 
     def change(data: dict[str, Any]) -> None:
         for index, outputs in fresh.items():
             data["cells"][index]["outputs"] = outputs
+        for index, listings in mixed.items():
+            stored = data["cells"][index]["outputs"]
+            places = [i for i, out in enumerate(stored) if _is_listing(out)]
+            if len(places) != len(listings):
+                raise ValueError(f"{path.name} cell {index}: {len(places)} stored listings, {len(listings)} shown; "
+                                 "re-execute it")
+            for place, listing in zip(places, listings):
+                stored[place] = listing
 
     return rewrite(path, change)
 

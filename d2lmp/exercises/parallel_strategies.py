@@ -16,6 +16,7 @@ import torch
 
 from d2lmp.exercises.core import Exercise, Verdict, number_checker
 from d2lmp.gpt import preset as gpt_preset
+from d2lmp.model.alpha_beta import BUS_FACTORS
 from d2lmp.model.cluster.comm_roofline import data_parallel_point, link_roof
 from d2lmp.model.cluster.presets import model_preset
 from d2lmp.model.transformer_accounting import activation_bytes_per_layer, parameter_count, training_flops
@@ -125,7 +126,7 @@ ADAM_BILLIONS = 80e9 / (4 * (1 + 1 + 2)) / 1e9  # weights, gradients, two Adam m
 
 TRICK_DEVICES, TRICK_IMAGES, FC6_IN = 8, 128, 9216  # fc6: 9216 inputs (256 × 6 × 6), 4096 outputs
 _FC6_INPUT_BYTES = TRICK_DEVICES * TRICK_IMAGES * FC6_IN * 4  # every image's fc6 input, FP32
-_RING = (TRICK_DEVICES - 1) / TRICK_DEVICES  # a ring all-gather or reduce-scatter sends (n-1)/n of the buffer
+_RING = BUS_FACTORS["all_gather"](TRICK_DEVICES)  # a ring all-gather or reduce-scatter sends (n-1)/n of the buffer
 TRICK_BYTES = 2 * _RING * _FC6_INPUT_BYTES  # all-gather forward, reduce-scatter backward
 FC6_DP_BYTES = 2 * _RING * (FC6_IN * 4096 + 4096) * 4  # data parallelism: all-reduce fc6's FP32 gradients
 
