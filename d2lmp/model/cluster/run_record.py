@@ -1,0 +1,109 @@
+"""A published training run as its source prints it: the raw record the validation tables are written in.
+
+A ``RunRecord`` holds only what a paper, a report or a benchmark table states (``None`` where it does not), with
+the place it is stated (``where``: table, row, figure or page). It depends on nothing else in the model, so the
+tables of published runs can be typed before the cluster model can judge every field; the model turns a record
+into its own ``Transformer`` and ``Plan`` and prints the records it cannot judge as information, never dropping one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+__all__ = ["RunRecord", "Metric", "METRICS", "Attention", "ATTENTIONS", "Precision", "PRECISIONS",
+           "RecordRecompute", "RECORD_RECOMPUTES", "Use", "USES"]
+
+# What the published figure is. "mfu"/"hfu" are fractions (0.41, not 41 %); *_tflops_per_gpu count model FLOPs
+# (no recomputation) or hardware FLOPs (recomputation included); "oom" is a run the source says did not fit (value 0).
+Metric = Literal["mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_s_per_gpu", "step_s",
+                 "oom"]
+METRICS: tuple[Metric, ...] = get_args(Metric)
+# The attention kernel: the 2021 runs materialised the s×s scores; FlashAttention-era runs do not.
+Attention = Literal["materialised", "flash", "unknown"]
+ATTENTIONS: tuple[Attention, ...] = get_args(Attention)
+# The precision of the large matmuls.
+Precision = Literal["fp16", "bf16", "fp8", "unknown"]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+RecordRecompute = Literal["none", "selective", "full", "unknown"]
+RECORD_RECOMPUTES: tuple[RecordRecompute, ...] = get_args(RecordRecompute)
+# What a table is for: the few rows the model's fitted numbers are fitted on, or rows it is only checked against.
+Use = Literal["calibration", "validation"]
+USES: tuple[Use, ...] = get_args(Use)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One published run, its configuration as published, and the figure reported.
+
+    Model: ``layers``, ``hidden``, ``heads``, ``kv_heads`` (None: as many as ``heads``), ``ffn`` (the MLP's
+    inner size; per expert for a mixture of experts), ``gated_mlp`` (SwiGLU), ``vocab``, ``seq``; a mixture of
+    experts adds ``experts``, ``top_k``, ``shared_experts`` and ``moe_every`` (1: every layer). Cluster: ``gpu``
+    (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains), ``gpus``,
+    ``gpus_per_node``. Plan: ``tp``, ``pp``, ``dp`` (the data-parallel size including any sharding group),
+    ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP: 3 full shard, 2, 1, 0 none), ``micro_batch`` and
+    ``global_batch`` in sequences, ``interleave`` (virtual stages per GPU), ``recompute``, ``attention``,
+    ``precision``. ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's
+    FLOPs count the recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a
+    GPU used, where the source reports it.
+    """
+
+    source: str                     # bibliography key (d2lmp.bibliography)
+    where: str                      # "Table 4, row '405B 8K'", "Figure 7", "p. 12"
+    row: str                        # the row's label as the source prints it
+    use: Use
+    layers: int | None
+    hidden: int | None
+    heads: int | None
+    seq: int | None
+    vocab: int | None
+    gpu: str
+    gpus: int
+    metric: Metric
+    value: float
+    kv_heads: int | None = None
+    ffn: int | None = None
+    gated_mlp: bool = False
+    experts: int = 1
+    top_k: int = 1
+    shared_experts: int = 0
+    moe_every: int = 1
+    gpus_per_node: int = 8
+    tp: int | None = 1
+    pp: int | None = 1
+    dp: int | None = None
+    cp: int = 1
+    ep: int = 1
+    zero: int | None = 0
+    micro_batch: int | None = None
+    global_batch: int | None = None
+    interleave: int = 1
+    recompute: RecordRecompute = "unknown"
+    attention: Attention = "unknown"
+    precision: Precision = "bf16"
+    counts_recompute: bool | None = None
+    memory_gb: float | None = None
+    note: str = ""                  # what is assumed rather than read, and anything a reader should know
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"{self.row}: metric {self.metric!r} is not one of {METRICS}")
+        if self.use not in USES:
+            raise ValueError(f"{self.row}: use {self.use!r} is not one of {USES}")
+        if self.recompute not in RECORD_RECOMPUTES or self.attention not in ATTENTIONS:
+            raise ValueError(f"{self.row}: recompute {self.recompute!r} or attention {self.attention!r} unknown")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"{self.row}: precision {self.precision!r} is not one of {PRECISIONS}")
+        if self.gpus < 1 or (self.metric != "oom" and self.value <= 0):
+            raise ValueError(f"{self.row}: gpus and the published value must be positive")
+        tp, pp, dp = self.tp, self.pp, self.dp
+        if tp is not None and pp is not None and dp is not None and self.cp * tp * pp * dp != self.gpus:
+            raise ValueError(f"{self.row}: tp·pp·dp·cp = {self.cp * tp * pp * dp} is not the {self.gpus} GPUs")
+
+    @property
+    def complete(self) -> bool:
+        """Whether the record states everything the cluster model needs to predict it."""
+        needed = (self.layers, self.hidden, self.heads, self.seq, self.vocab, self.tp, self.pp, self.dp,
+                  self.zero, self.micro_batch, self.global_batch)
+        return all(v is not None for v in needed) and "unknown" not in (self.recompute, self.attention,
+                                                                          self.precision)
