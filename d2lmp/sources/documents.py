@@ -174,6 +174,10 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://cloud.google.com/tpu/docs/bfloat16",
        "bfloat16's layout: 1 sign bit, 8 exponent bits (FP32's range) and 7 mantissa bits."),
     # Library documentation
+    _S("gloo_tcp_pair", "Gloo Contributors", "gloo/transport/tcp/pair.cc", "GitHub repository pytorch/gloo", "n.d.",
+       "https://github.com/pytorch/gloo/blob/main/gloo/transport/tcp/pair.cc",
+       "Pair::send sends a buffer at once only if the peer has announced a pending receive (NOTIFY_RECV_READY); "
+       "otherwise it queues the send and tells the peer it is ready (NOTIFY_SEND_READY)."),
     _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
        "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
        "Performance library of deep-learning primitives; its README lists PyTorch among the applications using it."),
