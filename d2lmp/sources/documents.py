@@ -117,6 +117,11 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("nvidia_nccl_2283_release", _NV, "NCCL Release 2.28.3", "NCCL Release Notes, NVIDIA documentation", 2025,
        "https://docs.nvidia.com/deeplearning/nccl/release-notes/rel_2-28-3.html",
        "New host collective APIs: ncclAlltoAll, ncclScatter, ncclGather."),
+    _S("nvidia_nccl_tuner_header", _NV, "NCCL source: the tuner plugin header (src/include/plugin/nccl_tuner.h)",
+       "GitHub repository NVIDIA/nccl, master branch", 2026,
+       "https://github.com/NVIDIA/nccl/blob/master/src/include/plugin/nccl_tuner.h",
+       "The algorithms NCCL's tuning model chooses among (NCCL_ALGO_*): Tree, Ring, CollNetDirect, CollNetChain, NVLS, "
+       "NVLSTree and PAT; the protocols: LL, LL128 and Simple."),
     _S("harris2012transfers", "Harris, M.", "How to Optimize Data Transfers in CUDA C/C++", "NVIDIA Technical Blog",
        2012, "https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/",
        "Section Pinned Host Memory: a transfer from pageable host memory first copies the data into a temporary "
@@ -169,6 +174,10 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://cloud.google.com/tpu/docs/bfloat16",
        "bfloat16's layout: 1 sign bit, 8 exponent bits (FP32's range) and 7 mantissa bits."),
     # Library documentation
+    _S("gloo_tcp_pair", "Gloo Contributors", "gloo/transport/tcp/pair.cc", "GitHub repository pytorch/gloo", "n.d.",
+       "https://github.com/pytorch/gloo/blob/main/gloo/transport/tcp/pair.cc",
+       "Pair::send sends a buffer at once only if the peer has announced a pending receive (NOTIFY_RECV_READY); "
+       "otherwise it queues the send and tells the peer it is ready (NOTIFY_SEND_READY)."),
     _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
        "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
        "Performance library of deep-learning primitives; its README lists PyTorch among the applications using it."),
@@ -214,6 +223,10 @@ DOCUMENTS: tuple[Source, ...] = (
        "On 1024 80 GB A100s: ~2 machines go down every day; ~90 restarts over the training of the model's lineage."),
     _S("pytorch_dcp_docs", _PT, "Distributed Checkpoint - torch.distributed.checkpoint", "PyTorch 2.13 documentation",
        2026, "https://docs.pytorch.org/docs/2.13/distributed.checkpoint.html", "Load-time resharding; async_save."),
+    _S("pytorch_fully_shard_docs", _PT, "torch.distributed.fsdp.fully_shard", "PyTorch 2.13 documentation", 2026,
+       "https://docs.pytorch.org/docs/2.13/distributed.fsdp.fully_shard.html",
+       "FSDP2: DTensor-based dim-0 per-parameter sharding (each parameter chunked over the data-parallel workers), "
+       "against FSDP1's flat-parameter sharding (a group of tensors flattened, concatenated and chunked together)."),
     _S("pytorch_distributed_debug_docs", _PT, "Debugging torch.distributed applications",
        "PyTorch 2.13 documentation (torch.distributed)", 2026,
        "https://docs.pytorch.org/docs/2.13/distributed.html#debugging-torch-distributed-applications",
