@@ -298,7 +298,7 @@ def _record(c: dict[str, str]) -> RunRecord:
         source=SOURCE, where=f"{FILE}, table '{c['table']}', line {c['line']}",
         row=f"{c['model']} | {c['seq']} | {gpus} | {c['gpu']} | {c['precision']} {c['mp_mode']} {c['sharding']}",
         use="validation", layers=layers, hidden=hidden, heads=heads, seq=int(c["seq"]), vocab=VOCAB,
-        gpu=_GPUS[c["gpu"]], gpus=gpus, metric="mfu", value=float(c["mfu"]) / 100, ffn=4 * hidden,
+        gpu=_GPUS[c["gpu"]], gpus=gpus, metric="mfu", value=round(float(c["mfu"]) / 100, 6), ffn=4 * hidden,
         tp=1, pp=1, dp=gpus, zero=_ZERO[c["sharding"]], micro_batch=int(c["micro"]),
         global_batch=int(c["global"]), recompute=recompute, attention="flash", precision=precision,
         counts_recompute=False,
