@@ -36,6 +36,11 @@ DOCUMENTS: tuple[Source, ...] = (
        2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
        "Tables of the section Results: MFU, HFU and throughput of 216 PyTorch FSDP runs of MPT 125M-70B on 8-512 "
        "A100 40/80 GB and H100 GPUs, BF16 and FP8; section MFU: the FLOPs counted (6N per token plus attention)."),
+    _S("bigscience_tr11", "BigScience Workshop", "tr11 BLOOM-176B ML: README and chronicles-prequel",
+       "GitHub repository bigscience-workshop/bigscience, `train/tr11-176B-ml/`", 2022,
+       "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
+       "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
+       "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",

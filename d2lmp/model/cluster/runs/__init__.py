@@ -14,6 +14,7 @@ __all__ = ["SOURCES", "records"]
 SOURCES: tuple[str, ...] = (
     "llm_foundry",
     "megascale",
+    "bigscience_tr11",
 )
 
 
