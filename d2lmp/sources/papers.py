@@ -200,6 +200,12 @@ PAPERS: tuple[Source, ...] = (
        "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277",
        "PyTorch FSDP: ZeRO-3-style sharding by units of layers, each unit all-gathered before use and freed after, "
        "with backward prefetching to overlap communication."),
+    _S("zhang2022opt", "Zhang, S.; Roller, S.; Goyal, N.; Artetxe, M.; Chen, M.; Chen, S.; Dewan, C.; Diab, M.; "
+       "Li, X.; Lin, X. V.; Mihaylov, T.; Ott, M.; Shleifer, S.; Shuster, K.; Simig, D.; Koura, P. S.; Sridhar, A.; "
+       "Wang, T.; Zettlemoyer, L.", "OPT: Open Pre-trained Transformer Language Models", "arXiv:2205.01068", 2022,
+       "https://arxiv.org/abs/2205.01068",
+       "Table 1: the OPT shapes (175B: 96 layers, 96 heads, d_model 12,288, batch 2M tokens); §2.4: OPT-175B on 992 "
+       "80GB A100s with FSDP and Megatron-LM tensor parallelism, up to 147 TFLOP/s per GPU."),
     _S("jiang2024megascale", "Jiang, Z.; Lin, H.; Zhong, Y.; Huang, Q.; Chen, Y.; Zhang, Z.; Peng, Y.; Li, X.; "
        "Xie, C.; Nong, S.; Jia, Y.; He, S.; Chen, H.; Bai, Z.; Hou, Q.; Yan, S.; Zhou, D.; Sheng, Y.; Jiang, Z.; "
        "Xu, H.; Wei, H.; Zhang, Z.; Nie, P.; Zou, L.; Zhao, S.; Xiang, L.; Liu, Z.; Li, Z.; Jia, X.; Ye, J.; "

@@ -15,6 +15,7 @@ SOURCES: tuple[str, ...] = (
     "llm_foundry",
     "megascale",
     "bigscience_tr11",
+    "opt175b",
 )
 
 
