@@ -6,7 +6,7 @@ import pytest
 
 from d2lmp.bibliography import SOURCES as BIBLIOGRAPHY
 from d2lmp.model.cluster.runs import SOURCES, records
-from d2lmp.model.cluster.runs.bigscience_tr11 import RECORDS, RUN, SEQ, SWEEP_ROWS, VOCAB
+from d2lmp.model.cluster.runs.bigscience_tr11 import BEST, RECORDS, RUN, SEQ, SWEEP_ROWS, VOCAB
 
 
 def _tflops(gbs: int, layers: int, hidden: int, seconds: float, gpus: int) -> float:
@@ -17,9 +17,9 @@ def _tflops(gbs: int, layers: int, hidden: int, seconds: float, gpus: int) -> fl
 
 def test_rows_and_sections():
     assert "bigscience_tr11" in SOURCES and RECORDS[0].source in BIBLIOGRAPHY
-    assert len(RUN) == 3 and len(SWEEP_ROWS) == 110 and len(RECORDS) == 113
-    assert sum(r.source == "bigscience_tr11" for r in records()) == 113
-    sections = Counter(r.where.split("section ")[1].split("'")[1] for r in RECORDS[3:])
+    assert len(RUN) == 3 and len(BEST) == 6 and len(SWEEP_ROWS) == 110 and len(RECORDS) == 119
+    assert sum(r.source == "bigscience_tr11" for r in records()) == 119
+    sections = Counter(r.where.split("section ")[1].split("'")[1] for r in RECORDS[9:])
     assert sections["GBS Variations"] == 25 and sections["Rebalancing layers"] == 20
     assert [r.row.split(":")[0] for r in RECORDS if r.metric == "oom"] == [
         "181B h14336 l72 heads 64", "181B h14336 l72 heads 64", "181B h14336 l72 heads 64",
@@ -50,3 +50,12 @@ def test_the_two_noted_rows():
     odd = {r["line"]: r for r in SWEEP_ROWS}
     assert _tflops(2048, 80, 13824, 147.04, 320) == pytest.approx(float(odd["648"]["tflops"]), rel=1e-3)
     assert _tflops(2048, 72, 14336, 137.34, 384) / float(odd["670"]["tflops"]) == pytest.approx(1.039, abs=1e-3)
+
+
+def test_best_tflops_rows_follow_the_early_estimate():
+    """'Best TFLOPs' (02-17): the table's TFLOPs are 8·(12·l·h²)·tokens over the logged iteration time and GPUs."""
+    printed = (108.47, 98.87, 97.07, 107.48, 97.82, 96.19)
+    for run, tflops in zip(BEST, printed):
+        estimate = 8 * 12 * run.layers * run.hidden**2 * 2048 * 2048 / (run.value * run.gpus) / 1e12
+        assert estimate == pytest.approx(tflops, rel=2e-3)
+        assert run.tp * run.pp * run.dp == run.gpus and run.memory_gb is not None

@@ -6,12 +6,13 @@ in its "embedding size" note, TP 4, PP 12, DP 8, MBS 2 on 48 nodes of 8; BF16; "
 'type:transformer|embedding'", which gives the tied embedding and the output layer one transformer block's slot
 each, so 70 + 2 slots over 12 stages), with three measured points: line 663 (iteration 85376, GBS 2,048,
 104.70 s, 149.77 TFLOPs), line 245 (GBS 16, 15.23 s, 8.04 TFLOPs) and line 272 (GBS 192 with MBS 1, 73 TFLOPs).
-``chronicles-prequel.md``: the sweep of sections "48 node contenders" through "Rebalancing layers" (lines
-599-964), each table under a line naming NHIDDEN and NLAYERS; columns Nodes, Size, [ZS], [Layers], DP, TP, PP,
-MBS, [NHEADS], GBS, Mem, Sec/it, TFLOPs, Notes (the date). ``_SWEEP`` keeps each row's cells with the shape read
+``chronicles-prequel.md``: section "Best TFLOPs" (lines 356-432: a 20B and a 200B model on 8-160 GPUs in FP16 and
+BF16, iteration time from the log lines, recorded as step time; ``BEST``) and the sweep of sections "48 node
+contenders" through "Rebalancing layers" (lines 599-964), each table under a line naming NHIDDEN and NLAYERS;
+columns Nodes, Size, [ZS], [Layers], DP, TP, PP, MBS, [NHEADS], GBS, Mem, Sec/it, TFLOPs, Notes (the date). ``_SWEEP`` keeps each row's cells with the shape read
 above its table: "line|hidden|layers|heads|nodes|size|zero|dp|tp|pp|mbs|gbs|mem GB|sec/it|TFLOPs|date".
 
-Read: the figure is TFLOPs per GPU as Megatron-DeepSpeed logs it after the fix of "TFLOPs calculation improved"
+Read: the sweep's and the run's figure is TFLOPs per GPU as Megatron-DeepSpeed logs it after the fix of "TFLOPs calculation improved"
 (prequel line 590, before every sweep row kept here): 96·B·s·l·h²·(1 + s/6h + V/16lh) per iteration over the
 iteration time and GPUs, i.e. hardware FLOPs counting the recomputed forward of full activation checkpointing
 (README, "Throughput": the 4·2 coefficient), with the logits; every row kept here reproduces it from its
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 from d2lmp.model.cluster.run_record import Metric, Precision, RunRecord
 
-__all__ = ["RECORDS", "SWEEP_ROWS", "VOCAB"]
+__all__ = ["RECORDS", "RUN", "BEST", "SWEEP_ROWS", "VOCAB"]
 
 SOURCE = "bigscience_tr11"
 PREQUEL = "train/tr11-176B-ml/chronicles-prequel.md"
@@ -220,4 +221,30 @@ RUN: tuple[RunRecord, ...] = (
     _run_record("section 'Global batch size', line 272", "GBS=192/MBS=1 @ 73 TFLOPs", 192, 1, 73.0,
                 "the start of the batch-size ramp as run; iteration time not given"),
 )
-RECORDS: tuple[RunRecord, ...] = RUN + tuple(_sweep_record(c) for c in SWEEP_ROWS)
+# "Best TFLOPs" (prequel lines 356-432, 02-17): (table line, log line, precision, layers, heads, GPUs, DP, PP,
+# Mem GB, seconds per iteration from the log line, the table's TFLOPs).
+_BEST: tuple[tuple[int, int, Precision, int, int, int, int, int, float, float, float], ...] = (
+    (389, 367, "fp16", 8, 32, 8, 1, 1, 67, 769.99, 108.47),
+    (390, 375, "fp16", 80, 96, 80, 1, 10, 73, 844.81, 98.87),
+    (391, 381, "fp16", 80, 96, 160, 2, 10, 51, 430.21, 97.07),
+    (427, 404, "bf16", 8, 32, 8, 1, 1, 68, 777.09, 107.48),
+    (428, 413, "bf16", 80, 96, 80, 1, 10, 75, 853.81, 97.82),
+    (429, 421, "bf16", 80, 96, 160, 2, 10, 53, 434.14, 96.19),
+)
+
+
+def _best_record(table: int, log: int, precision: Precision, layers: int, heads: int, gpus: int, dp: int, pp: int,
+                 mem: float, seconds: float, tflops: float) -> RunRecord:
+    return RunRecord(
+        source=SOURCE, where=f"{PREQUEL}, section 'Best TFLOPs', table line {table}, log line {log}",
+        row=f"{'20B' if layers == 8 else '200B'} ({precision}): {gpus} GPUs, DP {dp} TP 8 PP {pp}, MBS 1, GBS 2048",
+        use="validation", layers=layers, hidden=14400, heads=heads, seq=SEQ, vocab=250000, gpu="A100-80GB",
+        gpus=gpus, metric="step_s", value=seconds, ffn=4 * 14400, tp=8, pp=pp, dp=dp, zero=1, micro_batch=1,
+        global_batch=2048, attention="materialised", precision=precision, memory_gb=mem,
+        note=(f"iteration 2's time from the log line; the table's {tflops} TFLOPs use the earlier estimate "
+              "8·(12·l·h²)·tokens (math/README.md), before the fix of line 590; vocabulary '250k' as printed; "
+              "recomputation not stated."))
+
+
+BEST: tuple[RunRecord, ...] = tuple(_best_record(*row) for row in _BEST)
+RECORDS: tuple[RunRecord, ...] = RUN + BEST + tuple(_sweep_record(c) for c in SWEEP_ROWS)
