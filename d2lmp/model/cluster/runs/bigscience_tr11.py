@@ -1,35 +1,36 @@
 """BigScience's BLOOM-176B training: the run's throughput and the 3D-layout sweep on 384 A100 80GB that chose it.
 
 Source: the repository bigscience-workshop/bigscience, folder ``train/tr11-176B-ml`` (read at commit 9e64edec).
-``README.md``: the run (70 layers, hidden 14,336, 112 heads, sequence 2,048, vocabulary 250,680 padded to 250,880
-in its "embedding size" note, TP 4, PP 12, DP 8, MBS 2 on 48 nodes of 8; BF16; "--pp-partition-method
-'type:transformer|embedding'", which gives the tied embedding and the output layer one transformer block's slot
-each, so 70 + 2 slots over 12 stages), with three measured points: line 663 (iteration 85376, GBS 2,048,
-104.70 s, 149.77 TFLOPs), line 245 (GBS 16, 15.23 s, 8.04 TFLOPs) and line 272 (GBS 192 with MBS 1, 73 TFLOPs).
-``chronicles-prequel.md``: section "Best TFLOPs" (lines 356-432: a 20B and a 200B model on 8-160 GPUs in FP16 and
-BF16, iteration time from the log lines, recorded as step time; ``BEST``) and the sweep of sections "48 node
-contenders" through "Rebalancing layers" (lines 599-964), each table under a line naming NHIDDEN and NLAYERS;
-columns Nodes, Size, [ZS], [Layers], DP, TP, PP, MBS, [NHEADS], GBS, Mem, Sec/it, TFLOPs, Notes (the date). ``_SWEEP`` keeps each row's cells with the shape read
-above its table: "line|hidden|layers|heads|nodes|size|zero|dp|tp|pp|mbs|gbs|mem GB|sec/it|TFLOPs|date".
+``README.md``: the run (70 layers, hidden 14,336, 112 heads, sequence 2,048, vocabulary 250,680 padded to 250,880 in its
+"embedding size" note, TP 4, PP 12, DP 8, MBS 2 on 48 nodes of 8; BF16; "--pp-partition-method
+'type:transformer|embedding'", which gives the tied embedding and the output layer one transformer block's slot each, so
+70 + 2 slots over 12 stages), with three measured points: line 663 (iteration 85376, GBS 2,048, 104.70 s, 149.77
+TFLOPs), line 245 (GBS 16, 15.23 s, 8.04 TFLOPs) and line 272 (GBS 192 with MBS 1, 73 TFLOPs).
+``chronicles-prequel.md``: section "Best TFLOPs" (lines 356-432: a 20B and a 200B model on 8-160 GPUs in FP16 and BF16,
+iteration time from the log lines, recorded as step time; ``BEST``) and the sweep of sections "48 node contenders"
+through "Rebalancing layers" (lines 599-964), each table under a line naming NHIDDEN and NLAYERS; columns Nodes, Size,
+[ZS], [Layers], DP, TP, PP, MBS, [NHEADS], GBS, Mem, Sec/it, TFLOPs, Notes (the date). ``_SWEEP`` keeps each row's cells
+with the shape read above its table: "line|hidden|layers|heads|nodes|size|zero|dp|tp|pp|mbs|gbs|mem
+GB|sec/it|TFLOPs|date".
 
-Read: the sweep's and the run's figure is TFLOPs per GPU as Megatron-DeepSpeed logs it after the fix of "TFLOPs calculation improved"
-(prequel line 590, before every sweep row kept here): 96·B·s·l·h²·(1 + s/6h + V/16lh) per iteration over the
-iteration time and GPUs, i.e. hardware FLOPs counting the recomputed forward of full activation checkpointing
-(README, "Throughput": the 4·2 coefficient), with the logits; every row kept here reproduces it from its
-Sec/it to 0.1 % with V = 250,880 (``tests/test_runs_bigscience.py``), except prequel line 670 (ZeRO stage 0,
-run "on the special branch", 3.9 % below). Mem is "max memory used by the first (last) nodes with the word
-embedding matrix" (prequel line 394), read from nvidia-smi (line 962): a GPU's peak including
-the allocator's cache; blank or "GB" is None. OOM rows are recorded as out-of-memory; rows with no result are
-left out. ZeRO stage 1 (DeepSpeed, the ZS column where printed, else 1); attention is Megatron's materialised
-softmax (the fused softmax kernel's head constraints, prequel line 743); activation checkpointing throughout.
+Read: the sweep's and the run's figure is TFLOPs per GPU as Megatron-DeepSpeed logs it after the fix of "TFLOPs
+calculation improved" (prequel line 590, before every sweep row kept here): 96·B·s·l·h²·(1 + s/6h + V/16lh) per
+iteration over the iteration time and GPUs, i.e. hardware FLOPs counting the recomputed forward of full activation
+checkpointing (README, "Throughput": the 4·2 coefficient), with the logits; every row kept here reproduces it from its
+Sec/it to 0.1 % with V = 250,880 (``tests/test_runs_bigscience.py``), except prequel line 670 (ZeRO stage 0, run "on the
+special branch", 3.9 % below). Mem is "max memory used by the first (last) nodes with the word embedding matrix"
+(prequel line 394), read from nvidia-smi (line 962): a GPU's peak including the allocator's cache; blank or "GB" is
+None. OOM rows are recorded as out-of-memory; rows with no result are left out. ZeRO stage 1 (DeepSpeed, the ZS column
+where printed, else 1); attention is Megatron's materialised softmax (the fused softmax kernel's head constraints,
+prequel line 743); full activation checkpointing (README, "Throughput"; the logged TFLOPs reproduce with its
+recomputation factor, 96 = 24·4).
 
-Assumed: heads 64 where a table has no NHEADS column ("all NHEADS=64 (above too)", prequel line 680, and
-"NHEADS=64" above "GBS Variations"); FP16 before "Rebalancing layers" and BF16 from it on (that section: "from now
-on the testing is happening with BF16 optimizer ... compared to fp16"), where the embedding partition above also
-starts; before it the partition method is not stated. Prequel lines 658-660 ("Max possible TFLOPs"): the table
-prints GBS 2048 but the line above it says GBS=512 and the TFLOPs follow from 512, which is recorded. Line 648
-prints DP 8 on 40 nodes (8·8·10 = 640 GPUs); its TFLOPs follow from 320 GPUs, so dp is left unknown.
-"""
+Assumed: heads 64 where a table has no NHEADS column ("all NHEADS=64 (above too)", prequel line 680, and "NHEADS=64"
+above "GBS Variations"); FP16 before "Rebalancing layers" and BF16 from it on (that section: "from now on the testing is
+happening with BF16 optimizer ... compared to fp16"), where the embedding partition above also starts; before it the
+partition method is not stated. Prequel lines 658-660 ("Max possible TFLOPs"): the table prints GBS 2048 but the line
+above it says GBS=512 and the TFLOPs follow from 512, which is recorded. Line 648 prints DP 8 on 40 nodes (8·8·10 = 640
+GPUs); its TFLOPs follow from 320 GPUs, so dp is left unknown."""
 
 from __future__ import annotations
 
