@@ -31,3 +31,17 @@ def test_headline_row_and_layouts():
 def test_table2_throughput_is_batch_over_iteration_time(row):
     _, _, _, _, batch, _, step, tokens = row
     assert batch * SEQ / step == pytest.approx(tokens, rel=0.01)
+
+
+# Table 2's Aggregate PFlops/s column, in the order of its rows.
+AGGREGATE = (43.3, 77.6, 111.9, 131.9, 52.2, 101.4, 146.9, 188.5, 466.8, 916.3, 1106.7, 1579.5, 566.5, 1098.4, 1400.6,
+             2166.3)
+
+
+def test_table2_mfu_is_aggregate_over_a100_peak():
+    """The MFU column is Aggregate PFlops/s over GPUs · 312 TFLOP/s (A100), except the four rows the module names."""
+    table2 = [r for r in _ROWS if r[0] == "Table 2"]
+    off = {(r[2], r[3]): round(100 * p / (r[3] * 0.312) - r[5], 1) for r, p in zip(table2, AGGREGATE)
+           if abs(100 * p / (r[3] * 0.312) - r[5]) > 0.15}
+    assert off == {("Megatron-LM", 256): 1.2, ("Megatron-LM", 512): -1.3, ("Megatron-LM", 1024): -3.4,
+                   ("MegaScale", 12288): 1.3}

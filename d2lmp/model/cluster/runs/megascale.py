@@ -1,27 +1,27 @@
 """MegaScale (ByteDance, NSDI 2024): MFU of 175B on 256-12,288 A100s and 530B on 2,240-11,200, and of Megatron-LM.
 
-Source: Jiang et al., arXiv:2402.15627v1. Table 1 (§6.1): the two models (175B: 96 layers, hidden 12,288, 128 heads,
-TP 8, PP 8; 530B: 105 layers, hidden 20,480, 160 heads, TP 8, PP 35); §6.1 text: interleaved 1F1B with six
-(175B) and three (530B) virtual stages, sequence 2,048, vocabulary 64,000, the same batch size for both systems.
-Table 2: 175B strong scaling, batch 768 on 256-1,024 GPUs and 6,144 on 3,072-12,288, Megatron-LM and MegaScale rows
-(MFU, iteration time, tokens/s; the MFU column's "(1.23×)" speedups are left out). Figure 9: 530B weak scaling, the
-bars' printed MFU labels at 2,240, 4,480 and 11,200 GPUs, batch = number of GPUs (§6.1, "Scalability"). Table 3,
-row 1: the Megatron-LM baseline of the ablation, 175B on 256 GPUs with batch 256 (47.7 %).
+Source: Jiang et al., arXiv:2402.15627v1. Table 1 (§6.1): the two models (175B: 96 layers, hidden 12,288, 128 heads, TP
+8, PP 8; 530B: 105 layers, hidden 20,480, 160 heads, TP 8, PP 35); §6.1 text: interleaved 1F1B with six (175B) and three
+(530B) virtual stages, sequence 2,048, vocabulary 64,000, the same batch size for both systems. Table 2: 175B strong
+scaling, batch 768 on 256-1,024 GPUs and 6,144 on 3,072-12,288, Megatron-LM and MegaScale rows (MFU, iteration time,
+tokens/s; the MFU column's "(1.23×)" speedups are left out). Figure 9: 530B weak scaling, the bars' printed MFU labels
+at 2,240, 4,480 and 11,200 GPUs, batch = number of GPUs (§6.1, "Scalability"). Table 3, row 1: the Megatron-LM baseline
+of the ablation, 175B on 256 GPUs with batch 256 (47.7 %).
 
 Read: the figure is MFU ("observed throughput over the theoretical maximum assuming 100 % of peak FLOPs", §1, citing
-Narayanan et al. 2021); the FLOPs it counts are not spelled out. Table 2's Aggregate PFlops/s over 312 TFLOP/s per
-GPU gives MFUs up to 1.3 points above its MFU column (e.g. 2,166.3 PFLOP/s on 12,288 GPUs is 56.5 %, printed
-55.2 %); the MFU column is recorded, and the implied 312 TFLOP/s peak says these are A100s ("NVIDIA Ampere GPUs",
-§6). dp = GPUs / (TP · PP). Data parallelism shards optimizer state and gradients (ZeRO-2, §2 and Figure 1) in
-MegaScale; the Megatron-LM baseline (commit 285068c8) is recorded without ZeRO (its distributed optimizer is not
-mentioned). The network: eight 200 Gb/s NICs per server, multi-rail (§3.6), as the A100 preset.
+Narayanan et al. 2021); the FLOPs it counts are not spelled out. Table 2's Aggregate PFlops/s over GPUs × 312 TFLOP/s
+equals its MFU column to 0.1 point in 12 of the 16 rows (Megatron-LM on 256, 512 and 1,024 GPUs differ by +1.2, -1.3 and
+-3.4 points, MegaScale on 12,288 by +1.3); the MFU column is recorded, and the implied 312 TFLOP/s peak says these are
+A100s ("NVIDIA Ampere GPUs", §6). dp = GPUs / (TP · PP). Data parallelism shards optimizer state and gradients (ZeRO-2,
+§2 and Figure 1) in MegaScale; the Megatron-LM baseline (commit 285068c8) is recorded without ZeRO (its distributed
+optimizer is not mentioned). The network: eight 200 Gb/s NICs per server, multi-rail (§3.6), as the A100 preset.
 
 Assumed or unknown: the A100's memory is not stated (the 80 GB preset is used, "due to GPU memory limit" in Table 2's
 caption being the only hint); micro-batch size, recomputation and the MLP width are not stated. MegaScale rows use a
 parallel transformer block, sliding-window attention (window not stated) and FlashAttention-2 (§3.1, §3.3), so their
 attention is "flash" but their shape is not the standard block; the Megatron-LM rows' attention kernel is not stated.
-Figure 9's values are bar labels, read in order: Megatron-LM 49.2, 48.8, 48.2; MegaScale 54.3, 54.1, 54.3 (the
-text's "higher by up to 6.1 %" matches 54.3 - 48.2).
+Figure 9's values are bar labels, read in order: Megatron-LM 49.2, 48.8, 48.2; MegaScale 54.3, 54.1, 54.3 (the text's
+"higher by up to 6.1 %" matches 54.3 - 48.2).
 """
 
 from __future__ import annotations
