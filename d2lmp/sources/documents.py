@@ -31,6 +31,16 @@ DOCUMENTS: tuple[Source, ...] = (
        "GitHub repository NVIDIA/Megatron-LM", "n.d.", "https://github.com/NVIDIA/Megatron-LM",
        "README, GPT-3 Example: 175B on 1,024 A100s with tensor 8 × pipeline 16, global batch 1,536, about 32 s an "
        "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`."),
+    _S("llm_foundry_benchmarks", "MosaicML",
+       "MPT Training Benchmarks", "GitHub repository mosaicml/llm-foundry, `scripts/train/benchmarking/README.md`",
+       2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
+       "Tables of the section Results: MFU, HFU and throughput of 216 PyTorch FSDP runs of MPT 125M-70B on 8-512 "
+       "A100 40/80 GB and H100 GPUs, BF16 and FP8; section MFU: the FLOPs counted (6N per token plus attention)."),
+    _S("bigscience_tr11", "BigScience Workshop", "tr11 BLOOM-176B ML: README and chronicles-prequel",
+       "GitHub repository bigscience-workshop/bigscience, `train/tr11-176B-ml/`", 2022,
+       "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
+       "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
+       "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",
@@ -213,6 +223,10 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("perfetto_other_formats", "Perfetto Authors", "Visualizing external trace formats with Perfetto",
        "Perfetto documentation", "n.d.", "https://perfetto.dev/docs/getting-started/other-formats",
        "The Perfetto UI (ui.perfetto.dev) opens Chrome JSON traces, the format torch.profiler exports."),
+    _S("zhang2021opt_10percent", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.; Ott, M.",
+       "Update on 175B Training Run: 10% through", "metaseq repository, OPT chronicles (posted November 17, 2021)",
+       2021, "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/10_percent_update.md",
+       "The 11.xx lineage's settings: batch 2M, FP32 Adam, 8x tensor parallelism; the switch to the 12.xx lineage."),
     _S("zhang2021opt_update", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.; Ott, M.",
        "Update on 175B Training Run: 27% through", "metaseq repository, OPT chronicles (posted December 3, 2021)",
        2021, "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/27_percent_update.md",
