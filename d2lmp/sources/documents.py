@@ -38,6 +38,14 @@ DOCUMENTS: tuple[Source, ...] = (
        "70B and 405B on 8-512 H100s (96 GB HBM2e, 500 W) with FSDP, TP, PP, CP and Float8; "
        "`benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`: vanilla and async TP, BF16 and Float8; "
        "`benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md`: 8B on 32 and 64 H200s."),
+    _S("megatron_bridge_performance", "NVIDIA",
+       "Megatron Bridge: Performance", "NVIDIA NeMo Framework documentation; GitHub repository "
+       "NVIDIA-NeMo/Megatron-Bridge, docs/", "n.d.", "https://docs.nvidia.com/nemo/megatron-bridge/latest/"
+       "performance-summary.html",
+       "`docs/performance-summary.md` and `docs/performance-summary-archive.md`: per NeMo container release "
+       "(25.09-26.08), pre-training tokens/s and model TFLOP/s per GPU of Llama 3 8B/70B/405B, DeepSeek-V3, "
+       "gpt-oss-120b and Qwen3 MoE models on DGX-H100, B200, B300, GB200 and GB300, with GBS, MBS, FSDP, TP, PP, CP, "
+       "VP, EP and BF16/FP8 precision."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",
