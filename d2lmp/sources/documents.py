@@ -46,6 +46,13 @@ DOCUMENTS: tuple[Source, ...] = (
        "(25.09-26.08), pre-training tokens/s and model TFLOP/s per GPU of Llama 3 8B/70B/405B, DeepSeek-V3, "
        "gpt-oss-120b and Qwen3 MoE models on DGX-H100, B200, B300, GB200 and GB300, with GBS, MBS, FSDP, TP, PP, CP, "
        "VP, EP and BF16/FP8 precision."),
+    _S("nemo_performance", "NVIDIA",
+       "NeMo Framework: Performance Benchmarks and Long Sequence Performance", "GitHub repository NVIDIA/NeMo, "
+       "docs/source/performance/", "n.d.", "https://github.com/NVIDIA/NeMo/tree/main/docs/source/performance",
+       "`performance_summary.md` (NeMo 24.07, DGX-H100, FP8): tokens/s and model TFLOP/s per GPU of GPT-3 5B-175B, "
+       "Llama 2 7B-70B, Nemotron 8B-340B and Llama 3 8B/70B with GBS, MBS, TP, PP, CP, VP; "
+       "`performance_long_sequence.md`: TFLOP/s per GPU of Llama 2 7B on H100 and Llama 3 8B on B200 at 4K-1M "
+       "tokens, with and without context parallelism."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",

@@ -14,6 +14,7 @@ __all__ = ["SOURCES", "records"]
 SOURCES: tuple[str, ...] = (
     "torchtitan",
     "megatron_bridge",
+    "nemo",
 )
 
 
