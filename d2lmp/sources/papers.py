@@ -156,7 +156,8 @@ PAPERS: tuple[Source, ...] = (
     _S("dubey2024llama3", "Dubey, A.; Jauhri, A.; Pandey, A.; Kadian, A.; Al-Dahle, A.; Letman, A.; Mathur, A.",
        "The Llama 3 Herd of Models", "arXiv:2407.21783", 2024, "https://arxiv.org/abs/2407.21783",
        "Llama Team, AI @ Meta. Table 3: the 8B, 70B and 405B shapes; §3.3.2: context parallelism, rank i holding "
-       "chunks i and 2·CP−1−i of 2·CP; §3.3.4: job interruptions during pre-training."),
+       "chunks i and 2·CP−1−i of 2·CP; Table 4 (§3.3.2, p. 10): the 405B run's TP, CP, PP, DP, batch, TFLOPs per "
+       "GPU and BF16 MFU on 8,192 and 16,384 H100s; §3.3.4: job interruptions during pre-training."),
     _S("brown2020language", "Brown, T. B.; Mann, B.; Ryder, N.; Subbiah, M.; Kaplan, J.; Dhariwal, P.; "
        "Neelakantan, A.; Shyam, P.; Sastry, G.; Askell, A.; Agarwal, S.; Herbert-Voss, A.; Krueger, G.; Henighan, T.; "
        "Child, R.; Ramesh, A.; Ziegler, D. M.; Wu, J.; Winter, C.; Hesse, C.; Chen, M.; Sigler, E.; Litwin, M.; "
