@@ -13,6 +13,7 @@ __all__ = ["SOURCES", "records"]
 
 SOURCES: tuple[str, ...] = (
     "llama3",
+    "deepseek_v3",
     "torchtitan",
     "megatron_bridge",
     "nemo",
