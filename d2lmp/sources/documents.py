@@ -30,7 +30,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "Megatron-LM: GPU optimized techniques for training transformer models at-scale",
        "GitHub repository NVIDIA/Megatron-LM", "n.d.", "https://github.com/NVIDIA/Megatron-LM",
        "README, GPT-3 Example: 175B on 1,024 A100s with tensor 8 × pipeline 16, global batch 1,536, about 32 s an "
-       "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`."),
+       "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`. "
+       "Performance Benchmarking (`images/model_table.png`): GPT models of 1.7B-462B on 48-6,144 H100s, their "
+       "TP, PP, DP, batch, teraFLOP/s per GPU and MFU; Strong Scaling Results: GPT-3 on 96-4,608 H100s."),
     _S("torchtitan_benchmarks", "PyTorch Contributors",
        "torchtitan benchmarks: Llama 3.1 on H100 and H200", "GitHub repository pytorch/torchtitan, benchmarks/",
        "n.d.", "https://github.com/pytorch/torchtitan/tree/main/benchmarks",

@@ -16,6 +16,7 @@ SOURCES: tuple[str, ...] = (
     "deepseek_v3",
     "torchtitan",
     "megatron_bridge",
+    "megatron_lm",
     "nemo",
 )
 
