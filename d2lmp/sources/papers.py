@@ -256,7 +256,10 @@ PAPERS: tuple[Source, ...] = (
        "The Ultra-Scale Playbook: Training LLMs on GPU Clusters", "Hugging Face", 2025,
        "https://huggingface.co/spaces/nanotron/ultrascale-playbook",
        "A practical guide to data, tensor, pipeline, context and expert parallelism and ZeRO, with measurements on "
-       "real clusters."),
+       "real clusters. Section Benchmarking thousands of configurations and its figure "
+       "`assets/data/benchmarks/benchmarks_interactive.html`: 1B-80B models on 1-64 nodes of eight H100s, sequence "
+       "4,096, batch of 1M tokens; per layout DP, TP, PP, ZeRO, MBS, gradient accumulation, MFU, tokens/s per GPU "
+       "and GPU memory."),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,

@@ -15,6 +15,7 @@ SOURCES: tuple[str, ...] = (
     "llama3",
     "deepseek_v3",
     "torchtitan",
+    "ultrascale",
     "megatron_bridge",
     "megatron_lm",
     "nemo",

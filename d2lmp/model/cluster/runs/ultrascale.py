@@ -1,0 +1,70 @@
+"""The Ultra-Scale Playbook's configuration sweep: 1B-80B models on 1-64 nodes of eight H100s, every measured layout.
+
+Source: Tazi et al. (2025), "The Ultra-Scale Playbook", section "Finding the Best Training Configuration /
+Benchmarking thousands of configurations": "All the following benchmarks were conducted with a sequence length of
+4,096 and a global batch size of 1M tokens" on "1-64 nodes of 8xH100s". The per-configuration results are the
+hover texts of the Space's interactive figure ``assets/data/benchmarks/benchmarks_interactive.html`` (a Plotly
+figure: one panel per model, 1B, 3B, 8B and 80B, one row per node count), read from the copy of the Space's files
+in GitHub vinjn/nanotron-ultrascale-playbook (commit 924e4d0). Each text prints Nodes, MBS, GradAcc, GBS, DP, PP,
+TP, ZeRO, MFU, tok/s/gpu, tok/s and GPU memory. A configuration whose figures print "nan" (not measured, or failed:
+the page does not say which) is left out; 1,751 configurations were measured, five of them two or three times
+(each measurement is a row). The metric is tokens/s per GPU; MFU is kept in ``_ROWS``; ``memory_gb`` is the GPU
+memory printed. The rows are in ``ultrascale_sweep.csv`` (one line per measurement, the columns as printed).
+
+A sweep cell is a model and a node count; its rows are the layouts measured there, for the planner's score. 26 of
+the 28 cells have measurements: none is printed for 80B on 1 or 2 nodes (the section: with fewer nodes "the model
+doesn't fit at all").
+
+Not stated in the figure or the section: the model shapes behind "1B", "3B", "8B" and "80B" (layers, hidden, heads,
+vocabulary left None: these rows are information until a source for the shapes is found), the precision, the
+attention kernel and recomputation ("unknown"), and the micro-batch schedule of the pipeline. GPUs: H100s, taken
+as the SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as
+printed (global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
+"""
+
+from __future__ import annotations
+
+import csv
+from importlib.resources import files
+
+from d2lmp.model.cluster.run_record import RunRecord
+
+__all__ = ["RECORDS", "cell"]
+
+_WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
+
+# (model, nodes, MBS, GradAcc, GBS, DP, PP, TP, ZeRO, MFU %, tok/s/gpu, GPU memory GB) as the hover texts print them,
+# one line each in ``ultrascale_sweep.csv`` beside this module.
+Row = tuple[str, int, int, int, int, int, int, int, int, float, int, float]
+
+
+def _read_rows() -> tuple[Row, ...]:
+    text = files("d2lmp.model.cluster.runs").joinpath("ultrascale_sweep.csv").read_text()
+    rows = []
+    for line in list(csv.reader(text.splitlines()))[1:]:
+        model, ints, mfu, tokens, memory = line[0], [int(v) for v in line[1:9]], line[9], line[10], line[11]
+        nodes, mbs, grad_acc, gbs, dp, pp, tp, zero = ints
+        rows.append((model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, float(mfu), int(tokens), float(memory)))
+    return tuple(rows)
+
+
+_ROWS: tuple[Row, ...] = _read_rows()
+
+
+def cell(model: str, nodes: int) -> str:
+    """The sweep cell a row belongs to: '8B on 16 nodes'."""
+    return f"{model} on {nodes} node{'s' if nodes > 1 else ''}"
+
+
+def _record(row: Row) -> RunRecord:
+    model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, mfu, tokens, memory = row
+    return RunRecord(
+        source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
+        row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
+        use="validation", layers=None, hidden=None, heads=None, seq=4096, vocab=None, gpu="H100-SXM",
+        gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
+        micro_batch=mbs, global_batch=gbs, precision="unknown", memory_gb=memory,
+        note=f"Printed: MFU {mfu} %. Model shape not published with the sweep.")
+
+
+RECORDS: tuple[RunRecord, ...] = tuple(_record(r) for r in _ROWS)

@@ -1,0 +1,37 @@
+"""The Ultra-Scale Playbook's sweep as the figure's hover texts print it."""
+
+from collections import Counter
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from d2lmp.model.cluster.runs import SOURCES
+from d2lmp.model.cluster.runs.ultrascale import _ROWS, RECORDS, cell
+
+
+def test_rows_and_cells():
+    assert "ultrascale" in SOURCES and len(RECORDS) == 1758
+    cells = Counter(cell(row[0], row[1]) for row in _ROWS)
+    # Models 1B, 3B, 8B, 80B on 1, 2, 4, ..., 64 nodes, but nothing measured for 80B on 1 or 2 nodes.
+    assert len(cells) == 4 * 7 - 2 and "80B on 2 nodes" not in cells
+    assert cells["80B on 4 nodes"] == 6 and cells["8B on 16 nodes"] == 116
+
+
+def test_spot_values():
+    by_row = {r.row: r for r in RECORDS}
+    r = by_row["1B on 1 node: DP 8 TP 1 PP 1 ZeRO 0 MBS 2 GradAcc 16"]  # the figure's first hover text
+    assert (r.value, r.memory_gb, r.gpus, r.zero) == (40150, 50.2, 8, 0) and "MFU 39.2 %" in r.note
+
+
+def test_every_row_is_1m_tokens_and_twelve_print_a_batch_their_layout_does_not_give():
+    assert all(row[4] * 4096 == 2**20 for row in _ROWS)
+    odd = [row[:9] for row in _ROWS if row[5] * row[2] * row[3] != row[4]]
+    assert len(odd) == 12 and ("8B", 32, 1, 64, 256, 64, 1, 4, 0) in odd
+
+
+def test_the_sweep_file_ships_with_the_package():
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert "*.csv" in pyproject["tool"]["setuptools"]["package-data"]["d2lmp.model.cluster.runs"]
