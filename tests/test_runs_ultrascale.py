@@ -35,3 +35,16 @@ def test_every_row_is_1m_tokens_and_twelve_print_a_batch_their_layout_does_not_g
 def test_the_sweep_file_ships_with_the_package():
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert "*.csv" in pyproject["tool"]["setuptools"]["package-data"]["d2lmp.model.cluster.runs"]
+
+
+def test_the_shapes_give_the_flops_per_token_behind_the_printed_mfu():
+    """MFU × 989 TFLOP/s ÷ tokens/s against nanotron's get_flops for the script's shapes (vocabulary 131,072)."""
+    from d2lmp.model.cluster.runs.ultrascale import _SHAPES
+
+    def flops_per_token(layers, hidden, _heads, ffn, seq=4096, vocab=131072):
+        return 3 * (layers * (8 * hidden**2 + 4 * hidden * seq + 6 * hidden * ffn) + 2 * hidden * vocab)
+
+    ratios = [row[9] / 100 * 989e12 / row[10] / flops_per_token(*_SHAPES[row[0]]) for row in _ROWS if row[9] >= 1]
+    assert len(ratios) > 1400 and all(0.89 < r < 1.21 for r in ratios)
+    first = next(row for row in _ROWS if row[:9] == ("1B", 1, 2, 16, 256, 8, 1, 1, 0))
+    assert abs(first[9] / 100 * 989e12 / first[10] / flops_per_token(*_SHAPES["1B"]) - 1) < 0.001

@@ -54,7 +54,17 @@ DOCUMENTS: tuple[Source, ...] = (
        "`performance_summary.md` (NeMo 24.07, DGX-H100, FP8): tokens/s and model TFLOP/s per GPU of GPT-3 5B-175B, "
        "Llama 2 7B-70B, Nemotron 8B-340B and Llama 3 8B/70B with GBS, MBS, TP, PP, CP, VP; "
        "`performance_long_sequence.md`: TFLOP/s per GPU of Llama 2 7B on H100 and Llama 3 8B on B200 at 4K-1M "
-       "tokens, with and without context parallelism."),
+       "tokens, with and without context parallelism. Model shapes: `nemo/collections/llm/gpt/model/` (GPT, Llama, "
+       "Nemotron, Qwen3, gpt-oss configs) and the vocabularies of `scripts/performance/llm/pretrain_*.py`."),
+    _S("nanotron_repo", "Hugging Face", "nanotron: minimalistic large language model 3D-parallelism training",
+       "GitHub repository huggingface/nanotron", "n.d.", "https://github.com/huggingface/nanotron",
+       "`scripts/scaling_benchmarks.py`: the model shapes (layers, hidden, heads, MLP), vocabulary and KV heads of "
+       "the Ultra-Scale Playbook's configuration sweep; `src/nanotron/models/llama.py` `get_flops`: the FLOPs per "
+       "token behind its MFU."),
+    _S("deepseek_v3_repo", "DeepSeek-AI", "DeepSeek-V3", "GitHub repository deepseek-ai/DeepSeek-V3", "n.d.",
+       "https://github.com/deepseek-ai/DeepSeek-V3",
+       "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "
+       "256 routed experts and 1 shared, 8 per token, 3 dense layers, vocabulary 129,280)."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",

@@ -8,18 +8,28 @@ figure: one panel per model, 1B, 3B, 8B and 80B, one row per node count), read f
 in GitHub vinjn/nanotron-ultrascale-playbook (commit 924e4d0). Each text prints Nodes, MBS, GradAcc, GBS, DP, PP,
 TP, ZeRO, MFU, tok/s/gpu, tok/s and GPU memory. A configuration whose figures print "nan" (not measured, or failed:
 the page does not say which) is left out; 1,751 configurations were measured, five of them two or three times
-(each measurement is a row). The metric is tokens/s per GPU; MFU is kept in ``_ROWS``; ``memory_gb`` is the GPU
+(each measurement is a row). The metric is tokens/s per GPU; MFU is kept in the note; ``memory_gb`` is the GPU
 memory printed. The rows are in ``ultrascale_sweep.csv`` (one line per measurement, the columns as printed).
 
 A sweep cell is a model and a node count; its rows are the layouts measured there, for the planner's score. 26 of
 the 28 cells have measurements: none is printed for 80B on 1 or 2 nodes (the section: with fewer nodes "the model
 doesn't fit at all").
 
-Not stated in the figure or the section: the model shapes behind "1B", "3B", "8B" and "80B" (layers, hidden, heads,
-vocabulary left None: these rows are information until a source for the shapes is found), the precision, the
-attention kernel and recomputation ("unknown"), and the micro-batch schedule of the pipeline. GPUs: H100s, taken
-as the SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as
-printed (global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
+The model shapes are not printed with the sweep; they are read from the script that generated its configurations,
+huggingface/nanotron ``scripts/scaling_benchmarks.py`` (commit e24d248, "Generates configs and SLURM scripts for
+scaling benchmarks used in https://huggingface.co/spaces/nanotron/ultrascale-playbook"): ``model_configs`` (layers,
+hidden, heads, MLP) 1B (16, 2,048, 32, 8,192), 3B (28, 3,072, 32, 8,192), 8B (32, 4,096, 32, 14,336) and 70B (80,
+8,192, 64, 28,672), vocabulary 131,072, KV heads = heads (``NUM_KEY_VALUE_HEADS = None``), SwiGLU, embeddings tied
+below an MLP of 10,000 (1B and 3B). With untied embeddings of 131,072 and full multi-head attention the 70B entry
+has 79.99B parameters by the script's own ``estimate_num_params``: the sweep's "80B". Check: MFU × 989 TFLOP/s ÷
+tokens/s gives the FLOPs per token of nanotron's ``get_flops`` (``models/llama.py``: all matmuls, attention
+without the causal half, the LM head once, times 3; no recomputation) for these shapes to 0.1 % in the figure's
+first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more (1.00-1.17 in 90 % of them; the
+spread is not explained by the page).
+
+Not stated: the precision, the attention kernel and recomputation ("unknown"), and the pipeline's micro-batch
+schedule. GPUs: H100s, taken as the SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not
+DP·MBS·GradAcc; they are kept as printed (global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
 """
 
 from __future__ import annotations
@@ -32,6 +42,9 @@ from d2lmp.model.cluster.run_record import RunRecord
 __all__ = ["RECORDS", "cell"]
 
 _WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
+# (layers, hidden, heads, MLP) of scripts/scaling_benchmarks.py's model_configs; "80B" is its 70B entry.
+_SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192), "8B": (32, 4096, 32, 14336),
+           "80B": (80, 8192, 64, 28672)}
 
 # (model, nodes, MBS, GradAcc, GBS, DP, PP, TP, ZeRO, MFU %, tok/s/gpu, GPU memory GB) as the hover texts print them,
 # one line each in ``ultrascale_sweep.csv`` beside this module.
@@ -58,13 +71,16 @@ def cell(model: str, nodes: int) -> str:
 
 def _record(row: Row) -> RunRecord:
     model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, mfu, tokens, memory = row
+    layers, hidden, heads, ffn = _SHAPES[model]
+    tied = " Embeddings tied to the LM head." if ffn < 10_000 else ""
     return RunRecord(
         source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
         row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
-        use="validation", layers=None, hidden=None, heads=None, seq=4096, vocab=None, gpu="H100-SXM",
+        use="validation", layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, seq=4096,
+        vocab=131072, gpu="H100-SXM",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
         micro_batch=mbs, global_batch=gbs, precision="unknown", memory_gb=memory,
-        note=f"Printed: MFU {mfu} %. Model shape not published with the sweep.")
+        counts_recompute=None, note=f"Printed: MFU {mfu} %.{tied}")
 
 
 RECORDS: tuple[RunRecord, ...] = tuple(_record(r) for r in _ROWS)
