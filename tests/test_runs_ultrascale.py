@@ -48,3 +48,7 @@ def test_the_shapes_give_the_flops_per_token_behind_the_printed_mfu():
     assert len(ratios) > 1400 and all(0.89 < r < 1.21 for r in ratios)
     first = next(row for row in _ROWS if row[:9] == ("1B", 1, 2, 16, 256, 8, 1, 1, 0))
     assert abs(first[9] / 100 * 989e12 / first[10] / flops_per_token(*_SHAPES["1B"]) - 1) < 0.001
+
+
+def test_every_sweep_row_states_all_the_cluster_model_needs():
+    assert all(r.complete and r.precision == "bf16" and r.attention == "flash" for r in RECORDS)

@@ -60,7 +60,8 @@ DOCUMENTS: tuple[Source, ...] = (
        "GitHub repository huggingface/nanotron", "n.d.", "https://github.com/huggingface/nanotron",
        "`scripts/scaling_benchmarks.py`: the model shapes (layers, hidden, heads, MLP), vocabulary and KV heads of "
        "the Ultra-Scale Playbook's configuration sweep; `src/nanotron/models/llama.py` `get_flops`: the FLOPs per "
-       "token behind its MFU."),
+       "token behind its MFU; `examples/config_tiny_llama_bench.yaml` (BF16) and `models/llama.py` (FlashAttention), "
+       "what the sweep ran with."),
     _S("deepseek_v3_repo", "DeepSeek-AI", "DeepSeek-V3", "GitHub repository deepseek-ai/DeepSeek-V3", "n.d.",
        "https://github.com/deepseek-ai/DeepSeek-V3",
        "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "

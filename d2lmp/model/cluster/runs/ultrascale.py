@@ -27,9 +27,13 @@ without the causal half, the LM head once, times 3; no recomputation) for these 
 first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more (1.00-1.17 in 90 % of them; the
 spread is not explained by the page).
 
-Not stated: the precision, the attention kernel and recomputation ("unknown"), and the pipeline's micro-batch
-schedule. GPUs: H100s, taken as the SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not
-DP·MBS·GradAcc; they are kept as printed (global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
+Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
+base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
+bfloat16``, FP32 gradient accumulation, no ``recompute_layer``, so nanotron's default ``False`` in
+``config/parallelism_config.py``) and nanotron's Llama attention, ``flash_attn_varlen_func`` (``models/llama.py``):
+"bf16", "flash", recompute "none". Not stated: the pipeline schedule. GPUs: H100s, taken as the SXM part (80 GB; not
+stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as printed (global_batch 256;
+``tests/test_runs_ultrascale.py`` lists them).
 """
 
 from __future__ import annotations
@@ -77,9 +81,9 @@ def _record(row: Row) -> RunRecord:
         source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
         row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
         use="validation", layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, seq=4096,
-        vocab=131072, gpu="H100-SXM",
+        vocab=131072, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
-        micro_batch=mbs, global_batch=gbs, precision="unknown", memory_gb=memory,
+        micro_batch=mbs, global_batch=gbs, memory_gb=memory,
         counts_recompute=None, note=f"Printed: MFU {mfu} %.{tied}")
 
 
