@@ -141,3 +141,12 @@ def test_every_source_has_one_key():
                          ("title", [s.title.lower() for s in SOURCES.values()])):
         twice = [v for v, n in Counter(values).items() if n > 1]
         assert not twice, f"sources with the same {what} under two keys: {twice}"
+
+
+def test_update_references_relabels_in_text_links_from_their_keys():
+    from tools.update_references import relabel
+
+    key = "nvidia_gtx580_specs"
+    assert relabel(f"see [NVIDIA, n.d.-a](#ref-{key})") == f"see [{cite_text(key)}](#ref-{key})"
+    assert relabel(f"NVIDIA ([n.d.-a](#ref-{key}))") == f"NVIDIA ([{year_text(key)}](#ref-{key}))"
+    assert relabel(f"[the product page](#ref-{key})") == f"[the product page](#ref-{key})"  # other labels stay

@@ -16,6 +16,13 @@ SOURCES: tuple[str, ...] = (
     "megascale",
     "bigscience_tr11",
     "opt175b",
+    "llama3",
+    "deepseek_v3",
+    "torchtitan",
+    "ultrascale",
+    "megatron_bridge",
+    "megatron_lm",
+    "nemo",
 )
 
 
