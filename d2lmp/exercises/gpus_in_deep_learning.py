@@ -137,7 +137,7 @@ vertex_intensity = Exercise(
     hint_text="A vertex is 4 FP32 numbers of 4 bytes. It is read once, and its transformed copy is written once.",
     solution_text="Each vertex reads 4 × 4 = 16 bytes and writes 16 bytes: 28 FLOPs / 32 bytes = 0.875 FLOP/byte, "
                   "far left of a CPU's ridge point (notebook 03 measures this machine's). Once the vertex arrays no "
-                  "longer fit in the last-level cache, memory sets the rate: at a copy bandwidth of B bytes/s "
+                  "longer fit in the last-level cache, memory caps the rate: at a copy bandwidth of B bytes/s "
                   "(notebook 03 measures B), at most B / 32 vertices/s, and in practice less, since a product with an "
                   "inner dimension of 4 does not stream at full bandwidth. A frame of N vertices reads 16·N bytes "
                   "and writes as many, so 4 million vertices touch 128 MB. Multiply the rate where yours stops "
