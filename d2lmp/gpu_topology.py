@@ -15,7 +15,7 @@ def nvml_topology() -> tuple[list[list[str]] | None, str]:
     """(matrix like ``nvidia-smi topo -m``: "X", "NV<n>" or a PCIe level, one sentence).
 
     NVLink counts come from each link's remote PCI bus id; otherwise the common PCIe ancestor:
-    PIX (same switch), PXB (several switches), PHB (host bridge), NODE (same NUMA node), SYS.
+    INTERNAL (one board), PIX (same switch), PXB (several switches), PHB (host bridge), NODE (same NUMA node), SYS.
     Returns (None, reason) with fewer than two NVIDIA GPUs or no NVML.
     """
     try:
@@ -44,7 +44,9 @@ def nvml_topology() -> tuple[list[list[str]] | None, str]:
                     continue
                 if remote in bus:
                     links[i][bus.index(remote)] += 1
-        levels = {0: "SOC", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+        # nvmlGpuTopologyLevel_t: INTERNAL (0, two GPUs on one board), SINGLE, MULTIPLE, HOSTBRIDGE, NODE, SYSTEM,
+        # the last five under nvidia-smi's names
+        levels = {0: "INTERNAL", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
         matrix = []
         for i in range(count):
             row = []

@@ -176,8 +176,9 @@ pinned_copies = Exercise(
                   "starting the transfer weighs as much as the bytes. Divide each rate by the link's "
                   "one-direction figure: the recorded H200 line of section 5 gives both for PCIe 5.0 ×16, where "
                   "pinned copies reached most of the link and pageable ones a small fraction of it. On PCIe 3.0 ×16 "
-                  "(15.75 GB/s) D2L quotes about 12 GB/s for host-to-device copies (notebook 05), "
-                  "76 % of the link; the rest goes to protocol overhead (packet headers, flow control).",
+                  "(15.75 GB/s) D2L's latency table gives about 12 GB/s for moving 1 MB to or from a GPU (notebook "
+                  "05), 76 % of the link: at that size the fixed cost of starting the transfer is part of the gap, "
+                  "and packet headers and flow control take a share of every transfer.",
 )
 
 EXERCISES = [gddr6_pins, cache_drop, add_bandwidth, h200_vs_h100, pinned_copies]

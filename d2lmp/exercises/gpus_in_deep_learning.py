@@ -137,12 +137,14 @@ vertex_intensity = Exercise(
     hint_text="A vertex is 4 FP32 numbers of 4 bytes. It is read once, and its transformed copy is written once.",
     solution_text="Each vertex reads 4 × 4 = 16 bytes and writes 16 bytes: 28 FLOPs / 32 bytes = 0.875 FLOP/byte, "
                   "far left of a CPU's ridge point (notebook 03 measures this machine's). Once the vertex arrays no "
-                  "longer fit in the last-level cache, memory sets the rate: at a copy bandwidth of B bytes/s "
+                  "longer fit in the last-level cache, memory caps the rate: at a copy bandwidth of B bytes/s "
                   "(notebook 03 measures B), at most B / 32 vertices/s, and in practice less, since a product with an "
-                  "inner dimension of 4 does not stream at full bandwidth. Compare the sizes where your rate stops "
-                  "growing with the cache: a frame of N vertices reads 16·N bytes and writes as many, so 4 million "
-                  "vertices touch 128 MB, more than most last-level caches hold. The arithmetic per vertex is the "
-                  "same at every size, so a rate that falls at large sizes falls because of memory.",
+                  "inner dimension of 4 does not stream at full bandwidth. A frame of N vertices reads 16·N bytes "
+                  "and writes as many, so 4 million vertices touch 128 MB. Multiply the rate where yours stops "
+                  "growing or falls by 32 bytes and compare it with B: near B, memory is the limit; far below it, "
+                  "as the rates this notebook prints can be at the largest frames, the fall is not a bandwidth limit "
+                  "but comes from something else, such as the library's kernel for so narrow a product or the fresh "
+                  "output allocated for every frame.",
     checker=number_checker(0.875, "FLOP/byte", rel_tol=0.02, near_misses=[
         (1.75, "you counted only the 16 bytes read; the transformed vertex is written back too (32 bytes)."),
         (1.0, "that is 32 FLOPs per vertex (the 2 · in · out count); with the 28 FLOPs of exercise 2 it is 28 / 32."),

@@ -62,6 +62,13 @@ PAPERS: tuple[Source, ...] = (
        "Communications of the ACM 52(4)", 2009, "https://doi.org/10.1145/1498765.1498785",
        "The roofline: attainable FLOP/s = min(peak FLOP/s, operational intensity × memory bandwidth), and the ridge "
        "point where the two meet."),
+    _S("mccalpin1995bandwidth", "McCalpin, J. D.",
+       "Memory Bandwidth and Machine Balance in Current High Performance Computers",
+       "IEEE Computer Society Technical Committee on Computer Architecture (TCCA) Newsletter, December 1995", 1995,
+       "https://www.cs.virginia.edu/~mccalpin/papers/bandwidth/bandwidth.html",
+       "The STREAM benchmark. Section Philosophy and Justification: STREAM credits only the reads and writes a "
+       "kernel names; on machines with a write-allocate cache policy each write also reads the line it writes into, "
+       "traffic that is not counted."),
     _S("amdahl1967validity", "Amdahl, G. M.",
        "Validity of the single processor approach to achieving large scale computing capabilities",
        "AFIPS Spring Joint Computer Conference", 1967, "https://doi.org/10.1145/1465482.1465560",
