@@ -10,7 +10,6 @@ Built into test-artifacts/book, beside screenshots of failures.
 from __future__ import annotations
 
 import functools
-import os
 import http.server
 import shutil
 import threading
@@ -70,17 +69,20 @@ class Site:
         self._playwright: Any = None
         self._browser: Any = None
 
+    def build(self) -> None:
+        """Build the site once (quick mode: ``QUICK_STEMS`` only)."""
+        if self.root is not None:
+            return
+        if OUTPUT.exists():
+            shutil.rmtree(OUTPUT)
+        self.pages = build(OUTPUT, QUICK_STEMS if config.quick_mode() else None, work=ROOT / "build" / "book-test-work")
+        self.root = OUTPUT
+
     def start(self) -> None:
+        """Build if not yet built, then serve the site and start Chromium."""
+        self.build()
         if self._browser is not None:
             return
-        if os.environ.get("BOOK_REUSE") and OUTPUT.exists():  # DEV ONLY
-            self.pages = QUICK_STEMS + ["calculators", "errata"]
-        else:
-            if OUTPUT.exists():
-                shutil.rmtree(OUTPUT)
-            self.pages = build(OUTPUT, QUICK_STEMS if config.quick_mode() else None,
-                               work=ROOT / "build" / "book-test-work")
-        self.root = OUTPUT
         handler = functools.partial(_Handler, directory=str(OUTPUT))
         self._server = _Server(("127.0.0.1", 0), handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()

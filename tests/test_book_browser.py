@@ -1,8 +1,11 @@
-"""The web book as a reader uses it, in headless Chromium: pages load cleanly, links and search work, and each
-calculator runs the model package in the page and shows what the Python function returns for the same inputs.
+"""The web book as built and as a reader uses it: internal links, anchors, plots and alt text in the built files;
+in headless Chromium, pages that load with no console error and rendered math, a search that finds a late
+notebook, and calculators that run the model package in the page and show what the Python function returns for
+the same inputs, changed from the keyboard.
 
-The site is built once (tests/book_site.py; quick mode: the pages with a calculator, the front page, the errata).
-Skipped, with the reason, only where Chromium or npm (the vendored MathJax and Pyodide) is missing.
+The site is built once per session (tests/book_site.py; quick mode: the notebooks with a calculator, the front
+page, the calculators page and the errata). Skipped, with the reason, only where npm (the vendored MathJax and
+Pyodide) or, for the browser tests, Chromium is missing.
 """
 
 from __future__ import annotations
@@ -16,28 +19,34 @@ from book_site import LATE_NOTEBOOK, SITE, npm_or_cache
 from browser_lab import available
 
 from book.calculators import CALCULATORS
-from tools.notebooks import paths
 from d2lmp import config
 from d2lmp.model import checkpoint_interval as CI
 from d2lmp.model.alpha_beta import all_reduce_model
 from d2lmp.model.costmodel import zero_memory_by_stage
 from d2lmp.model.pipeline_schedule import bubble_fraction, measured_bubble, micro_batch_count, simulate
+from tools.notebooks import paths, read
 
 pytestmark = [
-    pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("book"),
-    pytest.mark.skipif(not available(), reason="Chromium is not installed (Debian: apt-get install chromium); "
-                                               "the web book's browser tests skipped"),
+    pytest.mark.slow, pytest.mark.xdist_group("book"),
     pytest.mark.skipif(not npm_or_cache(), reason="npm is not installed (Debian: apt-get install npm): the web "
                                                   "book vendors MathJax and Pyodide from npm; its tests skipped"),
 ]
+_needs_chromium = pytest.mark.skipif(
+    not available(), reason="Chromium is not installed (Debian: apt-get install chromium); browser tests skipped")
 
-SERIES = {nb.stem for nb in paths()}
+
+def in_chromium(test):
+    """Marks a test that reads the site in Chromium."""
+    return pytest.mark.browser(_needs_chromium(test))
+
+SERIES_PATHS = {nb.stem: nb for nb in paths()}
+SERIES = set(SERIES_PATHS)
 CALCULATOR_WAIT_MS = 90_000  # Pyodide's first start on a busy 2-core machine
 
 
 @pytest.fixture(scope="module", autouse=True)
 def site():
-    SITE.start()
+    SITE.build()
     yield SITE
     SITE.close()
 
@@ -71,12 +80,13 @@ def _html_pages():
     return ["index.html", *(f"{p}.html" for p in SITE.pages)]
 
 
+@in_chromium
 def test_every_page_loads_with_no_console_error_and_math_rendered():
     bad = {}
     for name in _html_pages():
         page, problems = SITE.open(name)  # loaded; a calculator's own start is its test's (below)
         if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
-            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
+            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
             page.evaluate("() => MathJax.startup.promise")
             raw = page.evaluate("() => document.querySelectorAll('.math:not(:has(mjx-container))').length")
             if raw:
@@ -114,6 +124,14 @@ def test_internal_links_and_anchors_resolve_and_images_have_alt_text():
     assert references > 0, "no page links to its References"
 
 
+def test_every_plot_of_a_built_notebook_is_shown():
+    for stem in SERIES & set(SITE.pages):
+        stored = sum("image/png" in o.get("data", {}) for o in read(SERIES_PATHS[stem]).outputs())
+        shown = sum(img.get("src", "").startswith("_images/") for img in _parsed(f"{stem}.html").images)
+        assert shown >= stored > 0, f"{stem}.html shows {shown} of the notebook's {stored} plots"
+
+
+@in_chromium
 def test_search_finds_a_term_of_a_late_notebook():
     term = "Daly"  # Daly's checkpoint interval, notebook 18
     assert term in (SITE.root / f"{LATE_NOTEBOOK}.html").read_text(encoding="utf-8")
@@ -132,7 +150,8 @@ def _expected(name, v):
         return {"bubble": measured_bubble(events, v["stages"]),
                 "formula": bubble_fraction(v["stages"], micro_batch_count(v["kind"], v["micro_batches"]))}
     if name == "alpha_beta":
-        return all_reduce_model(v["world"], 2 ** v["log2_bytes"], v["alpha_us"] * 1e-6, 1 / (v["bandwidth"] * 1e9)).times
+        alpha, beta = v["alpha_us"] * 1e-6, 1 / (v["bandwidth"] * 1e9)
+        return all_reduce_model(v["world"], 2 ** v["log2_bytes"], alpha, beta).times
     if name == "interval":
         s = CI.summarise(v["gpus"], v["per_1000_gpu_hours"] / 1000, v["save_s"], v["restart_s"])
         return {k: getattr(s, k) for k in s.__dataclass_fields__}
@@ -148,8 +167,8 @@ def calculators():
     """calculators.html, loaded once with every calculator started (one Pyodide start for all of them)."""
     page, problems = SITE.open("calculators.html")
     try:
-        page.wait_for_function(f"() => document.querySelectorAll('.d2lmp-calc[data-state]').length === {len(CALCULATORS)}",
-                               timeout=CALCULATOR_WAIT_MS)
+        started = f"() => document.querySelectorAll('.d2lmp-calc[data-state]').length === {len(CALCULATORS)}"
+        page.wait_for_function(started, timeout=CALCULATOR_WAIT_MS)
     except BaseException:
         SITE.screenshot(page, "calculators")
         raise
@@ -164,6 +183,7 @@ def test_each_calculator_stands_beside_its_widget_in_its_notebook():
         assert f'data-calc="{name}"' in text, f"{calc.notebook}.html has no {name} calculator"
 
 
+@in_chromium
 @pytest.mark.parametrize("name", sorted(CALCULATORS))
 def test_calculator_runs_the_model_and_answers_the_keyboard(calculators, name):
     page, problems = calculators

@@ -87,7 +87,8 @@ def page_links(markdown: str) -> str:
 def image_alt(code: str) -> str:
     """Alt text of a plot a code cell drew: the call that drew it (the page's prose around it explains it)."""
     lines = [line.strip() for line in code.splitlines() if line.strip() and not line.strip().startswith("#")]
-    call = next((line for line in lines if "plot" in line or "show" in line or "draw" in line), lines[-1] if lines else "")
+    drawing = [line for line in lines if any(word in line for word in ("plot", "show", "draw"))]
+    call = (drawing or lines or [""])[0]
     call = call if len(call) <= 100 else call[:99] + "…"
     return f"Plot drawn by the code above: {call}" if call else "Plot drawn by the code above"
 

@@ -48,8 +48,8 @@ def stage(source: Path, stems: list[str] | None = None) -> list[str]:
     (source / "calculators.md").write_text(book_pages.calculators_page(titles), encoding="utf-8")
     errata = (ROOT / "ERRATA.md").read_text(encoding="utf-8")
     (source / "errata.md").write_text(book_pages.errata_page(errata, [nb.stem for nb in paths()]), encoding="utf-8")
-    toc = "\n".join(["", "```{toctree}", ":maxdepth: 1", ":caption: The notebooks", "", *pages, "", "```",
-                     "", "```{toctree}", ":maxdepth: 1", ":caption: In the page", "", "calculators", "errata", "```", ""])
+    toc = "\n".join(["", "```{toctree}", ":maxdepth: 1", ":caption: The notebooks", "", *pages, "", "```", "",
+                     "```{toctree}", ":maxdepth: 1", ":caption: In the page", "", "calculators", "errata", "```", ""])
     (source / "index.md").write_text((BOOK / "index.md").read_text(encoding="utf-8") + toc, encoding="utf-8")
     return [*pages, "calculators", "errata"]
 
