@@ -37,7 +37,7 @@ browser-deps:
 	  echo "npm not installed: the web book's tests will be skipped"
 
 # ruff (config in pyproject.toml) over the package, the tests, the maintenance scripts and the notebooks.
-LINT_PATHS := d2lmp tests tools notebooks
+LINT_PATHS := d2lmp tests tools notebooks book
 
 lint: install
 	$(PY) -m ruff check $(LINT_PATHS) && $(PY) -m mypy
