@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml requirements-ci.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install -r requirements-ci.txt
-	$(PY) -m pip install -e ".[lab,test]"
+	$(PY) -m pip install -e ".[lab,test,book]"
 	touch $(STAMP)
 
 # Jupyter refuses to run as root unless told; containers and CI often are root.
@@ -25,15 +25,19 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: install
 	$(VENV)/bin/jupyter lab notebooks/ $(ROOT_FLAG) $(LAB_ARGS)
 
-# Debian's Chromium for the browser tests (never a downloaded browser); tried only as root with
-# apt-get, otherwise the browser tests skip and say why.
+# Debian's Chromium for the browser tests (never a downloaded browser), and npm, with which the web book
+# copies MathJax and Pyodide from the npm registry; tried only as root with apt-get, otherwise the tests
+# that need them skip and say why.
 browser-deps:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "Chromium not installed: the browser tests will be skipped"
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; } || \
+	  echo "npm not installed: the web book's tests will be skipped"
 
 # ruff (config in pyproject.toml) over the package, the tests, the maintenance scripts and the notebooks.
-LINT_PATHS := d2lmp tests tools notebooks
+LINT_PATHS := d2lmp tests tools notebooks book
 
 lint: install
 	$(PY) -m ruff check $(LINT_PATHS) && $(PY) -m mypy
@@ -57,7 +61,9 @@ unit: install
 execute: install
 	$(PY) -m tools.execute
 
-# A static HTML book of the executed notebooks, with an index, in build/book.
+# The web book in build/book: the executed notebooks as a static site (tools/build.py; nothing is executed).
+# The first build packs MathJax and Pyodide from the npm registry into build/npm-cache.
+# Read it served: python -m http.server -d build/book (the calculators need http://, not file://).
 book: install
 	$(PY) -m tools.build build/book
 

@@ -1,66 +1,92 @@
-"""The static book builds: a page per notebook, an index in chapter order, and working links."""
+"""The web book's sources, without building it: each notebook's page copy, the errata page, the calculators'
+place beside their widgets, and the zip of the model package the calculators run (standard library only)."""
 
-import re
-from html.parser import HTMLParser
-from urllib.parse import urlsplit
+import json
+import subprocess
+import sys
 
 import pytest
 
-from tools import build as book
+from book.calculators import CALCULATORS
+from book.calculators import run as run_calculator
+from tools import book_pages, book_vendor
 from tools.notebooks import paths, read
 
-NOTEBOOKS = paths()
+NOTEBOOKS = {nb.stem: nb for nb in paths()}
 
 
-class _Links(HTMLParser):
-    """Every href and src in a page, and every element id (anchors)."""
-
-    def __init__(self):
-        super().__init__()
-        self.targets, self.ids = [], set()
-
-    def handle_starttag(self, tag, attrs):
-        for name, value in attrs:
-            if name in ("href", "src") and value:
-                self.targets.append(value)
-            if name == "id" and value:
-                self.ids.add(value)
+def _nb(stem):
+    return json.loads(NOTEBOOKS[stem].read_text(encoding="utf-8"))
 
 
-def _parse(path):
-    parser = _Links()
-    parser.feed(path.read_text(encoding="utf-8"))
-    return parser
+def test_page_links_point_to_pages_and_section_ids():
+    text = ("[03](03_general_purpose_gpus.ipynb#Summary) <a href=\"04_gpu_memory.ipynb\">04</a> "
+            "[below](#What-we-did-not-cover,-and-where-to-read-next) [ref](#ref-huang2019gpipe) "
+            "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://example.org/x)")
+    assert book_pages.page_links(text) == (
+        "[03](03_general_purpose_gpus.html#Summary) <a href=\"04_gpu_memory.html\">04</a> "
+        "[below](#what-we-did-not-cover-and-where-to-read-next) [ref](#ref-huang2019gpipe) ")
 
 
-def _png_outputs(notebook):
-    return sum("image/png" in out.get("data", {}) for out in read(notebook).outputs())
+def test_a_staged_notebook_has_its_links_solutions_calculator_and_kernel_notes():
+    stem = CALCULATORS["zero"].notebook
+    original = _nb(stem)
+    before = json.dumps(original)
+    staged = book_pages.stage(original, stem)
+    assert json.dumps(original) == before, "staging changed the notebook it read"
+    cells = staged["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    assert "colab.research.google.com/github/d2lmp/d2lmp/blob/main/notebooks/" in sources[1]
+    assert f'href="notebooks/{stem}.ipynb" download' in sources[1]
+    exercises = [s for s in sources if book_pages.EXERCISE.match(s)]
+    assert exercises and all("<summary>Solution</summary>" in s for s in exercises)
+    widget_cells = [i for i, c in enumerate(original["cells"]) if c["cell_type"] == "code" and any(
+        book_pages.WIDGET in o.get("data", {}) for o in c.get("outputs", []))]
+    assert sum('data-calc="zero"' in s for s in sources) == 1
+    assert sum(s == book_pages.KERNEL_NOTE for s in sources) == len(widget_cells) - 1
+    assert not any(book_pages.WIDGET in o.get("data", {}) for c in cells for o in c.get("outputs", []))
+    assert "widgets" not in staged["metadata"]
+    plots = [c for c in cells if any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    assert plots and all(c["metadata"]["mystnb"]["image"]["alt"].startswith("Plot drawn by") for c in plots)
+    assert len({c.get("id") for c in cells}) == len(cells), "cell ids repeat"
 
 
-def test_link_rewriting_keeps_anchors():
-    assert book.LINK.sub(r'href="\1.html\2"', 'href="03_general_purpose_gpus.ipynb#Summary"') == \
-        'href="03_general_purpose_gpus.html#Summary"'
+@pytest.mark.parametrize("name", sorted(CALCULATORS))
+def test_each_calculator_stands_for_a_widget_of_its_notebook(name):
+    calc = CALCULATORS[name]
+    cells = [c for c in read(NOTEBOOKS[calc.notebook]).code() if calc.widget_call in c.source]
+    assert len(cells) == 1, f"{calc.widget_call} is in {len(cells)} code cells of {calc.notebook}"
+    assert any(book_pages.WIDGET in o.get("data", {}) for o in cells[0].outputs)
 
-@pytest.mark.slow
 
-def test_book_builds_with_every_page_link_and_plot(tmp_path):
-    written = book.build(tmp_path)
-    pages = {p.name for p in written}
-    assert pages == {f"{nb.stem}.html" for nb in NOTEBOOKS} | {"index.html"}
-    index = (tmp_path / "index.html").read_text()
-    assert re.findall(r'href="([^"]+\.html)"', index) == [f"{nb.stem}.html" for nb in NOTEBOOKS]
-    parsed = {page.name: _parse(page) for page in written}
-    for name, links in parsed.items():
-        for target in links.targets:
-            parts = urlsplit(target)
-            if parts.scheme or target.startswith(("#", "//")):
-                continue  # absolute (CDN scripts, Colab badges, sources) or in-page
-            assert not parts.path.endswith(".ipynb"), f"{name} still links to a notebook: {target}"
-            assert (tmp_path / parts.path).exists(), f"{name} links to missing {target}"
-            if parts.fragment and parts.path in parsed:
-                assert parts.fragment in parsed[parts.path].ids, f"{name} links to a missing anchor: {target}"
-    for nb in NOTEBOOKS:
-        text = (tmp_path / f"{nb.stem}.html").read_text(encoding="utf-8")
-        shown, stored = text.count("data:image/png;base64"), _png_outputs(nb)
-        assert stored > 0, f"{nb.name} has no plot output"
-        assert shown >= stored, f"{nb.stem}.html shows {shown} of the notebook's {stored} plots"
+def test_errata_reference_links_point_to_their_notebook():
+    text = "### 13 · Network partitioning\n- **Now:** \"([Huang et al., 2019](#ref-huang2019gpipe), §2.3)\"\n"
+    assert "(13_network_partitioning.html#ref-huang2019gpipe)" in book_pages.errata_page(text, list(NOTEBOOKS))
+
+
+def test_calculators_page_names_every_calculator_and_its_notebook():
+    page = book_pages.calculators_page({c.notebook: "T" for c in CALCULATORS.values()})
+    for name, calc in CALCULATORS.items():
+        assert f'data-calc="{name}"' in page and f"]({calc.notebook}.html)" in page
+
+
+def test_the_model_zip_runs_the_calculators_on_the_standard_library_alone(tmp_path):
+    names = book_vendor.model_zip(tmp_path / "model.zip")
+    assert "calculators.py" in names and "d2lmp/model/__init__.py" in names
+    assert not any(n.startswith(("d2lmp/parallel", "d2lmp/views", "d2lmp/exercises")) for n in names)
+    values = {name: {c["name"]: c["value"] for c in calc.controls} for name, calc in CALCULATORS.items()}
+    # -I -S: no site-packages (no torch, no numpy) and not this checkout: only the zip and the standard library
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import calculators; "
+              "print(json.dumps({n: json.loads(calculators.run(n, json.dumps(v))) "
+              "for n, v in json.loads(sys.argv[2]).items()}))")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", script, str(tmp_path / "model.zip"), json.dumps(values)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {n: json.loads(run_calculator(n, json.dumps(v))) for n, v in values.items()}
+
+
+def test_model_files_refuses_a_module_beyond_the_standard_library(tmp_path):
+    bad = tmp_path / "calc.py"
+    bad.write_text("import numpy\n")
+    with pytest.raises(ValueError, match="numpy"):
+        book_vendor.model_files(bad)

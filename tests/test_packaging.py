@@ -38,7 +38,7 @@ def test_environment_yml_parses_and_lists_pip():
 def test_environment_yml_matches_pyproject():
     project = _pyproject()["project"]
     wanted = [Requirement(r) for r in project["dependencies"]]
-    for extra in ("lab", "test"):
+    for extra in ("lab", "test", "book"):
         wanted += [Requirement(r) for r in project["optional-dependencies"][extra]]
     _, plain, _ = _conda_requirements()
     conda = {}
