@@ -45,14 +45,16 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.checkpoint.storage import StorageWriter
 from torch.futures import Future as TorchFuture
 
-from d2lmp.parallel import checkpoint_marker as M
 from d2lmp.parallel.checkpoint_marker import (
     MARKER,
     CheckpointError,
     CheckpointMismatch,
     IncompleteCheckpoint,
     Marker,
+    check_config,
     read_marker,
+    step_of,
+    write_marker,
 )
 
 __all__ = ["MARKER", "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "SaveReport",
@@ -150,7 +152,7 @@ def save(state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id:
         dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group,
                  no_dist=not dist.is_initialized())
     if _rank(process_group) == 0:
-        M.write_marker(path, step, _world(process_group), run_id, config)
+        write_marker(path, step, _world(process_group), run_id, config)
     _barrier(process_group)
     return SaveReport(str(path), time.perf_counter() - start, bytes_per_rank(path))
 
@@ -189,7 +191,7 @@ class AsyncSaver:
         with _as_checkpoint_error("save", path):
             future.result()
         if _rank(self.group) == 0:
-            M.write_marker(path, step, _world(self.group), run_id, config)
+            write_marker(path, step, _world(self.group), run_id, config)
         _barrier(self.group)
         return time.perf_counter() - start
 
@@ -214,7 +216,7 @@ def latest_complete(root: str | os.PathLike[str], run_id: str | None = None) -> 
         raise ValueError(f"{root} is a file, not a checkpoint directory")
     if not root.is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist")
-    steps = sorted((step, p) for p in root.iterdir() if (step := M.step_of(p)) is not None and p.is_dir())
+    steps = sorted((step, p) for p in root.iterdir() if (step := step_of(p)) is not None and p.is_dir())
     for _, path in reversed(steps):
         try:
             marker = read_marker(path)
@@ -235,7 +237,8 @@ def load(state: dict[str, Any], path: str | os.PathLike[str], process_group: dis
     another ``config`` (unless ``allow_other_config``), one whose tensors are not those ``state`` asks for.
     Each rank reads only the saved records that overlap the shards it holds; the report counts them.
     """
-    M.check_config(read_marker(path), config, path, allow_other_config)
+    marker = read_marker(path)  # refuses a half-written or changed checkpoint before reading any of it
+    check_config(marker, config, path, allow_other_config)
     reader = _CountingReader(path)
     check_names(state, reader.read_metadata(), path)
     start = time.perf_counter()
