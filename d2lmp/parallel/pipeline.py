@@ -67,8 +67,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     model's mean-loss gradients. ``group`` holds the pipeline's ranks (None: all); ``rank`` and ``world``
     are then this rank's place in it and its size.
     """
-    agree("pipeline_step", group, kind=kind, micro_batches=micro_batches, chunks=chunks, sizes=tuple(sizes),
-          x=tuple(x.shape), y=tuple(y.shape))  # once per step, not per micro-batch
+    agree("pipeline_step", group, kind=kind, micro_batches=micro_batches, chunks=chunks, sizes=tuple(sizes), x=x.shape)
     if kind == "zero-bubble":
         raise ValueError("the zero-bubble schedule is simulated only (pipeline_schedule.simulate), not run on ranks")
     m = micro_batch_count(kind, micro_batches)
