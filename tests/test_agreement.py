@@ -1,8 +1,10 @@
 """Arguments that disagree across ranks: a ValueError on every rank naming each rank's values, never an abort
 or a wrong answer; the group stays usable after it."""
 
+import pytest
 import torch
 
+from d2lmp.bench import agreement as B
 from d2lmp.parallel import agreement as A
 from d2lmp.parallel import data_parallel as DP
 from d2lmp.parallel import pipeline as P
@@ -96,3 +98,12 @@ def test_the_fingerprint_tells_values_apart_and_fits_an_int64():
     assert a == A.fingerprint({"dtype": torch.float32, "shape": (1, 2)})  # the order of the keywords is not a value
     assert a != A.fingerprint({"shape": (1, 3), "dtype": torch.float32})
     assert 0 <= a < 2**62
+
+
+def test_the_bench_times_the_check_beside_every_call_it_guards():
+    costs = B.agreement_costs(2, rounds=2)
+    assert [c.call for c in costs] == list(B.GUARDED)
+    assert all(c.world == 2 and c.agree_seconds > 0 and c.call_seconds > 0 for c in costs)
+    assert costs[0].share == costs[0].agree_seconds / costs[0].call_seconds
+    with pytest.raises(ValueError, match="on 2 ranks or more"):
+        B.agreement_costs(1)
