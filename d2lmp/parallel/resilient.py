@@ -149,9 +149,10 @@ def check_folder(folder: str | os.PathLike[str] | None, run_id: str, spec: RunSp
     if not root.is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist; create it first (mkdir -p {root})")
     for path in sorted(root.glob("step_*")):
-        if not ckpt.is_complete(path):
-            continue
-        marker = ckpt.read_marker(path)
+        try:
+            marker = ckpt.read_marker(path)
+        except ckpt.IncompleteCheckpoint:
+            continue  # a save that died, or files changed since: the resume skips it too
         if marker.run_id != run_id:
             raise ValueError(f"{path} is a checkpoint of another run ({marker.run_id!r}); "
                              "give each run an empty folder")
