@@ -8,7 +8,7 @@ by 4 ranks loads into 2, or into one plain model: each rank reads exactly the sl
 A job can die in the middle of a save, so a checkpoint here is a folder ``step_00000012/`` that counts
 only once it holds ``COMPLETE.json``. Rank 0 writes that marker after DCP's save has returned, which DCP
 does only after every rank's files are written; the marker (``parallel.checkpoint_marker``) lists every
-file with its size and SHA-256 digest, and the run's configuration. ``latest_complete`` skips a folder
+file with its size and CRC-32, and the run's configuration. ``latest_complete`` skips a folder
 without a valid marker, and ``load`` refuses one with ``IncompleteCheckpoint``; ``load`` also refuses a
 checkpoint of another configuration, or one whose tensors are not exactly those the state asks for
 (``CheckpointMismatch``). Every failure is a ``CheckpointError``. ``AsyncSaver`` saves in

@@ -1,10 +1,12 @@
 """The completion marker of a checkpoint: what a load checks before it trusts a folder of files.
 
 ``COMPLETE.json`` is written by rank 0 once every rank's files are on disk (``parallel.checkpoint.save``).
-It lists every file with its size and its SHA-256 digest, the run's configuration (the settings that
-decide what the state is: a seed, a learning rate, sizes) and a seal, the digest of the marker's own
-other fields. ``read_marker`` refuses a folder whose marker is missing, malformed or unsealed, or whose
-files are missing or differ from what was written: a single flipped bit anywhere is seen.
+It lists every file with its size and its CRC-32 checksum, the run's configuration (the settings that
+decide what the state is: a seed, a learning rate, sizes) and a seal, the SHA-256 digest of the marker's
+own other fields. ``read_marker`` refuses a folder whose marker is missing, malformed or unsealed, or whose
+files are missing or differ from what was written (a bit flipped in any file is refused). The files'
+checksums are CRC-32s, cheaper to compute than a cryptographic digest (each reads every byte the save
+wrote): they guard against decay and torn writes, not against someone who rewrites the marker as well.
 ``check_config`` refuses a checkpoint of another configuration unless the caller allows it.
 """
 
@@ -14,13 +16,14 @@ import hashlib
 import json
 import os
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 __all__ = ["MARKER", "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "step_of",
-           "as_config", "digest", "write_marker", "read_marker", "check_config"]
+           "as_config", "checksum", "write_marker", "read_marker", "check_config"]
 
 MARKER = "COMPLETE.json"
 _STEP_DIR = re.compile(r"step_(\d{8,})$")
@@ -42,13 +45,13 @@ class CheckpointMismatch(CheckpointError):
 @dataclass(frozen=True)
 class Marker:
     """What ``COMPLETE.json`` records: the step, the ranks that saved it, the run, every file's size and
-    SHA-256 digest, the run's configuration, and ``seal``: the digest of all the other fields."""
+    CRC-32, the run's configuration, and ``seal``: the SHA-256 digest of all the other fields."""
 
     step: int
     world: int
     run_id: str
     files: dict[str, int] = field(default_factory=dict)
-    sha256: dict[str, str] = field(default_factory=dict)
+    crc32: dict[str, str] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     seal: str = ""
 
@@ -71,20 +74,20 @@ def as_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"a checkpoint's configuration must be JSON (numbers, strings, lists): {err}") from None
 
 
-def digest(path: Path) -> str:
-    """The SHA-256 digest of a file, in hex."""
-    h = hashlib.sha256()
+def checksum(path: Path) -> str:
+    """The CRC-32 of a file, as 8 hex digits."""
+    crc = 0
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+            crc = zlib.crc32(chunk, crc)
+    return f"{crc:08x}"
 
 
 def write_marker(path: Path, step: int, world: int, run_id: str, config: Mapping[str, Any] | None) -> None:
     """Write ``COMPLETE.json`` atomically (the file appears whole or not at all, and only on disk)."""
     names = [p.name for p in sorted(path.iterdir()) if p.is_file() and not p.name.startswith(MARKER)]
     marker = Marker(step, world, run_id, {n: (path / n).stat().st_size for n in names},
-                    {n: digest(path / n) for n in names}, as_config(config)).sealed()
+                    {n: checksum(path / n) for n in names}, as_config(config)).sealed()
     tmp = path / (MARKER + ".tmp")
     with open(tmp, "w") as f:
         f.write(json.dumps(asdict(marker), indent=1))
@@ -113,9 +116,9 @@ def read_marker(path: str | os.PathLike[str]) -> Marker:
     marker = _parse(text, path)
     wrong = [name for name, size in marker.files.items()
              if not (path / name).is_file() or (path / name).stat().st_size != size
-             or digest(path / name) != marker.sha256[name]]
+             or checksum(path / name) != marker.crc32[name]]
     if wrong:
-        raise IncompleteCheckpoint(f"{path}: files missing or changed since the save (size or SHA-256): "
+        raise IncompleteCheckpoint(f"{path}: files missing or changed since the save (size or CRC-32): "
                                    f"{', '.join(sorted(wrong))}")
     return marker
 
@@ -135,7 +138,7 @@ def check_config(marker: Marker, config: Mapping[str, Any] | None, path: str | o
 # ---------------------------------------------------------------------------------------------------
 
 _ABSENT = "(absent)"
-_TYPES = {"step": int, "world": int, "run_id": str, "files": dict, "sha256": dict, "config": dict, "seal": str}
+_TYPES = {"step": int, "world": int, "run_id": str, "files": dict, "crc32": dict, "config": dict, "seal": str}
 
 
 def _seal(marker: Marker) -> str:
@@ -153,10 +156,10 @@ def _parse(text: bytes, path: Path) -> Marker:
     if not isinstance(raw, dict) or set(raw) != {f.name for f in fields(Marker)}:
         raise IncompleteCheckpoint(f"{bad}: expected an object with the fields {sorted(_TYPES)}")
     wrong = [k for k, kind in _TYPES.items() if not isinstance(raw[k], kind) or isinstance(raw[k], bool)]
-    if wrong or set(raw["files"]) != set(raw["sha256"]) or not all(
+    if wrong or set(raw["files"]) != set(raw["crc32"]) or not all(
             isinstance(v, int) and not isinstance(v, bool) and n == Path(n).name not in ("", ".", "..")
             for n, v in raw["files"].items()):
-        raise IncompleteCheckpoint(f"{bad}: fields of the wrong kind: {wrong or ['files', 'sha256']}")
+        raise IncompleteCheckpoint(f"{bad}: fields of the wrong kind: {wrong or ['files', 'crc32']}")
     marker = Marker(**raw)
     if marker.seal != _seal(marker):
         raise IncompleteCheckpoint(f"{bad}: its seal does not match its contents (changed since it was written)")
