@@ -157,3 +157,30 @@ def test_bad_runs_and_faults_are_clear_errors():
         RS.Fault(0, 1, "lunch").check(spec)
     with pytest.raises(ValueError, match="cannot forget"):
         RS.train(0, 1, spec, forget=("weights",))
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_a_resume_under_other_settings_is_refused_unless_allowed(tmp_path, monkeypatch, capsys):
+    spec = RS.RunSpec(steps=4, checkpoint_every=2)
+    assert "seed" in spec.config() and "steps" not in spec.config()  # a longer run may resume a shorter one
+    ckpt.save({"w": torch.ones(2)}, tmp_path, 2, run_id="this-run", config=spec.config())
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "this-run")
+    args = ["--steps", "6", "--checkpoint-every", "2", "--dir", str(tmp_path)]
+    assert cmd.main([*args, "--seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "was saved by another configuration (seed: saved 0, now 1)" in err and "--allow-other-config" in err
+    RS.check_folder(tmp_path, "this-run", RS.RunSpec(steps=6, checkpoint_every=2))
+    assert cmd.parse([*args, "--seed", "1", "--allow-other-config"], 2, "this-run")[3] is True
+
+
+def test_the_report_counts_torchruns_restarts_whatever_killed_the_rank(tmp_path, capsys):
+    spec = RS.RunSpec(steps=4, checkpoint_every=2)
+    for attempt, step in ((0, 0), (1, 2)):  # attempt 0 lost a rank from outside: no kill in the log
+        RS._log(str(tmp_path), attempt, 0, "resume", step)
+    result = RS.RunResult(0, 2, 1, 2, (3, 4))
+    cmd._report(spec, 2, 1, result, str(tmp_path), 0.0)
+    out = capsys.readouterr().out
+    assert "restart 1: a rank was lost without the staged kill; resumed from step 2" in out
+    assert out.strip().splitlines()[-1].endswith("after 1 restart(s))")

@@ -7,8 +7,10 @@ Every rank trains (``parallel.resilient.train``), saving a checkpoint into ``--d
 first attempt rank R kills itself with SIGKILL at step S (``--kill-during save``: while that step's
 checkpoint is being written). torchrun then stops the other ranks and starts them all again
 (``TORCHELASTIC_RESTART_COUNT`` counts the attempts); they resume from the newest complete checkpoint and
-finish. The same processes then train an uninterrupted run from scratch and compare: rank 0 prints the steps
-recomputed per restart and, as its last line, the largest difference between the two, which must be 0;
+finish (a checkpoint saved under other settings, ``--seed`` say, is refused unless ``--allow-other-config``).
+The same processes then train an uninterrupted run from scratch and compare: rank 0 prints the steps
+recomputed per restart, the restarts torchrun made (``TORCHELASTIC_RESTART_COUNT``, whatever killed the
+rank) and, as its last line, the largest difference between the two, which must be 0;
 every rank exits with status 1 otherwise. Bad arguments are one line on stderr and status 2, before any
 rank joins the group. ``kill -USR1 <pid>`` prints a rank's Python stack on stderr at any time.
 """
@@ -39,8 +41,9 @@ class _Parser(argparse.ArgumentParser):
         raise ValueError(message)
 
 
-def parse(argv: Sequence[str], world: int, run_id: str) -> tuple[RS.RunSpec, RS.Fault | None, str]:
-    """(the run, the staged fault or None, the checkpoint folder) from the command line; ValueError if wrong."""
+def parse(argv: Sequence[str], world: int, run_id: str) -> tuple[RS.RunSpec, RS.Fault | None, str, bool]:
+    """(the run, the staged fault or None, the checkpoint folder, whether a checkpoint of other settings may be
+    resumed) from the command line; ValueError if wrong."""
     parser = _Parser(prog=PROG, description="train, lose a rank, restart, and compare with an uninterrupted run")
     parser.add_argument("--steps", type=int, required=True, help="optimizer steps of the run")
     parser.add_argument("--checkpoint-every", type=int, required=True, help="a checkpoint after every K steps")
@@ -50,6 +53,8 @@ def parse(argv: Sequence[str], world: int, run_id: str) -> tuple[RS.RunSpec, RS.
                         help="during the step's computation, or during its checkpoint's save")
     parser.add_argument("--dir", required=True, help="an existing folder for the checkpoints and the event log")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--allow-other-config", action="store_true",
+                        help="resume a checkpoint of this run saved under other settings (another seed, say)")
     args = parser.parse_args(list(argv))
     spec = RS.RunSpec(steps=args.steps, checkpoint_every=args.checkpoint_every, seed=args.seed)
     if (args.kill_rank is None) != (args.kill_step is None):
@@ -58,8 +63,8 @@ def parse(argv: Sequence[str], world: int, run_id: str) -> tuple[RS.RunSpec, RS.
     if args.kill_rank is not None:
         fault = RS.Fault(args.kill_rank, args.kill_step, args.kill_during)
         fault.check(spec, world)
-    RS.check_folder(args.dir, run_id)
-    return spec, fault, args.dir
+    RS.check_folder(args.dir, run_id, spec, args.allow_other_config)
+    return spec, fault, args.dir, args.allow_other_config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,26 +77,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     run_id = os.environ.get("TORCHELASTIC_RUN_ID", "local")
     try:
-        spec, fault, folder = parse(sys.argv[1:] if argv is None else argv, world, run_id)
+        spec, fault, folder, allow_other_config = parse(sys.argv[1:] if argv is None else argv, world, run_id)
     except ValueError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     torch.set_num_threads(1)  # ranks that share cores must not oversubscribe them
     _join_group(rank, world, attempt)
-    status = run(rank, world, spec, folder, run_id, attempt, fault)
+    status = run(rank, world, spec, folder, run_id, attempt, fault, allow_other_config)
     dist.barrier()
     dist.destroy_process_group()
     return status
 
 
 def run(rank: int, world: int, spec: RS.RunSpec, folder: str, run_id: str, attempt: int,
-        fault: RS.Fault | None) -> int:
+        fault: RS.Fault | None, allow_other_config: bool = False) -> int:
     """On a rank of a joined group: the run (resumed if it can be), then the uninterrupted run, compared.
 
     Returns 0 when every parameter and Adam tensor is equal on every rank, else 1 (and says so on stderr).
     """
-    result = RS.train(rank, world, spec, folder, run_id, attempt, fault)
+    result = RS.train(rank, world, spec, folder, run_id, attempt, fault, allow_other_config=allow_other_config)
     reference = RS.train(rank, world, spec)  # the uninterrupted run: from scratch, no checkpoints, no fault
     worst = torch.tensor(RS.max_difference(result.state, reference.state), dtype=torch.float64)
     dist.all_reduce(worst, op=dist.ReduceOp.MAX)
@@ -119,15 +124,21 @@ def _join_group(rank: int, world: int, attempt: int) -> None:
 
 
 def _report(spec: RS.RunSpec, world: int, attempt: int, result: RS.RunResult, folder: str, worst: float) -> None:
-    restarts = RS.lost_work(RS.read_events(folder))
+    events = RS.read_events(folder)
+    restarts = RS.lost_work(events)
     print(f"{world} ranks, {spec.steps} steps, a checkpoint after steps {spec.checkpoint_steps()}; "
           f"attempt {attempt} resumed from step {result.resumed_from} and ran steps {list(result.steps_run)}")
     for r in restarts:
         print(f"restart {r.attempt}: killed at step {r.killed_at}, resumed from step {r.resumed_from}: "
               f"{r.steps_recomputed} step(s) recomputed (checkpoint interval {spec.checkpoint_every}), "
               f"{r.lost_seconds:.3f} s of work lost, {r.restart_seconds:.2f} s from the kill to the resumed state")
+    staged = {r.attempt for r in restarts}
+    for a in range(1, attempt + 1):  # torchrun counts every restart; a rank lost from outside logs no kill
+        if a not in staged:
+            step = min((e.step for e in events if e.event == "resume" and e.attempt == a), default=0)
+            print(f"restart {a}: a rank was lost without the staged kill; resumed from step {step}")
     print(f"largest difference from an uninterrupted run: {worst:.3g} (parameters and Adam's state, "
-          f"after {len(restarts)} restart(s))", flush=True)
+          f"after {attempt} restart(s))", flush=True)
 
 
 if __name__ == "__main__":

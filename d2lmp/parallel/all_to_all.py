@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 
+from d2lmp.parallel.agreement import agree
+
 __all__ = ["all_to_all", "all_to_all_sizes", "exchange_order", "torch_all_to_all_flat", "torch_all_to_all",
            "torch_all_to_all_equal"]
 
@@ -113,6 +115,7 @@ def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None =
     """
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     _check_inputs(inputs, world)
+    agree("all_to_all", group, rows=tuple(inputs[0].shape[1:]), dtype=inputs[0].dtype)  # all but the row counts
     if out is not None:
         _check_outputs(out, inputs, rank)
         output_sizes = [o.shape[0] for o in out]  # shape[0]: len() of a tensor costs microseconds

@@ -7,31 +7,36 @@ by 4 ranks loads into 2, or into one plain model: each rank reads exactly the sl
 
 A job can die in the middle of a save, so a checkpoint here is a folder ``step_00000012/`` that counts
 only once it holds ``COMPLETE.json``. Rank 0 writes that marker after DCP's save has returned, which DCP
-does only after every rank's files are written; the marker lists every file and its size and is written
-atomically (a temporary file, flushed to disk, then renamed). ``latest_complete`` ignores a folder
-without a valid marker, and ``load`` refuses one with ``IncompleteCheckpoint``. ``AsyncSaver`` saves in
+does only after every rank's files are written; the marker (``parallel.checkpoint_marker``) lists every
+file with its size and CRC-32, and the run's configuration. ``latest_complete`` skips a folder
+without a valid marker, and ``load`` refuses one with ``IncompleteCheckpoint``; ``load`` also refuses a
+checkpoint of another configuration, or one whose tensors are not exactly those the state asks for
+(``CheckpointMismatch``). Every failure is a ``CheckpointError``. ``AsyncSaver`` saves in
 the background (DCP's ``async_save``): training waits only while the state is copied, and the marker is
 written when the background write has finished.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.checkpoint._nested_dict import flatten_state_dict
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint.metadata import Metadata
 from torch.distributed.checkpoint.planner import LoadPlan, LoadPlanner
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
@@ -40,12 +45,23 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.checkpoint.storage import StorageWriter
 from torch.futures import Future as TorchFuture
 
-__all__ = ["MARKER", "IncompleteCheckpoint", "Marker", "SaveReport", "LoadReport", "FullState", "step_dir",
-           "training_state", "restore_training_state", "full_training_state", "save", "AsyncSaver", "read_marker",
-           "is_complete", "latest_complete", "load", "bytes_per_rank"]
+from d2lmp.parallel.checkpoint_marker import (
+    MARKER,
+    CheckpointError,
+    CheckpointMismatch,
+    IncompleteCheckpoint,
+    Marker,
+    check_config,
+    read_marker,
+    step_of,
+    write_marker,
+)
 
-MARKER = "COMPLETE.json"
-_STEP_DIR = re.compile(r"step_(\d{8})$")
+__all__ = ["MARKER", "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "SaveReport",
+           "LoadReport", "FullState", "step_dir", "training_state", "restore_training_state", "full_training_state",
+           "save", "AsyncSaver", "read_marker",
+           "is_complete", "latest_complete", "load", "check_names", "bytes_per_rank"]
+
 _RANK_FILE = re.compile(r"__(\d+)_\d+\.distcp$")
 
 
@@ -55,20 +71,6 @@ def _quiet_dcp_storage_warning() -> None:
     message from that module only, installed by ``_prepare`` before a save (the writer's thread sees it too)."""
     warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning,
                             module=r"torch\.distributed\.checkpoint\.filesystem")
-
-
-class IncompleteCheckpoint(ValueError):
-    """A checkpoint folder that is not complete: no marker, or files missing or of the wrong size."""
-
-
-@dataclass(frozen=True)
-class Marker:
-    """What ``COMPLETE.json`` records: the step, the ranks that saved it, the run, every file and its size."""
-
-    step: int
-    world: int
-    run_id: str
-    files: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,19 +138,21 @@ def full_training_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> F
 
 
 def save(state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id: str = "",
-         process_group: dist.ProcessGroup | None = None,
-         writer: Callable[[Path], StorageWriter] | None = None) -> SaveReport:
+         process_group: dist.ProcessGroup | None = None, writer: Callable[[Path], StorageWriter] | None = None,
+         config: Mapping[str, Any] | None = None) -> SaveReport:
     """Save ``state`` as the checkpoint of ``step`` under ``root`` (every rank calls it); return when complete.
 
     An incomplete folder of the same step (a save that died) is cleared first; a complete one is never
-    overwritten. ``writer(path)`` may supply DCP's storage writer (default: files in ``path``).
+    overwritten. ``config``: the run's settings, kept in the marker. ``writer(path)`` may supply DCP's
+    storage writer (default: files in ``path``).
     """
     path = _prepare(root, step, process_group)
     start = time.perf_counter()
-    dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group,
-             no_dist=not dist.is_initialized())
+    with _as_checkpoint_error("save", path):
+        dcp_save(state, storage_writer=(writer or FileSystemWriter)(path), process_group=process_group,
+                 no_dist=not dist.is_initialized())
     if _rank(process_group) == 0:
-        _write_marker(path, step, _world(process_group), run_id)
+        write_marker(path, step, _world(process_group), run_id, config)
     _barrier(process_group)
     return SaveReport(str(path), time.perf_counter() - start, bytes_per_rank(path))
 
@@ -163,49 +167,33 @@ class AsyncSaver:
 
     def __init__(self) -> None:
         self.group = dist.new_group(backend="gloo")
-        self._pending: tuple[Future[Any], Path, int, str] | None = None
+        self._pending: tuple[Future[Any], Path, int, str, Mapping[str, Any] | None] | None = None
 
-    def save(self, state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id: str = "") -> float:
+    def save(self, state: dict[str, Any], root: str | os.PathLike[str], step: int, run_id: str = "",
+             config: Mapping[str, Any] | None = None) -> float:
         """Start saving ``state`` as the checkpoint of ``step``; return the seconds training waited."""
         self.wait()
         path = _prepare(root, step, self.group)
         start = time.perf_counter()
-        future = dcp_async_save(state, storage_writer=FileSystemWriter(path), process_group=self.group)
+        with _as_checkpoint_error("save", path):
+            future = dcp_async_save(state, storage_writer=FileSystemWriter(path), process_group=self.group)
         assert isinstance(future, Future)  # the thread checkpointer's result: a Future of the metadata
-        self._pending = (future, path, step, run_id)
+        self._pending = (future, path, step, run_id, config)
         return time.perf_counter() - start
 
     def wait(self) -> float:
         """Finish the save in flight (if any) and write its marker; return the seconds spent waiting."""
         if self._pending is None:
             return 0.0
-        future, path, step, run_id = self._pending
+        future, path, step, run_id, config = self._pending
         self._pending = None
         start = time.perf_counter()
-        future.result()
+        with _as_checkpoint_error("save", path):
+            future.result()
         if _rank(self.group) == 0:
-            _write_marker(path, step, _world(self.group), run_id)
+            write_marker(path, step, _world(self.group), run_id, config)
         _barrier(self.group)
         return time.perf_counter() - start
-
-
-def read_marker(path: str | os.PathLike[str]) -> Marker:
-    """The marker of a complete checkpoint; ``IncompleteCheckpoint`` says what is missing otherwise."""
-    path = Path(path)
-    if not path.is_dir():
-        raise IncompleteCheckpoint(f"{path} is not a checkpoint folder (it does not exist)")
-    try:
-        marker = Marker(**json.loads((path / MARKER).read_text()))
-    except FileNotFoundError:
-        raise IncompleteCheckpoint(f"{path} has no {MARKER}: its save never finished (the job died while "
-                                   "writing it), so it may hold only some ranks' shards") from None
-    except (ValueError, TypeError) as err:
-        raise IncompleteCheckpoint(f"{path}/{MARKER} is unreadable: {err}") from None
-    wrong = [name for name, size in marker.files.items()
-             if not (path / name).is_file() or (path / name).stat().st_size != size]
-    if wrong:
-        raise IncompleteCheckpoint(f"{path}: files missing or changed since the save: {', '.join(sorted(wrong))}")
-    return marker
 
 
 def is_complete(path: str | os.PathLike[str]) -> bool:
@@ -218,28 +206,58 @@ def is_complete(path: str | os.PathLike[str]) -> bool:
 
 
 def latest_complete(root: str | os.PathLike[str], run_id: str | None = None) -> Path | None:
-    """The newest complete checkpoint under ``root`` (of run ``run_id`` if given), or None; skips incomplete ones."""
+    """The newest complete checkpoint under ``root`` (of run ``run_id`` if given), or None.
+
+    Folders are ordered by the number of their step, of any length; one without a marker (a save that
+    died) is skipped, one whose marker is malformed or whose files changed is skipped with a warning.
+    """
     root = Path(root)
+    if root.is_file():
+        raise ValueError(f"{root} is a file, not a checkpoint directory")
     if not root.is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist")
-    steps = sorted((int(m.group(1)), p) for p in root.iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir())
+    steps = sorted((step, p) for p in root.iterdir() if (step := step_of(p)) is not None and p.is_dir())
     for _, path in reversed(steps):
-        if is_complete(path) and (run_id is None or read_marker(path).run_id == run_id):
+        try:
+            marker = read_marker(path)
+        except IncompleteCheckpoint as err:
+            if (path / MARKER).exists():
+                warnings.warn(f"skipping a checkpoint that cannot be trusted: {err}", stacklevel=2)
+            continue
+        if run_id is None or marker.run_id == run_id:
             return path
     return None
 
 
-def load(state: dict[str, Any], path: str | os.PathLike[str],
-         process_group: dist.ProcessGroup | None = None) -> LoadReport:
+def load(state: dict[str, Any], path: str | os.PathLike[str], process_group: dist.ProcessGroup | None = None,
+         config: Mapping[str, Any] | None = None, allow_other_config: bool = False) -> LoadReport:
     """Fill ``state`` (allocated, sharded as this job shards it) from a complete checkpoint, in place.
 
+    Refused before anything is read: a checkpoint half-written or changed since its save, one saved under
+    another ``config`` (unless ``allow_other_config``), one whose tensors are not those ``state`` asks for.
     Each rank reads only the saved records that overlap the shards it holds; the report counts them.
     """
-    read_marker(path)  # refuses a half-written checkpoint before reading any of it
+    marker = read_marker(path)  # refuses a half-written or changed checkpoint before reading any of it
+    check_config(marker, config, path, allow_other_config)
     reader = _CountingReader(path)
+    check_names(state, reader.read_metadata(), path)
     start = time.perf_counter()
-    dcp_load(state, storage_reader=reader, process_group=process_group, no_dist=not dist.is_initialized())
+    with _as_checkpoint_error("load", path):
+        dcp_load(state, storage_reader=reader, process_group=process_group, no_dist=not dist.is_initialized())
     return LoadReport(time.perf_counter() - start, reader.bytes_read)
+
+
+def check_names(state: dict[str, Any], metadata: Metadata, path: str | os.PathLike[str]) -> None:
+    """``CheckpointMismatch`` unless, in each part of ``state`` (``model``, ``optim``, ...), the saved names are
+    exactly the names asked for: a model with fewer layers, or more, is not this checkpoint's model.
+
+    A part ``state`` leaves out (loading the model alone, say) is not read, and not compared."""
+    wanted = set(flatten_state_dict(state)[0])
+    parts = {key.split(".")[0] for key in wanted} | set(state)
+    saved = {key for key in metadata.state_dict_metadata if key.split(".")[0] in parts}
+    if saved != wanted:
+        raise CheckpointMismatch(f"{path} holds other tensors than this state: only in the checkpoint: "
+                                 f"{_few(saved - wanted)}; only in this state: {_few(wanted - saved)}")
 
 
 def bytes_per_rank(path: str | os.PathLike[str]) -> dict[int, int]:
@@ -270,6 +288,8 @@ def _prepare(root: str | os.PathLike[str], step: int, group: dist.ProcessGroup |
     """The step's folder, empty and ready on every rank; a complete checkpoint there is an error. Every save starts
     here, so here DCP's writer is kept quiet on torch 2.8 (``_quiet_dcp_storage_warning``)."""
     _quiet_dcp_storage_warning()
+    if Path(root).is_file():
+        raise ValueError(f"{root} is a file, not a checkpoint directory")
     if not Path(root).is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist; create it first")
     path = step_dir(root, step)
@@ -295,18 +315,17 @@ class _CountingReader(FileSystemReader):
         return super().read_data(plan, planner)
 
 
-def _write_marker(path: Path, step: int, world: int, run_id: str) -> None:
-    """Write ``COMPLETE.json`` atomically: the file appears whole or not at all, and only on disk."""
-    files = {p.name: p.stat().st_size for p in sorted(path.iterdir()) if p.is_file() and p.name != MARKER}
-    text = json.dumps(asdict(Marker(step, world, run_id, files)), indent=1)
-    tmp = path / (MARKER + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path / MARKER)
-    folder = os.open(path, os.O_RDONLY)
+def _few(names: set[str], shown: int = 6) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (", ".join(sorted(names)[:shown]) + more) if names else "none"
+
+
+@contextmanager
+def _as_checkpoint_error(what: str, path: Path | str | os.PathLike[str]) -> Iterator[None]:
+    """DCP's ``CheckpointException`` (a ``BaseException``, which ``except Exception`` misses) as a ``CheckpointError``
+    naming each failed rank and its error."""
     try:
-        os.fsync(folder)  # the rename itself reaches the disk
-    finally:
-        os.close(folder)
+        yield
+    except CheckpointException as err:
+        failures = "; ".join(f"rank {r}: {type(e).__name__}: {e}" for r, (e, _) in sorted(err.failures.items()))
+        raise CheckpointError(f"the {what} of {path} failed: {failures}") from err

@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from d2lmp.model.context_layout import chunks_per_rank, ring_attention_schedule
+from d2lmp.parallel.agreement import agree
 from d2lmp.parallel.attention_blocks import Partial, block_functions, merge, watch_scores
 from d2lmp.parallel.collectives import global_rank
 from d2lmp.parallel.p2p_log import Message, MessageLog, active_logs, add_seconds
@@ -286,6 +287,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     ``F.scaled_dot_product_attention`` on the whole sequence, then split the same way.
     """
     _check(q, k, v, layout, kernel)
+    agree("ring_attention", group, shape=tuple(q.shape), dtype=q.dtype, causal=causal, layout=layout)
     out: torch.Tensor = _RingAttention.apply(  # type: ignore[no-untyped-call]
         q.contiguous(), k.contiguous(), v.contiguous(), causal, layout, group, kernel)
     return out

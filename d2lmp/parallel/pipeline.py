@@ -22,6 +22,7 @@ from torch import nn
 
 from d2lmp.model.pipeline_schedule import micro_batch_count, rank_plan
 from d2lmp.model.timeline import Timeline, TimelineEvent
+from d2lmp.parallel.agreement import agree
 from d2lmp.parallel.collectives import global_rank
 from d2lmp.parallel.launch import rank_device
 from d2lmp.parallel.p2p_log import MessageLog
@@ -66,6 +67,7 @@ def pipeline_step(rank: int, world: int, build: Callable[[], nn.Sequential], siz
     model's mean-loss gradients. ``group`` holds the pipeline's ranks (None: all); ``rank`` and ``world``
     are then this rank's place in it and its size.
     """
+    agree("pipeline_step", group, kind=kind, micro_batches=micro_batches, chunks=chunks, sizes=tuple(sizes), x=x.shape)
     if kind == "zero-bubble":
         raise ValueError("the zero-bubble schedule is simulated only (pipeline_schedule.simulate), not run on ranks")
     m = micro_batch_count(kind, micro_batches)

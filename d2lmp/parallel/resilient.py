@@ -22,7 +22,7 @@ import os
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from torch.futures import Future
 
 from d2lmp.models import mlp
 from d2lmp.parallel import checkpoint as ckpt
+from d2lmp.parallel.checkpoint_marker import check_config
 
 __all__ = ["EVENTS", "FAULT_PLACES", "FORGETTABLE", "RunSpec", "Fault", "ShuffledBatches", "RunResult", "LogEvent",
            "Restart", "check_folder", "build", "train", "checkpoint_state", "resume", "max_difference",
@@ -71,6 +72,11 @@ class RunSpec:
     def checkpoint_steps(self) -> list[int]:
         """The steps after which a checkpoint is saved."""
         return list(range(self.checkpoint_every, self.steps, self.checkpoint_every))
+
+    def config(self) -> dict[str, Any]:
+        """The settings that decide the training state, kept in each checkpoint's marker: all but ``steps`` and
+        ``checkpoint_every``, which say when the run stops and when it saves (a longer run may resume a shorter)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("steps", "checkpoint_every")}
 
 
 @dataclass(frozen=True)
@@ -131,17 +137,27 @@ class RunResult:
     state: dict[str, torch.Tensor] = field(default_factory=dict)  # every parameter and Adam tensor, by name
 
 
-def check_folder(folder: str | os.PathLike[str] | None, run_id: str) -> None:
-    """ValueError unless ``folder`` exists and holds no complete checkpoint of another run."""
+def check_folder(folder: str | os.PathLike[str] | None, run_id: str, spec: RunSpec | None = None,
+                 allow_other_config: bool = False) -> None:
+    """ValueError unless ``folder`` exists and holds no complete checkpoint of another run, nor one of this run
+    saved under another configuration than ``spec``'s (unless ``allow_other_config``)."""
     if folder is None:
         return
     root = Path(folder)
+    if root.is_file():
+        raise ValueError(f"{root} is a file, not a checkpoint directory")
     if not root.is_dir():
         raise ValueError(f"checkpoint folder {root} does not exist; create it first (mkdir -p {root})")
     for path in sorted(root.glob("step_*")):
-        if ckpt.is_complete(path) and ckpt.read_marker(path).run_id != run_id:
-            raise ValueError(f"{path} is a checkpoint of another run ({ckpt.read_marker(path).run_id!r}); "
+        try:
+            marker = ckpt.read_marker(path)
+        except ckpt.IncompleteCheckpoint:
+            continue  # a save that died, or files changed since: the resume skips it too
+        if marker.run_id != run_id:
+            raise ValueError(f"{path} is a checkpoint of another run ({marker.run_id!r}); "
                              "give each run an empty folder")
+        if spec is not None:
+            check_config(marker, spec.config(), path, allow_other_config)
 
 
 def build(spec: RunSpec) -> tuple[nn.Module, torch.optim.Optimizer, torch.Tensor, torch.Tensor]:
@@ -183,25 +199,28 @@ class _DiesAfterWriting(FileSystemWriter):
 
 
 def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_id: str = "",
-          attempt: int = 0, fault: Fault | None = None, forget: Sequence[str] = ()) -> RunResult:
+          attempt: int = 0, fault: Fault | None = None, forget: Sequence[str] = (),
+          allow_other_config: bool = False) -> RunResult:
     """Worker: the run on this rank, resuming from ``folder``'s newest complete checkpoint of ``run_id``.
 
     ``folder=None``: no checkpoints at all (the uninterrupted reference). ``attempt``: 0 for the first try
     (the only one in which ``fault`` strikes), then 1, 2, ... for each restart. ``forget`` leaves parts of
     the checkpoint out of the resume (see ``FORGETTABLE``), which breaks the equality on purpose.
+    A checkpoint saved under another configuration (``RunSpec.config``) is refused unless ``allow_other_config``.
     """
     if fault is not None:
         fault.check(spec, world)
     if unknown := set(forget) - set(FORGETTABLE):
         raise ValueError(f"cannot forget {sorted(unknown)}; the parts are {FORGETTABLE}")
-    check_folder(folder, run_id)
+    check_folder(folder, run_id, spec, allow_other_config)
     model, optimizer, x, y = build(spec)
     torch.manual_seed(spec.seed + 1000 * (rank + 1))  # each rank's own dropout stream
     data = ShuffledBatches(spec.examples, spec.batch, spec.seed)
     start, load_seconds = 0, 0.0
     path = ckpt.latest_complete(folder, run_id) if folder is not None else None
     if path is not None:
-        start, load_seconds = resume(model, optimizer, data, path, rank, world, forget)
+        start, load_seconds = resume(model, optimizer, data, path, rank, world, forget, spec.config(),
+                                     allow_other_config)
     _log(folder, attempt, rank, "resume", start)  # every rank: its process id, and when it was ready
 
     def die(step: int) -> None:
@@ -224,7 +243,7 @@ def train(rank: int, world: int, spec: RunSpec, folder: str | None = None, run_i
             if striking and fault is not None and fault.during == "save" and step == fault.step:
                 writer = lambda p, s=step: _DiesAfterWriting(p, lambda: die(s))  # noqa: E731
             state = checkpoint_state(model, optimizer, data, step)
-            saves[step] = ckpt.save(state, folder, step, run_id, writer=writer).seconds
+            saves[step] = ckpt.save(state, folder, step, run_id, writer=writer, config=spec.config()).seconds
             if rank == 0:
                 _log(folder, attempt, rank, "saved", step)
     full = ckpt.full_training_state(model, optimizer)
@@ -243,14 +262,16 @@ def checkpoint_state(model: nn.Module, optimizer: torch.optim.Optimizer, data: S
 
 
 def resume(model: nn.Module, optimizer: torch.optim.Optimizer, data: ShuffledBatches, path: Path, rank: int,
-           world: int, forget: Sequence[str]) -> tuple[int, float]:
-    """Load ``path`` into the run's state; return (its step, the seconds the load took)."""
+           world: int, forget: Sequence[str], config: dict[str, Any] | None = None,
+           allow_other_config: bool = False) -> tuple[int, float]:
+    """Load ``path`` into the run's state (refused if saved under another ``config``, unless allowed); return
+    (its step, the seconds the load took)."""
     marker = ckpt.read_marker(path)
     if marker.world != world:
         raise ValueError(f"{path} was saved by {marker.world} ranks; this loop resumes on the same number "
                          f"(each rank's random state is its own), not on {world}")
     state = checkpoint_state(model, optimizer, data, 0)
-    seconds = ckpt.load(state, path).seconds  # in place: into the model's and the optimizer's own tensors
+    seconds = ckpt.load(state, path, config=config, allow_other_config=allow_other_config).seconds  # in place
     if "optimizer" in forget:
         set_model_state_dict(model, state["model"])
         optimizer.state.clear()  # Adam starts afresh: no moments, step count 0

@@ -37,6 +37,7 @@ from torch import nn
 from torch.distributed import ProcessGroup
 from torch.nn import functional as F
 
+from d2lmp.parallel.agreement import agree
 from d2lmp.parallel.p2p_log import CommCall, MessageLog, ring_wire_bytes
 from d2lmp.parallel.p2p_log import record as _log
 
@@ -199,6 +200,7 @@ class ColumnParallelLinear(nn.Module):
         self.gather_output, self.label, self.group = gather_output, label, group
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        agree(self.label, self.group, batch=tuple(x.shape[:-1]), dtype=x.dtype)  # the same on every rank
         out = F.linear(copy_to_parallel(x, self.label, self.group), self.weight, self.bias)
         return gather_from_parallel(out, -1, self.label, self.group) if self.gather_output else out
 
@@ -215,6 +217,7 @@ class RowParallelLinear(nn.Module):
         self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        agree(self.label, self.group, batch=tuple(x.shape[:-1]), dtype=x.dtype)
         if not self.input_is_parallel:
             x = copy_to_parallel(x, self.label, self.group)[..., self.start:self.start + self.size]
         out = reduce_from_parallel(F.linear(x, self.weight), self.label, self.group)
@@ -236,6 +239,7 @@ class ChannelParallelConv2d(nn.Module):
         self.group = group
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        agree(self.label, self.group, batch=x.shape[0], image=tuple(x.shape[2:]), dtype=x.dtype)
         out = F.conv2d(copy_to_parallel(x, self.label, self.group), self.weight, self.bias, self.stride, self.padding)
         return gather_from_parallel(out, 1, self.label, self.group) if self.gather_output else out
 
@@ -255,6 +259,7 @@ class InputChannelParallelConv2d(nn.Module):
         self.input_is_parallel, self.label, self.group = input_is_parallel, label, group
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        agree(self.label, self.group, batch=x.shape[0], image=tuple(x.shape[2:]), dtype=x.dtype)
         if not self.input_is_parallel:
             x = copy_to_parallel(x, self.label, self.group)[:, self.start:self.start + self.size]
         out = reduce_from_parallel(F.conv2d(x, self.weight, None, self.stride, self.padding), self.label, self.group)
