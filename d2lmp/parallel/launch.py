@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from datetime import timedelta
 from multiprocessing.process import BaseProcess
 from typing import IO, Any, TypeVar
@@ -51,9 +51,8 @@ from d2lmp.parallel import stacks as _stacks
 from d2lmp.parallel.launch_outcome import REPORT_MARGIN_S, Failure, WorkerError
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "GROUP_TIMEOUT_LEAD_S", "REPORT_MARGIN_S", "Failure",
-           "WorkerError", "loopback_listener",
-           "choose_backend", "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env",
-           "exit_after_torchrun", "rendezvous"]
+           "WorkerError", "loopback_listener", "choose_backend", "choose_start_method", "loopback_on_one_machine",
+           "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun", "rendezvous"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
@@ -252,8 +251,21 @@ def launch(fn: Callable[..., T], world_size: int, *args: Any, backend: str = "au
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def loopback_on_one_machine(env: MutableMapping[str, str]) -> bool:
+    """Under torchrun with every rank on this machine (``LOCAL_WORLD_SIZE`` = ``WORLD_SIZE``), have gloo and NCCL
+    use the loopback interface, as ``launch`` does, unless the user chose one; True when it applies."""
+    if "WORLD_SIZE" not in env or env.get("LOCAL_WORLD_SIZE") != env["WORLD_SIZE"]:
+        return False
+    env.setdefault("GLOO_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    env.setdefault("NCCL_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    return True
+
+
 def run_from_env(fn: Callable[..., T], *args: Any) -> tuple[int, int, T]:
-    """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``."""
+    """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``.
+
+    On one machine the ranks' own sockets stay on loopback (``loopback_on_one_machine``)."""
+    loopback_on_one_machine(os.environ)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
     backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > local else "gloo"
