@@ -244,3 +244,30 @@ def test_ranks_and_what_they_started_die_with_their_caller(tmp_path):
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in pids if _alive(pid)], "every rank and every rank's child ended with the caller"
+
+
+@pytest.mark.parametrize("env, applies", [
+    ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}, True),  # torchrun --standalone: every rank here
+    ({"WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}, False),  # two nodes: gloo must reach the other one
+    ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "eth1"}, True),  # the user's choice stays
+])
+def test_torchrun_ranks_on_one_machine_use_loopback(env, applies):
+    from d2lmp.parallel.launch import LOOPBACK_INTERFACE, loopback_on_one_machine
+
+    chosen = env.get("GLOO_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    assert loopback_on_one_machine(env) == applies
+    assert env.get("GLOO_SOCKET_IFNAME") == (chosen if applies else None)
+    assert env.get("NCCL_SOCKET_IFNAME") == (LOOPBACK_INTERFACE if applies else None)
+
+
+def test_bench_faults_runs_the_campaign_and_prints_its_goals(capsys):
+    from d2lmp.commands.main import main
+
+    assert main(["bench", "faults", "--runs", "1", "--worlds", "2", "--seed", "1"]) == 0  # seed 1: an os._exit
+    out = capsys.readouterr().out
+    import re
+
+    assert re.search(r"^exit +1 ", out, re.M) and "died without reporting an error (exit code 3)" in out, out
+    for what in ("launches past their timeout + margin", "reports naming the wrong rank or none",
+                 "processes left alive (ranks and their children)", "plain launches that failed right after a fault"):
+        assert f"goal: {what} <= 0: 0 of 1 runs (met)" in out, out
