@@ -36,7 +36,7 @@ __all__ = ["FAULTS", "Run", "faulty", "one_run", "campaign"]
 FAULTS = ("raise", "exit", "sigkill", "sigstop", "skip", "shape")
 ROUNDS = 200  # the peers' all-reduces: long enough that the SIGKILL lands during them
 ELEMENTS = 1 << 14
-ORPHAN_WAIT_S = 1.0  # after launch returns, how long its ranks and their children may take to be gone
+ORPHAN_TIMEOUT_S = 1.0  # after launch returns, how long its ranks and their children may take to be gone
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def one_run(fault: str, world: int, victim: int, timeout: float) -> Run:
             err = e
         seconds = time.monotonic() - start
         pids = [int(p.stem) for p in Path(folder).glob("*.pid")]
-        settle = time.monotonic() + ORPHAN_WAIT_S  # a SIGKILLed process may take a moment to leave
+        settle = time.monotonic() + ORPHAN_TIMEOUT_S  # a SIGKILLed process may take a moment to leave
         while any(_alive(pid) for pid in pids) and time.monotonic() < settle:
             time.sleep(0.02)
         orphans = sum(_alive(pid) for pid in pids)

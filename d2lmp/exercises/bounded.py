@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 
-from d2lmp.exercises.core import CHECK_LIMIT_S, Verdict
+from d2lmp.exercises.core import CHECK_TIMEOUT_S, Verdict
 from d2lmp.parallel import lifetime
 
 __all__ = ["bounded", "can_fork"]
@@ -37,7 +37,7 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and not torch.cuda.is_initialized()
 
 
-def bounded(check: Callable[[], Verdict], limit: float = CHECK_LIMIT_S) -> Verdict:
+def bounded(check: Callable[[], Verdict], limit: float = CHECK_TIMEOUT_S) -> Verdict:
     """``check()``'s verdict, from a forked child given ``limit`` seconds; NotImplementedError when unanswered."""
     if limit <= 0:
         raise ValueError(f"limit must be positive, got {limit}")
@@ -51,7 +51,10 @@ def bounded(check: Callable[[], Verdict], limit: float = CHECK_LIMIT_S) -> Verdi
             os.close(read)
             lifetime.tie_to_parent(parent)
             torch.set_num_threads(1)  # the parent's OpenMP pool does not survive fork (see parallel.launch)
-            data = json.dumps(_outcome(check)).encode()
+            verdict = _outcome(check)
+            fields = {"not_answered": True} if verdict is None else {"correct": verdict.correct,
+                                                                     "message": verdict.message}
+            data = json.dumps(fields).encode()
             os.write(write, _LENGTH.pack(len(data)))
             view = memoryview(data)
             while view:
@@ -79,27 +82,27 @@ def bounded(check: Callable[[], Verdict], limit: float = CHECK_LIMIT_S) -> Verdi
         return Verdict(False, "the check's report could not be read: your function wrote into the checking process")
 
 
-def _outcome(check: Callable[[], Verdict]) -> dict[str, object]:
-    """The check's verdict as JSON's fields; an exception of any kind from the answer is a verdict too."""
+def _outcome(check: Callable[[], Verdict]) -> Verdict | None:
+    """The check's verdict (None: not answered); an exception of any kind from the answer is a verdict too."""
     try:
         verdict = check()
-        return {"correct": bool(verdict.correct), "message": str(verdict.message)}
+        return Verdict(bool(verdict.correct), str(verdict.message))
     except NotImplementedError:
-        return {"not_answered": True}
+        return None
     except BaseException as err:  # noqa: BLE001 - SystemExit, KeyboardInterrupt: the answer's doing, a verdict
-        return {"correct": False, "message": f"your function raised {type(err).__name__}: {_first_line(err)}"}
+        return Verdict(False, f"your function raised {type(err).__name__}: {_first_line(err)}")
 
 
 def _in_process(check: Callable[[], Verdict]) -> Verdict:
     state = random.getstate(), torch.get_rng_state()
     try:
-        outcome = _outcome(check)
+        verdict = _outcome(check)
     finally:
         random.setstate(state[0])
         torch.set_rng_state(state[1])
-    if outcome.get("not_answered"):
+    if verdict is None:
         raise NotImplementedError("the function still raises NotImplementedError")
-    return Verdict(bool(outcome["correct"]), str(outcome["message"]))
+    return verdict
 
 
 def _read(fd: int, deadline: float) -> bytes | None:

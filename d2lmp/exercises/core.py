@@ -19,12 +19,12 @@ from typing import Any
 
 from d2lmp.source_code import source_of
 
-__all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "CHECK_LIMIT_S", "number_checker", "choice_checker",
+__all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "CHECK_TIMEOUT_S", "number_checker", "choice_checker",
            "function_checker", "run_checker"]
 
 # How long one check may take (``Exercise.time_limit``): a check that launches ranks waits up to 30 s for each
 # launch (``_code.RANK_TIMEOUT_S``), and a few launch more than once
-CHECK_LIMIT_S = 120.0
+CHECK_TIMEOUT_S = 120.0
 
 
 class _NotAnswered:
@@ -76,7 +76,7 @@ class Exercise:
     function: str = ""
     imports: str = ""
     given: Callable[..., Any] | None = None
-    time_limit: float = CHECK_LIMIT_S
+    time_limit: float = CHECK_TIMEOUT_S
 
     def hint(self) -> None:
         """Print the hint."""

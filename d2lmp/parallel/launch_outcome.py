@@ -11,7 +11,7 @@ until every result is in, a rank fails, or the timeout passes:
   Otherwise the cause is the earliest of the errors and the fatal-signal deaths (an abort inside gloo), each
   dated by the rank itself (the error's time stamp, the stack file that the dying rank wrote).
 * At the timeout the ranks still running are asked for their stacks; one that does not answer within
-  ``STACK_WAIT_S`` is named, with its state when the kernel says it is stopped.
+  ``STACK_TIMEOUT_S`` is named, with its state when the kernel says it is stopped.
 
 ``stop`` kills every rank's process group (the rank and what it started) and reaps the ranks.
 """
@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import time
+from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from typing import Any, Literal, cast
 
@@ -31,17 +32,17 @@ import torch
 from d2lmp.parallel import lifetime as _lifetime
 from d2lmp.parallel import stacks as _stacks
 
-__all__ = ["Failure", "WorkerError", "REPORT_MARGIN_S", "STACK_WAIT_S", "GRACE_S", "report_path", "collect",
-           "stop"]
+__all__ = ["Failure", "WorkerError", "REPORT_MARGIN_S", "STACK_TIMEOUT_S", "JUDGE_AFTER_S", "report_path",
+           "collect", "stop"]
 
 # How a launch failed: a rank raised, a rank exited with a non-zero code or was killed by a signal without
 # reporting an error, or ranks were still running at the timeout (a hang).
 Failure = Literal["raised", "exited", "killed", "timeout"]
-GRACE_S = 0.5  # after the first failure, how long the peers' echoes and deaths are awaited before judging
-STACK_WAIT_S = 2.0  # how long ranks asked for their stacks may take to write them
+JUDGE_AFTER_S = 0.5  # after the first failure, how long the peers' echoes and deaths are awaited before judging
+STACK_TIMEOUT_S = 2.0  # how long ranks asked for their stacks may take to write them
 # launch returns or raises within its timeout plus this: the stacks' wait, the grace, stopping the ranks
-REPORT_MARGIN_S = STACK_WAIT_S + GRACE_S + 2.5
-_POLL_S = 0.05
+REPORT_MARGIN_S = STACK_TIMEOUT_S + JUDGE_AFTER_S + 2.5
+_POLL_AFTER_S = 0.05
 _FATAL = (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)  # faulthandler writes
 
 
@@ -83,7 +84,7 @@ def collect(procs: list[BaseProcess], folder: str, timeout: float) -> list[Any]:
             raise _failure(procs, folder)
         if time.monotonic() > deadline:
             raise _timeout(procs, folder, timeout, [r for r in range(world) if not done[r]])
-        time.sleep(_POLL_S)
+        time.sleep(_POLL_AFTER_S)
 
 
 def stop(procs: list[BaseProcess]) -> None:
@@ -97,7 +98,7 @@ def stop(procs: list[BaseProcess]) -> None:
 
 
 def _failure(procs: list[BaseProcess], folder: str) -> WorkerError:
-    time.sleep(GRACE_S)  # the echoes of the first failure, and the peers it brings down, arrive meanwhile
+    time.sleep(JUDGE_AFTER_S)  # the echoes of the first failure, and the peers it brings down, arrive meanwhile
     world = len(procs)
     exits = [p.exitcode for p in procs]
     errors = {r: _read_error(folder, r) for r in range(world) if os.path.exists(report_path(folder, r, "error"))}
@@ -108,15 +109,15 @@ def _failure(procs: list[BaseProcess], folder: str) -> WorkerError:
     # earliest error or fatal-signal death, as the ranks themselves dated them.
     chosen = [r for r, code in silent.items() if -code not in _FATAL]
     if not chosen:
-        dated = {r: float(e.get("time", 0.0)) for r, e in errors.items()}
+        dated = {r: e.time for r, e in errors.items()}
         dated |= {r: _mtime(report_path(folder, r, "stack")) for r in silent}
         chosen = sorted(dated, key=lambda r: (dated[r], r))
     rank = chosen[0]
     others = sorted(r for r in set(errors) | set(silent) if r != rank)
     note = f" (rank(s) {others} failed after it)" if others else ""
     if rank in errors:
-        return WorkerError(rank, f"raised {errors[rank].get('summary', '?')}{note}",
-                           str(errors[rank].get("traceback", "")), stacks, kind="raised")
+        return WorkerError(rank, f"raised {errors[rank].summary}{note}", errors[rank].traceback, stacks,
+                           kind="raised")
     code = silent[rank]
     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
     return WorkerError(rank, f"died without reporting an error ({how}){note}", stacks=stacks,
@@ -126,14 +127,14 @@ def _failure(procs: list[BaseProcess], folder: str) -> WorkerError:
 def _timeout(procs: list[BaseProcess], folder: str, timeout: float, missing: list[int]) -> WorkerError:
     running = {r: report_path(folder, r, "stack") for r, p in enumerate(procs) if p.exitcode is None}
     _stacks.request(cast(int, procs[r].pid) for r in running)  # started, so each has a pid
-    stacks = _stacks.collect(running, wait=STACK_WAIT_S)
+    stacks = _stacks.collect(running, wait=STACK_TIMEOUT_S)
     silent = [r for r in running if r not in stacks]
     states = {r: _lifetime.process_state(cast(int, procs[r].pid)) for r in silent}
     stopped = [r for r in silent if states[r] in ("T", "t")]
     text = (f"rank(s) {missing} did not finish within the {timeout:g} s timeout "
             "(a hang: often a collective that some rank never joined)")
     if silent:
-        text += (f"; rank(s) {silent} did not answer the request for their stacks within {STACK_WAIT_S:g} s"
+        text += (f"; rank(s) {silent} did not answer the request for their stacks within {STACK_TIMEOUT_S:g} s"
                  + (f" (rank(s) {stopped} stopped, as by SIGSTOP)" if stopped else ""))
     return WorkerError(None, text, stacks=stacks, kind="timeout")
 
@@ -147,13 +148,22 @@ def _every_stack(procs: list[BaseProcess], folder: str) -> dict[int, str]:
     return _stacks.collect(written, wait=1.0)
 
 
-def _read_error(folder: str, rank: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Error:
+    """A rank's report of its exception: the exception in one line, its traceback, when (the rank's clock)."""
+
+    summary: str
+    traceback: str
+    time: float
+
+
+def _read_error(folder: str, rank: int) -> _Error:
     try:
         with open(report_path(folder, rank, "error"), encoding="utf-8") as f:
             report = json.load(f)
-        return report if isinstance(report, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        return _Error(str(report["summary"]), str(report["traceback"]), float(report["time"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return _Error("(its report could not be read)", "", 0.0)
 
 
 def _mtime(path: str) -> float:

@@ -9,9 +9,10 @@ ties prevent that:
   whole group at once, and ``launch`` stops every rank that way.
 * On Linux it asks the kernel (``prctl(PR_SET_PDEATHSIG, SIGTERM)``) to signal the rank when the thread that
   started it ends; the rank answers SIGTERM by killing its own group (SIGKILL).
-* A watchdog thread polls ``os.getppid()`` every ``POLL_S`` seconds and does the same when the parent is gone
-  (the rank is re-parented): this covers systems without ``prctl``, and a rank whose main thread is blocked in
-  C code (a collective), where a Python signal handler waits for it to return. Both need the rank not stopped.
+* A watchdog thread polls ``os.getppid()`` every ``CHECK_PARENT_AFTER_S`` seconds and does the same when the
+  parent is gone (the rank is re-parented): this covers systems without ``prctl``, and a rank whose main thread is
+  blocked in C code (a collective), where a Python signal handler waits for it to return. Both need the rank not
+  stopped.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import threading
 import time
 from types import FrameType
 
-__all__ = ["POLL_S", "PR_SET_PDEATHSIG", "tie_to_parent", "end_group", "process_state"]
+__all__ = ["CHECK_PARENT_AFTER_S", "PR_SET_PDEATHSIG", "tie_to_parent", "end_group", "process_state"]
 
-POLL_S = 0.2  # the watchdog's period: a rank outlives its parent by at most about this long
+CHECK_PARENT_AFTER_S = 0.2  # the watchdog's period: a rank outlives its parent by at most about this long
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -74,5 +75,5 @@ def _end_own_group(signum: int, frame: FrameType | None) -> None:
 
 def _watch(parent: int) -> None:
     while os.getppid() == parent:
-        time.sleep(POLL_S)
+        time.sleep(CHECK_PARENT_AFTER_S)
     end_group(os.getpid())
