@@ -79,6 +79,7 @@ def test_hanging_rank_ends_at_the_timeout(tmp_path):
     with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout") as info:
         launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
     assert info.value.kind == "timeout" and info.value.rank is None
+    assert set(info.value.stacks) == {0, 1}, "the default group timeout outlasts launch's: both ranks still wait"
     assert time.monotonic() - start < 12
     _assert_all_gone(tmp_path, 2)
 

@@ -92,9 +92,10 @@ def stop(procs: list[BaseProcess]) -> None:
     for p in procs:
         if p.pid is not None:
             _lifetime.end_group(p.pid, include_pid=p.exitcode is None)  # a reaped pid may belong to another
+    deadline = time.monotonic() + 1.0  # SIGKILL is not refused: only a process in the kernel (D state) takes longer
     for p in procs:
         if p.pid is not None:
-            p.join(1.0)
+            p.join(max(0.0, deadline - time.monotonic()))
 
 
 def _failure(procs: list[BaseProcess], folder: str) -> WorkerError:
