@@ -100,6 +100,13 @@ def test_the_stub_is_still_not_answered(capsys):
     assert "not answered yet" in capsys.readouterr().out
 
 
+def test_a_number_is_checked_here_with_every_thread():
+    """A number's check may time this machine (float64_ratio does), which a forked child could do on one thread."""
+    threads = torch.get_num_threads()
+    ex = Exercise("threads", 1, "q", "h", "s", checker=lambda answer: Verdict(torch.get_num_threads() == answer, ""))
+    assert ex.check(threads).correct
+
+
 def test_without_fork_an_exit_is_a_verdict_and_the_random_state_comes_back(monkeypatch):
     monkeypatch.setattr(B, "can_fork", lambda: False)
     assert "raised SystemExit" in B.bounded(lambda: _exits(0)).message

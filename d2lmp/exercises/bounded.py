@@ -9,8 +9,9 @@ everything it started are killed (``parallel.lifetime``), and the verdict says s
 state, threads and modules are never touched: the child had copies.
 
 Where fork cannot serve (no ``fork`` on the system, or CUDA already initialised here, which a forked child
-cannot use), the check runs in this process: an exception of any kind from the answer is still a verdict,
-and the random state (Python's and torch's) is restored afterwards, but nothing bounds its time.
+cannot use), and for answers that are not code (a number, a choice), the check runs in this process: an
+exception of any kind from the answer is still a verdict, and the random state (Python's and torch's) is
+restored afterwards, but nothing bounds its time.
 """
 
 from __future__ import annotations
@@ -37,11 +38,14 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and not torch.cuda.is_initialized()
 
 
-def bounded(check: Callable[[], Verdict], limit: float = CHECK_TIMEOUT_S) -> Verdict:
-    """``check()``'s verdict, from a forked child given ``limit`` seconds; NotImplementedError when unanswered."""
+def bounded(check: Callable[[], Verdict], limit: float = CHECK_TIMEOUT_S, fork: bool = True) -> Verdict:
+    """``check()``'s verdict, from a forked child given ``limit`` seconds; NotImplementedError when unanswered.
+
+    ``fork=False`` runs it here (guarded, not bounded): for an answer that is not code, whose check may time
+    this machine with all its threads, which a forked child cannot use."""
     if limit <= 0:
         raise ValueError(f"limit must be positive, got {limit}")
-    if not can_fork():
+    if not (fork and can_fork()):
         return _in_process(check)
     read, write = os.pipe()
     parent = os.getpid()

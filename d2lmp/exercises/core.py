@@ -60,7 +60,7 @@ class Exercise:
     answers with a fragment of the message each must get. A code exercise names the function the
     student writes in ``function`` ("my_all_gather(tensor)"), with any ``imports`` its cell needs; a
     find-the-bug exercise also has ``given``, the buggy function its cell shows under that name.
-    ``check`` runs the checker within ``time_limit`` seconds, in a process of its own (``bounded``).
+    ``check`` runs the checker of a function within ``time_limit`` seconds, in a process of its own (``bounded``).
     """
 
     key: str
@@ -95,7 +95,7 @@ class Exercise:
 
         checker = self.checker
         try:
-            verdict = bounded(lambda: checker(answer), self.time_limit)
+            verdict = bounded(lambda: checker(answer), self.time_limit, fork=callable(answer))
         except NotImplementedError:
             print(f"Exercise {self.number} is not answered yet: your function still raises NotImplementedError.")
             return None
