@@ -42,7 +42,7 @@ JUDGE_AFTER_S = 0.5  # after the first failure, how long the peers' echoes and d
 STACK_TIMEOUT_S = 2.0  # how long ranks asked for their stacks may take to write them
 # launch returns or raises within its timeout plus this: the stacks' wait, the grace, stopping the ranks
 REPORT_MARGIN_S = STACK_TIMEOUT_S + JUDGE_AFTER_S + 2.5
-_POLL_AFTER_S = 0.05
+_POLL_AFTER_S = 0.02  # how often the files and exit statuses are looked at
 _FATAL = (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)  # faulthandler writes
 
 
