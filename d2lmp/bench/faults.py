@@ -5,8 +5,8 @@ joins a barrier, then the victim rank does one of ``FAULTS`` while its peers run
 
 * ``raise``: it raises; ``exit``: it calls ``os._exit(3)``; ``sigkill``: it is SIGKILLed during the
   all-reduces; ``sigstop``: it stops itself (SIGSTOP) and never answers;
-* ``skip``: it skips the all-reduces and goes on to the closing barrier; ``shape``: it all-reduces a tensor of
-  another size than its peers'.
+* ``skip``: it skips the all-reduces and goes on to the closing barrier; ``shape``, ``dtype``: it all-reduces
+  a tensor of another size, or another dtype, than its peers'.
 
 A run records how long ``launch`` took against its timeout plus ``launch.REPORT_MARGIN_S``, what it reported,
 whether that names the victim the way the fault allows (``named_right``), how many of the ranks and their
@@ -33,7 +33,7 @@ from d2lmp.parallel.lifetime import process_state
 
 __all__ = ["FAULTS", "Run", "faulty", "one_run", "campaign"]
 
-FAULTS = ("raise", "exit", "sigkill", "sigstop", "skip", "shape")
+FAULTS = ("raise", "exit", "sigkill", "sigstop", "skip", "shape", "dtype")
 ROUNDS = 200  # the peers' all-reduces: long enough that the SIGKILL lands during them
 ELEMENTS = 1 << 14
 ORPHAN_TIMEOUT_S = 1.0  # after launch returns, how long its ranks and their children may take to be gone
@@ -80,6 +80,8 @@ def faulty(rank: int, world: int, fault: str, victim: int, folder: str) -> int:
             return rank
         if fault == "shape":
             dist.all_reduce(torch.ones(ELEMENTS + 1))
+        if fault == "dtype":
+            dist.all_reduce(torch.ones(ELEMENTS, dtype=torch.float64))
     for _ in range(ROUNDS):
         dist.all_reduce(torch.ones(ELEMENTS))
     if fault == "sigkill" and rank == victim:
@@ -101,7 +103,7 @@ def _named_right(fault: str, world: int, victim: int, err: WorkerError | None) -
         return err.kind == kind and err.rank == victim
     if fault == "sigstop":
         return err.kind == "timeout" and f"rank(s) [{victim}] did not answer" in str(err)
-    # a skipped collective or a mismatched shape: a hang with every rank's stack, or the rank gloo stopped
+    # a skipped collective, a mismatched shape or dtype: a hang with every rank's stack, or the rank gloo stopped
     return set(err.stacks) == set(range(world)) if err.kind == "timeout" else err.rank is not None
 
 

@@ -1,7 +1,8 @@
 """``d2lmp bench faults``: a campaign of random faults on real ranks, and whether ``launch`` reported each one right.
 
 Each run is one launch of 2-4 gloo ranks with one fault on one rank (``d2lmp.bench.faults``: a raise, an
-``os._exit``, a SIGKILL during all-reduces, a SIGSTOP past the timeout, a skipped collective, a mismatched shape).
+``os._exit``, a SIGKILL during all-reduces, a SIGSTOP past the timeout, a skipped collective, a mismatched shape
+or dtype).
 The table counts, per fault, the runs, the longest report, the reports that name the wrong rank or none, the
 processes left alive, and the plain launches right after that failed; the goals want every count at 0."""
 
