@@ -72,3 +72,55 @@ def collectives_in_small_segments(rank, world, segment_elements):
     RM.BATCHED_BACKENDS = ("nccl", "gloo")  # NCCL's posting, which gloo's point-to-point calls also run
     results["one batch per step"] = check_collectives(rank, world, sizes=(16, 29, 1001))
     return results
+
+
+def exits_in_a_collective(rank, world, folder, how):
+    """The last rank ends while the others wait in an all-reduce: the peers see "Connection closed by peer"."""
+    import sys
+    import threading
+
+    note_pid(folder)
+    dist.barrier()
+    if rank == world - 1:
+        if how == "os._exit":
+            os._exit(3)
+        elif how == "thread":  # a C library's exit() from a thread of its own ends the whole process
+            threading.Thread(target=os._exit, args=(4,)).start()
+            time.sleep(60)
+        elif how == "sys.exit":
+            sys.exit(5)
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
+    dist.all_reduce(torch.ones(4))
+    return rank
+
+
+class _SignalWhilePickled:
+    """A result whose pickling sends its own rank a signal: the rank dies or stops halfway through its report."""
+
+    def __init__(self, sig):
+        self.sig = sig
+
+    def __reduce__(self):
+        os.kill(os.getpid(), self.sig)
+        time.sleep(5)
+        return (int, (0,))
+
+
+def dies_while_sending(rank, world, folder, sig):
+    """The last rank returns a large tensor and then an object whose pickling signals the rank (SIGKILL, SIGSTOP)."""
+    note_pid(folder)
+    if rank == world - 1:
+        return [torch.zeros(1 << 18), _SignalWhilePickled(sig)]
+    return rank
+
+
+def starts_a_child_and_waits(rank, world, folder):
+    """Each rank starts a process of its own (sleep), notes both pids, and waits."""
+    import subprocess
+
+    note_pid(folder)
+    child = subprocess.Popen(["sleep", "120"])
+    Path(folder, f"{child.pid}.pid").write_text(str(child.pid))
+    time.sleep(120)
+    return rank

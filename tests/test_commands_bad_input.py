@@ -58,6 +58,8 @@ CASES = [
     (["bench", "all-to-all", "--worlds", "100"], 2, f"--worlds must be at most {CAP}"),
     (["bench", "all-to-all", "--worlds", "1"], 2, "--worlds must be at least 2, got 1"),
     (["bench", "scale", "--planner", "yes"], 2, "unrecognized arguments: yes"),
+    (["bench", "faults", "--worlds", "5"], 2, "--worlds must be at most 4 (the campaign's faults need at most 4"),
+    (["bench", "faults", "--runs", "0"], 2, "--runs must be positive, got 0"),
     (["bench", "scale-bridge", "--model", "huge"], 2, "unknown preset 'huge'"),
     (["plan", "--model", "175B"], 2, "the following arguments are required: --gpus, --global-batch"),
     (["plan", "--model", "175B", "--gpus", "1024", "--global-batch", "0"], 2, "--global-batch must be positive"),

@@ -79,6 +79,7 @@ def test_hanging_rank_ends_at_the_timeout(tmp_path):
     with pytest.raises(WorkerError, match=r"rank\(s\) \[0\] did not finish within the 2 s timeout") as info:
         launch(W.rank_0_hangs, 2, str(tmp_path), timeout=2)
     assert info.value.kind == "timeout" and info.value.rank is None
+    assert set(info.value.stacks) == {0, 1}, "the default group timeout outlasts launch's: both ranks still wait"
     assert time.monotonic() - start < 12
     _assert_all_gone(tmp_path, 2)
 
@@ -165,3 +166,109 @@ def test_forked_rank_survives_a_parent_that_used_openmp():
     a = torch.randn(1024, 1024)
     a @ a  # the parent's OpenMP pool is now busy-initialised
     assert len(launch(_multithreaded_matmul, 1, timeout=30)) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Faults: launch returns within its timeout plus REPORT_MARGIN_S, names the rank that failed, leaves nothing behind
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is gone, only not yet reaped by its parent
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("how, message, kind", [
+    ("os._exit", r"rank 1: died without reporting an error \(exit code 3\)", "exited"),
+    ("thread", r"rank 1: died without reporting an error \(exit code 4\)", "exited"),
+    ("SIGKILL", r"rank 1: died without reporting an error \(killed by signal 9\)", "killed"),
+    ("sys.exit", r"rank 1: raised SystemExit: 5", "raised"),
+])
+def test_the_rank_that_ended_is_named_not_the_peer_that_saw_it_go(tmp_path, how, message, kind):
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=message) as info:
+        launch(W.exits_in_a_collective, 2, str(tmp_path), how, timeout=60)
+    assert info.value.kind == kind and info.value.rank == 1
+    assert time.monotonic() - start < 15, "reported within seconds, not at the timeout"
+    _assert_all_gone(tmp_path, 2)
+
+
+def test_a_rank_killed_while_its_result_is_written_is_named(tmp_path):
+    import signal
+
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"rank 1: died without reporting an error \(killed by signal 9\)"):
+        launch(W.dies_while_sending, 2, str(tmp_path), signal.SIGKILL, timeout=30)
+    assert time.monotonic() - start < 15
+    _assert_all_gone(tmp_path, 2)
+
+
+def test_a_rank_stopped_while_its_result_is_written_is_named_at_the_timeout(tmp_path):
+    import signal
+
+    from d2lmp.parallel.launch import REPORT_MARGIN_S
+
+    timeout = 1.0
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"rank\(s\) \[1\] did not finish") as info:
+        launch(W.dies_while_sending, 2, str(tmp_path), signal.SIGSTOP, timeout=timeout)
+    assert time.monotonic() - start < timeout + REPORT_MARGIN_S
+    assert info.value.kind == "timeout"
+    assert "rank(s) [1] did not answer the request for their stacks" in str(info.value)
+    assert "rank(s) [1] stopped, as by SIGSTOP" in str(info.value)
+    _assert_all_gone(tmp_path, 2)
+
+
+def test_ranks_and_what_they_started_die_with_their_caller(tmp_path):
+    """A caller SIGKILLed mid-launch (a notebook kernel restarted) leaves no rank and no rank's child behind."""
+    import signal
+
+    caller = os.fork()
+    if caller == 0:  # the caller: launch ranks that each start a process, and wait
+        try:
+            launch(W.starts_a_child_and_waits, 2, str(tmp_path), timeout=60)
+        finally:
+            os._exit(0)
+    try:
+        deadline = time.monotonic() + 20
+        while len(list(tmp_path.glob("*.pid"))) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
+        assert len(pids) == 4, "two ranks and their two children noted their pids"
+    finally:
+        os.kill(caller, signal.SIGKILL)
+        os.waitpid(caller, 0)
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pids if _alive(pid)], "every rank and every rank's child ended with the caller"
+
+
+@pytest.mark.parametrize("env, applies", [
+    ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}, True),  # torchrun --standalone: every rank here
+    ({"WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}, False),  # two nodes: gloo must reach the other one
+    ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "eth1"}, True),  # the user's choice stays
+])
+def test_torchrun_ranks_on_one_machine_use_loopback(env, applies):
+    from d2lmp.parallel.launch import LOOPBACK_INTERFACE, loopback_on_one_machine
+
+    chosen = env.get("GLOO_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    assert loopback_on_one_machine(env) == applies
+    assert env.get("GLOO_SOCKET_IFNAME") == (chosen if applies else None)
+    assert env.get("NCCL_SOCKET_IFNAME") == (LOOPBACK_INTERFACE if applies else None)
+
+
+def test_bench_faults_runs_the_campaign_and_prints_its_goals(capsys):
+    from d2lmp.commands.main import main
+
+    assert main(["bench", "faults", "--runs", "1", "--worlds", "2", "--seed", "1"]) == 0  # seed 1: an os._exit
+    out = capsys.readouterr().out
+    import re
+
+    assert re.search(r"^exit +1 ", out, re.M) and "died without reporting an error (exit code 3)" in out, out
+    for what in ("launches past their timeout + margin", "reports naming the wrong rank or none",
+                 "processes left alive (ranks and their children)", "plain launches that failed right after a fault"):
+        assert f"goal: {what} <= 0: 0 of 1 runs (met)" in out, out

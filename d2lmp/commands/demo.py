@@ -43,7 +43,7 @@ from d2lmp.checks.ranks import (
 from d2lmp.commands import resilient
 from d2lmp.commands.options import OneLineParser
 from d2lmp.model.vocabulary import GRID, Axis, demo_name
-from d2lmp.parallel.launch import exit_after_torchrun, run_from_env
+from d2lmp.parallel.launch import exit_after_torchrun, loopback_on_one_machine, run_from_env
 
 __all__ = ["PROG", "Strategy", "STRATEGIES", "select", "run_checks", "report", "tell_torchrun", "main"]
 
@@ -194,6 +194,8 @@ def tell_torchrun(message: str, env: Mapping[str, str]) -> None:
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Run the strategies named in ``argv`` on this rank; return the exit status (0, 1: a mismatch, 2: bad input)."""
+    if env is None:  # a real run: on one machine the ranks' sockets stay on loopback, resilient's too
+        loopback_on_one_machine(os.environ)
     env = os.environ if env is None else env
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["resilient"]:  # its own options: --steps, --checkpoint-every, --kill-rank, --kill-step, --dir

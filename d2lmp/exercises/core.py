@@ -19,8 +19,12 @@ from typing import Any
 
 from d2lmp.source_code import source_of
 
-__all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "number_checker", "choice_checker", "function_checker",
-           "run_checker"]
+__all__ = ["Verdict", "Exercise", "NOT_ANSWERED", "CHECK_TIMEOUT_S", "number_checker", "choice_checker",
+           "function_checker", "run_checker"]
+
+# How long one check may take (``Exercise.time_limit``): a check that launches ranks waits up to 30 s for each
+# launch (``_code.RANK_TIMEOUT_S``), and a few launch more than once
+CHECK_TIMEOUT_S = 120.0
 
 
 class _NotAnswered:
@@ -56,6 +60,7 @@ class Exercise:
     answers with a fragment of the message each must get. A code exercise names the function the
     student writes in ``function`` ("my_all_gather(tensor)"), with any ``imports`` its cell needs; a
     find-the-bug exercise also has ``given``, the buggy function its cell shows under that name.
+    ``check`` runs the checker of a function within ``time_limit`` seconds, in a process of its own (``bounded``).
     """
 
     key: str
@@ -71,6 +76,7 @@ class Exercise:
     function: str = ""
     imports: str = ""
     given: Callable[..., Any] | None = None
+    time_limit: float = CHECK_TIMEOUT_S
 
     def hint(self) -> None:
         """Print the hint."""
@@ -85,8 +91,11 @@ class Exercise:
         if answer is NOT_ANSWERED or answer is Ellipsis:
             print(f"Exercise {self.number} is not answered yet. {self.how_to_answer}".rstrip())
             return None
+        from d2lmp.exercises.bounded import bounded  # it builds on this module
+
+        checker = self.checker
         try:
-            verdict = self.checker(answer)
+            verdict = bounded(lambda: checker(answer), self.time_limit, fork=callable(answer))
         except NotImplementedError:
             print(f"Exercise {self.number} is not answered yet: your function still raises NotImplementedError.")
             return None
@@ -182,7 +191,7 @@ def run_checker(run: Callable[[Callable[..., Any]], list[tuple[str, Any, Any]]],
             raise
         except explained as err:
             return Verdict(False, str(err))
-        except Exception as err:  # the student's code raised: say where
+        except BaseException as err:  # noqa: BLE001 - the student's code raised (even SystemExit): say where
             if any(isinstance(e, NotImplementedError) for e in _causes(err)):
                 raise NotImplementedError from err
             return Verdict(False, f"your function raised {type(err).__name__}: {_first_line(err)}")

@@ -19,61 +19,47 @@ Nothing outside this machine can reach a rank.
 Hangs. Each rank arms ``stacks.arm`` before it joins the group, so when ranks are still running at the
 timeout, ``launch`` asks each for its Python stack (faulthandler, on SIGUSR1) and the error names the
 line where every rank waits; a rank that dies of a fatal signal leaves its stack the same way.
+
+Faults. Ranks report through files, never a pipe that a dying rank could leave half written, and the
+parent judges which rank failed from the reports and the exit statuses (``launch_outcome``); ranks die
+with their caller, and what they start dies with them (``lifetime``).
 """
 
 from __future__ import annotations
 
-import io
+import json
 import multiprocessing as mp
 import os
-import queue
 import shutil
 import socket
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from datetime import timedelta
 from multiprocessing.process import BaseProcess
-from multiprocessing.queues import Queue
-from typing import Any, Literal, TypeVar, cast
+from typing import IO, Any, TypeVar
 
 import torch
 import torch.distributed as dist
 from torch.distributed import TCPStore
 
+from d2lmp.parallel import launch_outcome as _report
+from d2lmp.parallel import lifetime as _lifetime
 from d2lmp.parallel import stacks as _stacks
+from d2lmp.parallel.launch_outcome import REPORT_MARGIN_S, Failure, WorkerError
 
-__all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "Failure", "WorkerError", "loopback_listener",
-           "choose_backend", "choose_start_method", "threads_per_rank", "rank_device", "launch", "run_from_env",
-           "exit_after_torchrun", "rendezvous"]
+__all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "GROUP_TIMEOUT_LEAD_S", "REPORT_MARGIN_S", "Failure",
+           "WorkerError", "loopback_listener", "choose_backend", "choose_start_method", "loopback_on_one_machine",
+           "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun", "rendezvous"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
 LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"
 T = TypeVar("T")
-# How a launch failed: a rank raised, a rank exited with a non-zero code or was killed by a signal without
-# reporting an error, or ranks were still running at the timeout (a hang).
-Failure = Literal["raised", "exited", "killed", "timeout"]
-
-
-class WorkerError(RuntimeError):
-    """A rank failed: raised an exception, died, or did not finish in time (``kind`` says which)."""
-
-    def __init__(self, rank: int | None, message: str, remote_traceback: str = "",
-                 stacks: dict[int, str] | None = None, *, kind: Failure) -> None:
-        self.rank = rank
-        self.kind: Failure = kind
-        self.remote_traceback = remote_traceback
-        self.stacks = dict(stacks or {})  # rank -> faulthandler's report of that rank's Python stack
-        text = message if rank is None else f"rank {rank}: {message}"
-        if remote_traceback:
-            text += "\n\n--- traceback from the worker ---\n" + remote_traceback
-        if self.stacks:
-            text += ("\n\n--- where each rank was (Python stacks, innermost call first) ---\n"
-                     + _stacks.format_stacks(self.stacks))
-        super().__init__(text)
+# launch's default group timeout outlasts its own by this much, so that launch's timeout reports a hang first
+GROUP_TIMEOUT_LEAD_S = 30.0
 
 
 def loopback_listener() -> socket.socket:
@@ -146,10 +132,26 @@ def rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: flo
     return TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
 
 
+def _deliver(folder: str, rank: int, what: str, write: Callable[[IO[bytes]], object]) -> None:
+    """Write a rank's report under a temporary name, then rename it: the parent sees all of it or nothing."""
+    final = _report.report_path(folder, rank, what)
+    with open(final + ".part", "wb") as f:
+        write(f)
+    os.replace(final + ".part", final)
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException:  # noqa: BLE001 - an exception whose str() fails is still reported
+        return type(exc).__name__
+
+
 def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[Any, ...], backend: str,
-            listener: socket.socket, timeout: float, threads: int, results: Queue[Any], stack_path: str,
-            group_timeout: float) -> None:
-    stack_file = _stacks.arm(stack_path)  # noqa: F841 - kept open: the rank's stack is written there on request
+            listener: socket.socket, threads: int, folder: str, group_timeout: float, parent: int) -> None:
+    _lifetime.tie_to_parent(parent)  # this rank, and what it starts, ends when the caller does
+    # kept open: the rank's stack is written there on request
+    stack_file = _stacks.arm(_report.report_path(folder, rank, "stack"))  # noqa: F841
     port = listener.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
@@ -163,19 +165,17 @@ def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[A
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank)
-        store = rendezvous(rank, world_size, listener, timeout)
+        store = rendezvous(rank, world_size, listener, group_timeout)
         # device_id binds the NCCL communicator to this rank's GPU (no guessing from the rank)
         dist.init_process_group(backend, store=store, rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=group_timeout),
                                 device_id=torch.device("cuda", rank) if backend == "nccl" else None)
         result = fn(rank, world_size, *args)
-        buffer = io.BytesIO()
-        torch.save(result, buffer)  # by value: the parent may read it after this process is gone
-        results.put(("ok", rank, buffer.getvalue()))
+        # by value, in a file: the parent reads it whole, even after this process is gone
+        _deliver(folder, rank, "result", lambda f: torch.save(result, f))
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
-        results.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc(), time.time()))
-        results.close()
-        results.join_thread()  # flush the message before leaving
+        report = {"summary": _describe(exc), "traceback": traceback.format_exc(), "time": time.time()}
+        _deliver(folder, rank, "error", lambda f: f.write(json.dumps(report).encode()))
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)  # skip interpreter teardown, which can block on a broken process group
@@ -184,8 +184,6 @@ def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[A
         dist.destroy_process_group()
     except Exception:  # a peer failed after this rank finished: the parent reports that peer
         pass
-    results.close()
-    results.join_thread()  # the result has left this process
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown, where torch's C++ threads can abort (see exit_after_torchrun)
@@ -195,15 +193,16 @@ def launch(fn: Callable[..., T], world_size: int, *args: Any, backend: str = "au
            timeout: float = 120.0, threads: int | None = None, group_timeout: float | None = None) -> list[T]:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` ranks; return the results in rank order.
 
-    A rank that raises makes ``launch`` raise ``WorkerError`` with that rank's traceback
-    as soon as it arrives; a rank that dies without one (killed, segfault) is reported
-    the same way; ranks still running after ``timeout`` seconds are stopped and reported.
-    In every case all ranks are stopped before ``launch`` returns or raises.
-    Ranks still running at the timeout are asked for their Python stacks first, and the error shows
-    where each one waits (``WorkerError.stacks``). ``timeout`` also bounds ``init_process_group`` and
-    every collective, unless ``group_timeout`` sets the group's own limit: a longer one keeps the
-    ranks blocked, so that ``launch``'s timeout finds them where they hang. ``threads`` is each rank's compute
-    thread count: forked ranks always use one (see below); spawned ranks default to
+    ``launch`` returns or raises within ``timeout`` + ``REPORT_MARGIN_S`` seconds, whatever the ranks do. A rank
+    that raises makes it raise ``WorkerError`` with that rank's traceback as soon as it arrives; a rank that
+    dies without one (an exit code, a signal) is named as the cause, before any peer whose error is an echo
+    ("Connection closed by peer"); ranks still running after ``timeout`` are reported with their Python stacks
+    (``WorkerError.stacks``) and the error names any rank that did not answer (a stopped one, say). Every rank,
+    and every process a rank started, is stopped before ``launch`` returns or raises, and ends if the caller
+    dies (``lifetime``). ``group_timeout`` bounds ``init_process_group`` and every collective; by default it is
+    ``timeout + GROUP_TIMEOUT_LEAD_S``, so that ``launch``'s own timeout comes first and finds the ranks where they
+    hang, instead of a rank's timeout error blaming whichever rank timed out first. ``threads`` is each rank's
+    compute thread count: forked ranks always use one (see below); spawned ranks default to
     usable cores / world size, at least 1.
 
     Why one thread after fork: the parent's OpenMP thread pool does not survive ``fork``,
@@ -230,123 +229,43 @@ def launch(fn: Callable[..., T], world_size: int, *args: Any, backend: str = "au
                              "forked ranks run one thread each (use start_method='spawn' for more)")
         threads = 1
     ctx = mp.get_context("fork") if method == "fork" else mp.get_context("spawn")
-    results: Queue[Any] = ctx.Queue()
     # The parent binds and listens before any rank starts, so the port is held throughout, and
     # hands every rank the socket itself: a forked rank inherits it, a spawned rank receives it
     # through multiprocessing (which passes a socket argument to the child as an open descriptor).
     listener = loopback_listener()
     threads = threads or threads_per_rank(world_size)
-    stack_dir = tempfile.mkdtemp(prefix="d2lmp-stacks-")
-    stack_paths = {r: os.path.join(stack_dir, f"rank{r}.txt") for r in range(world_size)}
+    folder = tempfile.mkdtemp(prefix="d2lmp-launch-")  # each rank's result, error and stack, one file each
+    group = group_timeout or timeout + GROUP_TIMEOUT_LEAD_S
     procs: list[BaseProcess] = [
-        ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, timeout, threads, results,
-                                          stack_paths[r], group_timeout or timeout),
+        ctx.Process(target=_worker, args=(r, world_size, fn, args, backend, listener, threads, folder, group,
+                                          os.getpid()),
                     daemon=True, name=f"d2lmp-rank{r}") for r in range(world_size)]
     try:
         for p in procs:
             p.start()
         listener.close()  # the ranks hold their own copies now; rank 0 serves on its copy
-        return _collect(procs, results, world_size, timeout, stack_paths)
+        return _report.collect(procs, folder, timeout)
     finally:
         listener.close()
-        _stop(procs)
-        results.close()
-        results.join_thread()
-        shutil.rmtree(stack_dir, ignore_errors=True)
+        _report.stop(procs)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _collect(procs: list[BaseProcess], results: Queue[Any], world_size: int, timeout: float,
-             stack_paths: dict[int, str]) -> list[Any]:
-    outputs: dict[int, object] = {}
-    deadline = time.monotonic() + timeout
-    dead_since: dict[int, float] = {}
-    while len(outputs) < world_size:
-        try:
-            message = results.get(timeout=0.05)
-        except queue.Empty:
-            message = None
-        if message is not None:
-            if message[0] == "error":
-                error = _first_error(message, results)
-                raise _killed_rank(procs, {error.rank}, stack_paths) or error
-            _, rank, payload = message
-            outputs[rank] = torch.load(io.BytesIO(payload), weights_only=False)
-            continue
-        now = time.monotonic()
-        for rank, p in enumerate(procs):
-            if rank in outputs or p.exitcode is None:
-                continue
-            # Exited without a result: allow a moment for a message still in the pipe.
-            if now - dead_since.setdefault(rank, now) > 1.0:
-                how = f"killed by signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
-                raise WorkerError(rank, f"died without reporting an error ({how})",
-                                  stacks=_every_stack(procs, stack_paths),
-                                  kind="killed" if p.exitcode < 0 else "exited")
-        if now > deadline:
-            missing = [r for r in range(world_size) if r not in outputs]
-            running = {r: stack_paths[r] for r, p in enumerate(procs) if p.exitcode is None}
-            _stacks.request(cast(int, procs[r].pid) for r in running)  # started, so each has a pid
-            raise WorkerError(None, f"rank(s) {missing} did not finish within the {timeout:g} s timeout "
-                                    "(a hang: often a collective that some rank never joined)",
-                              stacks=_stacks.collect(running), kind="timeout")
-    return [outputs[r] for r in range(world_size)]
-
-
-def _first_error(message: tuple[Any, ...], results: Queue[Any], grace: float = 0.5) -> WorkerError:
-    """The earliest of the errors that arrive within ``grace`` seconds.
-
-    When one rank fails, its peers often fail a moment later inside a collective
-    ("connection closed"); the earliest error is the cause, the others are echoes.
-    """
-    errors = [message]
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            m = results.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            break
-        if m[0] == "error":
-            errors.append(m)
-    _, rank, summary, remote_tb, _ = min(errors, key=lambda m: m[4])
-    others = sorted(m[1] for m in errors if m[1] != rank)
-    note = f" (rank(s) {others} failed after it)" if others else ""
-    return WorkerError(rank, f"raised {summary}{note}", remote_tb, kind="raised")
-
-
-def _killed_rank(procs: list[BaseProcess], reported: set[int | None],
-                 stack_paths: dict[int, str]) -> WorkerError | None:
-    """A rank that died by a signal without reporting: the cause, not an echo, of its peers' errors."""
-    for rank, p in enumerate(procs):
-        if rank not in reported and p.exitcode is not None and p.exitcode < 0:
-            return WorkerError(rank, f"died without reporting an error (killed by signal {-p.exitcode})",
-                               stacks=_every_stack(procs, stack_paths), kind="killed")
-    return None
-
-
-def _every_stack(procs: list[BaseProcess], stack_paths: dict[int, str]) -> dict[int, str]:
-    """The stacks of the ranks still running (asked for now) and of any that died of a fatal signal."""
-    running = [r for r, p in enumerate(procs) if p.exitcode is None]
-    _stacks.request(cast(int, procs[r].pid) for r in running)  # started, so each has a pid
-    written = {r: path for r, path in stack_paths.items() if r in running or os.path.getsize(path) > 0}
-    return _stacks.collect(written, wait=1.0)
-
-
-def _stop(procs: list[BaseProcess]) -> None:
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + 5
-    for p in procs:
-        if p.pid is None:
-            continue
-        p.join(max(0.0, deadline - time.monotonic()))
-        if p.is_alive():
-            p.kill()
-            p.join(1)
+def loopback_on_one_machine(env: MutableMapping[str, str]) -> bool:
+    """Under torchrun with every rank on this machine (``LOCAL_WORLD_SIZE`` = ``WORLD_SIZE``), have gloo and NCCL
+    use the loopback interface, as ``launch`` does, unless the user chose one; True when it applies."""
+    if "WORLD_SIZE" not in env or env.get("LOCAL_WORLD_SIZE") != env["WORLD_SIZE"]:
+        return False
+    env.setdefault("GLOO_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    env.setdefault("NCCL_SOCKET_IFNAME", LOOPBACK_INTERFACE)
+    return True
 
 
 def run_from_env(fn: Callable[..., T], *args: Any) -> tuple[int, int, T]:
-    """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``."""
+    """Run a worker under ``torchrun``: join the group from the environment, call ``fn(rank, world, *args)``.
+
+    On one machine the ranks' own sockets stay on loopback (``loopback_on_one_machine``)."""
+    loopback_on_one_machine(os.environ)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
     backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > local else "gloo"

@@ -34,6 +34,7 @@ BENCHMARKS = (
     "all_to_all",
     "scale",
     "scale_bridge",
+    "faults",
 )
 
 
