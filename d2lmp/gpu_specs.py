@@ -176,15 +176,16 @@ class SMLayout:
     def levels(self) -> tuple[MemoryLevel, ...]:
         """Registers, L1/shared memory, L2 and device memory, from the fastest and smallest to the largest.
 
-        The per-SM levels are summed over all SMs; the L2 is read as MiB and device memory as 10⁹ bytes
-        (the vendor's units are not always explicit; the figure is about orders of magnitude).
+        The per-SM levels are summed over all SMs; the L2 is read as MiB and device memory as GiB: NVIDIA's "GB"
+        of HBM is a binary unit (an H100's five 16 GB stacks are 16 GiB each; notebook 04 reads an H200's "141 GB"
+        from NVML as 140.4 GiB).
         """
         return (MemoryLevel("registers", f"{self.register_file_kb_per_sm} KB in each SM",
                             self.sms * self.register_file_kb_per_sm * 1024.0),
                 MemoryLevel("L1 / shared memory", f"{self.l1_shared_kb_per_sm} KB in each SM",
                             self.sms * self.l1_shared_kb_per_sm * 1024.0),
                 MemoryLevel("L2 cache", "one, shared by all SMs", self.l2_mb * 2.0**20),
-                MemoryLevel(f"device memory ({self.memory_type})", "beside the chip", self.memory_gb * 1e9))
+                MemoryLevel(f"device memory ({self.memory_type})", "beside the chip", self.memory_gb * 2.0**30))
 
 
 SM_LAYOUTS: tuple[SMLayout, ...] = (
