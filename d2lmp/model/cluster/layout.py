@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
-from d2lmp.model.vocabulary import ClusterLink, Recompute, ZeroStage
+from d2lmp.model.vocabulary import (
+    ATTENTION_KERNELS,
+    MATMUL_PRECISIONS,
+    AttentionKernel,
+    ClusterLink,
+    MatmulPrecision,
+    Recompute,
+    ZeroStage,
+)
 
 __all__ = ["Plan", "Layout", "check_plan", "group_link"]
 
@@ -29,7 +37,9 @@ class Plan:
     forward); ``interleave`` virtual pipeline stages per GPU (1: plain 1F1B). ``dp_overlap``: the once-a-step
     gradient reduction overlaps the last micro-batch's backward (bucketed DDP), not run after it (Megatron's
     2021 "local" DDP). ``scatter_gather``: pipeline messages cross the network split over the tensor-parallel
-    ranks and are gathered over NVLink (Narayanan et al. 2021, §4.1).
+    ranks and are gathered over NVLink (Narayanan et al. 2021, §4.1). ``attention``: "materialised" (the s×s
+    scores kept, as Megatron-LM's 2021 kernels did) or "flash" (a fused kernel: no s×s tensor, the backward
+    recomputes the scores; Dao et al. 2022). ``precision``: the linear layers' matrix products in "bf16" or "fp8".
     """
 
     tp: int = 1
@@ -44,6 +54,8 @@ class Plan:
     interleave: int = 1
     dp_overlap: bool = True
     scatter_gather: bool = True
+    attention: AttentionKernel = "materialised"
+    precision: MatmulPrecision = "bf16"
 
     @property
     def gpus(self) -> int:
@@ -52,8 +64,9 @@ class Plan:
     def describe(self) -> str:
         """A short label: 'tp8 pp8 dp16 cp1 mb1 full v1 zero0'."""
         sp = " sp" if self.sequence_parallel else ""
+        extra = (" flash" if self.attention == "flash" else "") + (" fp8" if self.precision == "fp8" else "")
         return (f"tp{self.tp} pp{self.pp} dp{self.dp} cp{self.cp} mb{self.micro_batch} {self.recompute}{sp} "
-                f"v{self.interleave} zero{self.zero}")
+                f"v{self.interleave} zero{self.zero}{extra}")
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,10 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
         raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {plan.zero!r}")
     if plan.recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}, got {plan.recompute!r}")
+    if plan.attention not in ATTENTION_KERNELS:
+        raise ValueError(f"attention must be one of {ATTENTION_KERNELS}, got {plan.attention!r}")
+    if plan.precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"precision must be one of {MATMUL_PRECISIONS}, got {plan.precision!r}")
     if model.heads % plan.tp:
         raise ValueError(f"heads ({model.heads}) are not divisible by tp ({plan.tp})")
     if model.kv_head_count % plan.tp:

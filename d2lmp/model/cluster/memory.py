@@ -27,10 +27,10 @@ from d2lmp.model.transformer_stage_memory import (
     output_activation_bytes,
     pipeline_layers_in_flight,
 )
-from d2lmp.model.vocabulary import PipelineStage, Recompute
+from d2lmp.model.vocabulary import AttentionKernel, PipelineStage, Recompute
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
-           "layer_activation_bytes",
+           "layer_activation_bytes", "kept", "whole_layer",
            "stage_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes", "memory_per_gpu"]
 
 OPTIMIZER = "adam_mixed"  # the row of training_state.OPTIMIZERS the runs train with (Rajbhandari et al. 2020, §3.1)
@@ -81,6 +81,18 @@ def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequen
     return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
 
 
+def whole_layer(attention: AttentionKernel) -> Recompute:
+    """What a block's forward writes before any recomputation drops it: every tensor Korthikanti et al. count
+    (``"none"``), except the s×s scores, softmax and dropout a fused attention kernel never writes (as
+    ``"selective"`` drops them: the kernel keeps the query, key, value and output, and two statistics a row)."""
+    return "selective" if attention == "flash" else "none"
+
+
+def kept(recompute: Recompute, attention: AttentionKernel) -> Recompute:
+    """The activations a block keeps for its backward: those of ``recompute``, never the s×s tensors under flash."""
+    return whole_layer(attention) if recompute == "none" else recompute
+
+
 def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
     """Parameters on one GPU of the ``"first"`` or ``"last"`` pipeline stage (the same stage when ``pp`` is 1)."""
     t, h = plan.tp, model.hidden
@@ -106,7 +118,7 @@ def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage
     rank = 0 if stage == "first" else plan.pp - 1
     t, b, sp, c = plan.tp, plan.micro_batch, plan.sequence_parallel, plan.cp
     layers = pipeline_layers_in_flight(model.layers, plan.pp, plan.interleave, layout.microbatches, rank)
-    total = layers * layer_activation_bytes(model, b, t, sp, plan.recompute)
+    total = layers * layer_activation_bytes(model, b, t, sp, kept(plan.recompute, plan.attention))
     if rank == 0:
         total += embedding_activation_bytes(model, b, t, sp, min(plan.pp, layout.microbatches))
     if rank == plan.pp - 1:
@@ -115,13 +127,12 @@ def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage
 
 
 def buffer_bytes(model: Transformer, plan: Plan, rest: float) -> float:
-    """The stated allowance: a recomputed layer's rematerialised activations, ZeRO-3's gathered matrices, the
-    fixed ``ALLOWANCE_BYTES`` and ``FRAGMENTATION`` of ``rest`` (everything else)."""
+    """The stated allowance: a recomputed layer's rematerialised activations (a fused attention kernel's
+    backward holds one tile of scores, not an s×s tensor), ZeRO-3's gathered matrices, the fixed
+    ``ALLOWANCE_BYTES`` and ``FRAGMENTATION`` of ``rest`` (everything else)."""
     t, b, sp = plan.tp, plan.micro_batch, plan.sequence_parallel
-    working = 0.0
-    if plan.recompute != "none":
-        working = (layer_activation_bytes(model, b, t, sp, "none")
-                   - layer_activation_bytes(model, b, t, sp, plan.recompute)) / plan.cp
+    working = (layer_activation_bytes(model, b, t, sp, whole_layer(plan.attention))
+               - layer_activation_bytes(model, b, t, sp, kept(plan.recompute, plan.attention))) / plan.cp
     if plan.zero == 3:
         largest = max(model.hidden * (model.hidden + 2 * model.kv_hidden), model.hidden * model.ffn_size)
         working += 2 * 2 * largest / t  # the 16-bit matrix in use and the one prefetched

@@ -23,7 +23,7 @@ from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
-from d2lmp.model.vocabulary import Recompute, ZeroStage
+from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
 __all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
 
@@ -127,8 +127,10 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
         _divisors(model.layers // base.pp, MAX_INTERLEAVE) if base.pp > 1 else [1])
     zeros = [z for z in zero if base.dp > 1 or z == 0]
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
+    # a fused attention kernel keeps no scores: selective recomputation would change nothing
+    recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
     return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z)
-            for b in micro for r in recompute for sp in sps for v in stages for z in zeros]
+            for b in micro for r in recomputes for sp in sps for v in stages for z in zeros]
 
 
 def _why_slower(candidate: Candidate, winner: Candidate) -> str:
@@ -205,11 +207,13 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
          cp: Sequence[int] | None = None, zero: Sequence[ZeroStage] = ZERO_STAGES,
          micro_batch: Sequence[int] | None = None, recompute: Sequence[Recompute] = RECOMPUTE,
          sequence_parallel: Sequence[bool] = (False, True), interleave: Sequence[int] | None = None,
-         dp_overlap: bool = True) -> PlanReport:
+         dp_overlap: bool = True, attention: AttentionKernel = "flash",
+         precision: MatmulPrecision = "bf16") -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
     The keyword arguments restrict the search (e.g. ``zero=(0,)``, ``recompute=("full",)``,
-    ``sequence_parallel=(False,)`` for the techniques of 2021).
+    ``sequence_parallel=(False,)``, ``attention="materialised"`` for the techniques of 2021); ``attention`` and
+    ``precision`` are the run's kernels, the same for every configuration.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
@@ -219,7 +223,8 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             error = f"the global batch ({global_batch}) does not split over dp = {d}"
             families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
-        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap)
+        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
+                    precision=precision)
         members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
     ranked = sorted((cand for f in families for cand in f.fitting),

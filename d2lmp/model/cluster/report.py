@@ -114,7 +114,7 @@ def planner_checks(efficiency: Efficiency = FITTED, runs: tuple[PublishedRun, ..
         cluster = cluster_of(run)
         report = plan(run.model, cluster, run.plan.global_batch, efficiency=efficiency, zero=(run.plan.zero,),
                       recompute=(run.plan.recompute,), sequence_parallel=(run.plan.sequence_parallel,),
-                      cp=(run.plan.cp,), dp_overlap=run.plan.dp_overlap)
+                      cp=(run.plan.cp,), dp_overlap=run.plan.dp_overlap, attention=run.plan.attention)
         assert report.best is not None
         out.append(PlannerCheck(run, report.rank_of(run.plan), report.best,
                                 predict(run.model, cluster, run.plan, efficiency), len(report.ranked)))

@@ -4,7 +4,9 @@ Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at 
 16-bit peak, its other operations ``memory_passes`` × its saved-activation bytes at HBM bandwidth, and
 its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's all-gathers
 and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same messages;
-recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). Context
+recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused attention
+kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the
+scores, softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
 parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be.
 The pipeline (Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble
 of ``(p−1)/v`` micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism
@@ -26,10 +28,10 @@ from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters
+from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters, whole_layer
 from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
-from d2lmp.model.vocabulary import ClusterLink, PipelineStage
+from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, PipelineStage
 
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
            "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
@@ -104,12 +106,14 @@ def memory_bound_seconds(activation_bytes: float, cluster: Cluster, efficiency: 
 
 
 @lru_cache(maxsize=8192)
-def _layer(model: Transformer, b: int, t: int, c: int, sp: bool) -> tuple[float, float, float, float, float]:
-    """One block, one micro-batch, one GPU: (forward FLOPs, attention-core FLOPs, activation bytes without
-    recomputation, attention-score bytes, key/value bytes a context-parallel rank passes on)."""
+def _layer(model: Transformer, b: int, t: int, c: int, sp: bool,
+           attention: AttentionKernel) -> tuple[float, float, float, float, float]:
+    """One block, one micro-batch, one GPU: (forward FLOPs, attention-core FLOPs, bytes the forward writes
+    (``memory.whole_layer``: no s×s tensor under a fused kernel), attention-score bytes (0 under a fused kernel),
+    key/value bytes a context-parallel rank passes on)."""
     flops = layer_forward_flops(model, b) / (t * c)
     core = attention_core_flops(model, b) / (t * c)
-    saved = layer_activation_bytes(model, b, t, sp, "none") / c
+    saved = layer_activation_bytes(model, b, t, sp, whole_layer(attention)) / c
     scores = saved - layer_activation_bytes(model, b, t, sp, "selective") / c
     return flops, core, saved, scores, kv_chunk_bytes(model, b, t, c)
 
@@ -133,7 +137,7 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
                stage: PipelineStage) -> StageCost:
     """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
     t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
-    flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel)
+    flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel, plan.attention)
     tp_bw = link_bytes_per_s(cluster, layout.tp_link, efficiency)
     tp_message = activation_message_bytes(model, b, c)
     tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
@@ -146,6 +150,8 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     if plan.recompute == "full":
         for name in forward:
             backward[name] += forward[name]
+    if plan.attention == "flash":  # the fused kernel's backward recomputes the scores, tile by tile, on chip
+        backward["compute"] += n * core_s
     elif plan.recompute == "selective":
         backward["compute"] += n * core_s
         backward["memory_bound"] += n * memory_bound_seconds(scores, cluster, efficiency)
