@@ -37,3 +37,33 @@ def test_full_recomputation_with_a_fused_kernel_rematerialises_no_scores():
 def test_an_unknown_attention_kernel_is_an_error():
     with pytest.raises(ValueError, match="attention must be one of"):
         predict(SMALL, ONE, Plan(global_batch=1, attention="tiled"))  # type: ignore[arg-type]
+
+
+def test_each_gpu_generation_computes_at_its_measured_matmul_rate():
+    """A block's products run at ``gemm`` × the largest matmul measured on that GPU: 271.2 TFLOP/s on an A100,
+    794.5 on an H100 (BF16) and 1,402.6 in FP8 (Bekman's table), not at one fraction of every peak."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.hardware import gpu_preset
+    from d2lmp.model.cluster.steptime import matmul_seconds
+
+    assert gpu_preset("A100-80GB").matmul_flops() == pytest.approx(271.2e12)
+    assert gpu_preset("H100-SXM").matmul_flops() == pytest.approx(794.5e12)
+    assert gpu_preset("H100-SXM").matmul_flops("fp8") == pytest.approx(1402.6e12)
+    h100 = Cluster(gpu="H100-SXM", gpus=1)
+    assert matmul_seconds(1e15, h100, FITTED) == pytest.approx(1e15 / (794.5e12 * FITTED.gemm))
+    assert matmul_seconds(1e15, h100, FITTED, "fp8") == pytest.approx(1e15 / (1402.6e12 * FITTED.gemm))
+    with pytest.raises(ValueError, match="no FP8"):
+        gpu_preset("A100-80GB").matmul_flops("fp8")
+
+
+def test_fp8_speeds_the_linear_layers_only():
+    """FP8 moves the linear layers' products to the FP8 rate; the attention core and the logits stay in 16 bits."""
+    from d2lmp.model import transformer_accounting as ta
+    from d2lmp.model.cluster.efficiency import FITTED
+
+    h100 = Cluster(gpu="H100-SXM", gpus=1)
+    bf16 = predict(SMALL, h100, Plan(micro_batch=1, global_batch=1, attention="flash"))
+    fp8 = predict(SMALL, h100, Plan(micro_batch=1, global_batch=1, attention="flash", precision="fp8"))
+    linear = 3 * 2 * (ta.layer_forward_flops(SMALL, 1) - ta.attention_core_flops(SMALL, 1))  # fwd + bwd, 2 blocks
+    saved = linear / (794.5e12 * FITTED.gemm) - linear / (1402.6e12 * FITTED.gemm)
+    assert bf16.parts["compute"] - fp8.parts["compute"] == pytest.approx(saved)

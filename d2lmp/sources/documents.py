@@ -16,6 +16,12 @@ _NVLINK = "https://www.nvidia.com/en-us/data-center/nvlink/"
 _S = Source
 DOCUMENTS: tuple[Source, ...] = (
     # Code
+    _S("bekman2024mlengineering", "Bekman, S.", "Machine Learning Engineering Open Book",
+       "GitHub repository stas00/ml-engineering", "n.d.", "https://github.com/stas00/ml-engineering",
+       "compute/accelerator/README.md, \"Maximum Achievable Matmul FLOPS comparison table\": the best mean BF16 "
+       "(and FP8 e4m3) matmul TFLOPS found by a search over shapes, against the dense peak: A100 SXM 271.2 of 312 "
+       "(86.9 %), H100 SXM 794.5 of 989 (80.3 %, \"H200 is the same\"); FP8: H100 SXM 1402.6 of 1979 (70.9 %), "
+       "H200 SXM 1453.4 of 1979 (73.4 %)."),
     _S("krizhevsky_cuda_convnet", "Krizhevsky, A.",
        "cuda-convnet: High-performance C++/CUDA implementation of convolutional neural networks",
        "Google Code project (archived)", 2011, "https://code.google.com/archive/p/cuda-convnet/",

@@ -1,22 +1,22 @@
 """The seconds of one training step, term by term: matrix products, memory-bound operations, and each message.
 
-Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at ``gemm`` × the dense
-16-bit peak, its other operations ``memory_passes`` × its saved-activation bytes at HBM bandwidth, and
-its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's all-gathers
-and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same messages;
-recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused attention
-kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the
-scores, softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
-parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be.
-The pipeline (Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble
-of ``(p−1)/v`` micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism
-reduces the gradients once a step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a
-micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and recomputed forward.
-Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
-reduce-scatter, at the bus bandwidth of the link the group crosses, plus the link's α per ring step
-(the preset's ``latency_s``: ``hardware.LinkRate``); a send takes α plus its bytes at the link's send rate (its
-bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s, as in the
-layer-table model.
+Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at ``gemm`` × the rate of the largest
+matmul measured on that GPU (``GPUPreset.matmul_flops``; the linear layers' in FP8 where the plan says so, the
+attention core and the logits in 16 bits), its other operations ``memory_passes`` × its saved-activation bytes at HBM
+bandwidth, and its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's
+all-gathers and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same
+messages; recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused attention
+kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the scores,
+softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
+parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be. The pipeline
+(Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble of ``(p−1)/v``
+micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism reduces the gradients once a
+step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the
+weights for every forward, backward and recomputed forward. Collectives are rings: ``2(n−1)/n`` of the bytes for an
+all-reduce, ``(n−1)/n`` for an all-gather or reduce-scatter, at the bus bandwidth of the link the group crosses, plus
+the link's α per ring step (the preset's ``latency_s``: ``hardware.LinkRate``); a send takes α plus its bytes at the
+link's send rate (its bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s,
+as in the layer-table model.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from d2lmp.model.cluster.layout import Layout, Plan
 from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters, whole_layer
 from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
-from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, PipelineStage
+from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision, PipelineStage
 
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
            "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
@@ -94,9 +94,10 @@ def p2p_seconds(nbytes: float, bandwidth: float) -> float:
     return _link(bandwidth).p2p_seconds(nbytes)
 
 
-def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency) -> float:
-    """Matrix products at ``gemm`` × the dense 16-bit peak."""
-    return compute_seconds(flops, cluster.preset.peak_flops * efficiency.gemm)
+def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency,
+                   precision: MatmulPrecision = "bf16") -> float:
+    """Matrix products at ``gemm`` × the largest matmul's measured rate in ``precision`` (``matmul_flops``)."""
+    return compute_seconds(flops, cluster.preset.matmul_flops(precision) * efficiency.gemm)
 
 
 def memory_bound_seconds(activation_bytes: float, cluster: Cluster, efficiency: Efficiency) -> float:
@@ -142,8 +143,9 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     tp_message = activation_message_bytes(model, b, c)
     tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
     ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
-    core_s = matmul_seconds(core, cluster, efficiency)
-    mm, mem = matmul_seconds(flops, cluster, efficiency), memory_bound_seconds(saved, cluster, efficiency)
+    core_s = matmul_seconds(core, cluster, efficiency)  # the attention core stays in 16 bits, as the logits do
+    mm = core_s + matmul_seconds(flops - core, cluster, efficiency, plan.precision)
+    mem = memory_bound_seconds(saved, cluster, efficiency)
     forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * max(0.0, ring - core_s)}
     backward = {"compute": 2 * n * mm, "memory_bound": 2 * n * mem, "tp": n * tp_pair,
                 "cp": n * max(0.0, 2 * ring - 2 * core_s)}
