@@ -12,6 +12,7 @@ from d2lmp.model.cluster.run_record import RunRecord
 __all__ = ["SOURCES", "records"]
 
 SOURCES: tuple[str, ...] = (
+    "llm_foundry",
 )
 
 
