@@ -42,6 +42,13 @@ DOCUMENTS: tuple[Source, ...] = (
        2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
        "Tables of the section Results: MFU, HFU and throughput of 216 PyTorch FSDP runs of MPT 125M-70B on 8-512 "
        "A100 40/80 GB and H100 GPUs, BF16 and FP8; section MFU: the FLOPs counted (6N per token plus attention)."),
+    _S("torchtitan_benchmarks", "PyTorch Contributors",
+       "torchtitan benchmarks: Llama 3.1 on H100 and H200", "GitHub repository pytorch/torchtitan, benchmarks/",
+       "n.d.", "https://github.com/pytorch/torchtitan/tree/main/benchmarks",
+       "`benchmarks/llama3_h100_202412_torchtitan.md` Tables 1-6: tokens/s per GPU and peak memory of Llama 3.1 8B, "
+       "70B and 405B on 8-512 H100s (96 GB HBM2e, 500 W) with FSDP, TP, PP, CP and Float8; "
+       "`benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`: vanilla and async TP, BF16 and Float8; "
+       "`benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md`: 8B on 32 and 64 H200s."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",

@@ -13,6 +13,7 @@ __all__ = ["SOURCES", "records"]
 
 SOURCES: tuple[str, ...] = (
     "llm_foundry",
+    "torchtitan",
 )
 
 
