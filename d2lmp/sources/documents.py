@@ -42,7 +42,7 @@ DOCUMENTS: tuple[Source, ...] = (
        2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
        "Tables of the section Results: MFU, HFU and throughput of 216 PyTorch FSDP runs of MPT 125M-70B on 8-512 "
        "A100 40/80 GB and H100 GPUs, BF16 and FP8; section MFU: the FLOPs counted (6N per token plus attention)."),
-    _S("torchtitan_benchmarks", "PyTorch Contributors",
+    _S("torchtitan_benchmarks", "torchtitan Contributors",
        "torchtitan benchmarks: Llama 3.1 on H100 and H200", "GitHub repository pytorch/torchtitan, benchmarks/",
        "n.d.", "https://github.com/pytorch/torchtitan/tree/main/benchmarks",
        "`benchmarks/llama3_h100_202412_torchtitan.md` Tables 1-6: tokens/s per GPU and peak memory of Llama 3.1 8B, "

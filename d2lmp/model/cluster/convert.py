@@ -25,7 +25,7 @@ __all__ = ["Converted", "convert", "published_tokens_per_s"]
 
 @dataclass(frozen=True)
 class Converted:
-    """A record in the model's terms (``model``, ``cluster``, ``plan``), or ``reason``: why the model cannot judge it."""
+    """A record in the model's terms (``model``, ``cluster``, ``plan``), or ``reason``: why it cannot be judged."""
 
     record: RunRecord
     model: Transformer | None = None

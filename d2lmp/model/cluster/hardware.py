@@ -25,7 +25,7 @@ from d2lmp.model.vocabulary import MatmulPrecision
 from d2lmp.topology import NVLINK, NVLINK_SOURCES
 
 __all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "LinkRate", "latency_of",
-           "p2p_rate_of", "FP8_PEAK_TFLOPS", "MAMF_TFLOPS", "MAMF_SOURCE"]
+           "p2p_rate_of", "FP8_PEAK_TFLOPS", "MAMF_TFLOPS", "MAMF_SOURCE", "FLASH_FRACTION", "FLASH_SOURCE"]
 
 # Dense FP8 tensor peaks, TFLOP/s (none before Hopper): the Hopper whitepaper's Table 3 (H100 SXM5, FP8 with FP32
 # accumulate, 1,978.9 dense) and the H200 page (3,958 with 2:4 sparsity, half of it dense).
@@ -37,6 +37,11 @@ MAMF_TFLOPS: dict[str, tuple[float, float | None]] = {
     "A100 SXM4 40GB": (271.2, None), "A100 SXM4 80GB": (271.2, None), "H100 SXM5": (794.5, 1402.6),
     "H200 SXM": (794.5, 1453.4)}
 MAMF_SOURCE = ("bekman2024mlengineering",)
+# The fraction of the 16-bit peak a fused attention kernel (FlashAttention-2, the kernel of the 2023-2024 runs)
+# reaches at best: 73 % on an A100 (Dao 2023, abstract: "50-73 %"), 35 % on an H100 (Shah et al. 2024, abstract).
+# A V100 takes the A100's, an assumption.
+FLASH_FRACTION: dict[str, float] = {"Ampere": 0.73, "Hopper": 0.35}
+FLASH_SOURCE = ("dao2023flashattention2", "shah2024flashattention3")
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,8 @@ class GPUPreset:
 
     ``gemm_fraction`` and ``fp8_gemm_fraction``: the fractions of the 16-bit and FP8 peaks (``fp8_peak_tflops``,
     None before Hopper) that the fastest large matmul measured on this GPU reaches (``MAMF_TFLOPS``); 1 for a
-    measured preset, whose rate is already the achieved one.
+    measured preset, whose rate is already the achieved one. ``flash_fraction``: the fraction of the 16-bit peak a
+    fused attention kernel reaches on this GPU (``FLASH_FRACTION``).
 
     ``latency_s`` is α, the seconds per message (a ring step or a send) on either link. A measured preset sets its
     own; the GPU presets keep the default, 10 µs: an assumption, not a sourced figure, with which the efficiencies
@@ -76,6 +82,7 @@ class GPUPreset:
     gemm_fraction: float = 1.0
     fp8_peak_tflops: float | None = None
     fp8_gemm_fraction: float | None = None
+    flash_fraction: float = 1.0
 
     @property
     def peak_flops(self) -> float:
@@ -92,6 +99,11 @@ class GPUPreset:
                 raise ValueError(f"{self.name} has no FP8 tensor cores (FP8 needs Hopper or newer)")
             return self.fp8_peak_tflops * 1e12 * self.fp8_gemm_fraction
         return self.peak_flops * self.gemm_fraction
+
+    @property
+    def flash_flops(self) -> float:
+        """FLOP/s of a fused attention kernel's products at best: the peak × ``flash_fraction``."""
+        return self.peak_flops * self.flash_fraction
 
 
 def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: float, node: str,
@@ -117,10 +129,15 @@ def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: fl
     how += (f"; largest matmul measured: {fraction:.1%} of the 16-bit peak"
             + (f", {fp8_fraction:.1%} of {fp8_peak:g} FP8 TFLOPS" if fp8_fraction is not None else "")
             + ("" if measured == spec.name else " (the A100's fraction, assumed)"))
+    generation = spec.architecture.split()[0]
+    flash = FLASH_FRACTION.get(generation, FLASH_FRACTION["Ampere"])  # a V100: the A100's, assumed
+    how += f"; fused attention at best {flash:.0%} of the 16-bit peak"
     return GPUPreset(name, spec.name, spec.fp16_tensor_tflops,
                      spec.memory_gb if memory_gb is None else memory_gb, spec.bandwidth_gbs,
-                     float(links * per_link), network, gpus_per_node, node, source + MAMF_SOURCE, how,
-                     gemm_fraction=fraction, fp8_peak_tflops=fp8_peak, fp8_gemm_fraction=fp8_fraction)
+                     float(links * per_link), network, gpus_per_node, node,
+                     tuple(dict.fromkeys(source + MAMF_SOURCE + FLASH_SOURCE)), how,
+                     gemm_fraction=fraction, fp8_peak_tflops=fp8_peak, fp8_gemm_fraction=fp8_fraction,
+                     flash_fraction=flash)
 
 
 _DGX1 = ("nvidia_dgx1_v100_whitepaper",)

@@ -143,7 +143,8 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     tp_message = activation_message_bytes(model, b, c)
     tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
     ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
-    core_s = matmul_seconds(core, cluster, efficiency)  # the attention core stays in 16 bits, as the logits do
+    core_s = (compute_seconds(core, cluster.preset.flash_flops * efficiency.gemm) if plan.attention == "flash"
+              else matmul_seconds(core, cluster, efficiency))  # the attention core stays in 16 bits, as the logits
     mm = core_s + matmul_seconds(flops - core, cluster, efficiency, plan.precision)
     mem = memory_bound_seconds(saved, cluster, efficiency)
     forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * max(0.0, ring - core_s)}
