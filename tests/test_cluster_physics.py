@@ -67,3 +67,37 @@ def test_fp8_speeds_the_linear_layers_only():
     linear = 3 * 2 * (ta.layer_forward_flops(SMALL, 1) - ta.attention_core_flops(SMALL, 1))  # fwd + bwd, 2 blocks
     saved = linear / (794.5e12 * FITTED.gemm) - linear / (1402.6e12 * FITTED.gemm)
     assert bf16.parts["compute"] - fp8.parts["compute"] == pytest.approx(saved)
+
+
+def test_a_group_spanning_nodes_sends_over_as_many_nics_as_it_has_members_in_a_node():
+    """An H100 node has eight 400 Gb/s NICs, 50 GB/s per GPU. Data parallelism over 16 GPUs, eight a node, sends
+    over all eight: 8 × 50 × ``network`` GB/s (below NVLink's 450 × ``nvlink``); after tensor parallelism of 8, one
+    member a node sends over one NIC. Its all-reduce takes NCCL's tree between the two nodes: 2·7 + 2·1 = 16 α
+    steps, not a ring's 2·15."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.layout import check_plan
+    from d2lmp.model.cluster.steptime import all_reduce_bytes, group_all_reduce_seconds, group_bytes_per_s
+
+    h100 = Cluster(gpu="H100-SXM", gpus=16)
+    flat = check_plan(SMALL, h100, Plan(dp=16, global_batch=16))
+    assert (flat.dp_link, flat.dp_per_node) == ("network", 8)
+    wide = group_bytes_per_s(h100, flat.dp_link, flat.dp_per_node, FITTED)
+    assert wide == pytest.approx(8 * 50e9 * FITTED.network) and wide < 450e9 * FITTED.nvlink
+    after_tp = check_plan(SMALL, h100, Plan(tp=4, dp=4, global_batch=4))
+    assert (after_tp.dp_link, after_tp.dp_per_node) == ("network", 2)
+    assert group_bytes_per_s(h100, "network", 1, FITTED) == pytest.approx(50e9 * FITTED.network)
+    seconds = group_all_reduce_seconds(1e9, 16, wide, 8, "network")
+    assert seconds == pytest.approx(all_reduce_bytes(1e9, 16) / wide + 16 * 10e-6)
+
+
+def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucket():
+    """With a long backward, DDP's exposed reduction is the all-reduce of its last 25 MiB bucket."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.steptime import DDP_BUCKET_BYTES, group_all_reduce_seconds, group_bytes_per_s
+
+    big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
+    h100 = Cluster(gpu="H100-SXM", gpus=16)
+    prediction = predict(big, h100, Plan(dp=16, micro_batch=8, global_batch=128, attention="flash"))
+    bandwidth = group_bytes_per_s(h100, "network", 8, FITTED)
+    assert prediction.parts["dp"] == pytest.approx(group_all_reduce_seconds(DDP_BUCKET_BYTES, 16, bandwidth, 8,
+                                                                            "network"))

@@ -9,7 +9,9 @@ GPT3 = model_preset("175B").model
 A100 = Cluster(gpu="A100-80GB", gpus=1024)
 # Calibration rows where the published configuration is in the planner's top five or within 10 % of its best
 # (the planner limited to the paper's techniques). The others: see planner_checks' verdicts.
-PLANNER_AGREES = {"1.7B", "3.6B", "76.1B", "145.6B", "310.1B", "529.6B", "1008.0B"}
+# 145.6B left the set when a cross-node group came to use one NIC per member in a node: the planner's tp4 pp16 is
+# then 10.4 % faster than the published tp8 pp8.
+PLANNER_AGREES = {"1.7B", "3.6B", "76.1B", "310.1B", "529.6B", "1008.0B"}
 
 
 @pytest.fixture(scope="module")

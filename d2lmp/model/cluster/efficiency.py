@@ -49,7 +49,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 
 # Fitted by d2lmp.model.cluster.calibration.fit() on Table 1 of Narayanan et al. (2021); re-derived by
 # tests/test_scale_calibration.py.
-FITTED = Efficiency(gemm=0.824, memory_passes=2.654, nvlink=0.736, network=0.790)
+FITTED = Efficiency(gemm=0.824, memory_passes=2.653, nvlink=0.737, network=0.782)
 
 
 def describe(efficiency: Efficiency = FITTED) -> str:

@@ -1,17 +1,18 @@
 """GPU presets and the cluster a training run uses: peak, memory, NVLink and network per GPU, each sourced.
 
-A ``GPUPreset`` reads the sourced GPU table (``gpu_specs.NOTABLE_GPUS``) for the dense 16-bit tensor peak,
-the memory and its bandwidth, ``topology.NVLINK`` for the NVLink links, and adds the network per GPU of the
-node the GPU usually ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s;
-DGX A100, as in Selene, the cluster of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for
-its eight A100s; DGX H100 and H200 eight 400 Gb/s ConnectX-7 ports. Every figure keeps its bibliography keys
-(``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures.
-Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes.
-Every preset carries its per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were
-fitted with, unless measured) and may carry its own point-to-point rate (a CPU measured here does,
-``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``,
-which the step's formulas read as a ``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second
-preset type on purpose: one whole machine behind one link, at FP32 and NCCL's α (its docstring says why).
+A ``GPUPreset`` reads the sourced GPU table (``gpu_specs.NOTABLE_GPUS``) for the dense 16-bit tensor peak, the memory
+and its bandwidth, ``topology.NVLINK`` for the NVLink links, and adds the network per GPU of the node the GPU usually
+ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s; DGX A100, as in Selene, the
+cluster of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for its eight A100s; DGX H100 and H200
+eight 400 Gb/s ConnectX-7 ports. The network is those NICs, one per GPU (rails): a group with ``k`` members in a node
+sends across nodes over ``k`` of them (``steptime.group_bytes_per_s``). Every figure keeps its bibliography keys
+(``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures. Bandwidths are
+GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes. Every preset carries its
+per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were fitted with, unless measured)
+and may carry its own point-to-point rate (a CPU measured here does, ``model.cluster.cpu``); ``Cluster.link_rate``
+hands both to the step's formulas with the bandwidth, as a ``LinkRate``, which the step's formulas read as a
+``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second preset type on purpose: one whole machine
+behind one link, at FP32 and NCCL's α (its docstring says why).
 """
 
 from __future__ import annotations

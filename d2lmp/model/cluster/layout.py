@@ -25,7 +25,7 @@ from d2lmp.model.vocabulary import (
     ZeroStage,
 )
 
-__all__ = ["Plan", "Layout", "check_plan", "group_link"]
+__all__ = ["Plan", "Layout", "check_plan", "group_link", "members_per_node"]
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,9 @@ class Plan:
 
 @dataclass(frozen=True)
 class Layout:
-    """What a valid plan implies: micro-batches per step, layers per stage and per virtual stage, and the link
-    ("nvlink" or "network") that each group's messages cross."""
+    """What a valid plan implies: micro-batches per step, layers per stage and per virtual stage, the link
+    ("nvlink" or "network") that each group's messages cross, and how many members of a tensor- or data-parallel
+    group share a node (``tp_per_node``, ``dp_per_node``): a group spanning nodes sends over that many NICs."""
 
     microbatches: int
     layers_per_stage: int
@@ -81,6 +82,8 @@ class Layout:
     cp_link: ClusterLink
     dp_link: ClusterLink
     pp_link: ClusterLink
+    tp_per_node: int = 1
+    dp_per_node: int = 1
 
 
 def _positive(name: str, value: object) -> None:
@@ -93,6 +96,11 @@ def group_link(cluster: Cluster, stride: int, size: int) -> ClusterLink:
     if size == 1 or stride * size <= cluster.gpus_per_node:
         return "nvlink"
     return "network"
+
+
+def members_per_node(cluster: Cluster, stride: int, size: int) -> int:
+    """How many of a group's ``size`` ranks, ``stride`` ranks apart, share one node."""
+    return max(1, min(size, cluster.gpus_per_node // stride))
 
 
 def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
@@ -137,4 +145,5 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     return Layout(microbatches=microbatches, layers_per_stage=layers_per_stage,
                   layers_per_chunk=layers_per_stage // plan.interleave,
                   tp_link=group_link(cluster, 1, t), cp_link=group_link(cluster, t, c),
-                  dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp))
+                  dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp),
+                  tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d))

@@ -21,6 +21,7 @@ as in the layer-table model.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -33,11 +34,13 @@ from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
 from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision, PipelineStage
 
-__all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
-           "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
-           "memory_bound_seconds", "StageCost", "stage_cost", "bubble_seconds", "pipeline_p2p_seconds",
-           "data_parallel_seconds", "step_seconds"]
+__all__ = ["STEP_PARTS", "DDP_BUCKET_BYTES", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
+           "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
+           "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
+           "bubble_seconds", "pipeline_p2p_seconds", "data_parallel_seconds", "step_seconds"]
 
+# PyTorch DDP's default bucket, 25 MiB (bucket_cap_mb=25: PyTorch's DDP documentation; Li et al. 2020).
+DDP_BUCKET_BYTES = 25 * 2**20
 STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
 
@@ -48,6 +51,27 @@ def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency
     if link == "nvlink":
         return cluster.link_rate(cluster.nvlink_bytes_per_s, efficiency.nvlink)
     return cluster.link_rate(cluster.network_bytes_per_s, efficiency.network)
+
+
+def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency) -> float:
+    """Bus bandwidth per GPU of a collective over ``link`` whose group has ``per_node`` members in each node. Across
+    nodes NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's traffic
+    at once: ``per_node`` × the network per GPU, at most NVLink's rate, which the hops inside a node take."""
+    if link == "nvlink" or per_node == 1:
+        return link_bytes_per_s(cluster, link, efficiency)
+    nvlink = link_bytes_per_s(cluster, "nvlink", efficiency)
+    network = cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network)
+    return network if network < nvlink else nvlink
+
+
+def group_all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float, per_node: int, link: ClusterLink) -> float:
+    """An all-reduce over a group with ``per_node`` members a node: within a node a ring; across nodes NCCL's
+    tree (Jeaugey 2019), so the α steps are ``2(k−1) + 2⌈log₂ N⌉`` for ``N`` nodes of ``k`` members, not ``2(n−1)``."""
+    if link == "nvlink" or ranks <= per_node:
+        return all_reduce_seconds(nbytes, ranks, bandwidth)
+    nodes = ranks // per_node
+    steps = 2 * (per_node - 1) + 2 * math.ceil(math.log2(nodes))
+    return all_reduce_bytes(nbytes, ranks) / bandwidth + steps * latency_of(bandwidth)
 
 
 def all_reduce_bytes(nbytes: float, ranks: int) -> float:
@@ -139,9 +163,10 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
     t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
     flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel, plan.attention)
-    tp_bw = link_bytes_per_s(cluster, layout.tp_link, efficiency)
+    tp_bw = group_bytes_per_s(cluster, layout.tp_link, layout.tp_per_node, efficiency)
     tp_message = activation_message_bytes(model, b, c)
-    tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
+    tp_one = group_all_reduce_seconds(tp_message, t, tp_bw, layout.tp_per_node, layout.tp_link)
+    tp_pair = 2 * tp_one  # two all-reduces (or AG + RS pairs) per pass
     ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
     core_s = (compute_seconds(core, cluster.preset.flash_flops * efficiency.gemm) if plan.attention == "flash"
               else matmul_seconds(core, cluster, efficiency))  # the attention core stays in 16 bits, as the logits
@@ -160,7 +185,7 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
         backward["memory_bound"] += n * memory_bound_seconds(scores, cluster, efficiency)
     tokens = b * model.seq / c
     if stage == "first" or plan.pp == 1:  # the vocabulary-parallel embedding sums its partial lookups
-        forward["tp"] += all_reduce_seconds(tp_message, t, tp_bw)
+        forward["tp"] += tp_one
     if stage == "last" or plan.pp == 1:  # logits and the 32-bit cross-entropy, never recomputed
         logits = matmul_seconds(2 * tokens * model.hidden * model.vocab / t, cluster, efficiency)
         loss = memory_bound_seconds(4 * tokens * model.vocab / t, cluster, efficiency)
@@ -168,23 +193,33 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
         forward["memory_bound"] += loss
         backward["compute"] += 2 * logits
         backward["memory_bound"] += 2 * loss
-        backward["tp"] += all_reduce_seconds(tp_message, t, tp_bw)
+        backward["tp"] += tp_one
     return StageCost(forward, backward)
 
 
 def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
                           params: float, slowest: StageCost) -> tuple[float, float]:
-    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step."""
+    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step.
+
+    Overlapped reductions run in buckets behind the backward that produces them: what the backward cannot hide is
+    exposed, and never less than the last bucket (``DDP_BUCKET_BYTES``; ZeRO-3's one layer), which only starts
+    once the backward ends. ZeRO-3's gathers likewise hide behind a micro-batch's compute, but for the first."""
     d, m = plan.dp, layout.microbatches
     if d == 1:
         return 0.0, 0.0
-    bw = link_bytes_per_s(cluster, layout.dp_link, efficiency)
+    k, link = layout.dp_per_node, layout.dp_link
+    bw = group_bytes_per_s(cluster, link, k, efficiency)
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
     per_microbatch = slowest.total
     backward = sum(slowest.backward.values())
+
+    def all_reduce(nbytes: float) -> float:
+        return group_all_reduce_seconds(nbytes, d, bw, k, link)
+
     if plan.zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes) per step
-        once = all_reduce_seconds(grads, d, bw)
-        return (max(0.0, once - backward) if plan.dp_overlap else once), 0.0
+        once = all_reduce(grads)
+        last = all_reduce(min(grads, DDP_BUCKET_BYTES))
+        return (max(once - backward, last) if plan.dp_overlap else once), 0.0
     reduce = gather_seconds(grads, d, bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
     if plan.zero == 2:
         gather_back = gather_seconds(grads, d, bw)
@@ -192,8 +227,9 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
         return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
     passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
     layers = layout.layers_per_stage
-    gathers = passes * (gather_seconds(grads / layers, d, bw) * layers)  # one bucketed gather per layer and pass
-    exposed = max(0.0, reduce + gathers - per_microbatch)
+    one_layer = gather_seconds(grads / layers, d, bw)  # one bucketed gather (or reduce-scatter) per layer and pass
+    gathers = passes * one_layer * layers
+    exposed = max(reduce + gathers - per_microbatch, 2 * one_layer)  # the first gather, the last reduce-scatter
     return 0.0, m * exposed
 
 
