@@ -93,7 +93,8 @@ def test_a_group_spanning_nodes_sends_over_as_many_nics_as_it_has_members_in_a_n
 def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucket():
     """With a long backward, DDP's exposed reduction is the all-reduce of its last 25 MiB bucket."""
     from d2lmp.model.cluster.efficiency import FITTED
-    from d2lmp.model.cluster.steptime import DDP_BUCKET_BYTES, group_all_reduce_seconds, group_bytes_per_s
+    from d2lmp.model.cluster.steptime import group_all_reduce_seconds, group_bytes_per_s
+    from d2lmp.model.dp_model import DDP_BUCKET_BYTES
 
     big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
     h100 = Cluster(gpu="H100-SXM", gpus=16)

@@ -30,17 +30,16 @@ from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
 from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters, whole_layer
+from d2lmp.model.dp_model import DDP_BUCKET_BYTES
 from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
 from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision, PipelineStage
 
-__all__ = ["STEP_PARTS", "DDP_BUCKET_BYTES", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
+__all__ = ["STEP_PARTS", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
            "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
            "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
            "bubble_seconds", "pipeline_p2p_seconds", "data_parallel_seconds", "step_seconds"]
 
-# PyTorch DDP's default bucket, 25 MiB (bucket_cap_mb=25: PyTorch's DDP documentation; Li et al. 2020).
-DDP_BUCKET_BYTES = 25 * 2**20
 STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
 
@@ -202,8 +201,9 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
     """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step.
 
     Overlapped reductions run in buckets behind the backward that produces them: what the backward cannot hide is
-    exposed, and never less than the last bucket (``DDP_BUCKET_BYTES``; ZeRO-3's one layer), which only starts
-    once the backward ends. ZeRO-3's gathers likewise hide behind a micro-batch's compute, but for the first."""
+    exposed, and never less than the last bucket (``dp_model.DDP_BUCKET_BYTES``, PyTorch DDP's 25 MiB; ZeRO-3's one
+    layer), which only starts once the backward ends. ZeRO-3's gathers likewise hide behind a micro-batch's compute,
+    but for the first."""
     d, m = plan.dp, layout.microbatches
     if d == 1:
         return 0.0, 0.0
