@@ -102,3 +102,36 @@ def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucke
     bandwidth = group_bytes_per_s(h100, "network", 8, FITTED)
     assert prediction.parts["dp"] == pytest.approx(group_all_reduce_seconds(DDP_BUCKET_BYTES, 16, bandwidth, 8,
                                                                             "network"))
+
+
+def _llama(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
+    return Transformer(layers=layers, hidden=hidden, heads=heads, seq=8192, vocab=128000, ffn=ffn, kv_heads=8,
+                       gated_mlp=True, bias=False, tied_embeddings=False, learned_positions=False)
+
+
+def test_any_layer_count_splits_over_any_stage_count():
+    """BLOOM's 70 layers over 12 stages: ten stages of 6, two of 5, the fullest (6) sets the pace. Llama 3 405B's
+    126 layers over 16 stages with the embedding and the output layer in a block's place: 128 places, 8 a stage,
+    the first and the last 7 blocks."""
+    from d2lmp.model.cluster.layout import check_plan
+
+    bloom = Transformer(layers=70, hidden=14336, heads=112, seq=2048, vocab=250880)
+    layout = check_plan(bloom, Cluster(gpu="A100-80GB", gpus=384), Plan(tp=4, pp=12, dp=8, global_batch=2048))
+    assert (layout.layers_per_stage, layout.layers_first, layout.layers_last) == (6, 6, 6)
+    llama = _llama(126, 16384, 53248, 128)
+    plan = Plan(tp=8, pp=16, dp=64, global_batch=2048, head_stages=True, attention="flash", recompute="full")
+    layout = check_plan(llama, Cluster(gpu="H100-SXM", gpus=8192), plan)
+    assert (layout.layers_per_stage, layout.layers_first, layout.layers_last) == (8, 7, 7)
+    with pytest.raises(ValueError, match="too few"):
+        check_plan(SMALL, Cluster(gpu="A100-80GB", gpus=4), Plan(pp=4, global_batch=4))
+
+
+def test_zero3_combines_with_a_pipeline():
+    """FSDP over the data-parallel ranks of each stage: the state is sharded, the stage's 16-bit weights gathered
+    once a step and kept for its micro-batches (in the buffers)."""
+    llama = _llama(32, 4096, 14336, 32)
+    h100 = Cluster(gpu="H100-SXM", gpus=64)
+    zero1 = predict(llama, h100, Plan(pp=4, dp=16, micro_batch=1, global_batch=64, zero=1, attention="flash"))
+    zero3 = predict(llama, h100, Plan(pp=4, dp=16, micro_batch=1, global_batch=64, zero=3, attention="flash"))
+    assert zero3.memory.parameters == pytest.approx(zero1.memory.parameters / 16)
+    assert zero3.parts["zero"] > 0 and zero3.fits

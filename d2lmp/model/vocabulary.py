@@ -95,8 +95,8 @@ ZeroStage = Literal[0, 1, 2, 3]
 # The collectives whose bytes per rank ``alpha_beta.BUS_FACTORS`` gives.
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
 # The pipeline stages whose memory and time the cluster model works out (the first holds the embedding, the last
-# the output layer).
-PipelineStage = Literal["first", "last"]
+# the output layer, a middle one only blocks: the fullest, where the layers do not divide the stages).
+PipelineStage = Literal["first", "middle", "last"]
 
 # The torchrun entry point's rank checks (``commands.demo``), by the name a user types. An axis's own check: data
 # parallelism by its short name, expert parallelism by what it spreads over the ranks (the experts), the others by

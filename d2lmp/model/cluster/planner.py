@@ -114,7 +114,9 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
     cps = cp if cp is not None else [c for c in powers_of_two(n)
                                      if c == 1 or (model.seq % (2 * c) == 0
                                                    and model.seq // c >= MIN_TOKENS_PER_CP_RANK)]
-    pps = pp if pp is not None else _divisors(model.layers, n)  # a pipeline size divides the GPU count too
+    # a pipeline size divides the GPU count; it need not divide the layers (the fullest stage holds one more)
+    pps = pp if pp is not None else sorted(set(_divisors(model.layers, n)) | {
+        p for p in powers_of_two(min(n, model.layers)) if n % p == 0})
     return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
 
 
@@ -124,7 +126,7 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     per_replica = base.global_batch // base.dp
     micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
     stages = interleave if interleave is not None else (
-        _divisors(model.layers // base.pp, MAX_INTERLEAVE) if base.pp > 1 else [1])
+        _divisors(max(1, model.layers // base.pp), MAX_INTERLEAVE) if base.pp > 1 else [1])
     zeros = [z for z in zero if base.dp > 1 or z == 0]
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
     # a fused attention kernel keeps no scores: selective recomputation would change nothing

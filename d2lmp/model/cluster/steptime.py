@@ -159,8 +159,10 @@ class StageCost:
 
 def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
                stage: PipelineStage) -> StageCost:
-    """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
-    t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
+    """One micro-batch through the ``"first"``, a ``"middle"`` (the fullest) or the ``"last"`` stage's blocks (and
+    the first's embedding, the last's output layer)."""
+    n = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
+    t, c, b = plan.tp, plan.cp, plan.micro_batch
     flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel, plan.attention)
     tp_bw = group_bytes_per_s(cluster, layout.tp_link, layout.tp_per_node, efficiency)
     tp_message = activation_message_bytes(model, b, c)
@@ -225,8 +227,11 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
         gather_back = gather_seconds(grads, d, bw)
         exposed_once = max(0.0, gather_back - backward) if plan.dp_overlap else gather_back
         return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
-    passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
     layers = layout.layers_per_stage
+    if plan.pp > 1:  # with a pipeline the stage's weights are gathered once a step and kept for its micro-batches
+        once = gather_seconds(grads, d, bw)
+        return 0.0, max(2 * once - per_microbatch, 2 * once / layers)
+    passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
     one_layer = gather_seconds(grads / layers, d, bw)  # one bucketed gather (or reduce-scatter) per layer and pass
     gathers = passes * one_layer * layers
     exposed = max(reduce + gathers - per_microbatch, 2 * one_layer)  # the first gather, the last reduce-scatter
@@ -268,12 +273,13 @@ def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layou
     """Seconds of one step by part (``STEP_PARTS``); they add up to the step time."""
     first = stage_cost(model, cluster, plan, layout, efficiency, "first")
     last = stage_cost(model, cluster, plan, layout, efficiency, "last") if plan.pp > 1 else first
-    slowest = max(first, last, key=lambda cost: cost.total)
+    middle = stage_cost(model, cluster, plan, layout, efficiency, "middle") if plan.pp > 2 else first
+    slowest = max(first, middle, last, key=lambda cost: cost.total)
     m = layout.microbatches  # the slowest stage runs every micro-batch, then waits out the bubble
     parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp")}
     parts["bubble"] = bubble_seconds(plan, slowest)
     parts["pp_p2p"] = pipeline_p2p_seconds(model, cluster, plan, layout, efficiency)
-    params = max(stage_parameters(model, plan, layout, "first"), stage_parameters(model, plan, layout, "last"))
+    params = max(stage_parameters(model, plan, layout, stage) for stage in ("first", "middle", "last"))
     parts["dp"], parts["zero"] = data_parallel_seconds(model, cluster, plan, layout, efficiency, params, slowest)
     parts["embedding_sync"] = _embedding_sync_seconds(model, cluster, plan, layout, efficiency)
     local = params / (plan.dp if plan.zero >= 1 else 1)
