@@ -1,5 +1,7 @@
 """The planner ranks only plans that fit, fastest first, gives every family a reason, and finds the published plans."""
 
+import math
+
 import pytest
 
 from d2lmp.model.cluster import Cluster, Plan, Transformer, model_preset, plan, predict
@@ -80,3 +82,18 @@ def test_a_small_model_plans_on_one_node():
     m = Transformer(layers=12, hidden=768, heads=12, seq=1024, vocab=50257)
     r = plan(m, Cluster(gpu="H100-SXM", gpus=8), 64)
     assert r.best.plan.tp * r.best.plan.pp * r.best.plan.dp * r.best.plan.cp == 8 and r.best.prediction.fits
+
+
+def test_configurations_within_the_models_own_error_are_a_tie(report):
+    """The fastest and every configuration predicted within the model's median error on the published runs."""
+    from d2lmp.model.cluster.validation import model_error
+
+    assert report.tie_within == model_error() > 0
+    best = report.ranked[0].prediction.step_s
+    ties = report.ties
+    assert ties[0] is report.ranked[0] and len(ties) < len(report.ranked)
+    assert all(c.prediction.step_s <= best * math.exp(report.tie_within) for c in ties)
+    outside = report.ranked[len(ties)]
+    assert outside.prediction.step_s > best * math.exp(report.tie_within)
+    if len(ties) > 1:
+        assert "a tie:" in format_plan(report)

@@ -5,7 +5,8 @@
 interleaving. Each configuration's memory is computed first (cheap); only those that fit are timed by
 ``predict``. The configurations are ranked by step time; every family gets a verdict: invalid (and
 why), does not fit (the least it needs, and its largest part), or its best configuration with how much
-slower it is than the winner, the term it loses most to, and the link that term crosses. Defaults:
+slower it is than the winner, the term it loses most to, and the link that term crosses. Configurations predicted
+within the model's own error of the fastest (``validation.model_error``) are a tie (``PlanReport.ties``). Defaults:
 tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
 at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages.
 """
@@ -21,6 +22,7 @@ from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.cluster.validation import model_error
 from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
@@ -71,6 +73,15 @@ class PlanReport:
     families: tuple[FamilyVerdict, ...]
     considered: int  # configurations whose memory was computed
     top_k: int = 5
+    tie_within: float = 0.0  # the model's own error (validation.model_error): closer than that is a tie
+
+    @property
+    def ties(self) -> tuple[Candidate, ...]:
+        """The configurations predicted within the model's own error of the fastest: the model cannot rank them."""
+        if not self.ranked:
+            return ()
+        limit = self.ranked[0].prediction.step_s * math.exp(self.tie_within)
+        return tuple(c for c in self.ranked if c.prediction.step_s <= limit)
 
     @property
     def top(self) -> tuple[Candidate, ...]:
@@ -235,4 +246,4 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
     verdicts = sorted((_verdict(f, winner) for f in families),
                       key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
     considered = sum(f.considered for f in families)
-    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts), considered, top)
+    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts), considered, top, model_error())

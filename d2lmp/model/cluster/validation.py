@@ -11,9 +11,11 @@ memory checks; ``goal_checks`` the issue's goals over the validation rows: at le
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from d2lmp.model.cluster.convert import Converted, convert, published_tokens_per_s
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
@@ -21,7 +23,7 @@ from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.run_record import RunRecord
 
 __all__ = ["GOAL", "SHARE_GOAL", "MEMORY_GOAL", "Judgement", "judge", "judge_all", "SourceSummary", "summarise",
-           "GoalCheck", "goal_checks"]
+           "GoalCheck", "goal_checks", "model_error"]
 
 GOAL = (0.8, 1.25)  # predicted / published tokens/s per GPU
 SHARE_GOAL = 0.9  # of the validation rows within GOAL
@@ -157,3 +159,13 @@ def goal_checks(judgements: Sequence[Judgement]) -> list[GoalCheck]:
         GoalCheck("reported memory per GPU predicted", f"within ±{MEMORY_GOAL:.0%}", f"{within} of {len(memory)}",
                   within == len(memory)),
     ]
+
+
+@lru_cache(maxsize=1)
+def model_error() -> float:
+    """The model's own error: the median of ``|log(predicted / published)|`` over the validation rows it judges (a
+    relative error: 0.074 is about 7.4 %)."""
+    from d2lmp.model.cluster.runs import records
+
+    ratios = [r for j in judge_all(records("validation")) if (r := j.ratio) is not None]
+    return statistics.median(abs(math.log(r)) for r in ratios)
