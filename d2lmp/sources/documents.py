@@ -49,6 +49,11 @@ DOCUMENTS: tuple[Source, ...] = (
        "70B and 405B on 8-512 H100s (96 GB HBM2e, 500 W) with FSDP, TP, PP, CP and Float8; "
        "`benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`: vanilla and async TP, BF16 and Float8; "
        "`benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md`: 8B on 32 and 64 H200s."),
+    _S("bigscience_tr11", "BigScience Workshop", "tr11 BLOOM-176B ML: README and chronicles-prequel",
+       "GitHub repository bigscience-workshop/bigscience, `train/tr11-176B-ml/`", 2022,
+       "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
+       "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
+       "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",
@@ -222,6 +227,10 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("perfetto_other_formats", "Perfetto Authors", "Visualizing external trace formats with Perfetto",
        "Perfetto documentation", "n.d.", "https://perfetto.dev/docs/getting-started/other-formats",
        "The Perfetto UI (ui.perfetto.dev) opens Chrome JSON traces, the format torch.profiler exports."),
+    _S("zhang2021opt_10percent", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.; Ott, M.",
+       "Update on 175B Training Run: 10% through", "metaseq repository, OPT chronicles (posted November 17, 2021)",
+       2021, "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/10_percent_update.md",
+       "The 11.xx lineage's settings: batch 2M, FP32 Adam, 8x tensor parallelism; the switch to the 12.xx lineage."),
     _S("zhang2021opt_update", "Zhang, S.; Roller, S.; Goyal, N.; Shleifer, S.; Ott, M.",
        "Update on 175B Training Run: 27% through", "metaseq repository, OPT chronicles (posted December 3, 2021)",
        2021, "https://github.com/facebookresearch/metaseq/blob/main/projects/OPT/chronicles/27_percent_update.md",

@@ -205,6 +205,21 @@ PAPERS: tuple[Source, ...] = (
        "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277",
        "PyTorch FSDP: ZeRO-3-style sharding by units of layers, each unit all-gathered before use and freed after, "
        "with backward prefetching to overlap communication."),
+    _S("zhang2022opt", "Zhang, S.; Roller, S.; Goyal, N.; Artetxe, M.; Chen, M.; Chen, S.; Dewan, C.; Diab, M.; "
+       "Li, X.; Lin, X. V.; Mihaylov, T.; Ott, M.; Shleifer, S.; Shuster, K.; Simig, D.; Koura, P. S.; Sridhar, A.; "
+       "Wang, T.; Zettlemoyer, L.", "OPT: Open Pre-trained Transformer Language Models", "arXiv:2205.01068", 2022,
+       "https://arxiv.org/abs/2205.01068",
+       "Table 1: the OPT shapes (175B: 96 layers, 96 heads, d_model 12,288, batch 2M tokens); §2.4: OPT-175B on 992 "
+       "80GB A100s with FSDP and Megatron-LM tensor parallelism, up to 147 TFLOP/s per GPU."),
+    _S("jiang2024megascale", "Jiang, Z.; Lin, H.; Zhong, Y.; Huang, Q.; Chen, Y.; Zhang, Z.; Peng, Y.; Li, X.; "
+       "Xie, C.; Nong, S.; Jia, Y.; He, S.; Chen, H.; Bai, Z.; Hou, Q.; Yan, S.; Zhou, D.; Sheng, Y.; Jiang, Z.; "
+       "Xu, H.; Wei, H.; Zhang, Z.; Nie, P.; Zou, L.; Zhao, S.; Xiang, L.; Liu, Z.; Li, Z.; Jia, X.; Ye, J.; "
+       "Jin, X.; Liu, X.",
+       "MegaScale: Scaling Large Language Model Training to More Than 10,000 GPUs",
+       "21st USENIX Symposium on Networked Systems Design and Implementation (NSDI 24); arXiv:2402.15627", 2024,
+       "https://arxiv.org/abs/2402.15627",
+       "Table 1: the 175B and 530B configurations (TP 8, PP 8 and 35); Table 2: MFU of 175B on 256-12,288 Ampere GPUs, "
+       "Megatron-LM against MegaScale (55.2 % on 12,288); Figure 9: 530B on 2,240-11,200; Table 3: the ablation."),
     _S("chen2016sublinear", "Chen, T.; Xu, B.; Zhang, C.; Guestrin, C.",
        "Training Deep Nets with Sublinear Memory Cost", "arXiv:1604.06174", 2016, "https://arxiv.org/abs/1604.06174",
        "Gradient checkpointing: keep only the inputs of a few segments in forward and recompute the rest in "

@@ -14,6 +14,9 @@ __all__ = ["SOURCES", "records"]
 SOURCES: tuple[str, ...] = (
     "llm_foundry",
     "torchtitan",
+    "megascale",
+    "bigscience_tr11",
+    "opt175b",
 )
 
 

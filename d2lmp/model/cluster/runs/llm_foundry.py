@@ -1,30 +1,33 @@
 """MosaicML llm-foundry's MPT benchmarks: 216 FSDP runs of MPT 125M-70B on A100 and H100 GPUs, BF16 and FP8.
 
 Source: ``scripts/train/benchmarking/README.md`` of mosaicml/llm-foundry (read at commit 8c8dd48f; the tables last
-changed in commit 5e85bd62, January 2024), section "Results", five tables: "H100 80GB BF16 (Large Scale, >= 128
-GPUs)", "H100 80GB BF16", "H100 80GB FP8", "A100 80GB with 1600 Gbps node-node interconnect (RoCE)" and "A100 40GB
-with 1600 Gbps node-node interconnect (RoCE)". ``_TABLES`` keeps each row's published columns (the README line
-first, then Model, SeqLen, # GPUs, MFU, HFU, Model TFLOP, MicroBatchSize, GradAccum, GlobalBatchSize,
-Throughput (T/s/GPU), Precision, MP Mode, Sharding Strategy, Activation Checkpointing, NumParams); no row of the
-tables has Activation CPUOffload True, so that column is left out.
+changed in commit 5e85bd62, January 2024), section "Results", five tables: "H100 80GB BF16 (Large Scale, >= 128 GPUs)",
+"H100 80GB BF16", "H100 80GB FP8", "A100 80GB with 1600 Gbps node-node interconnect (RoCE)" and "A100 40GB with 1600
+Gbps node-node interconnect (RoCE)". ``_TABLES`` keeps each row's published columns (the README line first, then Model,
+SeqLen, # GPUs, MFU, HFU, Model TFLOP, MicroBatchSize, GradAccum, GlobalBatchSize, Throughput (T/s/GPU), Precision, MP
+Mode, Sharding Strategy, Activation Checkpointing, NumParams); no row of the tables has Activation CPUOffload True, so
+that column is left out.
 
 Read: the figure is the table's MFU (in %, stored as a fraction). The README's section "MFU" gives its formula:
-(3·2·NumParams·seq + 3·4·layers·d_model·seq²) FLOPs per sequence, i.e. 6N per token with N all parameters
-(embeddings included) plus the attention score and value matmuls, no recomputation (HFU, kept in the row, counts
-the checkpointed forward again); it excludes norms, activations and residuals. The peak it divides by is implied
-by Model TFLOP / MFU: 312 TFLOP/s on A100, 989 on H100 BF16 rows and 1,979 on FP8 rows (FP8 MFU is against the
-FP8 peak). Every run is PyTorch FSDP without tensor or pipeline parallelism (Sharding Strategy FULL_SHARD: ZeRO-3,
-SHARD_GRAD_OP: ZeRO-2), so dp is the GPU count; Activation Checkpointing True is recorded as full recomputation
-(Composer checkpoints whole blocks). Precision amp_bf16 or bf16 is BF16 (MP Mode, Composer's FSDP
-mixed-precision setting, is in the row label); amp_fp8 is FP8, which matmuls ran in FP8 the table does not say.
+(3·2·NumParams·seq + 3·4·layers·d_model·seq²) FLOPs per sequence, i.e. 6N per token with N all parameters (embeddings
+included) plus the attention score and value matmuls, no recomputation (HFU, kept in the row, counts the checkpointed
+forward again); it excludes norms, activations and residuals. The peak it divides by is implied by Model TFLOP / MFU:
+312 TFLOP/s on A100, 989 on H100 BF16 rows and 1,979 on FP8 rows (FP8 MFU is against the FP8 peak). Every run is PyTorch
+FSDP without tensor or pipeline parallelism (Sharding Strategy FULL_SHARD: ZeRO-3, SHARD_GRAD_OP: ZeRO-2), so dp is the
+GPU count; Activation Checkpointing True is recorded as full recomputation (whole blocks, see below). Precision amp_bf16
+or bf16 is BF16 (MP Mode, Composer's FSDP mixed-precision setting, is in the row label); amp_fp8 is FP8, which matmuls
+ran in FP8 the table does not say.
 
 Assumed (not in the tables): the shapes, from the repository's ``scripts/train/yamls/pretrain/mpt-<size>.yaml``
-(d_model, n_heads, n_layers, expansion_ratio 4, vocab_size 50368; heads of the 760m, 1b and 3b models set for a
-head size of 128): the published NumParams of every row equal layers·(12·d² + 13·d) + vocab·d + seq·d + 2·d, i.e.
-these runs had biases and learned position embeddings (``tests/test_runs_llm_foundry.py`` checks every row).
-The attention kernel: ``submit_benchmarks.py`` defaults to ``attn_impl`` "triton" (a fused FlashAttention
-kernel), so every row is "flash". The nodes: eight GPUs each; the A100 tables name 1,600 Gb/s RoCE between nodes
-(eight 200 Gb/s links, as the presets' DGX A100); the H100 nodes' network is not stated.
+(d_model, n_heads, n_layers, expansion_ratio 4, vocab_size 50368; heads of the 760m, 1b and 3b models set for a head
+size of 128): the published NumParams of every row equal layers·(12·d² + 13·d) + vocab·d + seq·d + 2·d, i.e. these runs
+had biases and learned position embeddings (``tests/test_runs_llm_foundry.py`` checks every row). The attention kernel:
+``submit_benchmarks.py`` defaults to ``attn_impl`` "triton" (a Triton FlashAttention kernel) and ``sweep.py``, which ran
+the large-scale H100 table, sets "flash" or "triton" per model; both are fused kernels, so every row is "flash".
+Recomputation: ``activation_checkpointing_fn`` in ``llmfoundry/models/mpt/modeling_mpt.py`` checkpoints every
+``MPTBlock``. The nodes: eight GPUs each (assumed; every GPU count is a multiple of 8); the A100 tables name 1,600 Gb/s
+RoCE between nodes (the presets' DGX A100 has eight 200 Gb/s adapters, the same total); the H100 nodes' network is not
+stated.
 """
 
 from __future__ import annotations
@@ -298,7 +301,7 @@ def _record(c: dict[str, str]) -> RunRecord:
         source=SOURCE, where=f"{FILE}, table '{c['table']}', line {c['line']}",
         row=f"{c['model']} | {c['seq']} | {gpus} | {c['gpu']} | {c['precision']} {c['mp_mode']} {c['sharding']}",
         use="validation", layers=layers, hidden=hidden, heads=heads, seq=int(c["seq"]), vocab=VOCAB,
-        gpu=_GPUS[c["gpu"]], gpus=gpus, metric="mfu", value=float(c["mfu"]) / 100, ffn=4 * hidden,
+        gpu=_GPUS[c["gpu"]], gpus=gpus, metric="mfu", value=round(float(c["mfu"]) / 100, 6), ffn=4 * hidden,
         tp=1, pp=1, dp=gpus, zero=_ZERO[c["sharding"]], micro_batch=int(c["micro"]),
         global_batch=int(c["global"]), recompute=recompute, attention="flash", precision=precision,
         counts_recompute=False,
