@@ -36,7 +36,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "Megatron-LM: GPU optimized techniques for training transformer models at-scale",
        "GitHub repository NVIDIA/Megatron-LM", "n.d.", "https://github.com/NVIDIA/Megatron-LM",
        "README, GPT-3 Example: 175B on 1,024 A100s with tensor 8 × pipeline 16, global batch 1,536, about 32 s an "
-       "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`."),
+       "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`. "
+       "Performance Benchmarking (`images/model_table.png`): GPT models of 1.7B-462B on 48-6,144 H100s, their "
+       "TP, PP, DP, batch, teraFLOP/s per GPU and MFU; Strong Scaling Results: GPT-3 on 96-4,608 H100s."),
     _S("llm_foundry_benchmarks", "MosaicML",
        "MPT Training Benchmarks", "GitHub repository mosaicml/llm-foundry, `scripts/train/benchmarking/README.md`",
        2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
@@ -54,6 +56,32 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
        "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
        "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
+    _S("megatron_bridge_performance", "NVIDIA",
+       "Megatron Bridge: Performance", "NVIDIA NeMo Framework documentation; GitHub repository "
+       "NVIDIA-NeMo/Megatron-Bridge, docs/", "n.d.", "https://docs.nvidia.com/nemo/megatron-bridge/latest/"
+       "performance-summary.html",
+       "`docs/performance-summary.md` and `docs/performance-summary-archive.md`: per NeMo container release "
+       "(25.09-26.08), pre-training tokens/s and model TFLOP/s per GPU of Llama 3 8B/70B/405B, DeepSeek-V3, "
+       "gpt-oss-120b and Qwen3 MoE models on DGX-H100, B200, B300, GB200 and GB300, with GBS, MBS, FSDP, TP, PP, CP, "
+       "VP, EP and BF16/FP8 precision."),
+    _S("nemo_performance", "NVIDIA",
+       "NeMo Framework: Performance Benchmarks and Long Sequence Performance", "GitHub repository NVIDIA/NeMo, "
+       "docs/source/performance/", "n.d.", "https://github.com/NVIDIA/NeMo/tree/main/docs/source/performance",
+       "`performance_summary.md` (NeMo 24.07, DGX-H100, FP8): tokens/s and model TFLOP/s per GPU of GPT-3 5B-175B, "
+       "Llama 2 7B-70B, Nemotron 8B-340B and Llama 3 8B/70B with GBS, MBS, TP, PP, CP, VP; "
+       "`performance_long_sequence.md`: TFLOP/s per GPU of Llama 2 7B on H100 and Llama 3 8B on B200 at 4K-1M "
+       "tokens, with and without context parallelism. Model shapes: `nemo/collections/llm/gpt/model/` (GPT, Llama, "
+       "Nemotron, Qwen3, gpt-oss configs) and the vocabularies of `scripts/performance/llm/pretrain_*.py`."),
+    _S("nanotron_repo", "Hugging Face", "nanotron: minimalistic large language model 3D-parallelism training",
+       "GitHub repository huggingface/nanotron", "n.d.", "https://github.com/huggingface/nanotron",
+       "`scripts/scaling_benchmarks.py`: the model shapes (layers, hidden, heads, MLP), vocabulary and KV heads of "
+       "the Ultra-Scale Playbook's configuration sweep; `src/nanotron/models/llama.py` `get_flops`: the FLOPs per "
+       "token behind its MFU; `examples/config_tiny_llama_bench.yaml` (BF16) and `models/llama.py` (FlashAttention), "
+       "what the sweep ran with."),
+    _S("deepseek_v3_repo", "DeepSeek-AI", "DeepSeek-V3", "GitHub repository deepseek-ai/DeepSeek-V3", "n.d.",
+       "https://github.com/deepseek-ai/DeepSeek-V3",
+       "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "
+       "256 routed experts and 1 shared, 8 per token, 3 dense layers, vocabulary 129,280)."),
     # NVIDIA documents
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",

@@ -161,7 +161,8 @@ PAPERS: tuple[Source, ...] = (
     _S("dubey2024llama3", "Dubey, A.; Jauhri, A.; Pandey, A.; Kadian, A.; Al-Dahle, A.; Letman, A.; Mathur, A.",
        "The Llama 3 Herd of Models", "arXiv:2407.21783", 2024, "https://arxiv.org/abs/2407.21783",
        "Llama Team, AI @ Meta. Table 3: the 8B, 70B and 405B shapes; §3.3.2: context parallelism, rank i holding "
-       "chunks i and 2·CP−1−i of 2·CP; §3.3.4: job interruptions during pre-training."),
+       "chunks i and 2·CP−1−i of 2·CP; Table 4 (§3.3.2, p. 10): the 405B run's TP, CP, PP, DP, batch, TFLOPs per "
+       "GPU and BF16 MFU on 8,192 and 16,384 H100s; §3.3.4: job interruptions during pre-training."),
     _S("brown2020language", "Brown, T. B.; Mann, B.; Ryder, N.; Subbiah, M.; Kaplan, J.; Dhariwal, P.; "
        "Neelakantan, A.; Shyam, P.; Sastry, G.; Askell, A.; Agarwal, S.; Herbert-Voss, A.; Krueger, G.; Henighan, T.; "
        "Child, R.; Ramesh, A.; Ziegler, D. M.; Wu, J.; Winter, C.; Hesse, C.; Chen, M.; Sigler, E.; Litwin, M.; "
@@ -246,7 +247,9 @@ PAPERS: tuple[Source, ...] = (
        "The E4M3 and E5M2 formats and training with them."),
     _S("deepseek2024v3", "DeepSeek-AI", "DeepSeek-V3 Technical Report", "arXiv:2412.19437", 2024,
        "https://arxiv.org/abs/2412.19437",
-       "A mixture-of-experts model pre-trained with FP8 mixed precision; expert parallelism and its all-to-all."),
+       "A mixture-of-experts model pre-trained with FP8 mixed precision; expert parallelism and its all-to-all. §1 and "
+       "Table 1: 180K H800 GPU hours per trillion tokens (2,664K for 14.8T); §3.1-3.2: 2,048 H800s, PP 16, EP 64, "
+       "ZeRO-1 DP; §4.2: 4K-token sequences, batch 3,072 rising to 15,360."),
     _S("lepikhin2021gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
        "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
        "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2021,
@@ -273,7 +276,10 @@ PAPERS: tuple[Source, ...] = (
        "The Ultra-Scale Playbook: Training LLMs on GPU Clusters", "Hugging Face", 2025,
        "https://huggingface.co/spaces/nanotron/ultrascale-playbook",
        "A practical guide to data, tensor, pipeline, context and expert parallelism and ZeRO, with measurements on "
-       "real clusters."),
+       "real clusters. Section Benchmarking thousands of configurations and its figure "
+       "`assets/data/benchmarks/benchmarks_interactive.html`: 1B-80B models on 1-64 nodes of eight H100s, sequence "
+       "4,096, batch of 1M tokens; per layout DP, TP, PP, ZeRO, MBS, gradient accumulation, MFU, tokens/s per GPU "
+       "and GPU memory."),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,

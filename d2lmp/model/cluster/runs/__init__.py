@@ -17,6 +17,12 @@ SOURCES: tuple[str, ...] = (
     "megascale",
     "bigscience_tr11",
     "opt175b",
+    "llama3",
+    "deepseek_v3",
+    "ultrascale",
+    "megatron_bridge",
+    "megatron_lm",
+    "nemo",
 )
 
 

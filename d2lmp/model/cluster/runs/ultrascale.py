@@ -1,0 +1,90 @@
+"""The Ultra-Scale Playbook's configuration sweep: 1B-80B models on 1-64 nodes of eight H100s, every measured layout.
+
+Source: Tazi et al. (2025), "The Ultra-Scale Playbook", section "Finding the Best Training Configuration /
+Benchmarking thousands of configurations": "All the following benchmarks were conducted with a sequence length of
+4,096 and a global batch size of 1M tokens" on "1-64 nodes of 8xH100s". The per-configuration results are the
+hover texts of the Space's interactive figure ``assets/data/benchmarks/benchmarks_interactive.html`` (a Plotly
+figure: one panel per model, 1B, 3B, 8B and 80B, one row per node count), read from the copy of the Space's files
+in GitHub vinjn/nanotron-ultrascale-playbook (commit 924e4d0). Each text prints Nodes, MBS, GradAcc, GBS, DP, PP,
+TP, ZeRO, MFU, tok/s/gpu, tok/s and GPU memory. A configuration whose figures print "nan" (not measured, or failed:
+the page does not say which) is left out; 1,751 configurations were measured, five of them two or three times
+(each measurement is a row). The metric is tokens/s per GPU; MFU is kept in the note; ``memory_gb`` is the GPU
+memory printed. The rows are in ``ultrascale_sweep.csv`` (one line per measurement, the columns as printed).
+
+A sweep cell is a model and a node count; its rows are the layouts measured there, for the planner's score. 26 of
+the 28 cells have measurements: none is printed for 80B on 1 or 2 nodes (the section: with fewer nodes "the model
+doesn't fit at all").
+
+The model shapes are not printed with the sweep; they are read from the script that generated its configurations,
+huggingface/nanotron ``scripts/scaling_benchmarks.py`` (commit e24d248, "Generates configs and SLURM scripts for
+scaling benchmarks used in https://huggingface.co/spaces/nanotron/ultrascale-playbook"): ``model_configs`` (layers,
+hidden, heads, MLP) 1B (16, 2,048, 32, 8,192), 3B (28, 3,072, 32, 8,192), 8B (32, 4,096, 32, 14,336) and 70B (80,
+8,192, 64, 28,672), vocabulary 131,072, KV heads = heads (``NUM_KEY_VALUE_HEADS = None``), SwiGLU, embeddings tied
+below an MLP of 10,000 (1B and 3B). With untied embeddings of 131,072 and full multi-head attention the 70B entry
+has 79.99B parameters by the script's own ``estimate_num_params``: the sweep's "80B". Check: MFU × 989 TFLOP/s ÷
+tokens/s gives the FLOPs per token of nanotron's ``get_flops`` (``models/llama.py``: all matmuls, attention
+without the causal half, the LM head once, times 3; no recomputation) for these shapes to 0.1 % in the figure's
+first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more (1.00-1.17 in 90 % of them; the
+spread is not explained by the page).
+
+Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
+base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
+bfloat16``, FP32 gradient accumulation, no ``recompute_layer``, so nanotron's default ``False`` in
+``config/parallelism_config.py``) and nanotron's Llama attention, ``flash_attn_varlen_func`` (``models/llama.py``):
+"bf16", "flash", recompute "none". Not stated: the pipeline schedule. GPUs: H100s, taken as the SXM part (80 GB; not
+stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as printed (global_batch 256;
+``tests/test_runs_ultrascale.py`` lists them).
+"""
+
+from __future__ import annotations
+
+import csv
+from importlib.resources import files
+
+from d2lmp.model.cluster.run_record import RunRecord
+
+__all__ = ["RECORDS", "cell"]
+
+_WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
+# (layers, hidden, heads, MLP) of scripts/scaling_benchmarks.py's model_configs; "80B" is its 70B entry.
+_SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192), "8B": (32, 4096, 32, 14336),
+           "80B": (80, 8192, 64, 28672)}
+
+# (model, nodes, MBS, GradAcc, GBS, DP, PP, TP, ZeRO, MFU %, tok/s/gpu, GPU memory GB) as the hover texts print them,
+# one line each in ``ultrascale_sweep.csv`` beside this module.
+Row = tuple[str, int, int, int, int, int, int, int, int, float, int, float]
+
+
+def _read_rows() -> tuple[Row, ...]:
+    text = files("d2lmp.model.cluster.runs").joinpath("ultrascale_sweep.csv").read_text()
+    rows = []
+    for line in list(csv.reader(text.splitlines()))[1:]:
+        model, ints, mfu, tokens, memory = line[0], [int(v) for v in line[1:9]], line[9], line[10], line[11]
+        nodes, mbs, grad_acc, gbs, dp, pp, tp, zero = ints
+        rows.append((model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, float(mfu), int(tokens), float(memory)))
+    return tuple(rows)
+
+
+_ROWS: tuple[Row, ...] = _read_rows()
+
+
+def cell(model: str, nodes: int) -> str:
+    """The sweep cell a row belongs to: '8B on 16 nodes'."""
+    return f"{model} on {nodes} node{'s' if nodes > 1 else ''}"
+
+
+def _record(row: Row) -> RunRecord:
+    model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, mfu, tokens, memory = row
+    layers, hidden, heads, ffn = _SHAPES[model]
+    tied = " Embeddings tied to the LM head." if ffn < 10_000 else ""
+    return RunRecord(
+        source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
+        row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
+        use="validation", layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, seq=4096,
+        vocab=131072, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
+        gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
+        micro_batch=mbs, global_batch=gbs, memory_gb=memory,
+        counts_recompute=None, note=f"Printed: MFU {mfu} %.{tied}")
+
+
+RECORDS: tuple[RunRecord, ...] = tuple(_record(r) for r in _ROWS)

@@ -1,0 +1,54 @@
+"""The Ultra-Scale Playbook's sweep as the figure's hover texts print it."""
+
+from collections import Counter
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from d2lmp.model.cluster.runs import SOURCES
+from d2lmp.model.cluster.runs.ultrascale import _ROWS, RECORDS, cell
+
+
+def test_rows_and_cells():
+    assert "ultrascale" in SOURCES and len(RECORDS) == 1758
+    cells = Counter(cell(row[0], row[1]) for row in _ROWS)
+    # Models 1B, 3B, 8B, 80B on 1, 2, 4, ..., 64 nodes, but nothing measured for 80B on 1 or 2 nodes.
+    assert len(cells) == 4 * 7 - 2 and "80B on 2 nodes" not in cells
+    assert cells["80B on 4 nodes"] == 6 and cells["8B on 16 nodes"] == 116
+
+
+def test_spot_values():
+    by_row = {r.row: r for r in RECORDS}
+    r = by_row["1B on 1 node: DP 8 TP 1 PP 1 ZeRO 0 MBS 2 GradAcc 16"]  # the figure's first hover text
+    assert (r.value, r.memory_gb, r.gpus, r.zero) == (40150, 50.2, 8, 0) and "MFU 39.2 %" in r.note
+
+
+def test_every_row_is_1m_tokens_and_twelve_print_a_batch_their_layout_does_not_give():
+    assert all(row[4] * 4096 == 2**20 for row in _ROWS)
+    odd = [row[:9] for row in _ROWS if row[5] * row[2] * row[3] != row[4]]
+    assert len(odd) == 12 and ("8B", 32, 1, 64, 256, 64, 1, 4, 0) in odd
+
+
+def test_the_sweep_file_ships_with_the_package():
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert "*.csv" in pyproject["tool"]["setuptools"]["package-data"]["d2lmp.model.cluster.runs"]
+
+
+def test_the_shapes_give_the_flops_per_token_behind_the_printed_mfu():
+    """MFU × 989 TFLOP/s ÷ tokens/s against nanotron's get_flops for the script's shapes (vocabulary 131,072)."""
+    from d2lmp.model.cluster.runs.ultrascale import _SHAPES
+
+    def flops_per_token(layers, hidden, _heads, ffn, seq=4096, vocab=131072):
+        return 3 * (layers * (8 * hidden**2 + 4 * hidden * seq + 6 * hidden * ffn) + 2 * hidden * vocab)
+
+    ratios = [row[9] / 100 * 989e12 / row[10] / flops_per_token(*_SHAPES[row[0]]) for row in _ROWS if row[9] >= 1]
+    assert len(ratios) > 1400 and all(0.89 < r < 1.21 for r in ratios)
+    first = next(row for row in _ROWS if row[:9] == ("1B", 1, 2, 16, 256, 8, 1, 1, 0))
+    assert abs(first[9] / 100 * 989e12 / first[10] / flops_per_token(*_SHAPES["1B"]) - 1) < 0.001
+
+
+def test_every_sweep_row_states_all_the_cluster_model_needs():
+    assert all(r.complete and r.precision == "bf16" and r.attention == "flash" for r in RECORDS)
