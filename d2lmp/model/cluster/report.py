@@ -146,7 +146,7 @@ def format_plan(report: PlanReport, families: bool = True) -> str:
     ties = report.ties
     if len(ties) > 1:
         lines.append(f"a tie: {len(ties)} configurations are predicted within the model's own error "
-                     f"({report.tie_within:.1%}, its median error on the published runs) of the fastest; the model "
+                     f"({report.tie_within:.1%}: its median error, source by source) of the fastest; the model "
                      "cannot rank them")
     if families:
         lines += ["", "families (tp, pp, dp, cp): why each is not the winner"]
