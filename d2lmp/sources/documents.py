@@ -56,7 +56,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
        "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
        "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
-    _S("megatron_bridge_performance", "NVIDIA",
+    _S("megatron_bridge_performance", "NVIDIA NeMo Contributors",
        "Megatron Bridge: Performance", "NVIDIA NeMo Framework documentation; GitHub repository "
        "NVIDIA-NeMo/Megatron-Bridge, docs/", "n.d.", "https://docs.nvidia.com/nemo/megatron-bridge/latest/"
        "performance-summary.html",
@@ -64,7 +64,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "(25.09-26.08), pre-training tokens/s and model TFLOP/s per GPU of Llama 3 8B/70B/405B, DeepSeek-V3, "
        "gpt-oss-120b and Qwen3 MoE models on DGX-H100, B200, B300, GB200 and GB300, with GBS, MBS, FSDP, TP, PP, CP, "
        "VP, EP and BF16/FP8 precision."),
-    _S("nemo_performance", "NVIDIA",
+    _S("nemo_performance", "NVIDIA NeMo Contributors",
        "NeMo Framework: Performance Benchmarks and Long Sequence Performance", "GitHub repository NVIDIA/NeMo, "
        "docs/source/performance/", "n.d.", "https://github.com/NVIDIA/NeMo/tree/main/docs/source/performance",
        "`performance_summary.md` (NeMo 24.07, DGX-H100, FP8): tokens/s and model TFLOP/s per GPU of GPT-3 5B-175B, "
