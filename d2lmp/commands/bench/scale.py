@@ -20,11 +20,20 @@ from d2lmp.model.cluster.report import (
     planner_checks,
 )
 from d2lmp.model.cluster.runs import records
-from d2lmp.model.cluster.validation import GOAL, Judgement, SourceSummary, goal_checks, judge_all, summarise
+from d2lmp.model.cluster.validation import (
+    GOAL,
+    PICK_GOAL,
+    Judgement,
+    SourceSummary,
+    goal_checks,
+    judge_all,
+    summarise,
+    sweep_cells,
+)
 from d2lmp.report import table
 
 __all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table",
-           "sources_table", "info_lines", "validation_goal_lines"]
+           "sources_table", "info_lines", "validation_goal_lines", "sweep_lines"]
 
 HELP = "the cluster model against published runs (predicted / published), and the planner against their choices"
 PUBLISHED_GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput, every row of every table
@@ -98,6 +107,23 @@ def validation_goal_lines(judgements: list[Judgement]) -> list[str]:
     return [goal_line(check.what, check.target, check.found, check.met) for check in goal_checks(judgements)]
 
 
+def sweep_lines(judgements: list[Judgement]) -> list[str]:
+    """Per source of sweeps: its cells, how many the model's pick runs within 10 % of the fastest measured, the worst;
+    then the goal line over every cell."""
+    cells = sweep_cells(judgements)
+    lines = ["The model's pick among the configurations a sweep measured (one model on one cluster), measured "
+             "throughput over the fastest measured:"]
+    for source in dict.fromkeys(c.source for c in cells):
+        scores = [c.score for c in cells if c.source == source]
+        within = sum(score >= PICK_GOAL[0] for score in scores)
+        lines.append(f"  {source}: {len(scores)} cells, within 10 % in {within}, worst {min(scores):.2f}")
+    within = sum(c.score >= PICK_GOAL[0] for c in cells)
+    share = within / len(cells) if cells else 0.0
+    lines.append(goal_line("sweep cells where the pick runs within 10 % of the fastest measured",
+                           f">= {PICK_GOAL[1]:.0%}", f"{share:.0%} ({within} of {len(cells)})", share >= PICK_GOAL[1]))
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     check(args)
     report = calibration_report()
@@ -131,4 +157,5 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(info_lines(judgements)))
     print("\n" + "\n".join(goal_lines(report.tables)))
     print("\n".join(validation_goal_lines(judgements)))
+    print("\n" + "\n".join(sweep_lines(judgements)))
     return 0

@@ -7,6 +7,8 @@ out-of-memory is judged by whether the model says it does not fit; where the sou
 information. ``summarise`` gives each source's rows, ratio distribution (median, worst, share within ``GOAL``) and
 memory checks; ``goal_checks`` the issue's goals over the validation rows: at least ``SHARE_GOAL`` of them within
 ``GOAL``, every run that ran fits, every published out-of-memory does not, memory within ``MEMORY_GOAL``.
+``sweep_cells`` finds the cells of published sweeps (one model on one cluster, many configurations measured) and
+scores the model's pick among them against the fastest measured (``PICK_GOAL``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.run_record import RunRecord
 
 __all__ = ["GOAL", "SHARE_GOAL", "MEMORY_GOAL", "Judgement", "judge", "judge_all", "SourceSummary", "summarise",
-           "GoalCheck", "goal_checks", "model_error"]
+           "GoalCheck", "goal_checks", "model_error", "PICK_GOAL", "SWEEP_MIN_ROWS", "SweepCell", "sweep_cells"]
 
 GOAL = (0.8, 1.25)  # predicted / published tokens/s per GPU
 SHARE_GOAL = 0.9  # of the validation rows within GOAL
@@ -175,3 +177,46 @@ def model_error() -> float:
         if logs:
             per_source.append(statistics.median(logs))
     return statistics.median(per_source)
+
+
+PICK_GOAL = (0.9, 0.8)  # the pick runs within 10 % of the fastest measured configuration in 80 % of a sweep's cells
+SWEEP_MIN_ROWS = 5  # configurations of one model on one cluster that make a sweep cell
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """The configurations a source measured for one model on one number of GPUs (a cell of a sweep): the model's
+    pick is the fastest predicted among those it says fit; ``score`` is the pick's measured throughput over the
+    fastest measured one."""
+
+    source: str
+    label: str
+    rows: tuple[Judgement, ...]
+
+    @property
+    def pick(self) -> Judgement | None:
+        fitting = [j for j in self.rows if j.prediction is not None and j.prediction.fits]
+        return max(fitting, key=lambda j: j.prediction.tokens_per_s if j.prediction else 0.0, default=None)
+
+    @property
+    def fastest(self) -> Judgement:
+        return max(self.rows, key=lambda j: j.published)
+
+    @property
+    def score(self) -> float:
+        pick = self.pick
+        return 0.0 if pick is None else pick.published / self.fastest.published
+
+
+def sweep_cells(judgements: Sequence[Judgement], min_rows: int = SWEEP_MIN_ROWS) -> list[SweepCell]:
+    """Every cell of ``min_rows`` or more judged, measured configurations of one model (shape and sequence) on one
+    number of GPUs of one kind, from one source."""
+    cells: dict[tuple[object, ...], list[Judgement]] = {}
+    for j in judgements:
+        r = j.record
+        if j.prediction is None or j.oom:
+            continue
+        key = (r.source, r.layers, r.hidden, r.heads, r.seq, r.gpu, r.gpus)
+        cells.setdefault(key, []).append(j)
+    return [SweepCell(str(key[0]), f"{key[1]} layers x {key[2]} on {key[6]} {key[5]}", tuple(rows))
+            for key, rows in cells.items() if len(rows) >= min_rows]
