@@ -215,18 +215,16 @@ def _verdict(family: _Family, winner: Candidate | None) -> FamilyVerdict:
     return FamilyVerdict(*family.sizes, family.best, reason)
 
 
-def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5,
-         efficiency: Efficiency = FITTED, tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
-         cp: Sequence[int] | None = None, zero: Sequence[ZeroStage] = ZERO_STAGES,
-         micro_batch: Sequence[int] | None = None, recompute: Sequence[Recompute] = RECOMPUTE,
-         sequence_parallel: Sequence[bool] = (False, True), interleave: Sequence[int] | None = None,
-         dp_overlap: bool = True, attention: AttentionKernel = "flash",
+def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5, efficiency: Efficiency = FITTED,
+         tp: Sequence[int] | None = None, pp: Sequence[int] | None = None, cp: Sequence[int] | None = None,
+         zero: Sequence[ZeroStage] = ZERO_STAGES, micro_batch: Sequence[int] | None = None,
+         recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
+         interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
          precision: MatmulPrecision = "bf16") -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
-    The keyword arguments restrict the search (e.g. ``zero=(0,)``, ``recompute=("full",)``,
-    ``sequence_parallel=(False,)``, ``attention="materialised"`` for the techniques of 2021); ``attention`` and
-    ``precision`` are the run's kernels, the same for every configuration.
+    The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ``attention="materialised"``
+    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
@@ -236,7 +234,7 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             error = f"the global batch ({global_batch}) does not split over dp = {d}"
             families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
-        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
+        base = Plan(t, p, d, c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
                     precision=precision)
         members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
@@ -245,5 +243,5 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
     winner = ranked[0] if ranked else None
     verdicts = sorted((_verdict(f, winner) for f in families),
                       key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
-    considered = sum(f.considered for f in families)
-    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts), considered, top, model_error())
+    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts),
+                      sum(f.considered for f in families), top, model_error())

@@ -38,7 +38,7 @@ from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
            "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
            "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
-           "bubble_seconds", "pipeline_p2p_seconds", "data_parallel_seconds", "step_seconds"]
+           "bubble_seconds", "pipeline_p2p_seconds", "data_parallel_seconds", "zero3_seconds", "step_seconds"]
 
 STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
@@ -227,15 +227,20 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
         gather_back = gather_seconds(grads, d, bw)
         exposed_once = max(0.0, gather_back - backward) if plan.dp_overlap else gather_back
         return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
-    layers = layout.layers_per_stage
+    return 0.0, zero3_seconds(plan, layout, grads, bw, per_microbatch)
+
+
+def zero3_seconds(plan: Plan, layout: Layout, grads: float, bw: float, per_microbatch: float) -> float:
+    """ZeRO-3's gathers and reduce-scatters exposed per step: per layer and pass, behind a micro-batch's compute but
+    for the first gather and the last reduce-scatter; with a pipeline, the stage's weights once a step."""
+    d, m, layers = plan.dp, layout.microbatches, layout.layers_per_stage
     if plan.pp > 1:  # with a pipeline the stage's weights are gathered once a step and kept for its micro-batches
         once = gather_seconds(grads, d, bw)
-        return 0.0, max(2 * once - per_microbatch, 2 * once / layers)
+        return max(2 * once - per_microbatch, 2 * once / layers)
     passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
     one_layer = gather_seconds(grads / layers, d, bw)  # one bucketed gather (or reduce-scatter) per layer and pass
-    gathers = passes * one_layer * layers
-    exposed = max(reduce + gathers - per_microbatch, 2 * one_layer)  # the first gather, the last reduce-scatter
-    return 0.0, m * exposed
+    exposed = max(gather_seconds(grads, d, bw) + passes * one_layer * layers - per_microbatch, 2 * one_layer)
+    return m * exposed
 
 
 def bubble_seconds(plan: Plan, slowest: StageCost) -> float:
