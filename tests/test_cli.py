@@ -325,6 +325,8 @@ def test_bench_pipeline_rejects_bad_sizes():
 def test_bench_scale_prints_every_published_row_with_its_ratio_and_the_goals(capsys):
     from d2lmp.commands.bench.scale import PUBLISHED_GOAL
     from d2lmp.model.cluster.report import calibration_report
+    from d2lmp.model.cluster.runs import records
+    from d2lmp.model.cluster.validation import judge_all, summarise
 
     assert PUBLISHED_GOAL == (0.8, 1.25)  # issue #21, item 3
     assert main(["bench", "scale", "--no-planner"]) == 0
@@ -338,11 +340,15 @@ def test_bench_scale_prints_every_published_row_with_its_ratio_and_the_goals(cap
             published, predicted, ratio = map(float, found.groups()[:3])
             assert published == pytest.approx(c.run.published, abs=0.005)
             assert predicted == pytest.approx(c.predicted, abs=0.005) and ratio == pytest.approx(c.ratio, abs=5e-4)
-    assert "memory_passes" in out and "fraction of the GPU's dense 16-bit peak" in out  # the parameters, explained
+    assert "memory_passes" in out and "the largest matmul's measured rate" in out  # the parameters, explained
     goals = [line for line in out.splitlines() if line.startswith("goal:")]
-    assert len(goals) == len(report.tables) + 1 and _one_goal_format(out)
-    assert goals[-1].startswith(f"goal: predicted / published, all {sum(map(len, report.tables.values()))} rows "
-                                "within 0.8–1.25×: worst ")
+    assert len(goals) == len(report.tables) + 1 + 4 + 1 and _one_goal_format(out)
+    every = sum(map(len, report.tables.values()))
+    assert goals[len(report.tables)].startswith(f"goal: predicted / published, all {every} rows within 0.8–1.25×: ")
+    assert goals[-5].startswith("goal: validation rows within 0.8-1.25 >= 90%: ")
+    assert goals[-1].startswith("goal: sweep cells where the pick runs within 10 % of the fastest measured >= 80%: ")
+    for summary in summarise(judge_all(records())):  # every source of published runs, with its rows
+        assert re.search(rf"^{re.escape(summary.source)} +{summary.use} +{summary.rows} ", out, re.M)
     assert "The planner" not in out
 
 

@@ -77,7 +77,7 @@ def test_recomputation_costs_time_but_not_model_flops():
     (dict(tp=16, dp=16, pp=8), "the cluster has 1024"),
     (dict(global_batch=1000), "global batch"),
     (dict(micro_batch=5), "does not split"),
-    (dict(interleave=5), "layers"),
+    (dict(interleave=13), "layers \\(96\\) are too few"),
     (dict(zero=4), "ZeRO stage"),
     (dict(recompute="some"), "recompute"),
     (dict(tp=8, pp=1, dp=128, zero=3, interleave=2), "needs a pipeline"),

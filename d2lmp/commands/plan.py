@@ -26,7 +26,14 @@ from d2lmp.model.cluster.planner import FamilyVerdict, PlanReport, family_option
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
-from d2lmp.model.vocabulary import Recompute, ZeroStage
+from d2lmp.model.vocabulary import (
+    ATTENTION_KERNELS,
+    MATMUL_PRECISIONS,
+    AttentionKernel,
+    MatmulPrecision,
+    Recompute,
+    ZeroStage,
+)
 
 __all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "MAX_GPUS", "add_parser", "model_of", "SearchLimits",
            "search_limits", "check", "why_nothing_fits", "cmd_plan"]
@@ -69,6 +76,10 @@ def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
                    help="try Megatron's sequence parallelism with tensor parallelism, without it, or both")
     p.add_argument("--dp-overlap", action=argparse.BooleanOptionalAction, default=True,
                    help="the gradient all-reduce overlaps the last backward")
+    p.add_argument("--attention", choices=ATTENTION_KERNELS, default="flash",
+                   help="the attention kernel: fused (flash, no s×s tensor) or materialised scores")
+    p.add_argument("--precision", choices=MATMUL_PRECISIONS, default="bf16",
+                   help="the linear layers' matrix products: bf16 or fp8")
     p.add_argument("--families", action=argparse.BooleanOptionalAction, default=True,
                    help="also print each family's verdict")
     p.set_defaults(func=cmd_plan, check=check)
@@ -102,6 +113,8 @@ class SearchLimits(TypedDict, total=False):
     zero: tuple[ZeroStage, ...]
     dp_overlap: bool
     sequence_parallel: tuple[bool, ...]
+    attention: AttentionKernel
+    precision: MatmulPrecision
     tp: list[int]
     pp: list[int]
     cp: tuple[int, ...]
@@ -117,7 +130,7 @@ def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster
         raise ValueError(f"--zero takes the stages 0, 1, 2, 3 (comma-separated), got {args.zero}")
     limits = SearchLimits(recompute=tuple(args.recompute), zero=tuple(args.zero), dp_overlap=args.dp_overlap,
                           sequence_parallel={"both": (False, True), "yes": (True,), "no": (False,)}[
-                              args.sequence_parallel])
+                              args.sequence_parallel], attention=args.attention, precision=args.precision)
     if args.max_tp is not None:
         need_positive("--max-tp", args.max_tp)
         limits["tp"] = [t for t in powers_of_two(min(args.max_tp, cluster.gpus))

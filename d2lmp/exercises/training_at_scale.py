@@ -224,13 +224,18 @@ plan_llama = Exercise(
     question="Run the planner for `llama3-405b` on 16,384 H100s with 2,048 sequences of 8,192 "
              "tokens a step and compare its choice with how the Llama 3 report splits the model. What keeps the "
              "planner from the report's configuration?",
-    hint_text="Look at the families the planner considers: which pipeline sizes divide the model's 126 layers? "
-              "Then place the report's tensor, pipeline and data-parallel groups on the H100 roofs.",
-    solution_text="The planner keeps tensor parallelism in a node, as the report does, but it only makes "
-                  "pipelines whose stages hold equal numbers of layers, and 126 layers split evenly only into 2, "
-                  "3, 6, 7, 9, ... stages, of which only 2 (and 1) divide 16,384 GPUs: it ends with very short "
-                  "pipelines and leans on ZeRO and data parallelism. The report balances a longer pipeline with "
-                  "unequal first and last stages. On the roofline, a long pipeline is far right of InfiniBand's "
+    hint_text="Look at the planner's top configurations and its tie line, then at the best configuration without "
+              "context parallelism (`cp=(1,)`). Then place the report's tensor, pipeline and data-parallel groups "
+              "on the H100 roofs.",
+    solution_text="The planner can express the report's layout (126 layers over 16 stages, the first and last "
+                  "one block short) and keeps tensor parallelism in a node, as the report does. Its fastest "
+                  "configurations pair a 16-stage pipeline with context parallelism at 8,192 tokens: 2,048 "
+                  "sequences over 128 replicas leave a 16-stage pipeline only 16 micro-batches, and trading "
+                  "replicas for context-parallel ranks gives it more, so a smaller bubble. The model charges context "
+                  "parallelism only its messages, not its smaller products per rank, which is why no published run "
+                  "uses it at 8K tokens; and dozens of configurations are predicted within the model's own error of "
+                  "the fastest, a tie it cannot break. Without context parallelism it falls back to short "
+                  "pipelines and data parallelism. On the roofline, a long pipeline is far right of InfiniBand's "
                   "ridge (many layers per stage, a wide model), so the difference is the bubble and memory, which "
                   "the roofline does not see: a reminder that the roofline says which links can be hidden, and the "
                   "cost model says what the step costs.",

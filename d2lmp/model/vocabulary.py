@@ -22,7 +22,8 @@ __all__ = ["Axis", "grid_name", "TableStrategy", "TABLE_STRATEGIES", "WEIRD_TRIC
            "GRIDS", "CollectiveCheck", "COLLECTIVE_CHECKS", "DEMO_STRATEGIES", "demo_name", "Recompute", "RECOMPUTE",
            "PipelineSchedule", "SCHEDULES",
            "PipelinePlan", "PLANS", "OptimizerName", "OPTIMIZER_NAMES", "LinkKind", "LINK_KINDS", "ClusterLink",
-           "CLUSTER_LINKS", "ZeroStage", "Collective", "PipelineStage"]
+           "CLUSTER_LINKS", "ZeroStage", "Collective", "PipelineStage", "AttentionKernel", "ATTENTION_KERNELS",
+           "MatmulPrecision", "MATMUL_PRECISIONS"]
 
 
 class Axis(str, Enum):
@@ -69,6 +70,13 @@ BRIDGE_STRATEGIES = (Axis.DATA.word, Axis.TENSOR.word, Axis.PIPELINE.word, grid_
 # What the backward recomputes: nothing, the attention core (Korthikanti et al. 2022), or every block's forward.
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE: tuple[Recompute, ...] = get_args(Recompute)
+# How a run computes attention: materialising the s×s scores (Megatron-LM's 2021 kernels), or a fused, tiled kernel
+# that keeps no s×s tensor and recomputes the scores in its backward (Dao et al. 2022, FlashAttention).
+AttentionKernel = Literal["materialised", "flash"]
+ATTENTION_KERNELS: tuple[AttentionKernel, ...] = get_args(AttentionKernel)
+# The precision of the linear layers' matrix products: 16-bit, or FP8 with 16-bit everything else.
+MatmulPrecision = Literal["bf16", "fp8"]
+MATMUL_PRECISIONS: tuple[MatmulPrecision, ...] = get_args(MatmulPrecision)
 # The pipeline schedules ``pipeline_schedule.schedule`` writes out, and all that ``rank_plan`` and ``simulate`` know.
 PipelineSchedule = Literal["naive", "gpipe", "1f1b"]
 SCHEDULES: tuple[PipelineSchedule, ...] = get_args(PipelineSchedule)
@@ -87,8 +95,8 @@ ZeroStage = Literal[0, 1, 2, 3]
 # The collectives whose bytes per rank ``alpha_beta.BUS_FACTORS`` gives.
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
 # The pipeline stages whose memory and time the cluster model works out (the first holds the embedding, the last
-# the output layer).
-PipelineStage = Literal["first", "last"]
+# the output layer, a middle one only blocks: the fullest, where the layers do not divide the stages).
+PipelineStage = Literal["first", "middle", "last"]
 
 # The torchrun entry point's rank checks (``commands.demo``), by the name a user types. An axis's own check: data
 # parallelism by its short name, expert parallelism by what it spreads over the ranks (the experts), the others by

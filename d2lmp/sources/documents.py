@@ -16,6 +16,12 @@ _NVLINK = "https://www.nvidia.com/en-us/data-center/nvlink/"
 _S = Source
 DOCUMENTS: tuple[Source, ...] = (
     # Code
+    _S("bekman2024mlengineering", "Bekman, S.", "Machine Learning Engineering Open Book",
+       "GitHub repository stas00/ml-engineering", "n.d.", "https://github.com/stas00/ml-engineering",
+       "compute/accelerator/README.md, \"Maximum Achievable Matmul FLOPS comparison table\": the best mean BF16 "
+       "(and FP8 e4m3) matmul TFLOPS found by a search over shapes, against the dense peak: A100 SXM 271.2 of 312 "
+       "(86.9 %), H100 SXM 794.5 of 989 (80.3 %, \"H200 is the same\"); FP8: H100 SXM 1402.6 of 1979 (70.9 %), "
+       "H200 SXM 1453.4 of 1979 (73.4 %)."),
     _S("krizhevsky_cuda_convnet", "Krizhevsky, A.",
        "cuda-convnet: High-performance C++/CUDA implementation of convolutional neural networks",
        "Google Code project (archived)", 2011, "https://code.google.com/archive/p/cuda-convnet/",
@@ -38,19 +44,19 @@ DOCUMENTS: tuple[Source, ...] = (
        2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
        "Tables of the section Results: MFU, HFU and throughput of 216 PyTorch FSDP runs of MPT 125M-70B on 8-512 "
        "A100 40/80 GB and H100 GPUs, BF16 and FP8; section MFU: the FLOPs counted (6N per token plus attention)."),
-    _S("bigscience_tr11", "BigScience Workshop", "tr11 BLOOM-176B ML: README and chronicles-prequel",
-       "GitHub repository bigscience-workshop/bigscience, `train/tr11-176B-ml/`", 2022,
-       "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
-       "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
-       "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
-    _S("torchtitan_benchmarks", "PyTorch Contributors",
+    _S("torchtitan_benchmarks", "torchtitan Contributors",
        "torchtitan benchmarks: Llama 3.1 on H100 and H200", "GitHub repository pytorch/torchtitan, benchmarks/",
        "n.d.", "https://github.com/pytorch/torchtitan/tree/main/benchmarks",
        "`benchmarks/llama3_h100_202412_torchtitan.md` Tables 1-6: tokens/s per GPU and peak memory of Llama 3.1 8B, "
        "70B and 405B on 8-512 H100s (96 GB HBM2e, 500 W) with FSDP, TP, PP, CP and Float8; "
        "`benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`: vanilla and async TP, BF16 and Float8; "
        "`benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md`: 8B on 32 and 64 H200s."),
-    _S("megatron_bridge_performance", "NVIDIA",
+    _S("bigscience_tr11", "BigScience Workshop", "tr11 BLOOM-176B ML: README and chronicles-prequel",
+       "GitHub repository bigscience-workshop/bigscience, `train/tr11-176B-ml/`", 2022,
+       "https://github.com/bigscience-workshop/bigscience/tree/master/train/tr11-176B-ml",
+       "`README.md`: BLOOM-176B's layout (TP 4, PP 12, DP 8, MBS 2 on 384 A100 80GB) and measured TFLOPs (149.77 at "
+       "GBS 2048); `chronicles-prequel.md`: the sweep of 3D layouts, shapes and batch sizes with memory and OOMs."),
+    _S("megatron_bridge_performance", "NVIDIA NeMo Contributors",
        "Megatron Bridge: Performance", "NVIDIA NeMo Framework documentation; GitHub repository "
        "NVIDIA-NeMo/Megatron-Bridge, docs/", 2026, "https://docs.nvidia.com/nemo/megatron-bridge/latest/"
        "performance-summary.html",
@@ -58,7 +64,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "(25.09-26.08), pre-training tokens/s and model TFLOP/s per GPU of Llama 3 8B/70B/405B, DeepSeek-V3, "
        "gpt-oss-120b and Qwen3 MoE models on DGX-H100, B200, B300, GB200 and GB300, with GBS, MBS, FSDP, TP, PP, CP, "
        "VP, EP and BF16/FP8 precision."),
-    _S("nemo_performance", "NVIDIA",
+    _S("nemo_performance", "NVIDIA NeMo Contributors",
        "NeMo Framework: Performance Benchmarks and Long Sequence Performance", "GitHub repository NVIDIA/NeMo, "
        "docs/source/performance/", 2024, "https://github.com/NVIDIA/NeMo/tree/main/docs/source/performance",
        "`performance_summary.md` (NeMo 24.07, DGX-H100, FP8): tokens/s and model TFLOP/s per GPU of GPT-3 5B-175B, "

@@ -160,6 +160,11 @@ PAPERS: tuple[Source, ...] = (
     _S("dao2023flashattention2", "Dao, T.",
        "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", "arXiv:2307.08691", 2023,
        "https://arxiv.org/abs/2307.08691", "The backward pass from the saved log-sum-exp alone."),
+    _S("shah2024flashattention3", "Shah, J.; Bikshandi, G.; Zhang, Y.; Thakkar, V.; Ramani, P.; Dao, T.",
+       "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision", "arXiv:2407.08608", 2024,
+       "https://arxiv.org/abs/2407.08608",
+       "Abstract: FlashAttention-2 reaches only 35 % utilization on the H100; FlashAttention-3 up to 740 TFLOP/s "
+       "(75 %) in FP16 and close to 1.2 PFLOP/s in FP8."),
     _S("dubey2024llama3", "Dubey, A.; Jauhri, A.; Pandey, A.; Kadian, A.; Al-Dahle, A.; Letman, A.; Mathur, A.",
        "The Llama 3 Herd of Models", "arXiv:2407.21783", 2024, "https://arxiv.org/abs/2407.21783",
        "Llama Team, AI @ Meta. Table 3: the 8B, 70B and 405B shapes; §3.3.2: context parallelism, rank i holding "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from d2lmp.commands.goal import Goal
+from d2lmp.commands.goal import Goal, goal_line
 from d2lmp.model.cluster.calibration import Comparison
 from d2lmp.model.cluster.efficiency import describe
 from d2lmp.model.cluster.report import (
@@ -19,9 +19,21 @@ from d2lmp.model.cluster.report import (
     format_planner_checks,
     planner_checks,
 )
+from d2lmp.model.cluster.runs import records
+from d2lmp.model.cluster.validation import (
+    GOAL,
+    PICK_GOAL,
+    Judgement,
+    SourceSummary,
+    goal_checks,
+    judge_all,
+    summarise,
+    sweep_cells,
+)
 from d2lmp.report import table
 
-__all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table"]
+__all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table",
+           "sources_table", "info_lines", "validation_goal_lines", "sweep_lines"]
 
 HELP = "the cluster model against published runs (predicted / published), and the planner against their choices"
 PUBLISHED_GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput, every row of every table
@@ -67,6 +79,51 @@ def goal_lines(tables: dict[str, list[Comparison]]) -> list[str]:
     return lines
 
 
+def _number(x: float | None, fmt: str = ".2f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def sources_table(summaries: list[SourceSummary]) -> str:
+    """Per source: rows, those judged and those printed as information, the ratios' median and worst, the share in
+    band, the runs whose memory verdict disagrees with the run, and the memory ratios (where reported)."""
+    low, high = GOAL
+    rows = []
+    for s in summaries:
+        within = sum(abs(m - 1) <= 0.2 for m in s.memory_ratios)
+        rows.append([s.source, s.use, str(s.rows), str(len(s.ratios)), str(s.info), _number(s.median),
+                     _number(s.worst), f"{s.in_band} ({_number(s.share, '.0%')})", str(s.memory_disagrees),
+                     f"{within} of {len(s.memory_ratios)}"])
+    return table(rows, ["source", "use", "rows", "judged", "info", "median", "worst", f"in {low}-{high}",
+                        "memory verdict wrong", "memory ±20 %"])
+
+
+def info_lines(judgements: list[Judgement]) -> list[str]:
+    """Every record the model cannot judge, with its reason: printed, never dropped."""
+    return [f"  info: {j.record.source}, {j.record.where}, '{j.record.row}': {j.converted.reason}"
+            for j in judgements if j.prediction is None]
+
+
+def validation_goal_lines(judgements: list[Judgement]) -> list[str]:
+    return [goal_line(check.what, check.target, check.found, check.met) for check in goal_checks(judgements)]
+
+
+def sweep_lines(judgements: list[Judgement]) -> list[str]:
+    """Per source of sweeps: its cells, how many the model's pick runs within 10 % of the fastest measured, the worst;
+    then the goal line over every cell."""
+    cells = sweep_cells(judgements)
+    lines = ["The model's pick among the configurations a sweep measured (one model on one cluster), measured "
+             "throughput over the fastest measured:"]
+    for source in dict.fromkeys(c.source for c in cells):
+        scores = [c.score for c in cells if c.source == source]
+        within = sum(score >= PICK_GOAL[0] for score in scores)
+        lines.append(f"  {source}: {len(scores)} cells, within 10 % in {within}, worst {min(scores):.2f}")
+    within = sum(c.score >= PICK_GOAL[0] for c in cells)
+    share = within / len(cells) if cells else 0.0
+    lines.append(goal_line("sweep cells where the pick runs within 10 % of the fastest measured",
+                           f">= {PICK_GOAL[1]:.0%}", f"{share:.0%} ({within} of {len(cells)})", share >= PICK_GOAL[1]))
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     check(args)
     report = calibration_report()
@@ -91,5 +148,14 @@ def run(args: argparse.Namespace) -> int:
         print(format_planner_checks(checks))
         print(f"{ok} of {len(checks)} rows: the published configuration ranks in the planner's top {TOP_FIVE}, or "
               f"the planner's best is within {WITHIN:.0%} of it (both predicted)")
+    judgements = judge_all(records())
+    print(f"\nPublished runs transcribed as records (d2lmp.model.cluster.runs), {len(judgements)} rows; the fitted "
+          "parameters come from the calibration table above only: every row here is validation")
+    print(sources_table(summarise(judgements)))
+    print("ratio = predicted / published tokens/s per GPU (a published MFU or FLOP rate divided by the FLOPs the "
+          "model counts a token)")
+    print("\n".join(info_lines(judgements)))
     print("\n" + "\n".join(goal_lines(report.tables)))
+    print("\n".join(validation_goal_lines(judgements)))
+    print("\n" + "\n".join(sweep_lines(judgements)))
     return 0

@@ -1,16 +1,16 @@
 """The communication roofline: FLOPs a device computes per byte it sends, against the ridge of the link it sends on.
 
-Notebook 03's roofline divides FLOPs by the bytes moved through memory. Here the bytes are those a device sends
-over a link. In a unit of work (a step, a micro-batch, one block) a device computes ``F`` FLOPs at the matrix
-rate ``P`` (``gemm`` × the dense 16-bit peak) and sends ``N`` bytes at the link's bus bandwidth ``B`` (its
-sourced figure × the fitted ``nvlink`` or ``network`` fraction; PCIe has no fitted fraction: its specification
-rate is used, an upper bound). The sending can hide behind the computing only if ``F/P ≥ N/B``, that is if the
-intensity ``I = F/N`` reaches the ridge ``P/B``: right of the ridge a strategy is *compute bound*, left of it
-*communication bound*, and at best it runs at ``min(P, I·B)``. FLOPs are those of ``transformer_accounting``;
-bytes are what each rank sends in a ring collective (``steptime.all_reduce_bytes``: ``2(n−1)/n`` of the buffer
-for an all-reduce, ``gather_bytes``: ``(n−1)/n`` for an all-gather or a reduce-scatter), of 16-bit values.
-With ``F₁`` the step FLOPs of one sequence, ``Ψ`` the parameters, ``F_L`` one block's forward FLOPs for ``b``
-sequences (``24bsh² + 4bs²h`` for a GPT), ``F_A = 4bs²h`` its attention core and ``kv`` the key/value width:
+Notebook 03's roofline divides FLOPs by the bytes moved through memory. Here the bytes are those a device sends over a
+link. In a unit of work (a step, a micro-batch, one block) a device computes ``F`` FLOPs at the matrix rate ``P``
+(``gemm`` × the largest matmul's measured rate, a fraction of the dense 16-bit peak) and sends ``N`` bytes at the
+link's bus bandwidth ``B`` (its sourced figure × the fitted ``nvlink`` or ``network`` fraction; PCIe has no fitted
+fraction: its specification rate is used, an upper bound). The sending can hide behind the computing only if ``F/P ≥
+N/B``, that is if the intensity ``I = F/N`` reaches the ridge ``P/B``: right of the ridge a strategy is *compute
+bound*, left of it *communication bound*, and at best it runs at ``min(P, I·B)``. FLOPs are those of
+``transformer_accounting``; bytes are what each rank sends in a ring collective (``steptime.all_reduce_bytes``:
+``2(n−1)/n`` of the buffer for an all-reduce, ``gather_bytes``: ``(n−1)/n`` for an all-gather or a reduce-scatter), of
+16-bit values. With ``F₁`` the step FLOPs of one sequence, ``Ψ`` the parameters, ``F_L`` one block's forward FLOPs for
+``b`` sequences (``24bsh² + 4bs²h`` for a GPT), ``F_A = 4bs²h`` its attention core and ``kv`` the key/value width:
 
 - data parallelism (``d`` replicas, ``B`` sequences a replica per step): ``F = B·F₁`` and an all-reduce of the
   gradients, ``N = 2(d−1)/d · 2Ψ``; ``I = B·F₁·d / (4Ψ(d−1))``, ∝ tokens per replica. With ``F₁ ≈ 6Ψs``,
@@ -132,9 +132,11 @@ def link_roof(gpu: str, link: LinkKind, efficiency: Efficiency | None = FITTED) 
         fraction = getattr(fractions, link)
         sourced = preset.nvlink_GBps if link == "nvlink" else preset.network_GBps_per_gpu
         how = f"{fraction:.1%} of {sourced:g} GB/s" + (" (fitted)" if efficiency is not None else "")
-    rate = preset.peak_flops * fractions.gemm  # the rate steptime.matmul_seconds computes matrix products at
-    note = f"{preset.name}: {fractions.gemm:.1%} of {preset.peak_tflops:g} TFLOP/s; {LINK_NAMES[link]}: {how}"
-    return LinkRoof(preset.name, link, rate, bandwidth, fractions.gemm, fraction, note)
+    # the rate steptime.matmul_seconds computes matrix products at (the peak itself without efficiencies)
+    rate = preset.peak_flops if efficiency is None else preset.matmul_flops() * fractions.gemm
+    of_peak = rate / preset.peak_flops
+    note = f"{preset.name}: {of_peak:.1%} of {preset.peak_tflops:g} TFLOP/s; {LINK_NAMES[link]}: {how}"
+    return LinkRoof(preset.name, link, rate, bandwidth, of_peak, fraction, note)
 
 
 @dataclass(frozen=True)

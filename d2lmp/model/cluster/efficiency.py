@@ -1,11 +1,13 @@
 """The cost model's free parameters: what each stands for, and the values fitted on Narayanan et al.'s Table 1.
 
-Four numbers turn the hardware's peaks into achieved rates; everything else in the model is a formula or a
-sourced figure. ``FITTED`` holds the values that ``calibration.fit()`` derives from Table 1 of Narayanan et
-al. (2021) (a test re-derives them, so the constants cannot drift from the fit); ``describe`` prints
-them with their meaning. Two further figures are assumptions, stated and not fitted: the latency of one
-message (a field of every GPU preset, ``hardware.GPUPreset.latency_s``, named ``LATENCY_S`` here too) and the
-bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
+Four numbers turn the hardware's rates into achieved ones; everything else in the model is a formula or a sourced
+figure. The matrix rate starts from what a large matmul is measured to reach on each GPU generation
+(``hardware.MAMF_TFLOPS``: 86.9 % of an A100's 16-bit peak, 80.3 % of an H100's), so ``gemm`` is the share of that the
+transformer's products reach, the same on every GPU, not one GPU's fraction of its peak. ``FITTED`` holds the values
+that ``calibration.fit()`` derives from Table 1 of Narayanan et al. (2021) (a test re-derives them, so the constants
+cannot drift from the fit); ``describe`` prints them with their meaning. Two further figures are assumptions, stated
+and not fitted: the latency of one message (a field of every GPU preset, ``hardware.GPUPreset.latency_s``, named
+``LATENCY_S`` here too) and the bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class Efficiency:
 
 
 MEANINGS: dict[str, str] = {
-    "gemm": "fraction of the GPU's dense 16-bit peak that the transformer's matrix products reach",
+    "gemm": "fraction of the largest matmul's measured rate on that GPU (GPUPreset.matmul_flops: a share of the "
+            "peak per GPU generation, measured, not fitted) that the transformer's matrix products reach",
     "memory_passes": "HBM traffic of the other operations (LayerNorm, GeLU, softmax, dropout, residual adds) "
                      "per byte of the activations Korthikanti et al. count, per forward pass",
     "nvlink": "bus bandwidth NCCL reaches within a node, as a fraction of NVLink's per-direction bandwidth",
@@ -46,7 +49,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 
 # Fitted by d2lmp.model.cluster.calibration.fit() on Table 1 of Narayanan et al. (2021); re-derived by
 # tests/test_scale_calibration.py.
-FITTED = Efficiency(gemm=0.716, memory_passes=2.654, nvlink=0.736, network=0.790)
+FITTED = Efficiency(gemm=0.824, memory_passes=2.653, nvlink=0.737, network=0.782)
 
 
 def describe(efficiency: Efficiency = FITTED) -> str:

@@ -1,17 +1,18 @@
 """GPU presets and the cluster a training run uses: peak, memory, NVLink and network per GPU, each sourced.
 
-A ``GPUPreset`` reads the sourced GPU table (``gpu_specs.NOTABLE_GPUS``) for the dense 16-bit tensor peak,
-the memory and its bandwidth, ``topology.NVLINK`` for the NVLink links, and adds the network per GPU of the
-node the GPU usually ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s;
-DGX A100, as in Selene, the cluster of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for
-its eight A100s; DGX H100 and H200 eight 400 Gb/s ConnectX-7 ports. Every figure keeps its bibliography keys
-(``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures.
-Bandwidths are GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes.
-Every preset carries its per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were
-fitted with, unless measured) and may carry its own point-to-point rate (a CPU measured here does,
-``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``,
-which the step's formulas read as a ``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second
-preset type on purpose: one whole machine behind one link, at FP32 and NCCL's α (its docstring says why).
+A ``GPUPreset`` reads the sourced GPU table (``gpu_specs.NOTABLE_GPUS``) for the dense 16-bit tensor peak, the memory
+and its bandwidth, ``topology.NVLINK`` for the NVLink links, and adds the network per GPU of the node the GPU usually
+ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s; DGX A100, as in Selene, the
+cluster of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for its eight A100s; DGX H100 and H200
+eight 400 Gb/s ConnectX-7 ports. The network is those NICs, one per GPU (rails): a group with ``k`` members in a node
+sends across nodes over ``k`` of them (``steptime.group_bytes_per_s``). Every figure keeps its bibliography keys
+(``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures. Bandwidths are
+GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes. Every preset carries its
+per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were fitted with, unless measured)
+and may carry its own point-to-point rate (a CPU measured here does, ``model.cluster.cpu``); ``Cluster.link_rate``
+hands both to the step's formulas with the bandwidth, as a ``LinkRate``, which the step's formulas read as a
+``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second preset type on purpose: one whole machine
+behind one link, at FP32 and NCCL's α (its docstring says why).
 """
 
 from __future__ import annotations
@@ -21,10 +22,27 @@ from functools import lru_cache
 
 from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.terms import Link
+from d2lmp.model.vocabulary import MatmulPrecision
 from d2lmp.topology import NVLINK, NVLINK_SOURCES
 
 __all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "LinkRate", "latency_of",
-           "p2p_rate_of"]
+           "p2p_rate_of", "FP8_PEAK_TFLOPS", "MAMF_TFLOPS", "MAMF_SOURCE", "FLASH_FRACTION", "FLASH_SOURCE"]
+
+# Dense FP8 tensor peaks, TFLOP/s (none before Hopper): the Hopper whitepaper's Table 3 (H100 SXM5, FP8 with FP32
+# accumulate, 1,978.9 dense) and the H200 page (3,958 with 2:4 sparsity, half of it dense).
+FP8_PEAK_TFLOPS: dict[str, float] = {"H100 SXM5": 1978.9, "H200 SXM": 1979.0}
+# The largest mean rate a search over matmul shapes found, BF16 and FP8 inputs, TFLOP/s (Bekman, Machine Learning
+# Engineering Open Book, "Maximum Achievable Matmul FLOPS comparison table"; the H200's BF16 "is the same" as the
+# H100's). No V100 was measured there: it takes the A100's fraction of its peak, an assumption.
+MAMF_TFLOPS: dict[str, tuple[float, float | None]] = {
+    "A100 SXM4 40GB": (271.2, None), "A100 SXM4 80GB": (271.2, None), "H100 SXM5": (794.5, 1402.6),
+    "H200 SXM": (794.5, 1453.4)}
+MAMF_SOURCE = ("bekman2024mlengineering",)
+# The fraction of the 16-bit peak a fused attention kernel (FlashAttention-2, the kernel of the 2023-2024 runs)
+# reaches at best: 73 % on an A100 (Dao 2023, abstract: "50-73 %"), 35 % on an H100 (Shah et al. 2024, abstract).
+# A V100 takes the A100's, an assumption.
+FLASH_FRACTION: dict[str, float] = {"Ampere": 0.73, "Hopper": 0.35}
+FLASH_SOURCE = ("dao2023flashattention2", "shah2024flashattention3")
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,11 @@ class GPUPreset:
     (per direction) divided by its GPUs; ``node``: what that node is; ``source``: the bibliography keys of
     every figure; ``note``: where each figure comes from. ``p2p_GBps`` (None: a send runs at the link's bus
     bandwidth) is set by measured presets.
+
+    ``gemm_fraction`` and ``fp8_gemm_fraction``: the fractions of the 16-bit and FP8 peaks (``fp8_peak_tflops``,
+    None before Hopper) that the fastest large matmul measured on this GPU reaches (``MAMF_TFLOPS``); 1 for a
+    measured preset, whose rate is already the achieved one. ``flash_fraction``: the fraction of the 16-bit peak a
+    fused attention kernel reaches on this GPU (``FLASH_FRACTION``).
 
     ``latency_s`` is α, the seconds per message (a ring step or a send) on either link. A measured preset sets its
     own; the GPU presets keep the default, 10 µs: an assumption, not a sourced figure, with which the efficiencies
@@ -57,6 +80,10 @@ class GPUPreset:
     note: str
     latency_s: float = 10e-6  # α, seconds per message on either link: assumed, fitted with (see above)
     p2p_GBps: float | None = None  # a send's rate per direction where it differs from the collectives' bus bandwidth
+    gemm_fraction: float = 1.0
+    fp8_peak_tflops: float | None = None
+    fp8_gemm_fraction: float | None = None
+    flash_fraction: float = 1.0
 
     @property
     def peak_flops(self) -> float:
@@ -65,6 +92,19 @@ class GPUPreset:
     @property
     def memory_bytes(self) -> float:
         return self.memory_gb * 1e9
+
+    def matmul_flops(self, precision: MatmulPrecision = "bf16") -> float:
+        """FLOP/s of the fastest large matmul measured in ``precision``: its peak × its measured fraction."""
+        if precision == "fp8":
+            if self.fp8_peak_tflops is None or self.fp8_gemm_fraction is None:
+                raise ValueError(f"{self.name} has no FP8 tensor cores (FP8 needs Hopper or newer)")
+            return self.fp8_peak_tflops * 1e12 * self.fp8_gemm_fraction
+        return self.peak_flops * self.gemm_fraction
+
+    @property
+    def flash_flops(self) -> float:
+        """FLOP/s of a fused attention kernel's products at best: the peak × ``flash_fraction``."""
+        return self.peak_flops * self.flash_fraction
 
 
 def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: float, node: str,
@@ -82,9 +122,23 @@ def _preset(name: str, row: str, nvlink_generation: int, nics: int, nic_gbit: fl
            f"{memory_gb if memory_gb is not None else spec.memory_gb:g} GB at {spec.bandwidth_gbs:g} GB/s; "
            f"NVLink {nvlink_generation}: {links} links × {per_link} GB/s per direction; "
            f"{node}: {nics} × {nic_gbit:g} Gb/s for {gpus_per_node} GPUs = {network:g} GB/s per GPU{note}")
+    measured = spec.name if spec.name in MAMF_TFLOPS else "A100 SXM4 80GB"  # a V100: the A100's, assumed
+    bf16, fp8 = MAMF_TFLOPS[measured]
+    fraction = bf16 / (gpu_spec(measured).fp16_tensor_tflops or bf16)
+    fp8_peak = FP8_PEAK_TFLOPS.get(spec.name)
+    fp8_fraction = fp8 / fp8_peak if fp8 is not None and fp8_peak is not None else None
+    how += (f"; largest matmul measured: {fraction:.1%} of the 16-bit peak"
+            + (f", {fp8_fraction:.1%} of {fp8_peak:g} FP8 TFLOPS" if fp8_fraction is not None else "")
+            + ("" if measured == spec.name else " (the A100's fraction, assumed)"))
+    generation = spec.architecture.split()[0]
+    flash = FLASH_FRACTION.get(generation, FLASH_FRACTION["Ampere"])  # a V100: the A100's, assumed
+    how += f"; fused attention at best {flash:.0%} of the 16-bit peak"
     return GPUPreset(name, spec.name, spec.fp16_tensor_tflops,
                      spec.memory_gb if memory_gb is None else memory_gb, spec.bandwidth_gbs,
-                     float(links * per_link), network, gpus_per_node, node, source, how)
+                     float(links * per_link), network, gpus_per_node, node,
+                     tuple(dict.fromkeys(source + MAMF_SOURCE + FLASH_SOURCE)), how,
+                     gemm_fraction=fraction, fp8_peak_tflops=fp8_peak, fp8_gemm_fraction=fp8_fraction,
+                     flash_fraction=flash)
 
 
 _DGX1 = ("nvidia_dgx1_v100_whitepaper",)

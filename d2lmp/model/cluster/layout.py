@@ -15,9 +15,17 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
-from d2lmp.model.vocabulary import ClusterLink, Recompute, ZeroStage
+from d2lmp.model.vocabulary import (
+    ATTENTION_KERNELS,
+    MATMUL_PRECISIONS,
+    AttentionKernel,
+    ClusterLink,
+    MatmulPrecision,
+    Recompute,
+    ZeroStage,
+)
 
-__all__ = ["Plan", "Layout", "check_plan", "group_link"]
+__all__ = ["Plan", "Layout", "check_plan", "group_link", "members_per_node"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +37,12 @@ class Plan:
     forward); ``interleave`` virtual pipeline stages per GPU (1: plain 1F1B). ``dp_overlap``: the once-a-step
     gradient reduction overlaps the last micro-batch's backward (bucketed DDP), not run after it (Megatron's
     2021 "local" DDP). ``scatter_gather``: pipeline messages cross the network split over the tensor-parallel
-    ranks and are gathered over NVLink (Narayanan et al. 2021, §4.1).
+    ranks and are gathered over NVLink (Narayanan et al. 2021, §4.1). ``attention``: "materialised" (the s×s
+    scores kept, as Megatron-LM's 2021 kernels did) or "flash" (a fused kernel: no s×s tensor, the backward
+    recomputes the scores; Dao et al. 2022). ``precision``: the linear layers' matrix products in "bf16" or "fp8".
+    ``head_stages``: the embedding and the output layer each take one block's place on the first and the last
+    pipeline stage (Llama 3's 126 layers over 16 stages, first and last one layer short: Llama Team 2024, §3.3.2).
+    The layers need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
     """
 
     tp: int = 1
@@ -44,6 +57,9 @@ class Plan:
     interleave: int = 1
     dp_overlap: bool = True
     scatter_gather: bool = True
+    attention: AttentionKernel = "materialised"
+    precision: MatmulPrecision = "bf16"
+    head_stages: bool = False
 
     @property
     def gpus(self) -> int:
@@ -52,22 +68,28 @@ class Plan:
     def describe(self) -> str:
         """A short label: 'tp8 pp8 dp16 cp1 mb1 full v1 zero0'."""
         sp = " sp" if self.sequence_parallel else ""
+        extra = (" flash" if self.attention == "flash" else "") + (" fp8" if self.precision == "fp8" else "")
         return (f"tp{self.tp} pp{self.pp} dp{self.dp} cp{self.cp} mb{self.micro_batch} {self.recompute}{sp} "
-                f"v{self.interleave} zero{self.zero}")
+                f"v{self.interleave} zero{self.zero}{extra}")
 
 
 @dataclass(frozen=True)
 class Layout:
-    """What a valid plan implies: micro-batches per step, layers per stage and per virtual stage, and the link
-    ("nvlink" or "network") that each group's messages cross."""
+    """What a valid plan implies: micro-batches per step, layers per stage and per virtual stage, the link
+    ("nvlink" or "network") that each group's messages cross, and how many members of a tensor- or data-parallel
+    group share a node (``tp_per_node``, ``dp_per_node``): a group spanning nodes sends over that many NICs."""
 
     microbatches: int
-    layers_per_stage: int
-    layers_per_chunk: int
+    layers_per_stage: int  # on the fullest stage
+    layers_per_chunk: int  # on the fullest virtual stage
     tp_link: ClusterLink
     cp_link: ClusterLink
     dp_link: ClusterLink
     pp_link: ClusterLink
+    tp_per_node: int = 1
+    dp_per_node: int = 1
+    layers_first: int = 0  # the first and the last pipeline stage's blocks
+    layers_last: int = 0
 
 
 def _positive(name: str, value: object) -> None:
@@ -82,6 +104,11 @@ def group_link(cluster: Cluster, stride: int, size: int) -> ClusterLink:
     return "network"
 
 
+def members_per_node(cluster: Cluster, stride: int, size: int) -> int:
+    """How many of a group's ``size`` ranks, ``stride`` ranks apart, share one node."""
+    return max(1, min(size, cluster.gpus_per_node // stride))
+
+
 def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     """A ``ValueError`` that says what is wrong with ``plan``, or the ``Layout`` it implies."""
     for name in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "interleave"):
@@ -93,6 +120,10 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
         raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {plan.zero!r}")
     if plan.recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}, got {plan.recompute!r}")
+    if plan.attention not in ATTENTION_KERNELS:
+        raise ValueError(f"attention must be one of {ATTENTION_KERNELS}, got {plan.attention!r}")
+    if plan.precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"precision must be one of {MATMUL_PRECISIONS}, got {plan.precision!r}")
     if model.heads % plan.tp:
         raise ValueError(f"heads ({model.heads}) are not divisible by tp ({plan.tp})")
     if model.kv_head_count % plan.tp:
@@ -100,8 +131,11 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     if plan.cp > 1 and model.seq % (2 * plan.cp):
         raise ValueError(f"the sequence ({model.seq}) does not split into 2·cp = {2 * plan.cp} equal chunks "
                          "(context parallelism balances the causal mask with two chunks per rank)")
-    if model.layers % (plan.pp * plan.interleave):
-        raise ValueError(f"layers ({model.layers}) are not divisible by pp·interleave = {plan.pp}·{plan.interleave}")
+    units = model.layers + (2 if plan.head_stages and plan.pp > 1 else 0)
+    chunks = plan.pp * plan.interleave
+    if units < chunks or (plan.head_stages and plan.pp > 1 and units < 2 * plan.interleave + 2):
+        raise ValueError(f"layers ({model.layers}) are too few for pp·interleave = {plan.pp}·{plan.interleave} "
+                         "virtual stages of at least one block each")
     if plan.global_batch % (plan.dp * plan.micro_batch):
         raise ValueError(f"the global batch ({plan.global_batch} sequences) does not split into dp·micro_batch = "
                          f"{plan.dp}·{plan.micro_batch} = {plan.dp * plan.micro_batch} per micro-batch step")
@@ -112,12 +146,15 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
         if microbatches % plan.pp:
             raise ValueError(f"the interleaved schedule needs micro-batches per step ({microbatches}) to be a "
                              f"multiple of pp ({plan.pp})")
-    if plan.zero == 3 and plan.pp > 1:
-        raise ValueError("zero 3 with pipeline parallelism is not modelled: it would gather every stage's "
-                         "parameters once per micro-batch")
     t, c, d = plan.tp, plan.cp, plan.dp
-    layers_per_stage = model.layers // plan.pp
-    return Layout(microbatches=microbatches, layers_per_stage=layers_per_stage,
-                  layers_per_chunk=layers_per_stage // plan.interleave,
+    per_chunk, extra = divmod(units, chunks)  # ``extra`` virtual stages hold one block more
+    per_chunk_max = per_chunk + (1 if extra else 0)
+    layers_per_stage = plan.interleave * per_chunk + min(plan.interleave, extra)
+    head = 1 if plan.head_stages and plan.pp > 1 else 0
+    first = last = layers_per_stage - head if plan.pp > 1 else model.layers
+    return Layout(microbatches=microbatches, layers_per_stage=layers_per_stage if plan.pp > 1 else model.layers,
+                  layers_per_chunk=per_chunk_max,
+                  layers_first=first, layers_last=last,
                   tp_link=group_link(cluster, 1, t), cp_link=group_link(cluster, t, c),
-                  dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp))
+                  dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp),
+                  tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d))

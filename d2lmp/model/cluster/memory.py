@@ -27,10 +27,10 @@ from d2lmp.model.transformer_stage_memory import (
     output_activation_bytes,
     pipeline_layers_in_flight,
 )
-from d2lmp.model.vocabulary import PipelineStage, Recompute
+from d2lmp.model.vocabulary import AttentionKernel, PipelineStage, Recompute
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
-           "layer_activation_bytes",
+           "layer_activation_bytes", "kept", "whole_layer",
            "stage_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes", "memory_per_gpu"]
 
 OPTIMIZER = "adam_mixed"  # the row of training_state.OPTIMIZERS the runs train with (Rajbhandari et al. 2020, §3.1)
@@ -81,11 +81,27 @@ def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequen
     return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
 
 
+def whole_layer(attention: AttentionKernel) -> Recompute:
+    """What a block's forward writes before any recomputation drops it: every tensor Korthikanti et al. count
+    (``"none"``), except the s×s scores, softmax and dropout a fused attention kernel never writes (as
+    ``"selective"`` drops them: the kernel keeps the query, key, value and output, and two statistics a row)."""
+    return "selective" if attention == "flash" else "none"
+
+
+def kept(recompute: Recompute, attention: AttentionKernel) -> Recompute:
+    """The activations a block keeps for its backward: those of ``recompute``, never the s×s tensors under flash."""
+    return whole_layer(attention) if recompute == "none" else recompute
+
+
 def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
-    """Parameters on one GPU of the ``"first"`` or ``"last"`` pipeline stage (the same stage when ``pp`` is 1)."""
+    """Parameters on one GPU of the ``"first"``, a ``"middle"`` or the ``"last"`` pipeline stage (the same stage when
+    ``pp`` is 1)."""
     t, h = plan.tp, model.hidden
-    params = layout.layers_per_stage * layer_parameters_per_gpu(model, t)
+    blocks = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
+    params = blocks * layer_parameters_per_gpu(model, t)
     first, last = stage == "first" or plan.pp == 1, stage == "last" or plan.pp == 1
+    if stage == "middle" and plan.pp > 1:
+        return params
     if first:
         params += model.vocab * h / t + (model.seq * h if model.learned_positions else 0)
     if last:
@@ -105,8 +121,10 @@ def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage
     """Saved activations on one GPU of the first or last stage, at the schedule's peak."""
     rank = 0 if stage == "first" else plan.pp - 1
     t, b, sp, c = plan.tp, plan.micro_batch, plan.sequence_parallel, plan.cp
-    layers = pipeline_layers_in_flight(model.layers, plan.pp, plan.interleave, layout.microbatches, rank)
-    total = layers * layer_activation_bytes(model, b, t, sp, plan.recompute)
+    v = plan.interleave
+    chunks = pipeline_layers_in_flight(plan.pp * v, plan.pp, v, layout.microbatches, rank)  # virtual stages' worth
+    blocks = layout.layers_first if stage == "first" else layout.layers_last
+    total = chunks * blocks / v * layer_activation_bytes(model, b, t, sp, kept(plan.recompute, plan.attention))
     if rank == 0:
         total += embedding_activation_bytes(model, b, t, sp, min(plan.pp, layout.microbatches))
     if rank == plan.pp - 1:
@@ -114,17 +132,18 @@ def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage
     return total / c
 
 
-def buffer_bytes(model: Transformer, plan: Plan, rest: float) -> float:
-    """The stated allowance: a recomputed layer's rematerialised activations, ZeRO-3's gathered matrices, the
-    fixed ``ALLOWANCE_BYTES`` and ``FRAGMENTATION`` of ``rest`` (everything else)."""
+def buffer_bytes(model: Transformer, plan: Plan, layout: Layout, rest: float) -> float:
+    """The stated allowance: a recomputed layer's rematerialised activations (a fused attention kernel's
+    backward holds one tile of scores, not an s×s tensor), ZeRO-3's gathered matrices, the fixed
+    ``ALLOWANCE_BYTES`` and ``FRAGMENTATION`` of ``rest`` (everything else)."""
     t, b, sp = plan.tp, plan.micro_batch, plan.sequence_parallel
-    working = 0.0
-    if plan.recompute != "none":
-        working = (layer_activation_bytes(model, b, t, sp, "none")
-                   - layer_activation_bytes(model, b, t, sp, plan.recompute)) / plan.cp
-    if plan.zero == 3:
+    working = (layer_activation_bytes(model, b, t, sp, whole_layer(plan.attention))
+               - layer_activation_bytes(model, b, t, sp, kept(plan.recompute, plan.attention))) / plan.cp
+    if plan.zero == 3 and plan.pp == 1:
         largest = max(model.hidden * (model.hidden + 2 * model.kv_hidden), model.hidden * model.ffn_size)
         working += 2 * 2 * largest / t  # the 16-bit matrix in use and the one prefetched
+    if plan.zero == 3 and plan.pp > 1:  # the stage's 16-bit weights, gathered for the step's micro-batches
+        working += 2 * layout.layers_per_stage * layer_parameters_per_gpu(model, t)
     return working + ALLOWANCE_BYTES + FRAGMENTATION * (rest + working)
 
 
@@ -135,7 +154,7 @@ def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: flo
     for stage in stages:
         weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage), plan.zero, plan.dp)
         activations = stage_activation_bytes(model, plan, layout, stage)
-        buffers = buffer_bytes(model, plan, weights + gradients + optimizer + activations)
+        buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
         breakdown = MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
         if best is None or breakdown.total > best.total:
             best = breakdown

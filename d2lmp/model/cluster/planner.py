@@ -5,7 +5,8 @@
 interleaving. Each configuration's memory is computed first (cheap); only those that fit are timed by
 ``predict``. The configurations are ranked by step time; every family gets a verdict: invalid (and
 why), does not fit (the least it needs, and its largest part), or its best configuration with how much
-slower it is than the winner, the term it loses most to, and the link that term crosses. Defaults:
+slower it is than the winner, the term it loses most to, and the link that term crosses. Configurations predicted
+within the model's own error of the fastest (``validation.model_error``) are a tie (``PlanReport.ties``). Defaults:
 tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
 at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages.
 """
@@ -21,9 +22,10 @@ from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.cluster.validation import model_error
 from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
-from d2lmp.model.vocabulary import Recompute, ZeroStage
+from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
 __all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
 
@@ -71,6 +73,15 @@ class PlanReport:
     families: tuple[FamilyVerdict, ...]
     considered: int  # configurations whose memory was computed
     top_k: int = 5
+    tie_within: float = 0.0  # the model's own error (validation.model_error): closer than that is a tie
+
+    @property
+    def ties(self) -> tuple[Candidate, ...]:
+        """The configurations predicted within the model's own error of the fastest: the model cannot rank them."""
+        if not self.ranked:
+            return ()
+        limit = self.ranked[0].prediction.step_s * math.exp(self.tie_within)
+        return tuple(c for c in self.ranked if c.prediction.step_s <= limit)
 
     @property
     def top(self) -> tuple[Candidate, ...]:
@@ -114,7 +125,9 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
     cps = cp if cp is not None else [c for c in powers_of_two(n)
                                      if c == 1 or (model.seq % (2 * c) == 0
                                                    and model.seq // c >= MIN_TOKENS_PER_CP_RANK)]
-    pps = pp if pp is not None else _divisors(model.layers, n)  # a pipeline size divides the GPU count too
+    # a pipeline size divides the GPU count; it need not divide the layers (the fullest stage holds one more)
+    pps = pp if pp is not None else sorted(set(_divisors(model.layers, n)) | {
+        p for p in powers_of_two(min(n, model.layers)) if n % p == 0})
     return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
 
 
@@ -124,11 +137,13 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     per_replica = base.global_batch // base.dp
     micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
     stages = interleave if interleave is not None else (
-        _divisors(model.layers // base.pp, MAX_INTERLEAVE) if base.pp > 1 else [1])
+        _divisors(max(1, model.layers // base.pp), MAX_INTERLEAVE) if base.pp > 1 else [1])
     zeros = [z for z in zero if base.dp > 1 or z == 0]
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
+    # a fused attention kernel keeps no scores: selective recomputation would change nothing
+    recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
     return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z)
-            for b in micro for r in recompute for sp in sps for v in stages for z in zeros]
+            for b in micro for r in recomputes for sp in sps for v in stages for z in zeros]
 
 
 def _why_slower(candidate: Candidate, winner: Candidate) -> str:
@@ -200,16 +215,16 @@ def _verdict(family: _Family, winner: Candidate | None) -> FamilyVerdict:
     return FamilyVerdict(*family.sizes, family.best, reason)
 
 
-def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5,
-         efficiency: Efficiency = FITTED, tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
-         cp: Sequence[int] | None = None, zero: Sequence[ZeroStage] = ZERO_STAGES,
-         micro_batch: Sequence[int] | None = None, recompute: Sequence[Recompute] = RECOMPUTE,
-         sequence_parallel: Sequence[bool] = (False, True), interleave: Sequence[int] | None = None,
-         dp_overlap: bool = True) -> PlanReport:
+def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5, efficiency: Efficiency = FITTED,
+         tp: Sequence[int] | None = None, pp: Sequence[int] | None = None, cp: Sequence[int] | None = None,
+         zero: Sequence[ZeroStage] = ZERO_STAGES, micro_batch: Sequence[int] | None = None,
+         recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
+         interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
+         precision: MatmulPrecision = "bf16") -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
-    The keyword arguments restrict the search (e.g. ``zero=(0,)``, ``recompute=("full",)``,
-    ``sequence_parallel=(False,)`` for the techniques of 2021).
+    The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ``attention="materialised"``
+    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
@@ -219,7 +234,8 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             error = f"the global batch ({global_batch}) does not split over dp = {d}"
             families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
-        base = Plan(tp=t, pp=p, dp=d, cp=c, global_batch=global_batch, dp_overlap=dp_overlap)
+        base = Plan(t, p, d, c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
+                    precision=precision)
         members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
     ranked = sorted((cand for f in families for cand in f.fitting),
@@ -227,5 +243,5 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
     winner = ranked[0] if ranked else None
     verdicts = sorted((_verdict(f, winner) for f in families),
                       key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
-    considered = sum(f.considered for f in families)
-    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts), considered, top)
+    return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts),
+                      sum(f.considered for f in families), top, model_error())

@@ -2,7 +2,8 @@
 
 Model FLOPs and hardware FLOPs are kept apart (``transformer_accounting.training_flops``): the model FLOPs
 of a step are three forward passes, whatever the plan recomputes; the hardware FLOPs add the recomputed
-forward (``"full"``) or attention core (``"selective"``). Published tables report one or the other:
+forward (``"full"``) or attention core (``"selective"``, and a fused attention kernel's backward). Published
+tables report one or the other:
 Narayanan et al. (2021) report hardware FLOPs with full recomputation, Korthikanti et al. (2022) both, as
 MFU and HFU. ``mfu`` and ``hfu`` are fractions of the GPU's dense 16-bit peak. ``parts`` names every
 second of the step (``steptime.STEP_PARTS``, adding up to ``step_s``) and every byte per GPU.
@@ -19,10 +20,10 @@ from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.steptime import step_seconds
-from d2lmp.model.transformer_accounting import Transformer, training_flops
-from d2lmp.model.vocabulary import Recompute
+from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, training_flops
+from d2lmp.model.vocabulary import AttentionKernel, Recompute
 
-__all__ = ["StepParts", "Prediction", "predict"]
+__all__ = ["StepParts", "Prediction", "predict", "hardware_flops"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,14 @@ def _flops(model: Transformer, batch: int, recompute: Recompute) -> float:
     return float(training_flops(model, batch, recompute))
 
 
+def hardware_flops(model: Transformer, batch: int, recompute: Recompute, attention: AttentionKernel) -> float:
+    """FLOPs the GPUs compute in a step: the model FLOPs, the recomputed ones, and, for a fused attention kernel,
+    the attention core its backward recomputes (already counted once by selective recomputation)."""
+    flash_extra = attention == "flash" and recompute != "selective"
+    extra = model.layers * attention_core_flops(model, batch) if flash_extra else 0
+    return _flops(model, batch, recompute) + extra
+
+
 def predict(model: Transformer, cluster: Cluster, plan: Plan, efficiency: Efficiency = FITTED) -> Prediction:
     """The predicted step of ``plan`` for ``model`` on ``cluster``; a ``ValueError`` says what is invalid."""
     layout = check_plan(model, cluster, plan)
@@ -90,11 +99,11 @@ def predict(model: Transformer, cluster: Cluster, plan: Plan, efficiency: Effici
     preset = cluster.preset
     memory = memory_per_gpu(model, plan, layout, preset.memory_bytes)
     model_flops = _flops(model, plan.global_batch, "none")
-    hardware_flops = _flops(model, plan.global_batch, plan.recompute)
+    hardware = hardware_flops(model, plan.global_batch, plan.recompute, plan.attention)
     per_gpu = step * cluster.gpus
     return Prediction(
         plan=plan, layout=layout, step_s=step, tokens_per_s=plan.global_batch * model.seq / step,
-        model_flops=model_flops, hardware_flops=hardware_flops,
-        model_tflops_per_gpu=model_flops / per_gpu / 1e12, hardware_tflops_per_gpu=hardware_flops / per_gpu / 1e12,
-        mfu=model_flops / per_gpu / preset.peak_flops, hfu=hardware_flops / per_gpu / preset.peak_flops,
+        model_flops=model_flops, hardware_flops=hardware,
+        model_tflops_per_gpu=model_flops / per_gpu / 1e12, hardware_tflops_per_gpu=hardware / per_gpu / 1e12,
+        mfu=model_flops / per_gpu / preset.peak_flops, hfu=hardware / per_gpu / preset.peak_flops,
         memory=memory, parts=StepParts(seconds, memory.parts()))

@@ -10,18 +10,20 @@ Every number here is read from its source, with the table and row it comes from:
   which runs it after the backward, for the others) come from the authors' reproduction script,
   ``examples/sc21/run_table_1.sh`` of NVIDIA/Megatron-LM, which also sets 16-bit training and uniform
   (full) recomputation.
-- ``NARAYANAN_TABLE2`` (check): the same paper's Table 2, GPT-3 175B and the 530B model with ZeRO-3 and no
-  model parallelism against PTD-P (tensor 8 and a pipeline of 12 or 35 stages, the model-parallel sizes 96
-  and 280), at fixed global batch, with their micro-batch sizes and achieved teraFLOP/s per GPU. The paper
-  does not state the PTD-P runs' interleaving or the recomputation of either scheme: 1F1B without
-  interleaving and full recomputation (that of Table 1) are assumed.
+- ``NARAYANAN_TABLE2`` (check): the same paper's Table 2, GPT-3 175B and the 530B model with ZeRO-3 and no model
+  parallelism against PTD-P (tensor 8 and a pipeline of 12 or 35 stages, the model-parallel sizes 96 and 280), at
+  fixed global batch, with their micro-batch sizes and achieved teraFLOP/s per GPU. The paper does not state the PTD-P
+  runs' interleaving or the recomputation of either scheme: 1F1B without interleaving and full recomputation (that of
+  Table 1) are assumed. The model over-predicts the ZeRO-3 rows 1.4-4.6×: they ran at about one InfiniBand adapter's
+  rate per GPU (about 23 GB/s of weights and gradients whatever the GPU count), where the model's data parallelism
+  sends over as many of a node's adapters as the group has members there.
 - ``KORTHIKANTI_TABLE`` (check): Korthikanti et al. (2022), the model configurations of 22B, 175B, 530B and
-  1T (tensor 8; pipeline 1, 8, 35, 64; as many GPUs as the model-parallel size, so no data parallelism;
-  global batch 4, 64, 280, 512) and the end-to-end iteration times with full recomputation and with
-  selective recomputation plus sequence parallelism (Table 5). A micro-batch of one sequence and no
-  interleaving are assumed where the paper states neither. Times are compared, not HFU: the paper's HFU
-  counts 12·b·s²·h recomputed FLOPs per layer for selective recomputation, where ``training_flops`` counts
-  the one forward of the attention core, 4·b·s²·h (its MFU, model FLOPs, agrees; both are checked by a test).
+  1T (tensor 8; pipeline 1, 8, 35, 64; as many GPUs as the model-parallel size, so no data parallelism; global batch
+  4, 64, 280, 512) and the end-to-end iteration times with full recomputation and with selective recomputation plus
+  sequence parallelism (Table 5). A micro-batch of one sequence and no interleaving are assumed where the paper states
+  neither. Times are compared, not HFU: the paper's HFU counts 12·b·s²·h recomputed FLOPs per layer for selective
+  recomputation, where ``training_flops`` counts the one forward of the attention core, 4·b·s²·h (its MFU, model
+  FLOPs, agrees; both are checked by a test).
 - ``MEGATRON_GPT3`` (check): Megatron-LM's README, "GPT-3 Example": GPT-3 175B on 1,024 A100s with tensor 8 ×
   pipeline 16 (so data 8), micro-batch 1 and global batch 1,536 (``examples/gpt3/train_gpt3_175b_distributed.sh``),
   about 32 s an iteration and 138 teraFLOP/s per GPU. Those two figures agree only if the FLOPs count a full

@@ -114,7 +114,7 @@ def planner_checks(efficiency: Efficiency = FITTED, runs: tuple[PublishedRun, ..
         cluster = cluster_of(run)
         report = plan(run.model, cluster, run.plan.global_batch, efficiency=efficiency, zero=(run.plan.zero,),
                       recompute=(run.plan.recompute,), sequence_parallel=(run.plan.sequence_parallel,),
-                      cp=(run.plan.cp,), dp_overlap=run.plan.dp_overlap)
+                      cp=(run.plan.cp,), dp_overlap=run.plan.dp_overlap, attention=run.plan.attention)
         assert report.best is not None
         out.append(PlannerCheck(run, report.rank_of(run.plan), report.best,
                                 predict(run.model, cluster, run.plan, efficiency), len(report.ranked)))
@@ -143,6 +143,11 @@ def format_plan(report: PlanReport, families: bool = True) -> str:
                      f"{'y' if p.sequence_parallel else 'n':>3}{p.interleave:>3}{pr.step_s:>9.2f}"
                      f"{pr.tokens_per_s:>11.0f}{pr.model_tflops_per_gpu:>9.1f}{pr.mfu:>7.1%}"
                      f"{pr.memory_per_gpu_bytes / 1e9:>8.1f}  {pr.exposed}")
+    ties = report.ties
+    if len(ties) > 1:
+        lines.append(f"a tie: {len(ties)} configurations are predicted within the model's own error "
+                     f"({report.tie_within:.1%}: its median error, source by source) of the fastest; the model "
+                     "cannot rank them")
     if families:
         lines += ["", "families (tp, pp, dp, cp): why each is not the winner"]
         lines += [f"  {str(v.sizes):<20} {v.reason}" for v in report.families]

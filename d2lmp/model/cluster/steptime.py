@@ -1,24 +1,27 @@
 """The seconds of one training step, term by term: matrix products, memory-bound operations, and each message.
 
-Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at ``gemm`` × the dense
-16-bit peak, its other operations ``memory_passes`` × its saved-activation bytes at HBM bandwidth, and
-its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's all-gathers
-and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same messages;
-recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). Context
-parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be.
-The pipeline (Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble
-of ``(p−1)/v`` micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism
-reduces the gradients once a step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a
-micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and recomputed forward.
-Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
-reduce-scatter, at the bus bandwidth of the link the group crosses, plus the link's α per ring step
-(the preset's ``latency_s``: ``hardware.LinkRate``); a send takes α plus its bytes at the link's send rate (its
-bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s, as in the
-layer-table model.
+Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at ``gemm`` × the rate of the largest
+matmul measured on that GPU (``GPUPreset.matmul_flops``; the linear layers' in FP8 where the plan says so, the
+attention core and the logits in 16 bits), its other operations ``memory_passes`` × its saved-activation bytes at HBM
+bandwidth, and its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's
+all-gathers and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same
+messages; recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused attention
+kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the scores,
+softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
+parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be. The pipeline
+(Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble of ``(p−1)/v``
+micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism reduces the gradients once a
+step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the
+weights for every forward, backward and recomputed forward. Collectives are rings: ``2(n−1)/n`` of the bytes for an
+all-reduce, ``(n−1)/n`` for an all-gather or reduce-scatter, at the bus bandwidth of the link the group crosses, plus
+the link's α per ring step (the preset's ``latency_s``: ``hardware.LinkRate``); a send takes α plus its bytes at the
+link's send rate (its bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s,
+as in the layer-table model.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -26,15 +29,16 @@ from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters
+from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters, whole_layer
+from d2lmp.model.dp_model import DDP_BUCKET_BYTES
 from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
-from d2lmp.model.vocabulary import ClusterLink, PipelineStage
+from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision, PipelineStage
 
-__all__ = ["STEP_PARTS", "link_bytes_per_s", "all_reduce_bytes", "gather_bytes", "activation_message_bytes",
-           "kv_chunk_bytes", "all_reduce_seconds", "gather_seconds", "p2p_seconds", "matmul_seconds",
-           "memory_bound_seconds", "StageCost", "stage_cost", "bubble_seconds", "pipeline_p2p_seconds",
-           "data_parallel_seconds", "step_seconds"]
+__all__ = ["STEP_PARTS", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
+           "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
+           "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
+           "bubble_seconds", "pipeline_p2p_seconds", "data_parallel_seconds", "zero3_seconds", "step_seconds"]
 
 STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
@@ -46,6 +50,27 @@ def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency
     if link == "nvlink":
         return cluster.link_rate(cluster.nvlink_bytes_per_s, efficiency.nvlink)
     return cluster.link_rate(cluster.network_bytes_per_s, efficiency.network)
+
+
+def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency) -> float:
+    """Bus bandwidth per GPU of a collective over ``link`` whose group has ``per_node`` members in each node. Across
+    nodes NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's traffic
+    at once: ``per_node`` × the network per GPU, at most NVLink's rate, which the hops inside a node take."""
+    if link == "nvlink" or per_node == 1:
+        return link_bytes_per_s(cluster, link, efficiency)
+    nvlink = link_bytes_per_s(cluster, "nvlink", efficiency)
+    network = cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network)
+    return network if network < nvlink else nvlink
+
+
+def group_all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float, per_node: int, link: ClusterLink) -> float:
+    """An all-reduce over a group with ``per_node`` members a node: within a node a ring; across nodes NCCL's
+    tree (Jeaugey 2019), so the α steps are ``2(k−1) + 2⌈log₂ N⌉`` for ``N`` nodes of ``k`` members, not ``2(n−1)``."""
+    if link == "nvlink" or ranks <= per_node:
+        return all_reduce_seconds(nbytes, ranks, bandwidth)
+    nodes = ranks // per_node
+    steps = 2 * (per_node - 1) + 2 * math.ceil(math.log2(nodes))
+    return all_reduce_bytes(nbytes, ranks) / bandwidth + steps * latency_of(bandwidth)
 
 
 def all_reduce_bytes(nbytes: float, ranks: int) -> float:
@@ -92,9 +117,10 @@ def p2p_seconds(nbytes: float, bandwidth: float) -> float:
     return _link(bandwidth).p2p_seconds(nbytes)
 
 
-def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency) -> float:
-    """Matrix products at ``gemm`` × the dense 16-bit peak."""
-    return compute_seconds(flops, cluster.preset.peak_flops * efficiency.gemm)
+def matmul_seconds(flops: float, cluster: Cluster, efficiency: Efficiency,
+                   precision: MatmulPrecision = "bf16") -> float:
+    """Matrix products at ``gemm`` × the largest matmul's measured rate in ``precision`` (``matmul_flops``)."""
+    return compute_seconds(flops, cluster.preset.matmul_flops(precision) * efficiency.gemm)
 
 
 def memory_bound_seconds(activation_bytes: float, cluster: Cluster, efficiency: Efficiency) -> float:
@@ -104,12 +130,14 @@ def memory_bound_seconds(activation_bytes: float, cluster: Cluster, efficiency: 
 
 
 @lru_cache(maxsize=8192)
-def _layer(model: Transformer, b: int, t: int, c: int, sp: bool) -> tuple[float, float, float, float, float]:
-    """One block, one micro-batch, one GPU: (forward FLOPs, attention-core FLOPs, activation bytes without
-    recomputation, attention-score bytes, key/value bytes a context-parallel rank passes on)."""
+def _layer(model: Transformer, b: int, t: int, c: int, sp: bool,
+           attention: AttentionKernel) -> tuple[float, float, float, float, float]:
+    """One block, one micro-batch, one GPU: (forward FLOPs, attention-core FLOPs, bytes the forward writes
+    (``memory.whole_layer``: no s×s tensor under a fused kernel), attention-score bytes (0 under a fused kernel),
+    key/value bytes a context-parallel rank passes on)."""
     flops = layer_forward_flops(model, b) / (t * c)
     core = attention_core_flops(model, b) / (t * c)
-    saved = layer_activation_bytes(model, b, t, sp, "none") / c
+    saved = layer_activation_bytes(model, b, t, sp, whole_layer(attention)) / c
     scores = saved - layer_activation_bytes(model, b, t, sp, "selective") / c
     return flops, core, saved, scores, kv_chunk_bytes(model, b, t, c)
 
@@ -131,27 +159,34 @@ class StageCost:
 
 def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
                stage: PipelineStage) -> StageCost:
-    """One micro-batch through the ``"first"`` or ``"last"`` stage's layers (and its embedding or output layer)."""
-    t, c, b, n = plan.tp, plan.cp, plan.micro_batch, layout.layers_per_stage
-    flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel)
-    tp_bw = link_bytes_per_s(cluster, layout.tp_link, efficiency)
+    """One micro-batch through the ``"first"``, a ``"middle"`` (the fullest) or the ``"last"`` stage's blocks (and
+    the first's embedding, the last's output layer)."""
+    n = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
+    t, c, b = plan.tp, plan.cp, plan.micro_batch
+    flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel, plan.attention)
+    tp_bw = group_bytes_per_s(cluster, layout.tp_link, layout.tp_per_node, efficiency)
     tp_message = activation_message_bytes(model, b, c)
-    tp_pair = 2 * all_reduce_seconds(tp_message, t, tp_bw)  # two all-reduces (or AG + RS pairs) per pass
+    tp_one = group_all_reduce_seconds(tp_message, t, tp_bw, layout.tp_per_node, layout.tp_link)
+    tp_pair = 2 * tp_one  # two all-reduces (or AG + RS pairs) per pass
     ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
-    core_s = matmul_seconds(core, cluster, efficiency)
-    mm, mem = matmul_seconds(flops, cluster, efficiency), memory_bound_seconds(saved, cluster, efficiency)
+    core_s = (compute_seconds(core, cluster.preset.flash_flops * efficiency.gemm) if plan.attention == "flash"
+              else matmul_seconds(core, cluster, efficiency))  # the attention core stays in 16 bits, as the logits
+    mm = core_s + matmul_seconds(flops - core, cluster, efficiency, plan.precision)
+    mem = memory_bound_seconds(saved, cluster, efficiency)
     forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * max(0.0, ring - core_s)}
     backward = {"compute": 2 * n * mm, "memory_bound": 2 * n * mem, "tp": n * tp_pair,
                 "cp": n * max(0.0, 2 * ring - 2 * core_s)}
     if plan.recompute == "full":
         for name in forward:
             backward[name] += forward[name]
+    if plan.attention == "flash":  # the fused kernel's backward recomputes the scores, tile by tile, on chip
+        backward["compute"] += n * core_s
     elif plan.recompute == "selective":
         backward["compute"] += n * core_s
         backward["memory_bound"] += n * memory_bound_seconds(scores, cluster, efficiency)
     tokens = b * model.seq / c
     if stage == "first" or plan.pp == 1:  # the vocabulary-parallel embedding sums its partial lookups
-        forward["tp"] += all_reduce_seconds(tp_message, t, tp_bw)
+        forward["tp"] += tp_one
     if stage == "last" or plan.pp == 1:  # logits and the 32-bit cross-entropy, never recomputed
         logits = matmul_seconds(2 * tokens * model.hidden * model.vocab / t, cluster, efficiency)
         loss = memory_bound_seconds(4 * tokens * model.vocab / t, cluster, efficiency)
@@ -159,33 +194,53 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
         forward["memory_bound"] += loss
         backward["compute"] += 2 * logits
         backward["memory_bound"] += 2 * loss
-        backward["tp"] += all_reduce_seconds(tp_message, t, tp_bw)
+        backward["tp"] += tp_one
     return StageCost(forward, backward)
 
 
 def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
                           params: float, slowest: StageCost) -> tuple[float, float]:
-    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step."""
+    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step.
+
+    Overlapped reductions run in buckets behind the backward that produces them: what the backward cannot hide is
+    exposed, and never less than the last bucket (``dp_model.DDP_BUCKET_BYTES``, PyTorch DDP's 25 MiB; ZeRO-3's one
+    layer), which only starts once the backward ends. ZeRO-3's gathers likewise hide behind a micro-batch's compute,
+    but for the first."""
     d, m = plan.dp, layout.microbatches
     if d == 1:
         return 0.0, 0.0
-    bw = link_bytes_per_s(cluster, layout.dp_link, efficiency)
+    k, link = layout.dp_per_node, layout.dp_link
+    bw = group_bytes_per_s(cluster, link, k, efficiency)
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
     per_microbatch = slowest.total
     backward = sum(slowest.backward.values())
+
+    def all_reduce(nbytes: float) -> float:
+        return group_all_reduce_seconds(nbytes, d, bw, k, link)
+
     if plan.zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes) per step
-        once = all_reduce_seconds(grads, d, bw)
-        return (max(0.0, once - backward) if plan.dp_overlap else once), 0.0
+        once = all_reduce(grads)
+        last = all_reduce(min(grads, DDP_BUCKET_BYTES))
+        return (max(once - backward, last) if plan.dp_overlap else once), 0.0
     reduce = gather_seconds(grads, d, bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
     if plan.zero == 2:
         gather_back = gather_seconds(grads, d, bw)
         exposed_once = max(0.0, gather_back - backward) if plan.dp_overlap else gather_back
         return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
+    return 0.0, zero3_seconds(plan, layout, grads, bw, per_microbatch)
+
+
+def zero3_seconds(plan: Plan, layout: Layout, grads: float, bw: float, per_microbatch: float) -> float:
+    """ZeRO-3's gathers and reduce-scatters exposed per step: per layer and pass, behind a micro-batch's compute but
+    for the first gather and the last reduce-scatter; with a pipeline, the stage's weights once a step."""
+    d, m, layers = plan.dp, layout.microbatches, layout.layers_per_stage
+    if plan.pp > 1:  # with a pipeline the stage's weights are gathered once a step and kept for its micro-batches
+        once = gather_seconds(grads, d, bw)
+        return max(2 * once - per_microbatch, 2 * once / layers)
     passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
-    layers = layout.layers_per_stage
-    gathers = passes * (gather_seconds(grads / layers, d, bw) * layers)  # one bucketed gather per layer and pass
-    exposed = max(0.0, reduce + gathers - per_microbatch)
-    return 0.0, m * exposed
+    one_layer = gather_seconds(grads / layers, d, bw)  # one bucketed gather (or reduce-scatter) per layer and pass
+    exposed = max(gather_seconds(grads, d, bw) + passes * one_layer * layers - per_microbatch, 2 * one_layer)
+    return m * exposed
 
 
 def bubble_seconds(plan: Plan, slowest: StageCost) -> float:
@@ -223,12 +278,13 @@ def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layou
     """Seconds of one step by part (``STEP_PARTS``); they add up to the step time."""
     first = stage_cost(model, cluster, plan, layout, efficiency, "first")
     last = stage_cost(model, cluster, plan, layout, efficiency, "last") if plan.pp > 1 else first
-    slowest = max(first, last, key=lambda cost: cost.total)
+    middle = stage_cost(model, cluster, plan, layout, efficiency, "middle") if plan.pp > 2 else first
+    slowest = max(first, middle, last, key=lambda cost: cost.total)
     m = layout.microbatches  # the slowest stage runs every micro-batch, then waits out the bubble
     parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp")}
     parts["bubble"] = bubble_seconds(plan, slowest)
     parts["pp_p2p"] = pipeline_p2p_seconds(model, cluster, plan, layout, efficiency)
-    params = max(stage_parameters(model, plan, layout, "first"), stage_parameters(model, plan, layout, "last"))
+    params = max(stage_parameters(model, plan, layout, stage) for stage in ("first", "middle", "last"))
     parts["dp"], parts["zero"] = data_parallel_seconds(model, cluster, plan, layout, efficiency, params, slowest)
     parts["embedding_sync"] = _embedding_sync_seconds(model, cluster, plan, layout, efficiency)
     local = params / (plan.dp if plan.zero >= 1 else 1)

@@ -13,12 +13,12 @@ __all__ = ["SOURCES", "records"]
 
 SOURCES: tuple[str, ...] = (
     "llm_foundry",
+    "torchtitan",
     "megascale",
     "bigscience_tr11",
     "opt175b",
     "llama3",
     "deepseek_v3",
-    "torchtitan",
     "ultrascale",
     "megatron_bridge",
     "megatron_lm",

@@ -21,7 +21,7 @@ The strong-scaling ends keep tp/pp/dp None (their layout is not printed) and tak
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from d2lmp.model.cluster.run_record import RunRecord
 
@@ -44,20 +44,21 @@ _WEAK: tuple[tuple[str, int, int, int, int, int, int, int, int, float, float, fl
 )
 
 
-def _common(heads: int, hidden: int, layers: int) -> dict[str, Any]:
-    return {"source": "megatron_lm_repo", "use": "validation", "layers": layers, "hidden": hidden, "heads": heads,
-            "ffn": 4 * hidden, "seq": 4096, "vocab": 131072, "gpu": "H100-SXM", "zero": 1, "attention": "flash",
-            "precision": "bf16"}
+def _common(heads: int, hidden: int, layers: int) -> partial[RunRecord]:
+    return partial(RunRecord, source="megatron_lm_repo", use="validation", layers=layers, hidden=hidden, heads=heads,
+                   ffn=4 * hidden, seq=4096, vocab=131072, gpu="H100-SXM", zero=1, attention="flash",
+                   precision="bf16")
 
 
 RECORDS: tuple[RunRecord, ...] = (
-    *(RunRecord(where=f"{_TABLE}, row '{size}'", row=f"{size}, {gpus} GPUs", gpus=gpus,
-                metric="model_tflops_per_gpu", value=tflops, tp=tp, pp=pp, dp=dp, global_batch=batch,
-                counts_recompute=False, note=f"Printed: MFU {mfu:.0%}, aggregate {agg} petaFLOP/s.",
-                **_common(heads, hidden, layers))
+    *(_common(heads, hidden, layers)(
+        where=f"{_TABLE}, row '{size}'", row=f"{size}, {gpus} GPUs", gpus=gpus, metric="model_tflops_per_gpu",
+        value=tflops, tp=tp, pp=pp, dp=dp, global_batch=batch, counts_recompute=False,
+        note=f"Printed: MFU {mfu:.0%}, aggregate {agg} petaFLOP/s.")
       for size, heads, hidden, layers, tp, pp, dp, gpus, batch, tflops, mfu, agg in _WEAK),
-    *(RunRecord(where=_STRONG, row=f"GPT-3 175B, {gpus} GPUs", gpus=gpus, metric="mfu", value=mfu, tp=None,
-                pp=None, dp=None, global_batch=1152, counts_recompute=False,
-                note="Strong scaling at a batch of 1,152; layout not printed.", **_common(96, 12288, 96))
+    *(_common(96, 12288, 96)(
+        where=_STRONG, row=f"GPT-3 175B, {gpus} GPUs", gpus=gpus, metric="mfu", value=mfu, tp=None, pp=None,
+        dp=None, global_batch=1152, counts_recompute=False,
+        note="Strong scaling at a batch of 1,152; layout not printed.")
       for gpus, mfu in ((96, 0.47), (4608, 0.42))),
 )

@@ -1,0 +1,137 @@
+"""The cluster model's physics against hand-worked examples: the attention kernel, the GPU generation's rates, the
+node's network, uneven pipelines, mixtures of experts and FP8."""
+
+import pytest
+
+from d2lmp.model.cluster import Cluster, Plan, Transformer, predict
+
+# Two blocks of a small GPT on one A100: b = 1, s = 512, h = 256, a = 4 heads.
+SMALL = Transformer(layers=2, hidden=256, heads=4, seq=512, vocab=1000)
+ONE = Cluster(gpu="A100-80GB", gpus=1)
+
+
+def test_a_fused_attention_kernel_keeps_no_scores_and_recomputes_them():
+    """Korthikanti et al.'s s×s tensors per block, 5·a·s²·b bytes (scores and softmax 2 bytes each, the dropout
+    mask 1), are never written; the backward computes the attention core, 4·b·s²·h FLOPs a block, once more."""
+    plan = Plan(micro_batch=1, global_batch=8)
+    materialised, flash = predict(SMALL, ONE, plan), predict(SMALL, ONE, Plan(micro_batch=1, global_batch=8,
+                                                                              attention="flash"))
+    scores_per_block = 5 * 4 * 512**2 * 1
+    assert materialised.memory.saved_activations - flash.memory.saved_activations == 2 * scores_per_block
+    assert flash.hardware_flops - materialised.hardware_flops == 2 * 4 * 8 * 512**2 * 256
+    assert flash.model_flops == materialised.model_flops
+    assert flash.parts["memory_bound"] < materialised.parts["memory_bound"]
+    assert flash.parts["compute"] > materialised.parts["compute"]
+
+
+def test_full_recomputation_with_a_fused_kernel_rematerialises_no_scores():
+    """The recompute buffer is one block's activations less what full recomputation keeps (its input, 2·s·b·h):
+    with the fused kernel that leaves out the same 5·a·s²·b bytes."""
+    full = Plan(micro_batch=1, global_batch=8, recompute="full")
+    materialised = predict(SMALL, ONE, full).memory
+    flash = predict(SMALL, ONE, Plan(micro_batch=1, global_batch=8, recompute="full", attention="flash")).memory
+    assert materialised.saved_activations == flash.saved_activations
+    assert materialised.buffers - flash.buffers == pytest.approx(5 * 4 * 512**2 * 1.05)  # and the allocator's 5 %
+
+
+def test_an_unknown_attention_kernel_is_an_error():
+    with pytest.raises(ValueError, match="attention must be one of"):
+        predict(SMALL, ONE, Plan(global_batch=1, attention="tiled"))  # type: ignore[arg-type]
+
+
+def test_each_gpu_generation_computes_at_its_measured_matmul_rate():
+    """A block's products run at ``gemm`` × the largest matmul measured on that GPU: 271.2 TFLOP/s on an A100,
+    794.5 on an H100 (BF16) and 1,402.6 in FP8 (Bekman's table), not at one fraction of every peak."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.hardware import gpu_preset
+    from d2lmp.model.cluster.steptime import matmul_seconds
+
+    assert gpu_preset("A100-80GB").matmul_flops() == pytest.approx(271.2e12)
+    assert gpu_preset("H100-SXM").matmul_flops() == pytest.approx(794.5e12)
+    assert gpu_preset("H100-SXM").matmul_flops("fp8") == pytest.approx(1402.6e12)
+    h100 = Cluster(gpu="H100-SXM", gpus=1)
+    assert matmul_seconds(1e15, h100, FITTED) == pytest.approx(1e15 / (794.5e12 * FITTED.gemm))
+    assert matmul_seconds(1e15, h100, FITTED, "fp8") == pytest.approx(1e15 / (1402.6e12 * FITTED.gemm))
+    with pytest.raises(ValueError, match="no FP8"):
+        gpu_preset("A100-80GB").matmul_flops("fp8")
+
+
+def test_fp8_speeds_the_linear_layers_only():
+    """FP8 moves the linear layers' products to the FP8 rate; the attention core and the logits stay in 16 bits."""
+    from d2lmp.model import transformer_accounting as ta
+    from d2lmp.model.cluster.efficiency import FITTED
+
+    h100 = Cluster(gpu="H100-SXM", gpus=1)
+    bf16 = predict(SMALL, h100, Plan(micro_batch=1, global_batch=1, attention="flash"))
+    fp8 = predict(SMALL, h100, Plan(micro_batch=1, global_batch=1, attention="flash", precision="fp8"))
+    linear = 3 * 2 * (ta.layer_forward_flops(SMALL, 1) - ta.attention_core_flops(SMALL, 1))  # fwd + bwd, 2 blocks
+    saved = linear / (794.5e12 * FITTED.gemm) - linear / (1402.6e12 * FITTED.gemm)
+    assert bf16.parts["compute"] - fp8.parts["compute"] == pytest.approx(saved)
+
+
+def test_a_group_spanning_nodes_sends_over_as_many_nics_as_it_has_members_in_a_node():
+    """An H100 node has eight 400 Gb/s NICs, 50 GB/s per GPU. Data parallelism over 16 GPUs, eight a node, sends
+    over all eight: 8 × 50 × ``network`` GB/s (below NVLink's 450 × ``nvlink``); after tensor parallelism of 8, one
+    member a node sends over one NIC. Its all-reduce takes NCCL's tree between the two nodes: 2·7 + 2·1 = 16 α
+    steps, not a ring's 2·15."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.layout import check_plan
+    from d2lmp.model.cluster.steptime import all_reduce_bytes, group_all_reduce_seconds, group_bytes_per_s
+
+    h100 = Cluster(gpu="H100-SXM", gpus=16)
+    flat = check_plan(SMALL, h100, Plan(dp=16, global_batch=16))
+    assert (flat.dp_link, flat.dp_per_node) == ("network", 8)
+    wide = group_bytes_per_s(h100, flat.dp_link, flat.dp_per_node, FITTED)
+    assert wide == pytest.approx(8 * 50e9 * FITTED.network) and wide < 450e9 * FITTED.nvlink
+    after_tp = check_plan(SMALL, h100, Plan(tp=4, dp=4, global_batch=4))
+    assert (after_tp.dp_link, after_tp.dp_per_node) == ("network", 2)
+    assert group_bytes_per_s(h100, "network", 1, FITTED) == pytest.approx(50e9 * FITTED.network)
+    seconds = group_all_reduce_seconds(1e9, 16, wide, 8, "network")
+    assert seconds == pytest.approx(all_reduce_bytes(1e9, 16) / wide + 16 * 10e-6)
+
+
+def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucket():
+    """With a long backward, DDP's exposed reduction is the all-reduce of its last 25 MiB bucket."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.steptime import group_all_reduce_seconds, group_bytes_per_s
+    from d2lmp.model.dp_model import DDP_BUCKET_BYTES
+
+    big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
+    h100 = Cluster(gpu="H100-SXM", gpus=16)
+    prediction = predict(big, h100, Plan(dp=16, micro_batch=8, global_batch=128, attention="flash"))
+    bandwidth = group_bytes_per_s(h100, "network", 8, FITTED)
+    assert prediction.parts["dp"] == pytest.approx(group_all_reduce_seconds(DDP_BUCKET_BYTES, 16, bandwidth, 8,
+                                                                            "network"))
+
+
+def _llama(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
+    return Transformer(layers=layers, hidden=hidden, heads=heads, seq=8192, vocab=128000, ffn=ffn, kv_heads=8,
+                       gated_mlp=True, bias=False, tied_embeddings=False, learned_positions=False)
+
+
+def test_any_layer_count_splits_over_any_stage_count():
+    """BLOOM's 70 layers over 12 stages: ten stages of 6, two of 5, the fullest (6) sets the pace. Llama 3 405B's
+    126 layers over 16 stages with the embedding and the output layer in a block's place: 128 places, 8 a stage,
+    the first and the last 7 blocks."""
+    from d2lmp.model.cluster.layout import check_plan
+
+    bloom = Transformer(layers=70, hidden=14336, heads=112, seq=2048, vocab=250880)
+    layout = check_plan(bloom, Cluster(gpu="A100-80GB", gpus=384), Plan(tp=4, pp=12, dp=8, global_batch=2048))
+    assert (layout.layers_per_stage, layout.layers_first, layout.layers_last) == (6, 6, 6)
+    llama = _llama(126, 16384, 53248, 128)
+    plan = Plan(tp=8, pp=16, dp=64, global_batch=2048, head_stages=True, attention="flash", recompute="full")
+    layout = check_plan(llama, Cluster(gpu="H100-SXM", gpus=8192), plan)
+    assert (layout.layers_per_stage, layout.layers_first, layout.layers_last) == (8, 7, 7)
+    with pytest.raises(ValueError, match="too few"):
+        check_plan(SMALL, Cluster(gpu="A100-80GB", gpus=4), Plan(pp=4, global_batch=4))
+
+
+def test_zero3_combines_with_a_pipeline():
+    """FSDP over the data-parallel ranks of each stage: the state is sharded, the stage's 16-bit weights gathered
+    once a step and kept for its micro-batches (in the buffers)."""
+    llama = _llama(32, 4096, 14336, 32)
+    h100 = Cluster(gpu="H100-SXM", gpus=64)
+    zero1 = predict(llama, h100, Plan(pp=4, dp=16, micro_batch=1, global_batch=64, zero=1, attention="flash"))
+    zero3 = predict(llama, h100, Plan(pp=4, dp=16, micro_batch=1, global_batch=64, zero=3, attention="flash"))
+    assert zero3.memory.parameters == pytest.approx(zero1.memory.parameters / 16)
+    assert zero3.parts["zero"] > 0 and zero3.fits

@@ -1,0 +1,95 @@
+"""The cluster model against the published runs of model.cluster.runs: every record judged or printed as information,
+the validation goal held, and the memory checks held at their present level (a floor, with the miss printed)."""
+
+import pytest
+
+from d2lmp.model import transformer_accounting as ta
+from d2lmp.model.cluster.convert import convert, published_tokens_per_s
+from d2lmp.model.cluster.run_record import RunRecord
+from d2lmp.model.cluster.runs import records
+from d2lmp.model.cluster.validation import GOAL, PICK_GOAL, SHARE_GOAL, goal_checks, judge_all, summarise, sweep_cells
+
+# The present record of the model on the validation rows (raise these as the model improves; never lower them). The
+# goal of 90 % in band is met on llm-foundry's FSDP tables and missed overall: the Ultra-Scale Playbook's sweep of
+# nanotron layouts runs at a median of 1/2.85 of the model's prediction, and bench scale prints the miss.
+IN_BAND_AT_LEAST = 650
+FIT_AT_LEAST = 2058  # of the published runs that ran: the others are the model's memory misses
+OOM_AT_LEAST = 3  # published out-of-memory runs the model says do not fit
+MEMORY_WITHIN_AT_LEAST = 1040  # reported memory predicted within ±20 %
+PICKS_WITHIN_AT_LEAST = 14  # sweep cells where the model's pick runs within 10 % of the fastest measured (of 30)
+
+
+@pytest.fixture(scope="module")
+def judgements():
+    return judge_all(records())
+
+
+def test_every_record_is_judged_or_printed_as_information(judgements):
+    assert len(judgements) == len(records()) >= 248
+    info = [j for j in judgements if j.prediction is None]
+    assert all(j.converted.reason for j in info)
+    assert sum(s.rows for s in summarise(judgements)) == len(judgements)
+    assert sum(s.info for s in summarise(judgements)) == len(info)
+
+
+def test_the_validation_share_holds_its_floor_and_the_fsdp_tables_meet_the_goal(judgements):
+    ratios = [j.ratio for j in judgements if j.ratio is not None]
+    in_band = sum(GOAL[0] <= r <= GOAL[1] for r in ratios)
+    assert in_band >= IN_BAND_AT_LEAST
+    share = goal_checks(judgements)[0]
+    assert share.met == (in_band / len(ratios) >= SHARE_GOAL)  # the goal line says what the rows say
+    (foundry,) = [s for s in summarise(judgements) if s.source == "llm_foundry_benchmarks"]
+    assert foundry.share is not None and foundry.share >= SHARE_GOAL
+
+
+def test_the_memory_checks_hold_their_present_level(judgements):
+    judged = [j for j in judgements if j.prediction is not None]
+    assert sum(j.memory_agrees for j in judged if not j.oom) >= FIT_AT_LEAST
+    assert sum(j.memory_agrees for j in judged if j.oom) >= OOM_AT_LEAST
+    memory = [m for j in judged if (m := j.memory_ratio) is not None]
+    assert sum(abs(m - 1) <= 0.2 for m in memory) >= MEMORY_WITHIN_AT_LEAST
+
+
+def _record(**changes: object) -> RunRecord:
+    fields: dict[str, object] = dict(source="llm_foundry_benchmarks", where="a hand-made row", row="7b",
+                                     use="validation", layers=32, hidden=4096, heads=32, seq=2048, vocab=50368,
+                                     gpu="H100-SXM", gpus=8,
+                                     metric="mfu", value=0.5, dp=8, zero=3, micro_batch=4, global_batch=32,
+                                     recompute="none", attention="flash")
+    fields.update(changes)
+    return RunRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_a_record_becomes_the_models_terms_or_says_why_not():
+    converted = convert(_record())
+    assert converted.judged and converted.plan is not None and converted.model is not None
+    assert (converted.plan.dp, converted.plan.zero, converted.plan.attention) == (8, 3, "flash")
+    assert converted.model.bias and converted.model.tied_embeddings  # GPT-style: no gated MLP
+    assert convert(_record(micro_batch=None)).reason == "not published: micro_batch"
+    assert convert(_record(recompute="unknown")).reason == "not published: recompute"
+    assert convert(_record(gpu="B200")).reason == "no GPU preset for 'B200'"
+    assert convert(_record(experts=8, top_k=2)).reason.startswith("a mixture of experts")
+    assert convert(_record(tp=8, dp=1, heads=4, hidden=4096)).reason.startswith("not representable: heads (4)")
+
+
+def test_a_published_mfu_is_read_as_tokens_per_second():
+    """MFU × peak / (model FLOPs a token): 0.5 × 989.4 TFLOP/s / (training FLOPs of 32 sequences / their tokens)."""
+    converted = convert(_record())
+    model = converted.model
+    per_token = ta.training_flops(model, 32, "none") / (32 * 2048)
+    assert published_tokens_per_s(converted) == pytest.approx(0.5 * 989.4e12 / per_token)
+    fp8 = convert(_record(precision="fp8"))  # an FP8 run's MFU is read against the FP8 peak
+    assert published_tokens_per_s(fp8) == pytest.approx(0.5 * 1978.9e12 / per_token)
+    tokens = convert(_record(metric="tokens_per_s_per_gpu", value=1234.0))
+    assert published_tokens_per_s(tokens) == 1234.0
+
+
+def test_the_picks_among_a_sweeps_measured_configurations_hold_their_floor(judgements):
+    """Each cell's pick is a measured configuration the model says fits; its score is measured over best measured."""
+    cells = sweep_cells(judgements)
+    assert cells and all(len(c.rows) >= 5 for c in cells)
+    for cell in cells:
+        pick = cell.pick
+        assert pick is None or (pick in cell.rows and pick.prediction is not None and pick.prediction.fits)
+        assert 0.0 <= cell.score <= 1.0
+    assert sum(c.score >= PICK_GOAL[0] for c in cells) >= PICKS_WITHIN_AT_LEAST
