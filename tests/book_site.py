@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from browser_lab import CHROMIUM
+from browser_lab import CHROMIUM, shared_playwright
 
 from book.calculators import CALCULATORS
 from d2lmp import config
@@ -66,7 +66,6 @@ class Site:
         self.root: Path | None = None
         self.pages: list[str] = []
         self._server: _Server | None = None
-        self._playwright: Any = None
         self._browser: Any = None
 
     def build(self) -> None:
@@ -86,10 +85,7 @@ class Site:
         handler = functools.partial(_Handler, directory=str(OUTPUT))
         self._server = _Server(("127.0.0.1", 0), handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        from playwright.sync_api import sync_playwright
-
-        self._playwright = sync_playwright().start()
-        self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+        self._browser = shared_playwright().chromium.launch(executable_path=CHROMIUM, headless=True, args=[
             "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
 
@@ -130,8 +126,7 @@ class Site:
     def close(self) -> None:
         if self._browser is not None:
             self._browser.close()
-            self._playwright.stop()
-            self._browser = self._playwright = None
+            self._browser = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -33,6 +33,24 @@ RUN_TIMEOUT_S = 300
 POLL_S = 0.25
 
 
+_PLAYWRIGHT = None
+
+
+def shared_playwright():
+    """This process's one Playwright (the sync API allows one per thread: a second refuses to start while the
+    first runs), started on first use and stopped when the process exits; every browser of the tests launches
+    from it."""
+    global _PLAYWRIGHT
+    if _PLAYWRIGHT is None:
+        import atexit
+
+        from playwright.sync_api import sync_playwright
+
+        _PLAYWRIGHT = sync_playwright().start()
+        atexit.register(_PLAYWRIGHT.stop)
+    return _PLAYWRIGHT
+
+
 def available() -> bool:
     """True when Debian's Chromium is installed (the browser tests run, and run the notebooks)."""
     return Path(CHROMIUM).exists()
@@ -123,7 +141,7 @@ class BrowserLab:
     """A JupyterLab server over a copy of notebooks/ and a headless Chromium, started on first use."""
 
     def __init__(self):
-        self._server = self._playwright = self._browser = None
+        self._server = self._browser = None
         self._root: Path | None = None
         self.url = ""
         self.runs: dict[str, BrowserRun] = {}
@@ -140,8 +158,7 @@ class BrowserLab:
         """Stop the browser and the server (a no-op if they never started)."""
         if self._browser is not None:
             self._browser.close()
-            self._playwright.stop()
-            self._browser = self._playwright = None
+            self._browser = None
         if self._server is not None:
             stop_group(self._server)
             self._server = None
@@ -176,10 +193,7 @@ class BrowserLab:
         self.url = f"http://127.0.0.1:{port}"
         try:
             fetch_when_up(f"{self.url}/api/status", 90, self._server)
-            from playwright.sync_api import sync_playwright
-
-            self._playwright = sync_playwright().start()
-            self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            self._browser = shared_playwright().chromium.launch(executable_path=CHROMIUM, headless=True, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync"])
         except BaseException:

@@ -45,6 +45,9 @@ RECORD_DICT_ALLOWED = {
     "d2lmp.parallel.trace_events.load_trace": "a Chrome trace, a JSON document",
     "d2lmp.parallel.checkpoint.training_state": "a state dict, the mapping DCP saves and fills in place",
     "d2lmp.parallel.resilient.checkpoint_state": "a state dict, the mapping DCP saves and fills in place",
+    "d2lmp.parallel.checkpoint_marker.as_config": "a run's configuration as the marker's JSON holds it, compared key "
+                                                  "by key with the saved one",
+    "d2lmp.parallel.resilient.RunSpec.config": "the resilient run's settings as a checkpoint marker's JSON holds them",
 }
 
 
