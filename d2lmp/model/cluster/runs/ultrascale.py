@@ -24,8 +24,21 @@ below an MLP of 10,000 (1B and 3B). With untied embeddings of 131,072 and full m
 has 79.99B parameters by the script's own ``estimate_num_params``: the sweep's "80B". Check: MFU × 989 TFLOP/s ÷
 tokens/s gives the FLOPs per token of nanotron's ``get_flops`` (``models/llama.py``: all matmuls, attention
 without the causal half, the LM head once, times 3; no recomputation) for these shapes to 0.1 % in the figure's
-first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more (1.00-1.17 in 90 % of them; the
-spread is not explained by the page).
+first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more: 1,357 of those 1,432 rows match,
+within 2 %, either ``get_flops`` or ``get_flops`` with the LM head's ``6·h·V`` FLOPs per token counted twice (the page
+does not say which count a row used). So the tokens/s per GPU, the MFU, the 989 TFLOP/s peak and the printed tok/s
+(tokens/s per GPU × 8 × nodes in every row, to the printed rounding) agree: no unit differs between them.
+
+Two things the sweep's runs do that the cluster model does not yet represent, both published by the same sources.
+The network: the Playbook measures its cluster's bus bandwidth (figure ``pp_comm_bandwidth.html``, "Communication
+Bandwidth by Number of Nodes (size=256MB)", medians): all-reduce 436, 362, 160, 99.6, 84.7, 64.9 and 32.9 GB/s on 1,
+2, 4, 8, 16, 32 and 64 nodes; all-gather and reduce-scatter 250, 185, 119, 69, 55, 28 and 11 GB/s; the 5th
+percentile falls to 12.5 GB/s (all-reduce) at 64 nodes; repeated measurements of one layout in the sweep differ up to
+fivefold on 32 nodes. The gradients: ``scripts/scaling_benchmarks.py`` sets ``ACCUMULATE_GRAD_IN_FP32 = True``, and
+nanotron's ``get_fp32_accum_hook`` (``optim/gradient_accumulator.py``) reduces the FP32 accumulation buffers, four
+bytes a parameter. For the 1B model with data parallelism alone (micro-batch 1, no ZeRO), the published step time less
+the cluster model's is the all-reduce of four bytes a parameter at the measured all-reduce bandwidth, not hidden:
+0.104 s against 0.098 s on 8 nodes, 0.116 s against 0.116 s on 16, 0.145 s against 0.152 s on 32.
 
 Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
