@@ -104,6 +104,44 @@ def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucke
                                                                             "network"))
 
 
+def test_a_cluster_with_measured_bus_bandwidths_uses_them_rail_by_rail():
+    """A cluster measured at 64.9 GB/s for a cross-node all-reduce and 28 GB/s for an all-gather (eight GPUs a node
+    in the group) gives a group with eight members a node exactly those, one with two members a quarter, and a lone
+    sender an eighth; NVLink and unmeasured clusters keep the NICs' rate × ``network``."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s
+
+    measured = Cluster(gpu="H100-SXM", gpus=256, network_all_reduce_GBps=64.9, network_gather_GBps=28.0)
+    assert group_bytes_per_s(measured, "network", 8, FITTED) == pytest.approx(64.9e9)
+    assert group_bytes_per_s(measured, "network", 8, FITTED, gather=True) == pytest.approx(28e9)
+    assert group_bytes_per_s(measured, "network", 2, FITTED) == pytest.approx(64.9e9 / 4)
+    assert link_bytes_per_s(measured, "network", FITTED) == pytest.approx(64.9e9 / 8)
+    assert group_bytes_per_s(measured, "nvlink", 8, FITTED) == pytest.approx(450e9 * FITTED.nvlink)
+    plain = Cluster(gpu="H100-SXM", gpus=256)
+    assert group_bytes_per_s(plain, "network", 8, FITTED, gather=True) == pytest.approx(8 * 50e9 * FITTED.network)
+    with pytest.raises(ValueError):
+        Cluster(gpu="H100-SXM", gpus=16, network_gather_GBps=0.0)
+
+
+def test_fp32_gradients_double_the_bytes_the_reduction_carries():
+    """Data parallelism over 32 nodes, not overlapped: FP32 gradients add ``2(n−1)/n`` × two more bytes a parameter
+    at the measured all-reduce rate; ZeRO-1 reduce-scatters the four bytes and all-gathers two, at the gather rate."""
+    from d2lmp.model.cluster.layout import check_plan
+    from d2lmp.model.cluster.memory import stage_parameters
+    from d2lmp.model.cluster.steptime import all_reduce_bytes, gather_bytes
+
+    big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
+    cluster = Cluster(gpu="H100-SXM", gpus=256, network_all_reduce_GBps=64.9, network_gather_GBps=28.0)
+    plan = Plan(dp=256, global_batch=256, attention="flash", dp_overlap=False)
+    params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
+    sixteen = predict(big, cluster, plan).parts["dp"]
+    fp32 = predict(big, cluster, Plan(**{**plan.__dict__, "fp32_grad_reduce": True})).parts["dp"]
+    assert fp32 - sixteen == pytest.approx(all_reduce_bytes(2 * params, 256) / 64.9e9)
+    zero1 = predict(big, cluster, Plan(**{**plan.__dict__, "fp32_grad_reduce": True, "zero": 1})).parts["dp"]
+    wire = gather_bytes(4 * params, 256) + gather_bytes(2 * params, 256)
+    assert zero1 - wire / 28e9 == pytest.approx(fp32 - all_reduce_bytes(4 * params, 256) / 64.9e9)
+
+
 def _llama(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
     return Transformer(layers=layers, hidden=hidden, heads=heads, seq=8192, vocab=128000, ffn=ffn, kv_heads=8,
                        gated_mlp=True, bias=False, tied_embeddings=False, learned_positions=False)

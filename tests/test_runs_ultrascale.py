@@ -52,3 +52,13 @@ def test_the_shapes_give_the_flops_per_token_behind_the_printed_mfu():
 
 def test_every_sweep_row_states_all_the_cluster_model_needs():
     assert all(r.complete and r.precision == "bf16" and r.attention == "flash" for r in RECORDS)
+
+
+def test_each_record_carries_the_playbooks_measured_network_for_its_node_count_and_fp32_gradients():
+    """pp_comm_bandwidth.html's medians (256 MB): all-reduce 64.9 and all-gather 28 GB/s on 32 nodes; one node has
+    no cross-node group."""
+    by_row = {r.row: r for r in RECORDS}
+    r = by_row["1B on 32 nodes: DP 256 TP 1 PP 1 ZeRO 0 MBS 1 GradAcc 1"]
+    assert (r.network_all_reduce_GBps, r.network_gather_GBps) == (64.9, 28.0)
+    assert all(r.fp32_grad_reduce for r in RECORDS)
+    assert all((r.network_all_reduce_GBps is None) == (r.gpus == 8) for r in RECORDS)

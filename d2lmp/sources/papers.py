@@ -286,7 +286,9 @@ PAPERS: tuple[Source, ...] = (
        "real clusters. Section Benchmarking thousands of configurations and its figure "
        "`assets/data/benchmarks/benchmarks_interactive.html`: 1B-80B models on 1-64 nodes of eight H100s, sequence "
        "4,096, batch of 1M tokens; per layout DP, TP, PP, ZeRO, MBS, gradient accumulation, MFU, tokens/s per GPU "
-       "and GPU memory."),
+       "and GPU memory. Figure `assets/data/benchmarks/pp_comm_bandwidth.html` (section Pipeline Parallelism): the "
+       "same cluster's all-reduce, all-gather and reduce-scatter bus bandwidth (256 MB) on 1-64 nodes, median and "
+       "5th-95th percentiles."),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,

@@ -64,7 +64,9 @@ def convert(record: RunRecord) -> Converted:
         model = Transformer(layers=record.layers, hidden=record.hidden, heads=record.heads, seq=record.seq,
                             vocab=record.vocab, ffn=record.ffn, kv_heads=record.kv_heads, gated_mlp=llama,
                             bias=not llama, tied_embeddings=not llama, learned_positions=not llama)
-        cluster = Cluster(gpu=record.gpu, gpus=record.gpus, gpus_per_node=record.gpus_per_node)
+        cluster = Cluster(gpu=record.gpu, gpus=record.gpus, gpus_per_node=record.gpus_per_node,
+                          network_all_reduce_GBps=record.network_all_reduce_GBps,
+                          network_gather_GBps=record.network_gather_GBps)
         recompute: Recompute = record.recompute  # type: ignore[assignment]  # "unknown" was refused above
         attention: AttentionKernel = record.attention  # type: ignore[assignment]
         precision: MatmulPrecision = "fp8" if record.precision == "fp8" else "bf16"
@@ -72,7 +74,7 @@ def convert(record: RunRecord) -> Converted:
         plan = Plan(tp=record.tp, pp=record.pp, dp=record.dp, cp=record.cp, micro_batch=record.micro_batch,
                     global_batch=record.global_batch, zero=zero, recompute=recompute,
                     sequence_parallel=record.tp > 1, interleave=record.interleave, attention=attention,
-                    precision=precision)
+                    precision=precision, fp32_grad_reduce=record.fp32_grad_reduce)
         check_plan(model, cluster, plan)
     except ValueError as exc:
         return Converted(record, reason=f"not representable: {exc}")

@@ -212,8 +212,12 @@ class Cluster:
     """``gpus`` GPUs of one preset, ``gpus_per_node`` to a node joined by NVLink, nodes joined by the network.
 
     ``nvlink_GBps`` and ``network_GBps_per_gpu`` (per GPU, per direction) None take the preset's figures, the
-    sourced ones of that GPU's usual node. ``custom``: a preset built at run time (``model.cluster.cpu.cpu_preset``, a
-    CPU measured here), used instead of a named one; ``gpu`` then only labels it.
+    sourced ones of that GPU's usual node. ``network_all_reduce_GBps`` and ``network_gather_GBps``: the bus bandwidth
+    per GPU of a cross-node all-reduce and of an all-gather (or reduce-scatter) as measured on this cluster at this
+    node count, every GPU of each node in the group (None: the NICs' rate × the fitted network fraction; a gather
+    figure alone is not used); a group with fewer members a node gets its share of the rails. ``custom``: a preset
+    built at run time (``model.cluster.cpu.cpu_preset``, a CPU measured here), used instead of a named one; ``gpu``
+    then only labels it.
     """
 
     gpu: str
@@ -222,6 +226,8 @@ class Cluster:
     nvlink_GBps: float | None = None
     network_GBps_per_gpu: float | None = None
     custom: GPUPreset | None = None
+    network_all_reduce_GBps: float | None = None
+    network_gather_GBps: float | None = None
 
     def __post_init__(self) -> None:
         if self.custom is None:
@@ -233,7 +239,7 @@ class Cluster:
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
             raise ValueError(f"gpus ({self.gpus}) must be a multiple of gpus_per_node ({self.gpus_per_node}) "
                              "once it spans more than one node")
-        for name in ("nvlink_GBps", "network_GBps_per_gpu"):
+        for name in ("nvlink_GBps", "network_GBps_per_gpu", "network_all_reduce_GBps", "network_gather_GBps"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive or None, got {value!r}")

@@ -42,6 +42,8 @@ class Plan:
     recomputes the scores; Dao et al. 2022). ``precision``: the linear layers' matrix products in "bf16" or "fp8".
     ``head_stages``: the embedding and the output layer each take one block's place on the first and the last
     pipeline stage (Llama 3's 126 layers over 16 stages, first and last one layer short: Llama Team 2024, §3.3.2).
+    ``fp32_grad_reduce``: the data-parallel reduction carries FP32 gradients, four bytes a parameter (FP32 gradient
+    accumulation buffers reduced as they are, as nanotron's), not 16-bit ones.
     The layers need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
     """
 
@@ -60,6 +62,7 @@ class Plan:
     attention: AttentionKernel = "materialised"
     precision: MatmulPrecision = "bf16"
     head_stages: bool = False
+    fp32_grad_reduce: bool = False
 
     @property
     def gpus(self) -> int:

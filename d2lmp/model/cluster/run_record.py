@@ -40,12 +40,14 @@ class RunRecord:
     inner size; per expert for a mixture of experts), ``gated_mlp`` (SwiGLU), ``vocab``, ``seq``; a mixture of
     experts adds ``experts``, ``top_k``, ``shared_experts`` and ``moe_every`` (1: every layer). Cluster: ``gpu``
     (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains), ``gpus``,
-    ``gpus_per_node``. Plan: ``tp``, ``pp``, ``dp`` (the data-parallel size including any sharding group),
-    ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP: 3 full shard, 2, 1, 0 none), ``micro_batch`` and
-    ``global_batch`` in sequences, ``interleave`` (virtual stages per GPU), ``recompute``, ``attention``,
-    ``precision``. ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's
-    FLOPs count the recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a
-    GPU used, where the source reports it.
+    ``gpus_per_node``, ``network_all_reduce_GBps`` and ``network_gather_GBps`` (the source's measured cross-node
+    bus bandwidths per GPU at this node count, where it gives them: ``hardware.Cluster``). Plan: ``tp``, ``pp``,
+    ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP: 3
+    full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
+    GPU), ``recompute``, ``attention``, ``precision``, ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
+    ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
+    recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a GPU used, where the
+    source reports it.
     """
 
     source: str                     # bibliography key (d2lmp.bibliography)
@@ -83,6 +85,9 @@ class RunRecord:
     precision: Precision = "bf16"
     counts_recompute: bool | None = None
     memory_gb: float | None = None
+    network_all_reduce_GBps: float | None = None
+    network_gather_GBps: float | None = None
+    fp32_grad_reduce: bool = False
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 
     def __post_init__(self) -> None:

@@ -49,17 +49,33 @@ def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency
     ``LinkRate`` that also carries the preset's α and send rate."""
     if link == "nvlink":
         return cluster.link_rate(cluster.nvlink_bytes_per_s, efficiency.nvlink)
-    return cluster.link_rate(cluster.network_bytes_per_s, efficiency.network)
+    return _network(cluster, 1, efficiency)
 
 
-def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency) -> float:
-    """Bus bandwidth per GPU of a collective over ``link`` whose group has ``per_node`` members in each node. Across
-    nodes NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's traffic
-    at once: ``per_node`` × the network per GPU, at most NVLink's rate, which the hops inside a node take."""
-    if link == "nvlink" or per_node == 1:
+def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bool = False) -> float:
+    """Across nodes, a group with ``per_node`` members a node: that many rails, at the cluster's measured bus
+    bandwidth (all rails) where it has one, for an all-reduce or (``gather``) an all-gather or reduce-scatter, else
+    at the NICs' rate × ``network``."""
+    measured = cluster.network_all_reduce_GBps
+    if measured is not None:
+        if gather and cluster.network_gather_GBps is not None:
+            measured = cluster.network_gather_GBps
+        return cluster.link_rate(measured * 1e9 * per_node / cluster.gpus_per_node, 1.0)
+    return cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network)
+
+
+def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency,
+                      gather: bool = False) -> float:
+    """Bus bandwidth per GPU of a collective (an all-reduce, or an all-gather or reduce-scatter: ``gather``) over
+    ``link`` whose group has ``per_node`` members in each node. Across nodes NCCL runs one ring (or tree) channel per
+    NIC, so the node's ``per_node`` NICs carry the group's traffic at once: ``per_node`` × the network per GPU, at
+    most NVLink's rate, which the hops inside a node take."""
+    if link == "nvlink":
         return link_bytes_per_s(cluster, link, efficiency)
+    if per_node == 1:
+        return _network(cluster, 1, efficiency, gather)
     nvlink = link_bytes_per_s(cluster, "nvlink", efficiency)
-    network = cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network)
+    network = _network(cluster, per_node, efficiency, gather)
     return network if network < nvlink else nvlink
 
 
@@ -211,23 +227,24 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
         return 0.0, 0.0
     k, link = layout.dp_per_node, layout.dp_link
     bw = group_bytes_per_s(cluster, link, k, efficiency)
+    gather_bw = group_bytes_per_s(cluster, link, k, efficiency, gather=True)
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
+    reduced = (4 if plan.fp32_grad_reduce else 2) * params  # the gradients the reduction carries
     per_microbatch = slowest.total
     backward = sum(slowest.backward.values())
 
-    def all_reduce(nbytes: float) -> float:
-        return group_all_reduce_seconds(nbytes, d, bw, k, link)
-
-    if plan.zero <= 1:  # one all-reduce (ZeRO-1: reduce-scatter + all-gather, the same bytes) per step
-        once = all_reduce(grads)
-        last = all_reduce(min(grads, DDP_BUCKET_BYTES))
+    if plan.zero <= 1:  # one all-reduce per step; ZeRO-1 reduce-scatters the gradients, all-gathers 16-bit weights
+        carried = reduced if plan.zero == 0 else (reduced + grads) / 2  # as the bytes of one all-reduce
+        rate = bw if plan.zero == 0 else gather_bw
+        once = group_all_reduce_seconds(carried, d, rate, k, link)
+        last = group_all_reduce_seconds(min(carried, DDP_BUCKET_BYTES), d, rate, k, link)
         return (max(once - backward, last) if plan.dp_overlap else once), 0.0
-    reduce = gather_seconds(grads, d, bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
+    reduce = gather_seconds(reduced, d, gather_bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
     if plan.zero == 2:
-        gather_back = gather_seconds(grads, d, bw)
+        gather_back = gather_seconds(grads, d, gather_bw)
         exposed_once = max(0.0, gather_back - backward) if plan.dp_overlap else gather_back
         return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
-    return 0.0, zero3_seconds(plan, layout, grads, bw, per_microbatch)
+    return 0.0, zero3_seconds(plan, layout, grads, gather_bw, per_microbatch)
 
 
 def zero3_seconds(plan: Plan, layout: Layout, grads: float, bw: float, per_microbatch: float) -> float:

@@ -24,8 +24,25 @@ below an MLP of 10,000 (1B and 3B). With untied embeddings of 131,072 and full m
 has 79.99B parameters by the script's own ``estimate_num_params``: the sweep's "80B". Check: MFU × 989 TFLOP/s ÷
 tokens/s gives the FLOPs per token of nanotron's ``get_flops`` (``models/llama.py``: all matmuls, attention
 without the causal half, the LM head once, times 3; no recomputation) for these shapes to 0.1 % in the figure's
-first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more (1.00-1.17 in 90 % of them; the
-spread is not explained by the page).
+first row, and within 0.89-1.21 of it in every row printing an MFU of 1 % or more: 1,357 of those 1,432 rows match,
+within 2 %, either ``get_flops`` or ``get_flops`` with the LM head's ``6·h·V`` FLOPs per token counted twice (the page
+does not say which count a row used). So the tokens/s per GPU, the MFU, the 989 TFLOP/s peak and the printed tok/s
+(tokens/s per GPU × 8 × nodes in every row, to the printed rounding) agree: no unit differs between them.
+
+Two things of the sweep's runs published by the same sources, which the records carry. The network: the Playbook
+measures its cluster's bus bandwidth (figure ``pp_comm_bandwidth.html``, "Communication Bandwidth by Number of Nodes
+(size=256MB)", medians): all-reduce 436, 362, 160, 99.6, 84.7, 64.9 and 32.9 GB/s on 1, 2, 4, 8, 16, 32 and 64
+nodes; all-gather 250, 185, 119, 69, 55, 28 and 11 GB/s (reduce-scatter within 3 % of it); the 5th percentile of
+the all-reduce falls to 12.5 GB/s on 64 nodes. Each record carries its node count's two medians
+(``network_all_reduce_GBps``, ``network_gather_GBps``; one node has no cross-node group). The gradients:
+``scripts/scaling_benchmarks.py`` sets ``ACCUMULATE_GRAD_IN_FP32 = True``, and nanotron's ``get_fp32_accum_hook``
+(``optim/gradient_accumulator.py``) reduces the FP32 accumulation buffers, four bytes a parameter
+(``fp32_grad_reduce``). For the 1B model with data parallelism alone (micro-batch 1, no ZeRO), the published step
+time less the model's without these two is the all-reduce of four bytes a parameter at the measured rate, not
+hidden: 0.104 s against 0.098 s on 8 nodes, 0.116 s against 0.116 s on 16, 0.145 s against 0.152 s on 32. What
+the records cannot carry: repeated measurements of one layout differ up to fivefold (1B on 32 nodes, DP 32 TP 8:
+6,078 and 1,212 tokens/s per GPU), and of 307 layouts measured with ZeRO 0 and with ZeRO 1, 82 differ more than
+twofold, where the model's two predictions differ at most 1.35-fold.
 
 Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
@@ -47,6 +64,9 @@ __all__ = ["RECORDS", "cell"]
 
 _WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
 # (layers, hidden, heads, MLP) of scripts/scaling_benchmarks.py's model_configs; "80B" is its 70B entry.
+# The Playbook's pp_comm_bandwidth.html: median bus bandwidth (GB/s, 256 MB) by node count, all-reduce and all-gather.
+_ALL_REDUCE_GBPS = {2: 361.7, 4: 160.1, 8: 99.6, 16: 84.7, 32: 64.9, 64: 32.9}
+_GATHER_GBPS = {2: 184.6, 4: 119.0, 8: 69.0, 16: 55.0, 32: 28.0, 64: 11.0}
 _SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192), "8B": (32, 4096, 32, 14336),
            "80B": (80, 8192, 64, 28672)}
 
@@ -83,8 +103,9 @@ def _record(row: Row) -> RunRecord:
         use="validation", layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, seq=4096,
         vocab=131072, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
-        micro_batch=mbs, global_batch=gbs, memory_gb=memory,
-        counts_recompute=None, note=f"Printed: MFU {mfu} %.{tied}")
+        micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_all_reduce_GBps=_ALL_REDUCE_GBPS.get(nodes),
+        network_gather_GBps=_GATHER_GBPS.get(nodes), fp32_grad_reduce=True, counts_recompute=None,
+        note=f"Printed: MFU {mfu} %.{tied}")
 
 
 RECORDS: tuple[RunRecord, ...] = tuple(_record(r) for r in _ROWS)
