@@ -135,8 +135,8 @@ _TP16 = tensor_parallel_point(_GPT3, _A100_IB, 16)
 tp16 = Exercise(
     key="tp16", number=3,
     title="Why not tp = 16?",
-    question="The planner ranks every family with tp = 16 for GPT-3 on 1,024 A100s far "
-             "behind those with tp = 8. Why? 'a' 96 heads do not split into 16; 'b' sixteen ranks span two nodes, "
+    question="For GPT-3 on 1,024 A100s, the planner's best configuration with tp = 16 is slower than its best "
+             "with tp = 8. Why? 'a' 96 heads do not split into 16; 'b' sixteen ranks span two nodes, "
              "so their all-reduces cross InfiniBand, whose ridge the tensor-parallel point does not reach; 'c' "
              "sixteen ranks need more memory per GPU than eight; 'd' the pipeline bubble grows with tp.",
     hint_text="A DGX A100 holds eight GPUs. Place tensor_parallel_point(GPT3, roof, 16) on the NVLink and on the "
@@ -232,9 +232,10 @@ plan_llama = Exercise(
                   "configurations pair a 16-stage pipeline with context parallelism at 8,192 tokens: 2,048 "
                   "sequences over 128 replicas leave a 16-stage pipeline only 16 micro-batches, and trading "
                   "replicas for context-parallel ranks gives it more, so a smaller bubble. The model charges context "
-                  "parallelism only its messages, not its smaller products per rank, which is why no published run "
-                  "uses it at 8K tokens; and dozens of configurations are predicted within the model's own error of "
-                  "the fastest, a tie it cannot break. Without context parallelism it falls back to short "
+                  "parallelism only its messages, not its smaller products per rank; the report uses it only at "
+                  "128K tokens (Dubey et al., 2024, Table 4). And many configurations are predicted within the "
+                  "model's own error of the fastest (the tie line counts them), a tie it cannot break. Without context "
+                  "parallelism it falls back to short "
                   "pipelines and data parallelism. On the roofline, a long pipeline is far right of InfiniBand's "
                   "ridge (many layers per stage, a wide model), so the difference is the bubble and memory, which "
                   "the roofline does not see: a reminder that the roofline says which links can be hidden, and the "
