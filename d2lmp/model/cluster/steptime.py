@@ -230,8 +230,7 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
     gather_bw = group_bytes_per_s(cluster, link, k, efficiency, gather=True)
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
     reduced = (4 if plan.fp32_grad_reduce else 2) * params  # the gradients the reduction carries
-    per_microbatch = slowest.total
-    backward = sum(slowest.backward.values())
+    per_microbatch, backward = slowest.total, sum(slowest.backward.values())
 
     if plan.zero <= 1:  # one all-reduce per step; ZeRO-1 reduce-scatters the gradients, all-gathers 16-bit weights
         carried = reduced if plan.zero == 0 else (reduced + grads) / 2  # as the bytes of one all-reduce
