@@ -244,4 +244,4 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
     verdicts = sorted((_verdict(f, winner) for f in families),
                       key=lambda v: (v.best is None, v.best.prediction.step_s if v.best else 0.0, v.reason))
     return PlanReport(model, cluster, global_batch, tuple(ranked), tuple(verdicts),
-                      sum(f.considered for f in families), top, model_error())
+                      sum(f.considered for f in families), top, model_error() if ranked else 0.0)
