@@ -38,17 +38,9 @@ class Converted:
         return not self.reason
 
 
-def _unknown(record: RunRecord) -> list[str]:
-    """The fields the model needs that the record leaves unknown."""
-    names = ("layers", "hidden", "heads", "seq", "vocab", "tp", "pp", "dp", "zero", "micro_batch", "global_batch")
-    missing = [name for name in names if getattr(record, name) is None]
-    missing += [name for name in ("recompute", "attention", "precision") if getattr(record, name) == "unknown"]
-    return missing
-
-
 def convert(record: RunRecord) -> Converted:
     """The record's model, cluster and plan, or the reason the model cannot judge it."""
-    missing = _unknown(record)
+    missing = record.unknown_fields()
     if missing:
         return Converted(record, reason=f"not published: {', '.join(missing)}")
     if record.experts > 1 or record.ep > 1:

@@ -105,10 +105,13 @@ class RunRecord:
         if tp is not None and pp is not None and dp is not None and self.cp * tp * pp * dp != self.gpus:
             raise ValueError(f"{self.row}: tp·pp·dp·cp = {self.cp * tp * pp * dp} is not the {self.gpus} GPUs")
 
+    def unknown_fields(self) -> list[str]:
+        """The fields the cluster model needs that the record leaves unknown (``None`` or ``"unknown"``)."""
+        needed = ("layers", "hidden", "heads", "seq", "vocab", "tp", "pp", "dp", "zero", "micro_batch", "global_batch")
+        missing = [name for name in needed if getattr(self, name) is None]
+        return missing + [name for name in ("recompute", "attention", "precision") if getattr(self, name) == "unknown"]
+
     @property
     def complete(self) -> bool:
         """Whether the record states everything the cluster model needs to predict it."""
-        needed = (self.layers, self.hidden, self.heads, self.seq, self.vocab, self.tp, self.pp, self.dp,
-                  self.zero, self.micro_batch, self.global_batch)
-        return all(v is not None for v in needed) and "unknown" not in (self.recompute, self.attention,
-                                                                          self.precision)
+        return not self.unknown_fields()
