@@ -4,7 +4,10 @@
 saves the executed copy, then moves one widget control and watches its output change; what happened is kept as a
 ``BrowserRun`` (one per notebook and test process). tests/test_browser.py asserts on it, and in the same pytest run
 nbval's cells of that notebook are checked against the saved copy (tests/notebook_runs.py) instead of being run a
-second time. The server and Chromium start on first use and stop at the end of the session (``LAB.close()``).
+second time. The server and Chromium start on first use and stop at the end of the session (``LAB.close()``); so does
+the one JupyterLab page: each notebook opens in it once the previous one's tab is closed and its kernel ended
+(booting JupyterLab in a fresh page cost about 6 CPU-seconds a notebook), and a page a failed run leaves behind is
+closed, so the next notebook boots a fresh one.
 Chromium comes from Debian's package (/usr/bin/chromium); Playwright's own browser download is never used.
 Screenshots of failures go to test-artifacts/.
 """
@@ -17,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -74,6 +78,14 @@ READY_JS = """(name) => {
     return w && w.context && w.context.path === name && w.sessionContext && w.sessionContext.isReady
            && w.sessionContext.session && w.sessionContext.session.kernel
            && w.sessionContext.session.kernel.status === 'idle';
+}"""
+
+# Open a notebook in the running JupyterLab (the previous one's tab is closed by then).
+OPEN_JS = """(name) => { window.jupyterapp.commands.execute('docmanager:open', {path: name}); }"""
+
+# Close every notebook tab without asking (a tab whose widgets moved may count as changed: it was saved before).
+CLOSE_ALL_JS = """() => {
+  for (const w of [...window.jupyterapp.shell.widgets('main')]) w.dispose();
 }"""
 
 SAVE_JS = """async () => {
@@ -141,7 +153,7 @@ class BrowserLab:
     """A JupyterLab server over a copy of notebooks/ and a headless Chromium, started on first use."""
 
     def __init__(self):
-        self._server = self._browser = None
+        self._server = self._browser = self._lab_page = None
         self._root: Path | None = None
         self.url = ""
         self.runs: dict[str, BrowserRun] = {}
@@ -158,7 +170,7 @@ class BrowserLab:
         """Stop the browser and the server (a no-op if they never started)."""
         if self._browser is not None:
             self._browser.close()
-            self._browser = None
+            self._browser = self._lab_page = None
         if self._server is not None:
             stop_group(self._server)
             self._server = None
@@ -174,6 +186,12 @@ class BrowserLab:
         self._root = Path(tempfile.mkdtemp(prefix="d2lmp-lab-"))
         work = self._root / "notebooks"
         shutil.copytree(NOTEBOOK_DIR, work)
+        for copy in work.glob("*.ipynb"):  # the runs clear the outputs anyway; the page need not draw them first
+            notebook = nbformat.read(copy, as_version=4)
+            for cell in notebook.cells:
+                if cell.cell_type == "code":
+                    cell.outputs, cell.execution_count = [], None
+            nbformat.write(notebook, copy)
         settings = self._root / "settings" / "@jupyterlab"
         (settings / "notebook-extension").mkdir(parents=True)
         (settings / "apputils-extension").mkdir(parents=True)
@@ -200,22 +218,24 @@ class BrowserLab:
             self.close()
             raise
 
-    def _shutdown_kernels(self) -> None:
-        with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=10) as response:
-            kernels = json.loads(response.read())
-        for kernel in kernels:
-            request = urllib.request.Request(f"{self.url}/api/kernels/{kernel['id']}", method="DELETE")
-            urllib.request.urlopen(request, timeout=30).close()
-
     # --- one notebook
 
+    def _page(self, name: str):
+        """The lab's one page with ``name`` opened in it: JupyterLab boots once per session (its scripts cost about
+        as much CPU as a light notebook's cells), then each notebook opens in the same page after the last one's
+        tab is closed and its kernel shut down."""
+        if self._lab_page is None or self._lab_page.is_closed():
+            self._lab_page = self._browser.new_page(viewport={"width": 1400, "height": 1000})
+            self._lab_page.goto(f"{self.url}/lab/workspaces/d2lmp-tests/tree/{name}?reset",
+                                wait_until="domcontentloaded", timeout=120_000)
+        else:
+            self._lab_page.evaluate(OPEN_JS, name)
+        return self._lab_page
+
     def _run(self, name: str) -> BrowserRun:
-        run = BrowserRun(name)
-        page = self._browser.new_page(viewport={"width": 1400, "height": 1000})
+        run, page = BrowserRun(name), None
         try:
-            # A fresh workspace per notebook, so earlier notebooks' tabs (and kernels) are not reopened.
-            page.goto(f"{self.url}/lab/workspaces/{Path(name).stem}/tree/{name}?reset",
-                      wait_until="domcontentloaded", timeout=120_000)
+            page = self._page(name)
             state = _run_all(page, name)
             run.ran_all, run.errors = True, state["errors"]
             if not page.evaluate(SAVE_JS):
@@ -240,11 +260,34 @@ class BrowserLab:
         except Exception as error:  # a step that could not finish: the test reports it
             run.problem = f"{type(error).__name__}: {error}"
         finally:
-            if not run.passed:
-                run.evidence = _keep_evidence(page, name, run.moved)
-            page.close()
-            self._shutdown_kernels()
+            if page is not None:
+                if not run.passed:
+                    run.evidence = _keep_evidence(page, name, run.moved)
+                self._close_notebook(page, keep_page=run.passed)
         return run
+
+    def _close_notebook(self, page, keep_page: bool) -> None:
+        """Close every tab and end every session (and its kernel). After a failure (or where the tabs will not close)
+        the page is closed too, so that whatever state it was left in cannot touch the next notebook."""
+        try:
+            if keep_page:
+                page.evaluate(CLOSE_ALL_JS)
+        except Exception:
+            keep_page = False
+        if not keep_page:
+            page.close()
+        with urllib.request.urlopen(f"{self.url}/api/sessions", timeout=10) as response:
+            sessions = json.loads(response.read())
+        for session in sessions:  # in the background: the next notebook need not wait for a kernel to exit
+            request = urllib.request.Request(f"{self.url}/api/sessions/{session['id']}", method="DELETE")
+            threading.Thread(target=_send, args=(request,), daemon=True).start()
+
+
+def _send(request: urllib.request.Request) -> None:
+    try:
+        urllib.request.urlopen(request, timeout=60).close()
+    except OSError:
+        pass  # the server is stopping: it ends the kernel itself
 
 
 def _run_all(page, name: str) -> dict:
@@ -264,7 +307,7 @@ def _run_all(page, name: str) -> dict:
     raise TimeoutError(f"{name}: cells still running after {RUN_TIMEOUT_S} s: {page.evaluate(STATE_JS)}")
 
 
-def _settled_snapshot(page, i: int, seconds: float = 30, steady: float = 1.0):
+def _settled_snapshot(page, i: int, seconds: float = 30, steady: float = 0.5):
     """The widget's output once it is non-empty and unchanged for ``steady`` seconds (None if it never settles)."""
     deadline = time.monotonic() + seconds
     previous, since = page.evaluate(SNAPSHOT_JS, i), time.monotonic()
