@@ -29,6 +29,7 @@ Everything is read with ``ast`` (nothing is imported or run); notebooks through 
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -106,20 +107,34 @@ COLOURS_HOME = "d2lmp/views/memory.py"
 OLD_NAMES = {"optimizer", "activations"}  # what the parts of memory were once also called
 
 
-def _package() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted((ROOT / "d2lmp").rglob("*.py")):
-        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text())
+# Each tree is parsed once per test process and shared by the tests, which only read it.
+_NODES: dict[int, tuple[ast.AST, tuple[ast.AST, ...]]] = {}
 
 
-def _notebooks() -> Iterator[tuple[str, ast.Module]]:
-    for path in paths():
-        for cell in read(path).code():
-            yield f"{path.relative_to(ROOT).as_posix()} cell {cell.index}", cell.tree()
+def _walk(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of ``tree``, as ``ast.walk`` finds them, listed once per test process (the tree is kept with its
+    list, so its id is never reused by another tree)."""
+    if id(tree) not in _NODES:
+        _NODES[id(tree)] = (tree, tuple(ast.walk(tree)))
+    return _NODES[id(tree)][1]
 
 
-def _tests() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted((ROOT / "tests").glob("*.py")):
-        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text())
+@functools.cache
+def _package() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((path.relative_to(ROOT).as_posix(), ast.parse(path.read_text()))
+                 for path in sorted((ROOT / "d2lmp").rglob("*.py")))
+
+
+@functools.cache
+def _notebooks() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((f"{path.relative_to(ROOT).as_posix()} cell {cell.index}", cell.tree())
+                 for path in paths() for cell in read(path).code())
+
+
+@functools.cache
+def _tests() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((path.relative_to(ROOT).as_posix(), ast.parse(path.read_text()))
+                 for path in sorted((ROOT / "tests").glob("*.py")))
 
 
 def _learner_code() -> list[tuple[str, ast.Module]]:
@@ -176,7 +191,7 @@ def _defaults(f: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[tu
 
 def _bindings(tree: ast.Module) -> Iterator[tuple[int, str, ast.expr]]:
     """(line, name, value) of every assignment (tuples unpacked element-wise) and every parameter default."""
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
@@ -248,7 +263,7 @@ def view_number_violations(tree: ast.Module, module: str) -> list[str]:
     for f in functions:  # defaults of the view's own functions (nested widget callbacks are exempt)
         found += [f"{module}.py:{f.lineno}: {f.name}({name}={ast.unparse(d)})" for name, d in _defaults(f)
                   if _has_number(d) and not _is_neutral(d) and name not in allowed]
-    for f in ast.walk(tree):  # locals bound to literals alone
+    for f in _walk(tree):  # locals bound to literals alone
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for node in ast.walk(f):
                 if isinstance(node, ast.Assign) and _value(node.value) is not None and not _is_neutral(node.value):
@@ -286,7 +301,7 @@ def _numbers_equal_to(target: float, trees: list[tuple[str, ast.Module]]) -> lis
     """Where a literal expression folds to ``target`` (exactly, or to 12 significant digits)."""
     hits = []
     for where, tree in trees:
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if isinstance(node, (ast.Constant, ast.BinOp, ast.UnaryOp)):
                 value = _value(node)
                 if isinstance(value, (int, float)) and not isinstance(value, bool) \
@@ -317,7 +332,7 @@ def test_bytes_per_parameter_live_in_one_table():
     for where, tree in _learner_code():
         if where == BYTES_HOME:
             continue
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if isinstance(node, ast.Call):
                 stray += [f"{where}:{node.lineno}: {k.arg}={ast.unparse(k.value)}" for k in node.keywords
                           if k.arg in BYTES_KEYWORDS and _value(k.value) is not None]
@@ -334,14 +349,14 @@ def test_what_each_zero_stage_shards_is_written_once():
     """The rule is the table ``costmodel.ZERO_SHARDED``: no code compares a stage with a number to decide what it
     shards, except ZeRO's implementation (``parallel/zero.py``, whose bytes ``test_zero`` checks against the table)."""
     stray = [f"{where}:{node.lineno}: {ast.unparse(node)}" for where, tree in _learner_code() if where != ZERO_IMPL
-             for node in ast.walk(tree) if isinstance(node, ast.Compare) and _names(node.left) == ["stage"]
+             for node in _walk(tree) if isinstance(node, ast.Compare) and _names(node.left) == ["stage"]
              and any(isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) for op in node.ops)
              and all(_value(c) is not None for c in node.comparators)]
     assert not stray, f"a ZeRO stage compared with a number; use costmodel.ZERO_SHARDED: {stray}"
 
 
 def test_the_naive_schedule_runs_one_micro_batch_in_one_place():
-    hits = [f"{where}:{node.lineno}" for where, tree in _learner_code() for node in ast.walk(tree)
+    hits = [f"{where}:{node.lineno}" for where, tree in _learner_code() for node in _walk(tree)
             if isinstance(node, ast.IfExp) and any(isinstance(c, ast.Constant) and c.value == "naive"
                                                    for c in ast.walk(node.test))]
     assert _homes(hits) == {MICRO_BATCH_HOME} and len(hits) == 1, hits
@@ -349,28 +364,32 @@ def test_the_naive_schedule_runs_one_micro_batch_in_one_place():
 
 def test_alpha_is_read_off_a_fitted_line_by_one_function():
     stray = [f"{where}:{node.lineno}: {ast.unparse(node)}" for where, tree in _learner_code() if where != ALPHA_HOME
-             for node in ast.walk(tree) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+             for node in _walk(tree) if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
              and "intercept" in ast.unparse(node.left)]
     assert not stray, f"α computed from an intercept by hand; use alpha_beta.ring_alpha_beta: {stray}"
+
+
+def _is_schedule_call(call: ast.Call) -> bool:
+    """A call of ``ring_schedule`` or ``tree_schedule``, by name or as an attribute."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return name.endswith(("ring_schedule", "tree_schedule"))
 
 
 def _simulations(tree: ast.Module) -> list[int]:
     """Lines of loops that run a collective's schedule on numbers: a loop over ``ring_schedule``/``tree_schedule``
     (called there or bound to a name from such a call) whose body stores into a subscript."""
-    schedule_names = {n for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                      and ast.unparse(node.value.func).endswith(("ring_schedule", "tree_schedule"))
-                      for t in node.targets for n in _names(t)}
+    schedule_names = {n for node in _walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                      and _is_schedule_call(node.value) for t in node.targets for n in _names(t)}
     lines = []
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.For):
             over = node.iter
-            is_schedule = (isinstance(over, ast.Call) and ast.unparse(over.func).endswith(("ring_schedule",
-                                                                                          "tree_schedule"))) \
+            is_schedule = (isinstance(over, ast.Call) and _is_schedule_call(over)) \
                 or (isinstance(over, ast.Name) and over.id in schedule_names)
-            stores = any(isinstance(t, ast.Subscript) for s in ast.walk(node)
-                         if isinstance(s, (ast.Assign, ast.AugAssign))
-                         for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
-            if is_schedule and stores:
+            stores = is_schedule and any(isinstance(t, ast.Subscript) for s in ast.walk(node)
+                                         if isinstance(s, (ast.Assign, ast.AugAssign))
+                                         for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+            if stores:
                 lines.append(node.lineno)
     return lines
 
@@ -395,13 +414,14 @@ def _keys(node: ast.AST) -> list[str] | None:
 def test_the_parts_of_memory_have_one_name_and_one_colour():
     named, coloured, colour_tables = [], [], []
     for where, tree in _learner_code():
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             keys = _keys(node)
             if keys and {"parameters", "gradients"} <= set(keys) and not set(keys) <= {*MEMORY_PARTS, BUFFERS}:
                 named.append(f"{where}:{node.lineno}: {sorted(set(keys) - set(MEMORY_PARTS))}")
+            if not isinstance(node, (ast.Dict, ast.Tuple, ast.List)):
+                continue
             strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-            if isinstance(node, (ast.Dict, ast.Tuple, ast.List)) and set(strings) & {*MEMORY_PARTS, *OLD_NAMES} \
-                    and any(re.fullmatch(r"#[0-9a-fA-F]{6}", s) for s in strings):
+            if set(strings) & {*MEMORY_PARTS, *OLD_NAMES} and any(re.fullmatch(r"#[0-9a-fA-F]{6}", s) for s in strings):
                 coloured.append(f"{where}:{node.lineno}")
         colour_tables += [where for _, name, _ in _bindings(tree) if name == "MEMORY_PART_COLOURS"]
     assert not named, f"a part of memory under another name than training_state.MEMORY_PARTS: {named}"
@@ -412,7 +432,7 @@ def test_the_parts_of_memory_have_one_name_and_one_colour():
 def test_the_optimizers_have_one_table_of_names():
     labels = {o.label for o in OPTIMIZERS.values()}
     stray = [f"{where}:{node.lineno}: {node.value!r}" for where, tree in _learner_code() if where != BYTES_HOME
-             for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in labels]
+             for node in _walk(tree) if isinstance(node, ast.Constant) and node.value in labels]
     assert not stray, f"an optimizer named outside training_state.OPTIMIZERS: {stray}"
 
 
