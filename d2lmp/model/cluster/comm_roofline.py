@@ -74,7 +74,8 @@ from d2lmp.model.transformer_accounting import (
 from d2lmp.model.vocabulary import LINK_KINDS, ROOFLINE_STRATEGIES, LinkKind, Recompute, RoofStrategy
 from d2lmp.topology import pcie_bandwidth_gbs
 
-__all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORDS", "LABEL", "nvlink_domain", "LinkRoof", "link_roof", "CommPoint", "crossing",
+__all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORDS", "LABEL", "nvlink_domain",
+           "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
            "context_parallel_point", "expert_parallel_point", "strategy_point", "plan_points"]
 
@@ -257,7 +258,8 @@ def data_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, sequence
     sent = all_reduce_bytes(2 * parameter_count(model).total, ranks)
     tokens = sequences * model.seq
     return CommPoint("dp", ranks, recompute, f"{_model(model)}; {tokens:,.0f} tokens a replica",
-                     sequences * per_sequence, sent, roof, "one step of one replica", "tokens per replica", tokens, per_sequence / model.seq / sent)
+                     sequences * per_sequence, sent, roof, "one step of one replica", "tokens per replica", tokens,
+                     per_sequence / model.seq / sent)
 
 
 def zero3_point(model: Transformer, roof: LinkRoof, ranks: int, sequences: float,
