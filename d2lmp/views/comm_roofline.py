@@ -96,11 +96,12 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
 
 
 def describe_point(point: CommPoint) -> str:
-    """One sentence: the point's intensity, the ridge, the bound, the attainable fraction and the crossing."""
-    return (f"{STRATEGIES[point.strategy]}, {point.label}: "
-            f"{point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent ({point.unit}) = {point.intensity:,.0f} "
-            f"FLOP/byte against a ridge of {point.ridge:,.0f}: {point.bound}-bound, at most "
-            f"{point.fraction:.0%} of the matrix rate; {point.needed}.")
+    """One sentence: the label, then its intensity (the first number after a label, as every notebook prints it),
+    the ridge, the bound, the attainable fraction and the crossing."""
+    return (f"{STRATEGIES[point.strategy]}, {point.label}: {point.intensity:,.0f} FLOP/byte "
+            f"({point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent, {point.unit}) against a ridge of "
+            f"{point.ridge:,.0f}: {point.bound}-bound, at most {point.fraction:.0%} of the matrix rate; "
+            f"{point.needed}.")
 
 
 def comm_roofline_widget(gpu: str = "A100-80GB") -> ipywidgets.interactive:
