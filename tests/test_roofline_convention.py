@@ -15,7 +15,8 @@ from d2lmp.model.cluster.hardware import GPU_PRESETS
 from d2lmp.model.cluster.presets import model_preset
 from tools.notebooks import Notebook, paths, read, source_text
 
-# notebook number: the cells whose outputs still print the labels of before the convention
+# notebook number: the cells whose outputs still print the labels of before the convention (their prints also add
+# " over <link>" after the label, which now names the link itself: drop it when refreshing them)
 PENDING: dict[str, tuple[int, ...]] = {"10": (45, 48), "12": (41,), "13": (51,), "14": (50,), "15": (36,),
                                        "17": (52,)}
 LABEL = re.compile(CR.LABEL)
