@@ -47,8 +47,6 @@ LONG_CELLS: dict[tuple[str, int], str] = {
     ("17", 54): "not yet shortened (272 words)",
     ("18", 0): "not yet shortened (324 words)",
     ("18", 7): "not yet shortened (281 words)",
-    ("19", 0): "not yet shortened (293 words)",
-    ("19", 11): "not yet shortened (288 words)",
 }
 
 # Notebooks that may still average over the limit (only shrinks).

@@ -279,6 +279,15 @@ PAPERS: tuple[Source, ...] = (
        "TorchTitan: One-stop PyTorch native solution for production ready LLM pre-training", "arXiv:2410.06511",
        2024, "https://arxiv.org/abs/2410.06511",
        "How PyTorch composes FSDP2, tensor, pipeline and context parallelism in one system for LLM pre-training."),
+    _S("austin2025scaling", "Austin, J.; Douglas, S.; Frostig, R.; Levskaya, A.; Chen, C.; Vikram, S.; Lebron, F.; "
+       "Choy, P.; Ramasesh, V.; Webson, A.",
+       "How to Scale Your Model: A Systems View of LLMs on TPUs", "Google DeepMind", 2025,
+       "https://jax-ml.github.io/scaling-book/",
+       "Chapter \"How to Think About GPUs\" (gpus.md), section Rooflines for LLM Scaling on GPUs: data parallelism "
+       "and ZeRO sharding are compute-bound when the tokens a GPU works on exceed C/W, W the node's egress (about "
+       "2,500 tokens per GPU on an H100 node); tensor parallelism over Y GPUs becomes communication-bound when "
+       "Y > F·W/C (F the MLP width); its TLDR: tensor parallelism compute-bound up to about 8 ways, one NVLink "
+       "domain."),
     _S("tazi2025ultrascale", "Tazi, N.; Mom, F.; Zhao, H.; Nguyen, P.; Mekkouri, M.; Werra, L.; Wolf, T.",
        "The Ultra-Scale Playbook: Training LLMs on GPU Clusters", "Hugging Face", 2025,
        "https://huggingface.co/spaces/nanotron/ultrascale-playbook",

@@ -81,7 +81,7 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
     for p in points:
         ax.plot(p.intensity, p.attainable_flops / 1e12, MARKERS[p.strategy], ms=9, ls="none",
                 color=LINK_COLOURS[p.roof.link], markeredgecolor="k",
-                label=f"{p.label}, over {LINK_NAMES[p.roof.link]}: {p.bound}-bound")
+                label=f"{p.label}: {p.bound}-bound")
     ax.set(xscale="log", yscale="log", xlabel="FLOPs a device computes per byte it sends",
            ylabel="attainable TFLOP/s", title=title, xlim=(lo, hi))
     low = min(r.attainable(lo) for r in roofs) / 1e12
@@ -96,11 +96,12 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
 
 
 def describe_point(point: CommPoint) -> str:
-    """One sentence: the point's intensity, the ridge, the bound, the attainable fraction and the crossing."""
-    return (f"{STRATEGIES[point.strategy]} ({point.label}) over {LINK_NAMES[point.roof.link]}: "
-            f"{point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent ({point.unit}) = {point.intensity:,.0f} "
-            f"FLOP/byte against a ridge of {point.ridge:,.0f}: {point.bound}-bound, at most "
-            f"{point.fraction:.0%} of the matrix rate; {point.needed}.")
+    """One sentence: the label, then its intensity (the first number after a label, as every notebook prints it),
+    the ridge, the bound, the attainable fraction and the crossing."""
+    return (f"{STRATEGIES[point.strategy]}, {point.label}: {point.intensity:,.0f} FLOP/byte "
+            f"({point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent, {point.unit}) against a ridge of "
+            f"{point.ridge:,.0f}: {point.bound}-bound, at most {point.fraction:.0%} of the matrix rate; "
+            f"{point.needed}.")
 
 
 def comm_roofline_widget(gpu: str = "A100-80GB") -> ipywidgets.interactive:

@@ -74,13 +74,31 @@ from d2lmp.model.transformer_accounting import (
 from d2lmp.model.vocabulary import LINK_KINDS, ROOFLINE_STRATEGIES, LinkKind, Recompute, RoofStrategy
 from d2lmp.topology import pcie_bandwidth_gbs
 
-__all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "LinkRoof", "link_roof", "CommPoint", "crossing",
+__all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORDS", "LABEL", "nvlink_domain",
+           "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
            "context_parallel_point", "expert_parallel_point", "strategy_point", "plan_points"]
 
 LINKS = LINK_KINDS
 LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
 STRATEGIES = ROOFLINE_STRATEGIES  # the axes by their short names, and ZeRO-3 (``vocabulary``)
+ABBREVIATIONS: dict[RoofStrategy, str] = {"dp": "DP", "zero3": "ZeRO-3", "tp": "TP", "pp": "PP", "cp": "CP",
+                                          "ep": "EP"}
+RECOMPUTE_WORDS: dict[Recompute, str] = {"none": "no", "selective": "selective", "full": "full"}
+# Every point's label: "TP 8 over NVLink, full recomputation (174.6B; hidden 12,288, 1,536 a rank)"; the
+# parenthesis holds the model (its parameters) and the knob, so one label means one intensity in every notebook.
+LABEL = (r"\b(DP|ZeRO-3|TP|PP|CP|EP) ([\d,]+) over (NVLink|InfiniBand|PCIe)( \(hypothetical\))?, "
+         r"(no|selective|full) recomputation \(([^()]*)\)")
+
+
+def nvlink_domain(gpu: str) -> int:
+    """The GPUs one NVLink (or PCIe) domain joins for ``gpu``'s preset: its node (``GPUPreset.gpus_per_node``)."""
+    return gpu_preset(gpu).gpus_per_node
+
+
+def _model(model: Transformer) -> str:
+    n = parameter_count(model).total
+    return f"{n / 1e9:,.1f}B" if n >= 1e9 else f"{n / 1e6:,.3g}M"
 
 
 @dataclass(frozen=True)
@@ -144,11 +162,15 @@ class CommPoint:
     """One strategy on one roof: ``flops`` a device computes and ``bytes`` it sends in one ``unit`` of work.
 
     ``knob`` is what moves the point, ``value`` its value here, and the intensity is ``per_knob · value +
-    fixed``, so the crossing (the knob's value at the ridge) is known exactly.
+    fixed``, so the crossing (the knob's value at the ridge) is known exactly. ``ranks`` is the group's size,
+    ``span`` the GPUs its link must join (a pipeline's stages × their tensor-parallel ranks), ``shape`` the model
+    and the knob in words; ``label`` puts them in the one form every notebook prints (``LABEL``).
     """
 
     strategy: RoofStrategy
-    label: str
+    ranks: int
+    recompute: Recompute
+    shape: str
     flops: float
     bytes: float
     roof: LinkRoof
@@ -157,6 +179,19 @@ class CommPoint:
     value: float
     per_knob: float
     fixed: float = 0.0
+    span: int = 0  # 0: the group's own size
+
+    @property
+    def hypothetical(self) -> bool:
+        """True where no node of this GPU's preset joins ``span`` GPUs by this link (``NVLINK_DOMAIN``)."""
+        return self.roof.link != "network" and max(self.span, self.ranks) > nvlink_domain(self.roof.gpu)
+
+    @property
+    def label(self) -> str:
+        """Strategy and group size, link (and "hypothetical"), recomputation, then the model and the knob."""
+        where = LINK_NAMES[self.roof.link] + (" (hypothetical)" if self.hypothetical else "")
+        return (f"{ABBREVIATIONS[self.strategy]} {self.ranks:,} over {where}, "
+                f"{RECOMPUTE_WORDS[self.recompute]} recomputation ({self.shape})")
 
     @property
     def intensity(self) -> float:
@@ -222,8 +257,9 @@ def data_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, sequence
     per_sequence = training_flops(model, 1, recompute)
     sent = all_reduce_bytes(2 * parameter_count(model).total, ranks)
     tokens = sequences * model.seq
-    return CommPoint("dp", f"DP, {ranks} replicas, {tokens:,.0f} tokens each", sequences * per_sequence, sent, roof,
-                     "one step of one replica", "tokens per replica", tokens, per_sequence / model.seq / sent)
+    return CommPoint("dp", ranks, recompute, f"{_model(model)}; {tokens:,.0f} tokens a replica",
+                     sequences * per_sequence, sent, roof, "one step of one replica", "tokens per replica", tokens,
+                     per_sequence / model.seq / sent)
 
 
 def zero3_point(model: Transformer, roof: LinkRoof, ranks: int, sequences: float,
@@ -237,8 +273,8 @@ def zero3_point(model: Transformer, roof: LinkRoof, ranks: int, sequences: float
     per_sequence = training_flops(model, 1, recompute)
     sent = (gathers + 1) * gather_bytes(2 * parameter_count(model).total, ranks)
     tokens = sequences * model.seq
-    return CommPoint("zero3", f"ZeRO-3, {ranks} devices, {tokens:,.0f} tokens each", sequences * per_sequence, sent,
-                     roof, "one micro-batch on one device", "tokens per device", tokens,
+    return CommPoint("zero3", ranks, recompute, f"{_model(model)}; {tokens:,.0f} tokens a device",
+                     sequences * per_sequence, sent, roof, "one micro-batch on one device", "tokens per device", tokens,
                      per_sequence / model.seq / sent)
 
 
@@ -257,7 +293,7 @@ def tensor_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_
     dense = (layer_forward_flops(model, micro_batch) - attention_core_flops(model, micro_batch)) * forwards
     sent = 2 * passes * all_reduce_bytes(activation_message_bytes(model, micro_batch), ranks)
     per_rank = model.hidden / ranks
-    return CommPoint("tp", f"TP, {ranks} ranks, hidden {model.hidden:,} ({per_rank:,.0f} a rank)",
+    return CommPoint("tp", ranks, recompute, f"{_model(model)}; hidden {model.hidden:,}, {per_rank:,.0f} a rank",
                      (dense + core) / ranks, sent, roof, "one block, one micro-batch, forward and backward",
                      "hidden size per rank", per_rank, dense / ranks / sent / per_rank, core / ranks / sent)
 
@@ -274,11 +310,12 @@ def pipeline_point(model: Transformer, roof: LinkRoof, stages: int, micro_batch:
     layers = model.layers / stages
     message = activation_message_bytes(model, micro_batch) / (tp if scatter_gather else 1)
     sent = 2 * interleave * message
-    label = f"PP, {stages} stages of {layers:g} layer{'' if layers == 1 else 's'}" + (
-        f", {interleave} virtual stages each" if interleave > 1 else "")
-    return CommPoint("pp", label, layers * block / tp, sent, roof,
+    shape = f"{_model(model)}; {layers:g} layer{'' if layers == 1 else 's'} a stage" + (
+        f", {interleave} virtual stages each" if interleave > 1 else "") + (
+        f", whole messages from each of {tp} TP ranks" if tp > 1 and not scatter_gather else "")
+    return CommPoint("pp", stages, recompute, shape, layers * block / tp, sent, roof,
                      "one micro-batch through one stage, forward and backward", "layers per stage", layers,
-                     block / tp / sent)
+                     block / tp / sent, span=stages * tp)
 
 
 def context_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_batch: int = 1,
@@ -291,9 +328,9 @@ def context_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro
     flops = 3 * attention_core_flops(model, micro_batch) / (ranks * tp)
     sent = 3 * (ranks - 1) * kv_chunk_bytes(model, micro_batch, tp, ranks)
     chunk = model.seq / ranks
-    return CommPoint("cp", f"CP, {ranks} ranks, chunks of {chunk:,.0f} tokens", flops, sent, roof,
+    return CommPoint("cp", ranks, "none", f"{_model(model)}; chunks of {chunk:,.0f} tokens", flops, sent, roof,
                      "one block, one micro-batch, forward and backward", "chunk length (tokens)", chunk,
-                     flops / sent / chunk)
+                     flops / sent / chunk, span=ranks * tp)
 
 
 def expert_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_batch: int = 1,
@@ -307,7 +344,7 @@ def expert_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_
     flops = 3 * top_k * layer_flop_parts(model, micro_batch).mlp
     sent = 4 * gather_bytes(top_k * activation_message_bytes(model, micro_batch), ranks)  # (n−1)/n, as all-to-all
     width = model.ffn_size
-    return CommPoint("ep", f"EP, {ranks} ranks, experts {width:,} wide, top-{top_k}", flops, sent, roof,
+    return CommPoint("ep", ranks, "none", f"{_model(model)}; experts {width:,} wide, top-{top_k}", flops, sent, roof,
                      "one MoE block, one micro-batch, forward and backward", "expert width", width,
                      flops / sent / width)
 

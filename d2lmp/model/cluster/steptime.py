@@ -8,7 +8,8 @@ all-gathers and reduce-scatters, the same bytes); the backward costs twice the f
 messages; recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused attention
 kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the scores,
 softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
-parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be. The pipeline
+parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be; what hides
+is charged ``overlap.HIDDEN_COST`` of its seconds (0: free, an assumption that module states). The pipeline
 (Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble of ``(p−1)/v``
 micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism reduces the gradients once a
 step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the
@@ -30,6 +31,7 @@ from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
 from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters, whole_layer
+from d2lmp.model.cluster.overlap import exposed
 from d2lmp.model.dp_model import DDP_BUCKET_BYTES
 from d2lmp.model.terms import Link, compute_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, layer_forward_flops
@@ -189,9 +191,9 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
               else matmul_seconds(core, cluster, efficiency))  # the attention core stays in 16 bits, as the logits
     mm = core_s + matmul_seconds(flops - core, cluster, efficiency, plan.precision)
     mem = memory_bound_seconds(saved, cluster, efficiency)
-    forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * max(0.0, ring - core_s)}
+    forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * exposed(ring, core_s)}
     backward = {"compute": 2 * n * mm, "memory_bound": 2 * n * mem, "tp": n * tp_pair,
-                "cp": n * max(0.0, 2 * ring - 2 * core_s)}
+                "cp": n * exposed(2 * ring, 2 * core_s)}
     if plan.recompute == "full":
         for name in forward:
             backward[name] += forward[name]
@@ -237,12 +239,12 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
         rate = bw if plan.zero == 0 else gather_bw
         once = group_all_reduce_seconds(carried, d, rate, k, link)
         last = group_all_reduce_seconds(min(carried, DDP_BUCKET_BYTES), d, rate, k, link)
-        return (max(once - backward, last) if plan.dp_overlap else once), 0.0
+        return (exposed(once, backward, last) if plan.dp_overlap else once), 0.0
     reduce = gather_seconds(reduced, d, gather_bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
     if plan.zero == 2:
         gather_back = gather_seconds(grads, d, gather_bw)
-        exposed_once = max(0.0, gather_back - backward) if plan.dp_overlap else gather_back
-        return m * max(0.0, reduce - per_microbatch) + exposed_once, 0.0
+        exposed_once = exposed(gather_back, backward) if plan.dp_overlap else gather_back
+        return m * exposed(reduce, per_microbatch) + exposed_once, 0.0
     return 0.0, zero3_seconds(plan, layout, grads, gather_bw, per_microbatch)
 
 
@@ -252,11 +254,10 @@ def zero3_seconds(plan: Plan, layout: Layout, grads: float, bw: float, per_micro
     d, m, layers = plan.dp, layout.microbatches, layout.layers_per_stage
     if plan.pp > 1:  # with a pipeline the stage's weights are gathered once a step and kept for its micro-batches
         once = gather_seconds(grads, d, bw)
-        return max(2 * once - per_microbatch, 2 * once / layers)
+        return exposed(2 * once, per_microbatch, 2 * once / layers)
     passes = 3 if plan.recompute == "full" else 2  # forward, backward, and the recomputed forward
     one_layer = gather_seconds(grads / layers, d, bw)  # one bucketed gather (or reduce-scatter) per layer and pass
-    exposed = max(gather_seconds(grads, d, bw) + passes * one_layer * layers - per_microbatch, 2 * one_layer)
-    return m * exposed
+    return m * exposed(gather_seconds(grads, d, bw) + passes * one_layer * layers, per_microbatch, 2 * one_layer)
 
 
 def bubble_seconds(plan: Plan, slowest: StageCost) -> float:
