@@ -1,11 +1,13 @@
-"""How one training step is split: tensor, pipeline, data and context parallel sizes, and the step's options.
+"""How one training step is split: tensor, pipeline, data, context and expert parallel sizes, and the step's options.
 
 ``Plan`` holds the sizes (``tp·pp·dp·cp`` GPUs), the micro-batch and the global batch (in sequences), the
 ZeRO stage over the data-parallel group, the recomputation, sequence parallelism and the pipeline's
 interleaving. ``check_plan`` says, as a ``ValueError``, what does not fit the model and the cluster:
 the GPU count, heads or key/value heads that tensor parallelism cannot split, a sequence that context
 parallelism cannot split, layers that the pipeline cannot split, a batch that does not split into
-micro-batches. ``Layout`` is what a valid plan implies (micro-batches per step, layers per stage, and
+micro-batches, experts that expert parallelism cannot split (``ep`` must divide the routed experts and the
+data-parallel size, and needs sequence parallelism with ``tp > 1``: ``moe``). ``Layout`` is what a valid plan
+implies (micro-batches per step, layers per stage, and
 which link each group's messages cross), with ranks ordered tensor, context, data, pipeline (fastest first).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import (
     ATTENTION_KERNELS,
@@ -42,6 +45,9 @@ class Plan:
     recomputes the scores; Dao et al. 2022). ``precision``: the linear layers' matrix products in "bf16" or "fp8".
     ``head_stages``: the embedding and the output layer each take one block's place on the first and the last
     pipeline stage (Llama 3's 126 layers over 16 stages, first and last one layer short: Llama Team 2024, §3.3.2).
+    ``ep``: expert parallelism, the routed experts of an MoE block split over ``ep`` ranks of the data-parallel
+    group (``moe``); ``fp8_dispatch``: the MoE dispatch (and the activation gradient's all-to-all) carries FP8
+    values, one byte each (DeepSeek-V3, §3.3.3), not 16-bit ones.
     ``fp32_grad_reduce``: the data-parallel reduction carries FP32 gradients, four bytes a parameter (FP32 gradient
     accumulation buffers reduced as they are, as nanotron's), not 16-bit ones.
     The layers need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
@@ -63,6 +69,8 @@ class Plan:
     precision: MatmulPrecision = "bf16"
     head_stages: bool = False
     fp32_grad_reduce: bool = False
+    ep: int = 1
+    fp8_dispatch: bool = False
 
     @property
     def gpus(self) -> int:
@@ -71,7 +79,8 @@ class Plan:
     def describe(self) -> str:
         """A short label: 'tp8 pp8 dp16 cp1 mb1 full v1 zero0'."""
         sp = " sp" if self.sequence_parallel else ""
-        extra = (" flash" if self.attention == "flash" else "") + (" fp8" if self.precision == "fp8" else "")
+        extra = ((" flash" if self.attention == "flash" else "") + (" fp8" if self.precision == "fp8" else "")
+                 + (f" ep{self.ep}" if self.ep > 1 else ""))
         return (f"tp{self.tp} pp{self.pp} dp{self.dp} cp{self.cp} mb{self.micro_batch} {self.recompute}{sp} "
                 f"v{self.interleave} zero{self.zero}{extra}")
 
@@ -93,6 +102,8 @@ class Layout:
     dp_per_node: int = 1
     layers_first: int = 0  # the first and the last pipeline stage's blocks
     layers_last: int = 0
+    ep_link: ClusterLink = "nvlink"
+    ep_per_node: int = 1
 
 
 def _positive(name: str, value: object) -> None:
@@ -114,7 +125,7 @@ def members_per_node(cluster: Cluster, stride: int, size: int) -> int:
 
 def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     """A ``ValueError`` that says what is wrong with ``plan``, or the ``Layout`` it implies."""
-    for name in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "interleave"):
+    for name in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "global_batch", "interleave"):
         _positive(name, getattr(plan, name))
     if plan.gpus != cluster.gpus:
         raise ValueError(f"tp·pp·dp·cp = {plan.tp}·{plan.pp}·{plan.dp}·{plan.cp} = {plan.gpus} GPUs, "
@@ -134,6 +145,7 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     if plan.cp > 1 and model.seq % (2 * plan.cp):
         raise ValueError(f"the sequence ({model.seq}) does not split into 2·cp = {2 * plan.cp} equal chunks "
                          "(context parallelism balances the causal mask with two chunks per rank)")
+    _check_experts(model, plan)
     units = model.layers + (2 if plan.head_stages and plan.pp > 1 else 0)
     chunks = plan.pp * plan.interleave
     if units < chunks or (plan.head_stages and plan.pp > 1 and units < 2 * plan.interleave + 2):
@@ -160,4 +172,21 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
                   layers_first=first, layers_last=last,
                   tp_link=group_link(cluster, 1, t), cp_link=group_link(cluster, t, c),
                   dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp),
-                  tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d))
+                  tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d),
+                  ep_link=group_link(cluster, t * c, plan.ep), ep_per_node=members_per_node(cluster, t * c, plan.ep))
+
+
+def _check_experts(model: Transformer, plan: Plan) -> None:
+    """Expert parallelism: an MoE model, experts and data-parallel ranks it divides, sequence parallelism with tp."""
+    if not isinstance(model, MoETransformer):
+        if plan.ep > 1:
+            raise ValueError(f"ep = {plan.ep} needs a mixture of experts; this model is dense")
+        return
+    if model.experts % plan.ep:
+        raise ValueError(f"the routed experts ({model.experts}) are not divisible by ep ({plan.ep})")
+    if plan.dp % plan.ep:
+        raise ValueError(f"ep ({plan.ep}) must divide dp ({plan.dp}): the experts are split over ep ranks inside "
+                         "the data-parallel group")
+    if plan.tp > 1 and not plan.sequence_parallel:
+        raise ValueError("a mixture of experts with tp > 1 needs sequence parallelism (each rank routes its share "
+                         "of the sequence)")

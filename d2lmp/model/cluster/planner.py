@@ -8,7 +8,8 @@ why), does not fit (the least it needs, and its largest part), or its best confi
 slower it is than the winner, the term it loses most to, and the link that term crosses. Configurations predicted
 within the model's own error of the fastest (``validation.model_error``) are a tie (``PlanReport.ties``). Defaults:
 tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
-at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages.
+at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages, and for a
+mixture of experts expert-parallel sizes that are powers of two dividing the experts and the data-parallel size.
 """
 
 from __future__ import annotations
@@ -21,20 +22,22 @@ from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.validation import model_error
 from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
-__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
+__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "expert_options", "powers_of_two",
+           "TERM_LINK"]
 
 MAX_MICRO_BATCH = 16
 MAX_INTERLEAVE = 8
 MIN_TOKENS_PER_CP_RANK = 1024
 # The link each exposed term crosses (the bubble and the compute cross none).
 TERM_LINK = {"tp": "tp_link", "cp": "cp_link", "dp": "dp_link", "zero": "dp_link", "pp_p2p": "pp_link",
-             "embedding_sync": "pp_link"}
+             "embedding_sync": "pp_link", "ep": "ep_link"}
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,18 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
     return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
 
 
+def expert_options(model: Transformer, dp: int, ep: Sequence[int] | None = None) -> list[int]:
+    """The expert-parallel sizes to try with ``dp`` data-parallel ranks: those of ``ep`` (default: powers of two)
+    that divide both the routed experts and ``dp``; 1 for a dense model."""
+    if not isinstance(model, MoETransformer):
+        return [1]
+    sizes = ep if ep is not None else powers_of_two(dp)
+    return [e for e in sizes if model.experts % e == 0 and dp % e == 0] or [1]
+
+
 def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_batch: Sequence[int] | None,
              recompute: Sequence[Recompute], sequence_parallel: Sequence[bool],
-             interleave: Sequence[int] | None) -> list[Plan]:
+             interleave: Sequence[int] | None, ep: Sequence[int] | None = None) -> list[Plan]:
     per_replica = base.global_batch // base.dp
     micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
     stages = interleave if interleave is not None else (
@@ -142,8 +154,9 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
     # a fused attention kernel keeps no scores: selective recomputation would change nothing
     recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
-    return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z)
-            for b in micro for r in recomputes for sp in sps for v in stages for z in zeros]
+    eps = expert_options(model, base.dp, ep)
+    return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z, ep=e)
+            for b in micro for r in recomputes for sp in sps for v in stages for z in zeros for e in eps]
 
 
 def _why_slower(candidate: Candidate, winner: Candidate) -> str:
@@ -220,11 +233,14 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
          zero: Sequence[ZeroStage] = ZERO_STAGES, micro_batch: Sequence[int] | None = None,
          recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
          interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
-         precision: MatmulPrecision = "bf16") -> PlanReport:
+         precision: MatmulPrecision = "bf16", ep: Sequence[int] | None = None,
+         fp8_dispatch: bool = False) -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
     The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ``attention="materialised"``
-    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration.
+    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration. A mixture of
+    experts (``moe.MoETransformer``) also tries the expert-parallel sizes ``ep`` (``expert_options``), its dispatch in
+    FP8 where ``fp8_dispatch``.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
@@ -235,8 +251,8 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
         base = Plan(t, p, d, c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
-                    precision=precision)
-        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
+                    precision=precision, fp8_dispatch=fp8_dispatch)
+        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave, ep)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
     ranked = sorted((cand for f in families for cand in f.fitting),
                     key=lambda cand: (cand.prediction.step_s, cand.prediction.memory.total))
