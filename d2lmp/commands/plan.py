@@ -65,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
     shape.add_argument("--rotary", action="store_true", help="no learned position embedding")
     p.add_argument("--moe", type=ints, help="make the model (a preset or a shape) a mixture of experts: "
                    "EXPERTS,TOP_K,EXPERT_FFN[,SHARED[,DENSE_LAYERS]] (routed experts, experts a token, an expert's "
-                   "MLP width, shared experts, dense blocks first)")
+                   "MLP width, shared experts, dense blocks first; default: none, a dense model)")
     p.add_argument("--ep", type=ints, help="expert-parallel sizes to try (default: powers of two dividing the "
                    "experts and dp)")
     p.add_argument("--fp8-dispatch", action="store_true", help="send the MoE dispatch in FP8 (DeepSeek-V3's recipe)")

@@ -13,7 +13,8 @@ weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for the 
 buffers, and ``FRAGMENTATION`` of the rest for the allocator. A mixture of experts (``moe.MoETransformer``) holds on
 each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``tp`` ways),
 and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the ``dp/ep``
-ranks that hold the same experts, the rest over ``dp``. """
+ranks that hold the same experts, the rest over ``dp``.
+"""
 
 from __future__ import annotations
 
