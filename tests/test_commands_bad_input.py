@@ -78,7 +78,7 @@ CASES = [
     (["plan", "--model", "deepseek-v3", "--moe", "8,2,64", "--gpus", "8", "--global-batch", "8"], 2,
      "--moe: deepseek-v3 is already a mixture of experts"),
     (["plan", "--model", "1.7B", "--ep", "2", "--gpus", "8", "--global-batch", "8"], 2,
-     "--ep and --fp8-dispatch need a mixture of experts"),
+     "--ep, --fp8-dispatch and --ep-overlap need a mixture of experts"),
     (["plan", "--model", "deepseek-v3", "--ep", "0", "--gpus", "8", "--global-batch", "8"], 2, "--ep must be positive"),
 ]
 

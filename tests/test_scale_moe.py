@@ -60,7 +60,8 @@ def test_deepseek_v3_preset_counts_near_its_published_671b_and_37b():
 
 @pytest.mark.parametrize("plan, message", [
     (Plan(dp=8, ep=3), "not divisible by ep"),
-    (Plan(dp=2, ep=4, pp=4), "must divide dp"),
+    (Plan(dp=2, ep=4, pp=4), r"must divide cp·dp \(2\)"),
+    (Plan(tp=2, dp=2, ep=4, pp=2, sequence_parallel=True, etp=2), r"etp·ep = 2·4 must divide tp·cp·dp = 4"),
     (Plan(tp=2, dp=4, ep=2), "needs sequence parallelism"),
 ])
 def test_impossible_expert_layouts_are_value_errors(plan, message):
@@ -155,3 +156,20 @@ def test_the_planner_searches_expert_parallel_sizes():
     assert expert_options(model_preset("1.7B").model, 8) == [1]
     report = plan(SMALL, Cluster("H100-SXM", gpus=8), 16, zero=(0,), recompute=("none",))
     assert {c.plan.ep for c in report.ranked} == {1, 2, 4, 8}
+
+
+def test_folding_the_experts_over_the_tensor_ranks():
+    """tp 2 × dp 4 = 8 ranks a stage: ep 8 cannot lie in dp, but folded (etp 1) its 8 experts take one rank each."""
+    model = replace(SMALL, experts=8)
+    cluster = Cluster("H100-SXM", gpus=8)
+    p = Plan(tp=2, dp=4, ep=8, etp=1, sequence_parallel=True, global_batch=8)
+    layout = check_plan(model, cluster, p)
+    assert (p.expert_tp, p.expert_dp, layout.ep_link) == (1, 1, "nvlink")
+    assert stage_expert_parameters(model, p, layout, "first") == 1 * 3 * 64 * 32  # one whole expert a GPU
+
+
+def test_overlapped_all_to_alls_hide_behind_the_matrix_products():
+    cluster = Cluster("H100-SXM", gpus=8)
+    exposed = predict(SMALL, cluster, Plan(dp=8, ep=8, global_batch=16))
+    hidden = predict(SMALL, cluster, Plan(dp=8, ep=8, global_batch=16, ep_overlap=True))
+    assert hidden.parts[EXPERT_PART] == pytest.approx(max(0.0, exposed.parts[EXPERT_PART] - exposed.parts["compute"]))

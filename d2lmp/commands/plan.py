@@ -69,6 +69,8 @@ def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
     p.add_argument("--ep", type=ints, help="expert-parallel sizes to try (default: powers of two dividing the "
                    "experts and dp)")
     p.add_argument("--fp8-dispatch", action="store_true", help="send the MoE dispatch in FP8 (DeepSeek-V3's recipe)")
+    p.add_argument("--ep-overlap", action="store_true",
+                   help="hide the MoE all-to-alls behind compute (DeepSeek-V3's DualPipe)")
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the cluster (required)")
     p.add_argument("--gpu", default="A100-80GB", help=f"a GPU preset: {', '.join(GPU_PRESETS)}")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (NVLink within a node)")
@@ -146,6 +148,7 @@ class SearchLimits(TypedDict, total=False):
     pp: list[int]
     ep: tuple[int, ...]
     fp8_dispatch: bool
+    ep_overlap: bool
     cp: tuple[int, ...]
     micro_batch: tuple[int, ...]
 
@@ -173,13 +176,14 @@ def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster
     if args.micro_batch is not None:
         need_positive("--micro-batch", args.micro_batch)
         limits["micro_batch"] = tuple(args.micro_batch)
-    if args.ep is not None or args.fp8_dispatch:
+    if args.ep is not None or args.fp8_dispatch or args.ep_overlap:
         if not isinstance(model, MoETransformer):
-            raise ValueError("--ep and --fp8-dispatch need a mixture of experts (an MoE preset or --moe)")
+            raise ValueError("--ep, --fp8-dispatch and --ep-overlap need a mixture of experts (an MoE preset or --moe)")
         if args.ep is not None:
             need_positive("--ep", args.ep)
             limits["ep"] = tuple(args.ep)
         limits["fp8_dispatch"] = args.fp8_dispatch
+        limits["ep_overlap"] = args.ep_overlap
     return limits
 
 

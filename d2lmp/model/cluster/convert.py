@@ -1,13 +1,14 @@
 """A published run's record turned into the cluster model's terms: ``RunRecord -> (Transformer, Cluster, Plan)``.
 
-``convert`` reads a ``run_record.RunRecord`` as published and returns a ``Converted``: the model, the cluster and
-the plan, or, where the record leaves something the model needs unknown (a field ``None`` or ``"unknown"``, a GPU
-with no preset) or describes something the model cannot run (its ``check_plan`` says why), the reason, so that the
-record is printed as information and never dropped. What the record does not hold is read by one stated rule: a
-record with a gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any
-other a GPT-style one (biases, tied embeddings, learned positions); a record with experts is a
-``moe.MoETransformer`` whose ``ffn`` is one expert's width. ``published_tokens_per_s`` turns the published
-figure into tokens per second per GPU, the one unit the comparisons use.
+``convert`` reads a ``run_record.RunRecord`` as published and returns a ``Converted``: the model, the cluster and the
+plan, or, where the record leaves something the model needs unknown (a field ``None`` or ``"unknown"``, a GPU with no
+preset) or describes something the model cannot run (its ``check_plan`` says why), the reason, so that the record is
+printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
+gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
+one (biases, tied embeddings, learned positions); a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
+one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp`` (then folded over
+them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s`` turns the
+published figure into tokens per second per GPU, the one unit the comparisons use.
 """
 
 from __future__ import annotations
@@ -73,11 +74,19 @@ def convert(record: RunRecord) -> Converted:
                     global_batch=record.global_batch, zero=zero, recompute=recompute,
                     sequence_parallel=record.tp > 1, interleave=record.interleave, attention=attention,
                     precision=precision, fp32_grad_reduce=record.fp32_grad_reduce, ep=record.ep,
-                    fp8_dispatch=record.fp8_dispatch)
+                    fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap)
         check_plan(model, cluster, plan)
     except ValueError as exc:
         return Converted(record, reason=f"not representable: {exc}")
     return Converted(record, model, cluster, plan)
+
+
+def _expert_tp(record: RunRecord) -> int | None:
+    """Each expert's tensor-parallel size: the record's, else ``tp`` (None) where ``ep`` divides ``cp·dp``, else 1 (the
+    expert groups folded over the tensor ranks, the one layout that holds such an ``ep``)."""
+    if record.etp is not None or record.ep == 1 or record.dp is None:
+        return record.etp
+    return None if (record.cp * record.dp) % record.ep == 0 else 1
 
 
 def published_tokens_per_s(converted: Converted) -> float:

@@ -6,8 +6,9 @@ forward's again. A rank sends ``moe.all_to_all_bytes`` of each: the dispatch (an
 down-projection) in FP8 where ``Plan.fp8_dispatch``, the combines in 16 bits. Of the ``ep − 1`` other ranks, ``k − 1``
 share its node (``Layout.ep_per_node``) and take their share over NVLink; the rest over the GPU's own NIC (one rail a
 GPU: ``steptime.group_bytes_per_s`` with one member a node); both at once, so an all-to-all lasts the longer of the
-two, plus one α (the sends leave together). The all-to-alls are exposed (Megatron's 1F1B schedule; DeepSeek-V3's
-DualPipe hides them behind compute, §3.2.1, which this model does not credit). They run on the slowest stage's MoE
+two, plus one α (the sends leave together). The all-to-alls are exposed (Megatron's 1F1B schedule), or, where
+``Plan.ep_overlap`` (DeepSeek-V3's DualPipe, §3.2.1: "both all-to-all and PP communication can be fully hidden"),
+hidden behind the step's matrix products, only what exceeds them exposed. They run on the slowest stage's MoE
 blocks for every micro-batch and through the pipeline's fill and drain, ``m + (p − 1)/v`` micro-batches. A capacity
 factor above 1 makes the busiest rank's routed MLP run that much longer (``moe.padding_flops``), charged to
 ``compute`` and the bubble the same way.
@@ -69,6 +70,8 @@ def with_experts(seconds: dict[str, float], model: Transformer, cluster: Cluster
     n = stage_moe_blocks(model, plan, layout)
     m, fill = layout.microbatches, (plan.pp - 1) / plan.interleave
     out[EXPERT_PART] = (m + fill) * n * block_all_to_all_seconds(model, cluster, plan, layout, efficiency)
+    if plan.ep_overlap:  # hidden behind the step's matrix products, what they cannot hide exposed
+        out[EXPERT_PART] = max(0.0, out[EXPERT_PART] - out["compute"])
     passes = 4 if plan.recompute == "full" else 3  # forward, backward twice its FLOPs, the recomputed forward
     extra = passes * n * matmul_seconds(padding_flops(model, plan.micro_batch) / (plan.tp * plan.cp), cluster,
                                         efficiency, plan.precision)

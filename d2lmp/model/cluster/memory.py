@@ -11,9 +11,9 @@ layer's tensors; context parallelism divides them by ``cp``; FP8 matmuls keep th
 byte (``fp8``). Buffers, a stated allowance: the rematerialised layer of a recomputed backward, ZeRO-3's gathered
 weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for the CUDA context and communication
 buffers, and ``FRAGMENTATION`` of the rest for the allocator. A mixture of experts (``moe.MoETransformer``) holds on
-each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``tp`` ways),
-and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the ``dp/ep``
-ranks that hold the same experts, the rest over ``dp``.
+each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``etp`` ways),
+and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the
+``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
 """
 
 from __future__ import annotations
@@ -134,17 +134,19 @@ def _blocks_parameters(model: Transformer, plan: Plan, blocks: int, stage: Pipel
     dense = _dense_blocks(model, plan, blocks, stage)
     active_mlp = layer_parameters(model)[1]  # the MLP as wide as the active experts: not a tensor the model holds
     moe_block = (layer_parameters_per_gpu(model, t) - active_mlp / t + model.hidden * model.experts
-                 + model.shared_experts * expert_parameters(model) / t + expert_parameters_per_gpu(model, t, plan.ep))
+                 + model.shared_experts * expert_parameters(model) / t
+                 + expert_parameters_per_gpu(model, plan.expert_tp, plan.ep))
     return dense * layer_parameters_per_gpu(dense_view(model), t) + (blocks - dense) * moe_block
 
 
 def stage_expert_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
-    """The routed experts' parameters among ``stage_parameters``: replicated over ``dp/ep`` ranks, not ``dp``."""
+    """The routed experts' parameters among ``stage_parameters``: replicated over ``Plan.expert_dp`` ranks, not
+    ``dp``."""
     if not isinstance(model, MoETransformer):
         return 0.0
     blocks = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
     moe_blocks = blocks - _dense_blocks(model, plan, blocks, stage)
-    return moe_blocks * expert_parameters_per_gpu(model, plan.tp, plan.ep)
+    return moe_blocks * expert_parameters_per_gpu(model, plan.expert_tp, plan.ep)
 
 
 def state_bytes(params: float, zero: int, dp: int) -> tuple[float, float, float]:
@@ -195,7 +197,7 @@ def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: flo
         weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage) - experts,
                                                     plan.zero, plan.dp)
         if experts:
-            w, g, o = state_bytes(experts, plan.zero, plan.dp // plan.ep)
+            w, g, o = state_bytes(experts, plan.zero, plan.expert_dp)
             weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
         activations = stage_activation_bytes(model, plan, layout, stage)
         buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)

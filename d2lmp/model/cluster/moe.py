@@ -13,13 +13,14 @@ share: its routed MLP runs that much longer and its dispatch sends that much mor
 
 Expert parallelism ``ep`` splits the routed experts over ``ep`` ranks of the data-parallel group (Megatron-Core's
 layout: the experts divide by ``ep``, ``ep`` divides ``dp``); each expert is split over the tensor-parallel ranks too
-(Megatron-Core's default expert tensor parallelism, ``tp``), and with ``tp > 1`` sequence parallelism is required
-(Megatron-Core's ``TransformerConfig``: "When using expert parallelism and tensor parallelism, sequence parallelism
-must be used"). An expert's weights are replicated over ``dp / ep`` ranks, so ZeRO shards them over ``dp / ep``.
+(Megatron-Core's default expert tensor parallelism, ``tp``), or over ``Plan.etp`` ranks when the expert groups are
+folded over the tensor ranks, and with ``tp > 1`` sequence parallelism is required (Megatron-Core's
+``TransformerConfig``: "When using expert parallelism and tensor parallelism, sequence parallelism must be used"). An
+expert's weights are replicated over ``Plan.expert_dp`` ranks (``dp / ep`` unfolded), and ZeRO shards them over those.
 A block's experts cost four all-to-alls a micro-batch: dispatch and combine in the forward, their gradients in the
-backward; a rank sends ``(ep − 1)/ep`` of its tokens' ``top_k`` copies of a ``hidden``-wide vector, in 16 bits, or
-the dispatch in FP8 where the recipe quantises it (DeepSeek-V3, §3.3.3: dispatch in FP8, both combines in BF16; the
-same for the activation gradient before the down-projection, so one backward all-to-all in FP8 too).
+backward; a rank sends ``(ep − 1)/ep`` of its tokens' ``top_k`` copies of a ``hidden``-wide vector, in 16 bits, or the
+dispatch in FP8 where the recipe quantises it (DeepSeek-V3, §3.3.3: dispatch in FP8, both combines in BF16; the same
+for the activation gradient before the down-projection, so one backward all-to-all in FP8 too).
 """
 
 from __future__ import annotations

@@ -135,8 +135,8 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
 
 
 def expert_options(model: Transformer, dp: int, ep: Sequence[int] | None = None) -> list[int]:
-    """The expert-parallel sizes to try with ``dp`` data-parallel ranks: those of ``ep`` (default: powers of two)
-    that divide both the routed experts and ``dp``; 1 for a dense model."""
+    """The expert-parallel sizes to try with ``dp`` data-parallel (and context-parallel) ranks: those of ``ep``
+    (default: powers of two) that divide both the routed experts and ``dp``; 1 for a dense model."""
     if not isinstance(model, MoETransformer):
         return [1]
     sizes = ep if ep is not None else powers_of_two(dp)
@@ -154,7 +154,7 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
     # a fused attention kernel keeps no scores: selective recomputation would change nothing
     recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
-    eps = expert_options(model, base.dp, ep)
+    eps = expert_options(model, base.cp * base.dp, ep)
     return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z, ep=e)
             for b in micro for r in recomputes for sp in sps for v in stages for z in zeros for e in eps]
 
@@ -234,13 +234,13 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
          recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
          interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
          precision: MatmulPrecision = "bf16", ep: Sequence[int] | None = None,
-         fp8_dispatch: bool = False) -> PlanReport:
+         fp8_dispatch: bool = False, ep_overlap: bool = False) -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
     The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ``attention="materialised"``
     ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration. A mixture of
     experts (``moe.MoETransformer``) also tries the expert-parallel sizes ``ep`` (``expert_options``), its dispatch in
-    FP8 where ``fp8_dispatch``.
+    FP8 where ``fp8_dispatch``, its all-to-alls hidden behind compute where ``ep_overlap``.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
@@ -251,7 +251,7 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
         base = Plan(t, p, d, c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
-                    precision=precision, fp8_dispatch=fp8_dispatch)
+                    precision=precision, fp8_dispatch=fp8_dispatch, ep_overlap=ep_overlap)
         members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave, ep)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
     ranked = sorted((cand for f in families for cand in f.fitting),

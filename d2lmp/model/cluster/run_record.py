@@ -46,7 +46,8 @@ class RunRecord:
     ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP: 3
     full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
     GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
-    ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
+    ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
+    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
     ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
     recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a GPU used, where the
     source reports it.
@@ -94,6 +95,8 @@ class RunRecord:
     network_gather_GBps: float | None = None
     fp32_grad_reduce: bool = False
     fp8_dispatch: bool = False
+    etp: int | None = None
+    ep_overlap: bool = False
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 
     def __post_init__(self) -> None:
