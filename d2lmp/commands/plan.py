@@ -24,7 +24,14 @@ from typing import TypedDict
 from d2lmp.commands.options import OneLineParser, UsageError, ints, need_positive, words
 from d2lmp.model.cluster.hardware import GPU_PRESETS, Cluster, gpu_preset
 from d2lmp.model.cluster.moe import MoETransformer, moe_transformer
-from d2lmp.model.cluster.planner import FamilyVerdict, PlanReport, family_options, plan, powers_of_two
+from d2lmp.model.cluster.planner import (
+    ExpertSearch,
+    FamilyVerdict,
+    PlanReport,
+    family_options,
+    plan_experts,
+    powers_of_two,
+)
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
@@ -38,7 +45,7 @@ from d2lmp.model.vocabulary import (
 )
 
 __all__ = ["HELP", "SHAPE_OPTIONS", "MOE_FORMAT", "PROGRESS_AFTER_S", "MAX_GPUS", "add_parser", "model_of",
-           "SearchLimits", "search_limits", "check", "why_nothing_fits", "cmd_plan"]
+           "SearchLimits", "search_limits", "expert_search", "check", "why_nothing_fits", "cmd_plan"]
 
 HELP = "rank the parallel configurations of a model on a GPU cluster (the cluster model's planner)"
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads")
@@ -146,9 +153,6 @@ class SearchLimits(TypedDict, total=False):
     precision: MatmulPrecision
     tp: list[int]
     pp: list[int]
-    ep: tuple[int, ...]
-    fp8_dispatch: bool
-    ep_overlap: bool
     cp: tuple[int, ...]
     micro_batch: tuple[int, ...]
 
@@ -176,15 +180,17 @@ def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster
     if args.micro_batch is not None:
         need_positive("--micro-batch", args.micro_batch)
         limits["micro_batch"] = tuple(args.micro_batch)
+    return limits
+
+
+def expert_search(args: argparse.Namespace, model: Transformer) -> ExpertSearch:
+    """The expert-parallel search the options set (checked): ``--ep``, ``--fp8-dispatch``, ``--ep-overlap``."""
     if args.ep is not None or args.fp8_dispatch or args.ep_overlap:
         if not isinstance(model, MoETransformer):
             raise ValueError("--ep, --fp8-dispatch and --ep-overlap need a mixture of experts (an MoE preset or --moe)")
         if args.ep is not None:
             need_positive("--ep", args.ep)
-            limits["ep"] = tuple(args.ep)
-        limits["fp8_dispatch"] = args.fp8_dispatch
-        limits["ep_overlap"] = args.ep_overlap
-    return limits
+    return ExpertSearch(None if args.ep is None else tuple(args.ep), args.fp8_dispatch, args.ep_overlap)
 
 
 class _Progress:
@@ -229,6 +235,7 @@ def _prepared(args: argparse.Namespace) -> tuple[str, Transformer, Cluster, Sear
     name, model = model_of(args)
     cluster = Cluster(gpu=gpu_preset(args.gpu).name, gpus=args.gpus, gpus_per_node=args.gpus_per_node)
     limits = search_limits(args, model, cluster)
+    expert_search(args, model)
     families = family_options(model, cluster, args.global_batch, tp=limits.get("tp"), pp=limits.get("pp"),
                               cp=limits.get("cp"))
     if not families:
@@ -259,7 +266,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with _Progress(f"d2lmp plan: searching {len(families)} families (tp × pp × dp × cp) of {name} on "
                    f"{args.gpus} × {cluster.gpu}"):
-        report: PlanReport = plan(model, cluster, args.global_batch, top=args.top, **limits)
+        report: PlanReport = plan_experts(model, cluster, args.global_batch, expert_search(args, model),
+                                          top=args.top, **limits)
     seconds = time.perf_counter() - start
     print(f"{name} on {args.gpus} x {cluster.gpu} ({cluster.gpus_per_node} a node), global batch "
           f"{args.global_batch}: predicted by d2lmp.scale (parameters fitted on Narayanan et al. 2021, Table 1)\n")

@@ -9,14 +9,17 @@ slower it is than the winner, the term it loses most to, and the link that term 
 within the model's own error of the fastest (``validation.model_error``) are a tie (``PlanReport.ties``). Defaults:
 tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
 at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages, and for a
-mixture of experts expert-parallel sizes that are powers of two dividing the experts and the data-parallel size.
+mixture of experts (``plan_experts``) expert-parallel sizes that are powers of two dividing the experts and the
+data-parallel size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import Any
 
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
@@ -30,7 +33,7 @@ from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
 __all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "expert_options", "powers_of_two",
-           "TERM_LINK"]
+           "TERM_LINK", "ExpertSearch", "plan_experts"]
 
 MAX_MICRO_BATCH = 16
 MAX_INTERLEAVE = 8
@@ -136,16 +139,44 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
 
 def expert_options(model: Transformer, dp: int, ep: Sequence[int] | None = None) -> list[int]:
     """The expert-parallel sizes to try with ``dp`` data-parallel (and context-parallel) ranks: those of ``ep``
-    (default: powers of two) that divide both the routed experts and ``dp``; 1 for a dense model."""
+    (default: powers of two) that divide both the routed experts and ``dp``; 1 for a dense model. Where none of the
+    sizes asked for divides them, all of them, so that ``check_plan`` says why the family cannot use them."""
     if not isinstance(model, MoETransformer):
         return [1]
     sizes = ep if ep is not None else powers_of_two(dp)
-    return [e for e in sizes if model.experts % e == 0 and dp % e == 0] or [1]
+    return [e for e in sizes if model.experts % e == 0 and dp % e == 0] or list(sizes)
+
+
+@dataclass(frozen=True)
+class ExpertSearch:
+    """What the search of a mixture of experts adds to ``plan``'s: the expert-parallel sizes to try (None:
+    ``expert_options``' default), the dispatch in FP8 (``Plan.fp8_dispatch``), the all-to-alls hidden behind compute
+    (``Plan.ep_overlap``)."""
+
+    ep: tuple[int, ...] | None = None
+    fp8_dispatch: bool = False
+    ep_overlap: bool = False
+
+
+# The expert search ``plan`` runs under: ``plan_experts`` sets it for one call (``plan`` itself, which notebook 19
+# shows, stays the dense search it teaches).
+_EXPERT_SEARCH: ContextVar[ExpertSearch | None] = ContextVar("expert_search", default=None)
+
+
+def plan_experts(model: Transformer, cluster: Cluster, global_batch: int, search: ExpertSearch,
+                 **restrict: Any) -> PlanReport:
+    """``plan`` for a mixture of experts: every configuration also under each expert-parallel size of ``search``
+    (and its FP8 dispatch and overlap); ``restrict`` goes to ``plan``."""
+    token = _EXPERT_SEARCH.set(search)
+    try:
+        return plan(model, cluster, global_batch, **restrict)
+    finally:
+        _EXPERT_SEARCH.reset(token)
 
 
 def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_batch: Sequence[int] | None,
              recompute: Sequence[Recompute], sequence_parallel: Sequence[bool],
-             interleave: Sequence[int] | None, ep: Sequence[int] | None = None) -> list[Plan]:
+             interleave: Sequence[int] | None) -> list[Plan]:
     per_replica = base.global_batch // base.dp
     micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
     stages = interleave if interleave is not None else (
@@ -154,7 +185,10 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
     # a fused attention kernel keeps no scores: selective recomputation would change nothing
     recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
-    eps = expert_options(model, base.cp * base.dp, ep)
+    search = _EXPERT_SEARCH.get() or ExpertSearch()
+    eps = expert_options(model, base.cp * base.dp, search.ep)
+    if isinstance(model, MoETransformer):
+        base = replace(base, fp8_dispatch=search.fp8_dispatch, ep_overlap=search.ep_overlap)
     return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z, ep=e)
             for b in micro for r in recomputes for sp in sps for v in stages for z in zeros for e in eps]
 
@@ -233,14 +267,11 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
          zero: Sequence[ZeroStage] = ZERO_STAGES, micro_batch: Sequence[int] | None = None,
          recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
          interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
-         precision: MatmulPrecision = "bf16", ep: Sequence[int] | None = None,
-         fp8_dispatch: bool = False, ep_overlap: bool = False) -> PlanReport:
+         precision: MatmulPrecision = "bf16") -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
     The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ``attention="materialised"``
-    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration. A mixture of
-    experts (``moe.MoETransformer``) also tries the expert-parallel sizes ``ep`` (``expert_options``), its dispatch in
-    FP8 where ``fp8_dispatch``, its all-to-alls hidden behind compute where ``ep_overlap``.
+    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration.
     """
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
@@ -251,8 +282,8 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             families.append(_Family((t, p, d, c), None, None, error, (), 0))
             continue
         base = Plan(t, p, d, c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
-                    precision=precision, fp8_dispatch=fp8_dispatch, ep_overlap=ep_overlap)
-        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave, ep)
+                    precision=precision)
+        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
     ranked = sorted((cand for f in families for cand in f.fitting),
                     key=lambda cand: (cand.prediction.step_s, cand.prediction.memory.total))
