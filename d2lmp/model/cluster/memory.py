@@ -128,15 +128,20 @@ def _dense_blocks(model: Transformer, plan: Plan, blocks: int, stage: PipelineSt
 def _blocks_parameters(model: Transformer, plan: Plan, blocks: int, stage: PipelineStage) -> float:
     """Parameters of a stage's ``blocks`` on one GPU: dense blocks whole (split ``tp`` ways), MoE blocks with their
     router and shared experts and ``E/ep`` routed experts."""
-    t = plan.tp
     if not isinstance(model, MoETransformer):
-        return blocks * layer_parameters_per_gpu(model, t)
+        return blocks * layer_parameters_per_gpu(model, plan.tp)
     dense = _dense_blocks(model, plan, blocks, stage)
+    dense_block, moe_block = _moe_block_parameters(model, plan.tp, plan.expert_tp, plan.ep)
+    return dense * dense_block + (blocks - dense) * moe_block
+
+
+@lru_cache(maxsize=4096)
+def _moe_block_parameters(model: MoETransformer, t: int, etp: int, ep: int) -> tuple[float, float]:
+    """(a dense block, an MoE block) of ``model`` on one GPU, remembered: the planner asks thousands of times."""
     active_mlp = layer_parameters(model)[1]  # the MLP as wide as the active experts: not a tensor the model holds
     moe_block = (layer_parameters_per_gpu(model, t) - active_mlp / t + model.hidden * model.experts
-                 + model.shared_experts * expert_parameters(model) / t
-                 + expert_parameters_per_gpu(model, plan.expert_tp, plan.ep))
-    return dense * layer_parameters_per_gpu(dense_view(model), t) + (blocks - dense) * moe_block
+                 + model.shared_experts * expert_parameters(model) / t + expert_parameters_per_gpu(model, etp, ep))
+    return layer_parameters_per_gpu(dense_view(model), t), moe_block
 
 
 def stage_expert_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
