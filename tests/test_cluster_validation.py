@@ -5,6 +5,7 @@ import pytest
 
 from d2lmp.model import transformer_accounting as ta
 from d2lmp.model.cluster.convert import convert, published_tokens_per_s
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.run_record import RunRecord
 from d2lmp.model.cluster.runs import records
 from d2lmp.model.cluster.validation import GOAL, PICK_GOAL, SHARE_GOAL, goal_checks, judge_all, summarise, sweep_cells
@@ -69,7 +70,10 @@ def test_a_record_becomes_the_models_terms_or_says_why_not():
     assert convert(_record(micro_batch=None)).reason == "not published: micro_batch"
     assert convert(_record(recompute="unknown")).reason == "not published: recompute"
     assert convert(_record(gpu="B200")).reason == "no GPU preset for 'B200'"
-    assert convert(_record(experts=8, top_k=2)).reason.startswith("a mixture of experts")
+    moe = convert(_record(experts=8, top_k=2, ffn=1024, ep=4))  # ``ffn`` is an expert's width
+    assert moe.judged and isinstance(moe.model, MoETransformer) and moe.plan is not None and moe.plan.ep == 4
+    assert (moe.model.experts, moe.model.top_k, moe.model.expert_ffn, moe.model.ffn) == (8, 2, 1024, 2 * 1024)
+    assert convert(_record(experts=8, top_k=2, moe_every=2)).reason.startswith("not representable: MoE blocks")
     assert convert(_record(tp=8, dp=1, heads=4, hidden=4096)).reason.startswith("not representable: heads (4)")
 
 

@@ -70,6 +70,16 @@ CASES = [
     (["plan", "--model", "175B", "--gpus", "8", "--global-batch", "8"], 2,
      "nothing fits: no configuration of 175B fits on 8 x A100-80GB (80 GB each) for a global batch of 8: 16 of 16 "
      "families"),
+    (["plan", "--model", "1.7B", "--moe", "8,2", "--gpus", "8", "--global-batch", "8"], 2,
+     "--moe takes EXPERTS,TOP_K,EXPERT_FFN[,SHARED[,DENSE_LAYERS]], got 8,2"),
+    (["plan", "--model", "1.7B", "--moe", "8,9,1024", "--gpus", "8", "--global-batch", "8"], 2,
+     "top_k (9) cannot exceed the routed experts (8)"),
+    (["plan", "--model", "1.7B", "--moe", "8,2,0", "--gpus", "8", "--global-batch", "8"], 2, "--moe must be positive"),
+    (["plan", "--model", "deepseek-v3", "--moe", "8,2,64", "--gpus", "8", "--global-batch", "8"], 2,
+     "--moe: deepseek-v3 is already a mixture of experts"),
+    (["plan", "--model", "1.7B", "--ep", "2", "--gpus", "8", "--global-batch", "8"], 2,
+     "--ep, --fp8-dispatch and --ep-overlap need a mixture of experts"),
+    (["plan", "--model", "deepseek-v3", "--ep", "0", "--gpus", "8", "--global-batch", "8"], 2, "--ep must be positive"),
 ]
 
 

@@ -30,6 +30,16 @@ def test_step_bars_add_up_to_the_step():
     plt.close(fig)
 
 
+def test_a_mixture_of_experts_bar_adds_its_all_to_alls():
+    model = model_preset("deepseek-v3").model
+    moe = predict(model, Cluster("H100-SXM", 2048), Plan(pp=16, dp=128, ep=64, global_batch=15360, zero=1))
+    fig = V.plot_step_parts({"DeepSeek-V3 shape": moe})
+    ax = fig.axes[0]
+    assert max(patch.get_x() + patch.get_width() for patch in ax.patches) == pytest.approx(moe.step_s)
+    assert "expert all-to-alls" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
+
+
 def test_memory_bars_add_up_and_say_what_does_not_fit():
     model = model_preset("175B").model
     one = predict(model, Cluster("A100-80GB", 1), Plan(global_batch=1)).memory

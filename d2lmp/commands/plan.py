@@ -3,8 +3,9 @@
 It runs the planner (``scale.plan``) and prints the fastest configurations that fit, as a table, and
 each family's verdict (why it is not the winner).
 
-The model is a preset name (``d2lmp.scale.MODEL_PRESETS``: the calibration table's GPTs, 22B, 175B, Llama 3) or a
-shape given as options (``--layers``, ``--hidden``, ``--heads`` and the rest); the cluster a GPU preset and a count.
+The model is a preset name (``d2lmp.scale.MODEL_PRESETS``: the calibration table's GPTs, 22B, 175B, Llama 3,
+DeepSeek-V3) or a shape given as options (``--layers``, ``--hidden``, ``--heads`` and the rest), which ``--moe`` makes
+a mixture of experts (``--ep`` limits its expert-parallel sizes); the cluster a GPU preset and a count.
 Options limit the search (recomputation, ZeRO stages, the largest tensor or pipeline size, ...). Every option is
 checked before the search (``check``): a bad one is a ``ValueError`` (one line, exit 2). A request nothing fits is a
 ``UsageError`` (one line, exit 2) that counts the families per reason (the batch does not split, memory, ...). A
@@ -22,7 +23,15 @@ from typing import TypedDict
 
 from d2lmp.commands.options import OneLineParser, UsageError, ints, need_positive, words
 from d2lmp.model.cluster.hardware import GPU_PRESETS, Cluster, gpu_preset
-from d2lmp.model.cluster.planner import FamilyVerdict, PlanReport, family_options, plan, powers_of_two
+from d2lmp.model.cluster.moe import MoETransformer, moe_transformer
+from d2lmp.model.cluster.planner import (
+    ExpertSearch,
+    FamilyVerdict,
+    PlanReport,
+    family_options,
+    plan_experts,
+    powers_of_two,
+)
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
@@ -35,8 +44,8 @@ from d2lmp.model.vocabulary import (
     ZeroStage,
 )
 
-__all__ = ["HELP", "SHAPE_OPTIONS", "PROGRESS_AFTER_S", "MAX_GPUS", "add_parser", "model_of", "SearchLimits",
-           "search_limits", "check", "why_nothing_fits", "cmd_plan"]
+__all__ = ["HELP", "SHAPE_OPTIONS", "MOE_FORMAT", "PROGRESS_AFTER_S", "MAX_GPUS", "add_parser", "model_of",
+           "SearchLimits", "search_limits", "expert_search", "check", "why_nothing_fits", "cmd_plan"]
 
 HELP = "rank the parallel configurations of a model on a GPU cluster (the cluster model's planner)"
 SHAPE_OPTIONS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads")
@@ -61,6 +70,14 @@ def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
     shape.add_argument("--no-bias", action="store_true", help="no biases (Llama)")
     shape.add_argument("--untied", action="store_true", help="an LM head of its own")
     shape.add_argument("--rotary", action="store_true", help="no learned position embedding")
+    p.add_argument("--moe", type=ints, help="make the model (a preset or a shape) a mixture of experts: "
+                   "EXPERTS,TOP_K,EXPERT_FFN[,SHARED[,DENSE_LAYERS]] (routed experts, experts a token, an expert's "
+                   "MLP width, shared experts, dense blocks first; default: none, a dense model)")
+    p.add_argument("--ep", type=ints, help="expert-parallel sizes to try (default: powers of two dividing the "
+                   "experts and dp)")
+    p.add_argument("--fp8-dispatch", action="store_true", help="send the MoE dispatch in FP8 (DeepSeek-V3's recipe)")
+    p.add_argument("--ep-overlap", action="store_true",
+                   help="hide the MoE all-to-alls behind compute (DeepSeek-V3's DualPipe)")
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the cluster (required)")
     p.add_argument("--gpu", default="A100-80GB", help=f"a GPU preset: {', '.join(GPU_PRESETS)}")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (NVLink within a node)")
@@ -86,7 +103,26 @@ def add_parser(sub: argparse._SubParsersAction[OneLineParser]) -> OneLineParser:
     return p
 
 
+MOE_FORMAT = "EXPERTS,TOP_K,EXPERT_FFN[,SHARED[,DENSE_LAYERS]]"
+
+
 def model_of(args: argparse.Namespace) -> tuple[str, Transformer]:
+    """(name, shape) from ``--model`` or from the shape options (not both), made a mixture of experts by ``--moe``."""
+    name, model = _dense_model_of(args)
+    if args.moe is None:
+        return name, model
+    if isinstance(model, MoETransformer):
+        raise ValueError(f"--moe: {name} is already a mixture of experts")
+    if not 3 <= len(args.moe) <= 5:
+        raise ValueError(f"--moe takes {MOE_FORMAT}, got {','.join(map(str, args.moe))}")
+    need_positive("--moe", args.moe[:3])
+    experts, top_k, expert_ffn, *rest = args.moe
+    shared, dense = (rest + [0, 0])[:2]
+    moe = moe_transformer(model, experts, top_k, expert_ffn, shared, dense_layers=dense)
+    return f"{name} with {experts} experts (top {top_k})", moe
+
+
+def _dense_model_of(args: argparse.Namespace) -> tuple[str, Transformer]:
     """(name, shape) from ``--model`` or from the shape options (not both)."""
     given = [name for name in SHAPE_OPTIONS if getattr(args, name) is not None]
     if args.model is not None:
@@ -147,6 +183,16 @@ def search_limits(args: argparse.Namespace, model: Transformer, cluster: Cluster
     return limits
 
 
+def expert_search(args: argparse.Namespace, model: Transformer) -> ExpertSearch:
+    """The expert-parallel search the options set (checked): ``--ep``, ``--fp8-dispatch``, ``--ep-overlap``."""
+    if args.ep is not None or args.fp8_dispatch or args.ep_overlap:
+        if not isinstance(model, MoETransformer):
+            raise ValueError("--ep, --fp8-dispatch and --ep-overlap need a mixture of experts (an MoE preset or --moe)")
+        if args.ep is not None:
+            need_positive("--ep", args.ep)
+    return ExpertSearch(None if args.ep is None else tuple(args.ep), args.fp8_dispatch, args.ep_overlap)
+
+
 class _Progress:
     """After ``PROGRESS_AFTER_S``, say on stderr what the search searches; on a terminal, keep its time updated."""
 
@@ -189,6 +235,7 @@ def _prepared(args: argparse.Namespace) -> tuple[str, Transformer, Cluster, Sear
     name, model = model_of(args)
     cluster = Cluster(gpu=gpu_preset(args.gpu).name, gpus=args.gpus, gpus_per_node=args.gpus_per_node)
     limits = search_limits(args, model, cluster)
+    expert_search(args, model)
     families = family_options(model, cluster, args.global_batch, tp=limits.get("tp"), pp=limits.get("pp"),
                               cp=limits.get("cp"))
     if not families:
@@ -219,7 +266,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with _Progress(f"d2lmp plan: searching {len(families)} families (tp × pp × dp × cp) of {name} on "
                    f"{args.gpus} × {cluster.gpu}"):
-        report: PlanReport = plan(model, cluster, args.global_batch, top=args.top, **limits)
+        report: PlanReport = plan_experts(model, cluster, args.global_batch, expert_search(args, model),
+                                          top=args.top, **limits)
     seconds = time.perf_counter() - start
     print(f"{name} on {args.gpus} x {cluster.gpu} ({cluster.gpus_per_node} a node), global batch "
           f"{args.global_batch}: predicted by d2lmp.scale (parameters fitted on Narayanan et al. 2021, Table 1)\n")

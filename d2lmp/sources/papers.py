@@ -257,6 +257,12 @@ PAPERS: tuple[Source, ...] = (
        "A mixture-of-experts model pre-trained with FP8 mixed precision; expert parallelism and its all-to-all. §1 and "
        "Table 1: 180K H800 GPU hours per trillion tokens (2,664K for 14.8T); §3.1-3.2: 2,048 H800s, PP 16, EP 64, "
        "ZeRO-1 DP; §4.2: 4K-token sequences, batch 3,072 rising to 15,360."),
+    _S("liu2025moefolding", "Liu, D.; Yan, Z.; Yao, X.; Liu, T.; Korthikanti, V.; Wu, E.; Fan, S.; Deng, G.; Bai, H.; "
+       "Chang, J.; Aithal, A.; Andersch, M.; Shoeybi, M.; Yao, J.; Zhou, C.; Wu, D.; Li, X.; Yang, J.",
+       "MoE Parallel Folding: Heterogeneous Parallelism Mappings for Efficient Large-Scale MoE Model Training with "
+       "Megatron Core", "arXiv:2504.14960", 2025, "https://arxiv.org/abs/2504.14960",
+       "MoE parallel folding (abstract): the attention layers and the MoE layers of one model take their own "
+       "parallel layouts over the same GPUs, so expert parallelism may span the tensor-parallel ranks."),
     _S("lepikhin2021gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
        "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
        "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2021,

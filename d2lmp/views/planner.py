@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from d2lmp.model.cluster import Cluster, PlanReport, Prediction, model_preset, plan
+from d2lmp.model.cluster.expert_step import EXPERT_PART
 from d2lmp.model.cluster.hardware import GPU_PRESETS
 from d2lmp.model.cluster.memory import MemoryBreakdown
 from d2lmp.model.cluster.presets import MODEL_PRESETS
@@ -33,10 +34,11 @@ __all__ = ["STEP_PART_LABELS", "PART_COLOURS", "plan_for", "plot_step_parts", "p
 STEP_PART_LABELS = {"compute": "matrix products", "memory_bound": "memory-bound operations",
                     "tp": "tensor-parallel all-reduces", "cp": "context-parallel K/V passes",
                     "pp_p2p": "pipeline sends", "bubble": "pipeline bubble", "dp": "gradient all-reduce",
-                    "zero": "ZeRO gathers", "embedding_sync": "tied-embedding sync", "optimizer_step": "optimizer step"}
+                    "zero": "ZeRO gathers", "embedding_sync": "tied-embedding sync", "optimizer_step": "optimizer step",
+                    EXPERT_PART: "expert all-to-alls"}
 PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854",
                 "pp_p2p": "#e5c494", "bubble": "#bbbbbb", "dp": "#c44e52", "zero": "#fc8d62",
-                "embedding_sync": "#937860", "optimizer_step": "#da8bc3"}
+                "embedding_sync": "#937860", "optimizer_step": "#da8bc3", EXPERT_PART: "#8172b2"}
 
 
 @lru_cache(maxsize=16)
@@ -56,9 +58,10 @@ def plot_step_parts(predictions: Mapping[str, Prediction], ax: Axes | None = Non
         ax.set(title=title, xticks=[], yticks=[])
         return fig
     labels = list(predictions)[::-1]
-    for part in STEP_PARTS:
-        left = [sum(predictions[k].parts.seconds[q] for q in STEP_PARTS[:STEP_PARTS.index(part)]) for k in labels]
-        widths = [predictions[k].parts.seconds[part] for k in labels]
+    parts = (*STEP_PARTS, EXPERT_PART)  # a mixture of experts adds its all-to-alls
+    for part in parts:
+        left = [sum(predictions[k].parts.seconds.get(q, 0.0) for q in parts[:parts.index(part)]) for k in labels]
+        widths = [predictions[k].parts.seconds.get(part, 0.0) for k in labels]
         if any(widths):
             ax.barh(labels, widths, left=left, color=PART_COLOURS[part], label=STEP_PART_LABELS[part])
     values = [ax.annotate(f"{predictions[k].step_s:.2f} s, MFU {predictions[k].mfu:.0%}", (predictions[k].step_s, i),

@@ -1,12 +1,14 @@
 """A published run's record turned into the cluster model's terms: ``RunRecord -> (Transformer, Cluster, Plan)``.
 
-``convert`` reads a ``run_record.RunRecord`` as published and returns a ``Converted``: the model, the cluster and
-the plan, or, where the record leaves something the model needs unknown (a field ``None`` or ``"unknown"``, a GPU
-with no preset) or describes something the model cannot run (its ``check_plan`` says why), the reason, so that the
-record is printed as information and never dropped. What the record does not hold is read by one stated rule: a
-record with a gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any
-other a GPT-style one (biases, tied embeddings, learned positions). ``published_tokens_per_s`` turns the published
-figure into tokens per second per GPU, the one unit the comparisons use.
+``convert`` reads a ``run_record.RunRecord`` as published and returns a ``Converted``: the model, the cluster and the
+plan, or, where the record leaves something the model needs unknown (a field ``None`` or ``"unknown"``, a GPU with no
+preset) or describes something the model cannot run (its ``check_plan`` says why), the reason, so that the record is
+printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
+gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
+one (biases, tied embeddings, learned positions); a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
+one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp`` (then folded over
+them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s`` turns the
+published figure into tokens per second per GPU, the one unit the comparisons use.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster, gpu_preset
 from d2lmp.model.cluster.layout import Plan, check_plan
+from d2lmp.model.cluster.moe import moe_transformer
 from d2lmp.model.cluster.predict import hardware_flops
 from d2lmp.model.cluster.run_record import RunRecord
 from d2lmp.model.transformer_accounting import Transformer, training_flops
@@ -43,8 +46,8 @@ def convert(record: RunRecord) -> Converted:
     missing = record.unknown_fields()
     if missing:
         return Converted(record, reason=f"not published: {', '.join(missing)}")
-    if record.experts > 1 or record.ep > 1:
-        return Converted(record, reason="a mixture of experts: not modelled")
+    if record.moe_every != 1:
+        return Converted(record, reason=f"not representable: MoE blocks every {record.moe_every} layers")
     try:
         gpu_preset(record.gpu)
     except ValueError:
@@ -56,6 +59,10 @@ def convert(record: RunRecord) -> Converted:
         model = Transformer(layers=record.layers, hidden=record.hidden, heads=record.heads, seq=record.seq,
                             vocab=record.vocab, ffn=record.ffn, kv_heads=record.kv_heads, gated_mlp=llama,
                             bias=not llama, tied_embeddings=not llama, learned_positions=not llama)
+        if record.experts > 1:  # ``ffn`` is an expert's width
+            model = moe_transformer(model, record.experts, record.top_k, record.ffn or 4 * record.hidden,
+                                    record.shared_experts, record.capacity_factor, record.dense_layers,
+                                    record.dense_ffn)
         cluster = Cluster(gpu=record.gpu, gpus=record.gpus, gpus_per_node=record.gpus_per_node,
                           network_all_reduce_GBps=record.network_all_reduce_GBps,
                           network_gather_GBps=record.network_gather_GBps)
@@ -66,11 +73,20 @@ def convert(record: RunRecord) -> Converted:
         plan = Plan(tp=record.tp, pp=record.pp, dp=record.dp, cp=record.cp, micro_batch=record.micro_batch,
                     global_batch=record.global_batch, zero=zero, recompute=recompute,
                     sequence_parallel=record.tp > 1, interleave=record.interleave, attention=attention,
-                    precision=precision, fp32_grad_reduce=record.fp32_grad_reduce)
+                    precision=precision, fp32_grad_reduce=record.fp32_grad_reduce, ep=record.ep,
+                    fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap)
         check_plan(model, cluster, plan)
     except ValueError as exc:
         return Converted(record, reason=f"not representable: {exc}")
     return Converted(record, model, cluster, plan)
+
+
+def _expert_tp(record: RunRecord) -> int | None:
+    """Each expert's tensor-parallel size: the record's, else ``tp`` (None) where ``ep`` divides ``cp·dp``, else 1 (the
+    expert groups folded over the tensor ranks, the one layout that holds such an ``ep``)."""
+    if record.etp is not None or record.ep == 1 or record.dp is None:
+        return record.etp
+    return None if (record.cp * record.dp) % record.ep == 0 else 1
 
 
 def published_tokens_per_s(converted: Converted) -> float:

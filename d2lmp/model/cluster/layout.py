@@ -1,12 +1,13 @@
-"""How one training step is split: tensor, pipeline, data and context parallel sizes, and the step's options.
+"""How one training step is split: tensor, pipeline, data, context and expert parallel sizes, and the step's options.
 
-``Plan`` holds the sizes (``tp·pp·dp·cp`` GPUs), the micro-batch and the global batch (in sequences), the
-ZeRO stage over the data-parallel group, the recomputation, sequence parallelism and the pipeline's
-interleaving. ``check_plan`` says, as a ``ValueError``, what does not fit the model and the cluster:
-the GPU count, heads or key/value heads that tensor parallelism cannot split, a sequence that context
-parallelism cannot split, layers that the pipeline cannot split, a batch that does not split into
-micro-batches. ``Layout`` is what a valid plan implies (micro-batches per step, layers per stage, and
-which link each group's messages cross), with ranks ordered tensor, context, data, pipeline (fastest first).
+``Plan`` holds the sizes (``tp·pp·dp·cp`` GPUs), the micro-batch and the global batch (in sequences), the ZeRO stage
+over the data-parallel group, the recomputation, sequence parallelism and the pipeline's interleaving. ``check_plan``
+says, as a ``ValueError``, what does not fit the model and the cluster: the GPU count, heads or key/value heads that
+tensor parallelism cannot split, a sequence that context parallelism cannot split, layers that the pipeline cannot
+split, a batch that does not split into micro-batches, experts that expert parallelism cannot split (``ep`` must
+divide the routed experts, ``etp·ep`` the ranks of a pipeline stage, ``tp·cp·dp``, and ``tp > 1`` needs sequence
+parallelism: ``moe``). ``Layout`` is what a valid plan implies (micro-batches per step, layers per stage, and which
+link each group's messages cross), with ranks ordered tensor, context, data, pipeline (fastest first).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import (
     ATTENTION_KERNELS,
@@ -32,19 +34,25 @@ __all__ = ["Plan", "Layout", "check_plan", "group_link", "members_per_node"]
 class Plan:
     """One way to run a step.
 
-    ``micro_batch`` and ``global_batch`` are in sequences; ``zero`` is the ZeRO stage (0-3) over the
-    data-parallel group; ``recompute`` "none", "selective" (attention scores) or "full" (every block's
-    forward); ``interleave`` virtual pipeline stages per GPU (1: plain 1F1B). ``dp_overlap``: the once-a-step
-    gradient reduction overlaps the last micro-batch's backward (bucketed DDP), not run after it (Megatron's
-    2021 "local" DDP). ``scatter_gather``: pipeline messages cross the network split over the tensor-parallel
-    ranks and are gathered over NVLink (Narayanan et al. 2021, §4.1). ``attention``: "materialised" (the s×s
-    scores kept, as Megatron-LM's 2021 kernels did) or "flash" (a fused kernel: no s×s tensor, the backward
-    recomputes the scores; Dao et al. 2022). ``precision``: the linear layers' matrix products in "bf16" or "fp8".
-    ``head_stages``: the embedding and the output layer each take one block's place on the first and the last
-    pipeline stage (Llama 3's 126 layers over 16 stages, first and last one layer short: Llama Team 2024, §3.3.2).
-    ``fp32_grad_reduce``: the data-parallel reduction carries FP32 gradients, four bytes a parameter (FP32 gradient
-    accumulation buffers reduced as they are, as nanotron's), not 16-bit ones.
-    The layers need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
+    ``micro_batch`` and ``global_batch`` are in sequences; ``zero`` is the ZeRO stage (0-3) over the data-parallel
+    group; ``recompute`` "none", "selective" (attention scores) or "full" (every block's forward); ``interleave``
+    virtual pipeline stages per GPU (1: plain 1F1B). ``dp_overlap``: the once-a-step gradient reduction overlaps the
+    last micro-batch's backward (bucketed DDP), not run after it (Megatron's 2021 "local" DDP). ``scatter_gather``:
+    pipeline messages cross the network split over the tensor-parallel ranks and are gathered over NVLink (Narayanan
+    et al. 2021, §4.1). ``attention``: "materialised" (the s×s scores kept, as Megatron-LM's 2021 kernels did) or
+    "flash" (a fused kernel: no s×s tensor, the backward recomputes the scores; Dao et al. 2022). ``precision``: the
+    linear layers' matrix products in "bf16" or "fp8". ``head_stages``: the embedding and the output layer each take
+    one block's place on the first and the last pipeline stage (Llama 3's 126 layers over 16 stages, first and last
+    one layer short: Llama Team 2024, §3.3.2). ``ep``: expert parallelism, the routed experts of an MoE block split
+    over ``ep`` ranks of the data-parallel group (``moe``), each expert over ``etp`` ranks (None: ``tp``,
+    Megatron-Core's default); an ``etp`` below ``tp`` folds the expert groups over the tensor ranks (MoE parallel
+    folding, Liu et al. 2025, abstract: ``etp·ep`` divides ``tp·cp·dp``, each expert replicated over the ``expert_dp``
+    rest). ``ep_overlap``: the all-to-alls run behind the matrix products of other micro-batches (DeepSeek-V3's
+    DualPipe, §3.2.1), not exposed. ``fp8_dispatch``: the MoE dispatch (and the activation gradient's all-to-all)
+    carries FP8 values, one byte each (DeepSeek-V3, §3.3.3), not 16-bit ones. ``fp32_grad_reduce``: the data-parallel
+    reduction carries FP32 gradients, four bytes a parameter (FP32 gradient accumulation buffers reduced as they are,
+    as nanotron's), not 16-bit ones. The layers need not divide the stages: a pipeline's virtual stages hold as even a
+    share as they can.
     """
 
     tp: int = 1
@@ -63,15 +71,30 @@ class Plan:
     precision: MatmulPrecision = "bf16"
     head_stages: bool = False
     fp32_grad_reduce: bool = False
+    ep: int = 1
+    fp8_dispatch: bool = False
+    etp: int | None = None
+    ep_overlap: bool = False
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
 
+    @property
+    def expert_tp(self) -> int:
+        """The ranks each expert's matrices are split over: ``etp``, else ``tp``."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def expert_dp(self) -> int:
+        """The ranks holding the same experts (sharing their state under ZeRO): ``tp·cp·dp / (etp·ep)``."""
+        return self.tp * self.cp * self.dp // (self.expert_tp * self.ep)
+
     def describe(self) -> str:
         """A short label: 'tp8 pp8 dp16 cp1 mb1 full v1 zero0'."""
         sp = " sp" if self.sequence_parallel else ""
-        extra = (" flash" if self.attention == "flash" else "") + (" fp8" if self.precision == "fp8" else "")
+        extra = ((" flash" if self.attention == "flash" else "") + (" fp8" if self.precision == "fp8" else "")
+                 + (f" ep{self.ep}" if self.ep > 1 else ""))
         return (f"tp{self.tp} pp{self.pp} dp{self.dp} cp{self.cp} mb{self.micro_batch} {self.recompute}{sp} "
                 f"v{self.interleave} zero{self.zero}{extra}")
 
@@ -93,6 +116,8 @@ class Layout:
     dp_per_node: int = 1
     layers_first: int = 0  # the first and the last pipeline stage's blocks
     layers_last: int = 0
+    ep_link: ClusterLink = "nvlink"
+    ep_per_node: int = 1
 
 
 def _positive(name: str, value: object) -> None:
@@ -114,7 +139,7 @@ def members_per_node(cluster: Cluster, stride: int, size: int) -> int:
 
 def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     """A ``ValueError`` that says what is wrong with ``plan``, or the ``Layout`` it implies."""
-    for name in ("tp", "pp", "dp", "cp", "micro_batch", "global_batch", "interleave"):
+    for name in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "global_batch", "interleave"):
         _positive(name, getattr(plan, name))
     if plan.gpus != cluster.gpus:
         raise ValueError(f"tp·pp·dp·cp = {plan.tp}·{plan.pp}·{plan.dp}·{plan.cp} = {plan.gpus} GPUs, "
@@ -134,6 +159,7 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     if plan.cp > 1 and model.seq % (2 * plan.cp):
         raise ValueError(f"the sequence ({model.seq}) does not split into 2·cp = {2 * plan.cp} equal chunks "
                          "(context parallelism balances the causal mask with two chunks per rank)")
+    _check_experts(model, plan)
     units = model.layers + (2 if plan.head_stages and plan.pp > 1 else 0)
     chunks = plan.pp * plan.interleave
     if units < chunks or (plan.head_stages and plan.pp > 1 and units < 2 * plan.interleave + 2):
@@ -160,4 +186,25 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
                   layers_first=first, layers_last=last,
                   tp_link=group_link(cluster, 1, t), cp_link=group_link(cluster, t, c),
                   dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp),
-                  tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d))
+                  tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d),
+                  ep_link=group_link(cluster, plan.expert_tp, plan.ep),
+                  ep_per_node=members_per_node(cluster, plan.expert_tp, plan.ep))
+
+
+def _check_experts(model: Transformer, plan: Plan) -> None:
+    """Expert parallelism: an MoE model, experts and a stage's ranks it divides, sequence parallelism with tp."""
+    if not isinstance(model, MoETransformer):
+        if plan.ep > 1:
+            raise ValueError(f"ep = {plan.ep} needs a mixture of experts; this model is dense")
+        return
+    if model.experts % plan.ep:
+        raise ValueError(f"the routed experts ({model.experts}) are not divisible by ep ({plan.ep})")
+    ranks = plan.tp * plan.cp * plan.dp
+    if plan.etp is None and (plan.cp * plan.dp) % plan.ep:
+        raise ValueError(f"ep ({plan.ep}) must divide cp·dp ({plan.cp * plan.dp}): the experts are split over ep ranks "
+                         "inside the data-parallel group (or fold them over the tensor ranks with etp < tp)")
+    if plan.etp is not None and (not isinstance(plan.etp, int) or plan.etp < 1 or ranks % (plan.etp * plan.ep)):
+        raise ValueError(f"etp·ep = {plan.etp}·{plan.ep} must divide tp·cp·dp = {ranks}, the ranks of a pipeline stage")
+    if plan.tp > 1 and not plan.sequence_parallel:
+        raise ValueError("a mixture of experts with tp > 1 needs sequence parallelism (each rank routes its share "
+                         "of the sequence)")

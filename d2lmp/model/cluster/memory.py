@@ -1,16 +1,19 @@
 """Memory per GPU for one plan: the training state under each ZeRO stage, the activations, and buffers.
 
-The state follows Rajbhandari et al. (2020, §3.1): mixed-precision Adam keeps 2 bytes of 16-bit weights,
-2 of gradients and 12 of optimizer state (32-bit master weights and two moments) per parameter; ZeRO
-stage 1 shards the optimizer state over the data-parallel group, stage 2 the gradients too, stage 3 the
-weights too. Tensor parallelism splits the matrices (LayerNorms and the row-parallel biases stay whole);
-a pipeline stage holds its layers, the first stage also the embeddings, the last the output layer.
-Activations are those of ``transformer_accounting`` (Korthikanti et al. 2022): bytes per layer under
-tensor and sequence parallelism and recomputation, times the layers' worth the schedule keeps in flight
-(1F1B or interleaved), plus the embedding's dropout mask and the output layer's tensors; context
-parallelism divides them by ``cp``. Buffers, a stated allowance: the rematerialised layer of a recomputed
-backward, ZeRO-3's gathered weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for
-the CUDA context and communication buffers, and ``FRAGMENTATION`` of the rest for the allocator.
+The state follows Rajbhandari et al. (2020, §3.1): mixed-precision Adam keeps 2 bytes of 16-bit weights, 2 of
+gradients and 12 of optimizer state (32-bit master weights and two moments) per parameter; ZeRO stage 1 shards the
+optimizer state over the data-parallel group, stage 2 the gradients too, stage 3 the weights too. Tensor parallelism
+splits the matrices (LayerNorms and the row-parallel biases stay whole); a pipeline stage holds its layers, the
+first stage also the embeddings, the last the output layer. Activations are those of ``transformer_accounting``
+(Korthikanti et al. 2022): bytes per layer under tensor and sequence parallelism and recomputation, times the
+layers' worth the schedule keeps in flight (1F1B or interleaved), plus the embedding's dropout mask and the output
+layer's tensors; context parallelism divides them by ``cp``; FP8 matmuls keep their linear layers' inputs in one
+byte (``fp8``). Buffers, a stated allowance: the rematerialised layer of a recomputed backward, ZeRO-3's gathered
+weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for the CUDA context and communication
+buffers, and ``FRAGMENTATION`` of the rest for the allocator. A mixture of experts (``moe.MoETransformer``) holds on
+each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``etp`` ways),
+and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the
+``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from d2lmp.model.cluster.fp8 import fp8_saved_bytes
 from d2lmp.model.cluster.layout import Layout, Plan
+from d2lmp.model.cluster.moe import MoETransformer, dense_view, expert_parameters, expert_parameters_per_gpu
 from d2lmp.model.terms import state_per_device
 from d2lmp.model.training_state import BUFFERS
 from d2lmp.model.transformer_accounting import Transformer, activation_bytes_per_layer, layer_parameters
@@ -31,7 +36,8 @@ from d2lmp.model.vocabulary import AttentionKernel, PipelineStage, Recompute
 
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes", "kept", "whole_layer",
-           "stage_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes", "memory_per_gpu"]
+           "stage_parameters", "stage_expert_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes",
+           "memory_per_gpu"]
 
 OPTIMIZER = "adam_mixed"  # the row of training_state.OPTIMIZERS the runs train with (Rajbhandari et al. 2020, §3.1)
 ALLOWANCE_BYTES = 2e9  # CUDA context, NCCL and framework buffers: an assumption, not a sourced figure
@@ -98,7 +104,7 @@ def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: Pipe
     ``pp`` is 1)."""
     t, h = plan.tp, model.hidden
     blocks = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
-    params = blocks * layer_parameters_per_gpu(model, t)
+    params = _blocks_parameters(model, plan, blocks, stage)
     first, last = stage == "first" or plan.pp == 1, stage == "last" or plan.pp == 1
     if stage == "middle" and plan.pp > 1:
         return params
@@ -109,6 +115,43 @@ def stage_parameters(model: Transformer, plan: Plan, layout: Layout, stage: Pipe
         if not model.tied_embeddings or plan.pp > 1:  # an untied head, or the tied copy on the last stage
             params += model.vocab * h / t
     return params
+
+
+def _dense_blocks(model: Transformer, plan: Plan, blocks: int, stage: PipelineStage) -> int:
+    """How many of a stage's ``blocks`` are dense blocks of a mixture of experts (its first blocks, on the first
+    stage)."""
+    if not isinstance(model, MoETransformer) or not (stage == "first" or plan.pp == 1):
+        return 0
+    return min(model.dense_layers, blocks)
+
+
+def _blocks_parameters(model: Transformer, plan: Plan, blocks: int, stage: PipelineStage) -> float:
+    """Parameters of a stage's ``blocks`` on one GPU: dense blocks whole (split ``tp`` ways), MoE blocks with their
+    router and shared experts and ``E/ep`` routed experts."""
+    if not isinstance(model, MoETransformer):
+        return blocks * layer_parameters_per_gpu(model, plan.tp)
+    dense = _dense_blocks(model, plan, blocks, stage)
+    dense_block, moe_block = _moe_block_parameters(model, plan.tp, plan.expert_tp, plan.ep)
+    return dense * dense_block + (blocks - dense) * moe_block
+
+
+@lru_cache(maxsize=4096)
+def _moe_block_parameters(model: MoETransformer, t: int, etp: int, ep: int) -> tuple[float, float]:
+    """(a dense block, an MoE block) of ``model`` on one GPU, remembered: the planner asks thousands of times."""
+    active_mlp = layer_parameters(model)[1]  # the MLP as wide as the active experts: not a tensor the model holds
+    moe_block = (layer_parameters_per_gpu(model, t) - active_mlp / t + model.hidden * model.experts
+                 + model.shared_experts * expert_parameters(model) / t + expert_parameters_per_gpu(model, etp, ep))
+    return layer_parameters_per_gpu(dense_view(model), t), moe_block
+
+
+def stage_expert_parameters(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage) -> float:
+    """The routed experts' parameters among ``stage_parameters``: replicated over ``Plan.expert_dp`` ranks, not
+    ``dp``."""
+    if not isinstance(model, MoETransformer):
+        return 0.0
+    blocks = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
+    moe_blocks = blocks - _dense_blocks(model, plan, blocks, stage)
+    return moe_blocks * expert_parameters_per_gpu(model, plan.expert_tp, plan.ep)
 
 
 def state_bytes(params: float, zero: int, dp: int) -> tuple[float, float, float]:
@@ -124,7 +167,10 @@ def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage
     v = plan.interleave
     chunks = pipeline_layers_in_flight(plan.pp * v, plan.pp, v, layout.microbatches, rank)  # virtual stages' worth
     blocks = layout.layers_first if stage == "first" else layout.layers_last
-    total = chunks * blocks / v * layer_activation_bytes(model, b, t, sp, kept(plan.recompute, plan.attention))
+    per_block = layer_activation_bytes(model, b, t, sp, kept(plan.recompute, plan.attention))
+    if plan.precision == "fp8" and plan.recompute != "full":  # the linear layers' inputs kept in FP8
+        per_block -= fp8_saved_bytes(model, b, t, sp)
+    total = chunks * blocks / v * per_block
     if rank == 0:
         total += embedding_activation_bytes(model, b, t, sp, min(plan.pp, layout.microbatches))
     if rank == plan.pp - 1:
@@ -143,7 +189,7 @@ def buffer_bytes(model: Transformer, plan: Plan, layout: Layout, rest: float) ->
         largest = max(model.hidden * (model.hidden + 2 * model.kv_hidden), model.hidden * model.ffn_size)
         working += 2 * 2 * largest / t  # the 16-bit matrix in use and the one prefetched
     if plan.zero == 3 and plan.pp > 1:  # the stage's 16-bit weights, gathered for the step's micro-batches
-        working += 2 * layout.layers_per_stage * layer_parameters_per_gpu(model, t)
+        working += 2 * _blocks_parameters(model, plan, layout.layers_per_stage, "middle")
     return working + ALLOWANCE_BYTES + FRAGMENTATION * (rest + working)
 
 
@@ -152,7 +198,12 @@ def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: flo
     best: MemoryBreakdown | None = None
     stages: tuple[PipelineStage, ...] = ("first", "last") if plan.pp > 1 else ("first",)
     for stage in stages:
-        weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage), plan.zero, plan.dp)
+        experts = stage_expert_parameters(model, plan, layout, stage)
+        weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage) - experts,
+                                                    plan.zero, plan.dp)
+        if experts:
+            w, g, o = state_bytes(experts, plan.zero, plan.expert_dp)
+            weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
         activations = stage_activation_bytes(model, plan, layout, stage)
         buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
         breakdown = MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)

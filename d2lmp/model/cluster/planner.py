@@ -8,33 +8,39 @@ why), does not fit (the least it needs, and its largest part), or its best confi
 slower it is than the winner, the term it loses most to, and the link that term crosses. Configurations predicted
 within the model's own error of the fastest (``validation.model_error``) are a tie (``PlanReport.ties``). Defaults:
 tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
-at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages.
+at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages, and for a
+mixture of experts (``plan_experts``) expert-parallel sizes that are powers of two dividing the experts and the
+data-parallel size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import Any
 
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.validation import model_error
 from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
-__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "powers_of_two", "TERM_LINK"]
+__all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "expert_options", "powers_of_two",
+           "TERM_LINK", "ExpertSearch", "plan_experts"]
 
 MAX_MICRO_BATCH = 16
 MAX_INTERLEAVE = 8
 MIN_TOKENS_PER_CP_RANK = 1024
 # The link each exposed term crosses (the bubble and the compute cross none).
 TERM_LINK = {"tp": "tp_link", "cp": "cp_link", "dp": "dp_link", "zero": "dp_link", "pp_p2p": "pp_link",
-             "embedding_sync": "pp_link"}
+             "embedding_sync": "pp_link", "ep": "ep_link"}
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,43 @@ def family_options(model: Transformer, cluster: Cluster, global_batch: int,
     return [(t, p, n // (t * p * c), c) for t in tps for c in cps for p in pps if n % (t * p * c) == 0]
 
 
+def expert_options(model: Transformer, dp: int, ep: Sequence[int] | None = None) -> list[int]:
+    """The expert-parallel sizes to try with ``dp`` data-parallel (and context-parallel) ranks: those of ``ep``
+    (default: powers of two) that divide both the routed experts and ``dp``; 1 for a dense model. Where none of the
+    sizes asked for divides them, all of them, so that ``check_plan`` says why the family cannot use them."""
+    if not isinstance(model, MoETransformer):
+        return [1]
+    sizes = ep if ep is not None else powers_of_two(dp)
+    return [e for e in sizes if model.experts % e == 0 and dp % e == 0] or list(sizes)
+
+
+@dataclass(frozen=True)
+class ExpertSearch:
+    """What the search of a mixture of experts adds to ``plan``'s: the expert-parallel sizes to try (None:
+    ``expert_options``' default), the dispatch in FP8 (``Plan.fp8_dispatch``), the all-to-alls hidden behind compute
+    (``Plan.ep_overlap``)."""
+
+    ep: tuple[int, ...] | None = None
+    fp8_dispatch: bool = False
+    ep_overlap: bool = False
+
+
+# The expert search ``plan`` runs under: ``plan_experts`` sets it for one call (``plan`` itself, which notebook 19
+# shows, stays the dense search it teaches).
+_EXPERT_SEARCH: ContextVar[ExpertSearch | None] = ContextVar("expert_search", default=None)
+
+
+def plan_experts(model: Transformer, cluster: Cluster, global_batch: int, search: ExpertSearch,
+                 **restrict: Any) -> PlanReport:
+    """``plan`` for a mixture of experts: every configuration also under each expert-parallel size of ``search``
+    (and its FP8 dispatch and overlap); ``restrict`` goes to ``plan``."""
+    token = _EXPERT_SEARCH.set(search)
+    try:
+        return plan(model, cluster, global_batch, **restrict)
+    finally:
+        _EXPERT_SEARCH.reset(token)
+
+
 def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_batch: Sequence[int] | None,
              recompute: Sequence[Recompute], sequence_parallel: Sequence[bool],
              interleave: Sequence[int] | None) -> list[Plan]:
@@ -142,8 +185,12 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
     # a fused attention kernel keeps no scores: selective recomputation would change nothing
     recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
-    return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z)
-            for b in micro for r in recomputes for sp in sps for v in stages for z in zeros]
+    search = _EXPERT_SEARCH.get() or ExpertSearch()
+    eps = expert_options(model, base.cp * base.dp, search.ep)
+    if isinstance(model, MoETransformer):
+        base = replace(base, fp8_dispatch=search.fp8_dispatch, ep_overlap=search.ep_overlap)
+    return [replace(base, micro_batch=b, recompute=r, sequence_parallel=sp, interleave=v, zero=z, ep=e)
+            for b in micro for r in recomputes for sp in sps for v in stages for z in zeros for e in eps]
 
 
 def _why_slower(candidate: Candidate, winner: Candidate) -> str:

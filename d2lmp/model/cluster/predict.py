@@ -6,7 +6,8 @@ forward (``"full"``) or attention core (``"selective"``, and a fused attention k
 tables report one or the other:
 Narayanan et al. (2021) report hardware FLOPs with full recomputation, Korthikanti et al. (2022) both, as
 MFU and HFU. ``mfu`` and ``hfu`` are fractions of the GPU's dense 16-bit peak. ``parts`` names every
-second of the step (``steptime.STEP_PARTS``, adding up to ``step_s``) and every byte per GPU.
+second of the step (``steptime.STEP_PARTS``, and a mixture of experts' all-to-alls, ``expert_step.EXPERT_PART``,
+adding up to ``step_s``) and every byte per GPU. A mixture of experts' FLOPs are its active ones (``moe``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
+from d2lmp.model.cluster.expert_step import with_experts
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
@@ -94,7 +96,8 @@ def hardware_flops(model: Transformer, batch: int, recompute: Recompute, attenti
 def predict(model: Transformer, cluster: Cluster, plan: Plan, efficiency: Efficiency = FITTED) -> Prediction:
     """The predicted step of ``plan`` for ``model`` on ``cluster``; a ``ValueError`` says what is invalid."""
     layout = check_plan(model, cluster, plan)
-    seconds = step_seconds(model, cluster, plan, layout, efficiency)
+    seconds = with_experts(step_seconds(model, cluster, plan, layout, efficiency), model, cluster, plan, layout,
+                           efficiency)
     step = sum(seconds.values())
     preset = cluster.preset
     memory = memory_per_gpu(model, plan, layout, preset.memory_bytes)

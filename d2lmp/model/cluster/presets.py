@@ -4,15 +4,20 @@
 where it is published and what is read there. The ten GPT models of Narayanan et al. (2021, Table 1), the
 22B of Korthikanti et al. (2022), GPT-3 175B (Brown et al. 2020, Table 2.1; Megatron's vocabulary of
 51,200) and Llama 3 8B, 70B and 405B (Llama Team 2024, Table 3: SwiGLU MLP, grouped-query attention, no
-biases, untied embeddings, rotary positions; pre-training sequence 8,192, vocabulary 128,000).
-``model_preset`` finds one by name, ignoring case ("175b", "Llama3-70B").
+biases, untied embeddings, rotary positions; pre-training sequence 8,192, vocabulary 128,000), and one mixture of
+experts, DeepSeek-V3 (DeepSeek-V3 report, §4.2: 61 layers, width 7,168, 128 heads, the first three blocks dense, then
+1 shared and 256 routed experts of width 2,048, 8 routed a token; 4K-token sequences; the dense MLP's 18,432 and the
+vocabulary of 129,280 from its ``config_671B.json``, ``runs.shapes``), its multi-head latent attention counted as
+plain attention of 128 heads. ``model_preset`` finds one by name, ignoring case ("175b", "Llama3-70B").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.published import NARAYANAN_TABLE1, gpt
+from d2lmp.model.cluster.runs.shapes import SHAPES
 from d2lmp.model.transformer_accounting import Transformer
 
 __all__ = ["ModelPreset", "MODEL_PRESETS", "model_preset"]
@@ -33,6 +38,15 @@ def _llama3(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
                        gated_mlp=True, bias=False, tied_embeddings=False, learned_positions=False)
 
 
+def _deepseek_v3() -> MoETransformer:
+    shape = SHAPES["deepseek-v3"]
+    return MoETransformer(layers=shape["layers"], hidden=shape["hidden"], heads=shape["heads"], seq=4096,
+                          vocab=shape["vocab"], gated_mlp=True, bias=False, tied_embeddings=False,
+                          learned_positions=False, experts=shape["experts"], top_k=shape["top_k"],
+                          expert_ffn=shape["ffn"], shared_experts=shape["shared_experts"],
+                          dense_layers=shape["dense_layers"], dense_ffn=shape["dense_ffn"])
+
+
 _TABLE1_NAMES = {"1.7B": "1.7B", "3.6B": "3.6B", "7.5B": "7.5B", "18.4B": "18B", "39.1B": "39B", "76.1B": "76B",
                  "145.6B": "145B", "310.1B": "310B", "529.6B": "530B", "1008.0B": "1T"}
 MODEL_PRESETS: dict[str, ModelPreset] = {p.name: p for p in (
@@ -44,6 +58,9 @@ MODEL_PRESETS: dict[str, ModelPreset] = {p.name: p for p in (
     ModelPreset("llama3-8b", _llama3(32, 4096, 14336, 32), ("dubey2024llama3",), "Table 3, 8B"),
     ModelPreset("llama3-70b", _llama3(80, 8192, 28672, 64), ("dubey2024llama3",), "Table 3, 70B"),
     ModelPreset("llama3-405b", _llama3(126, 16384, 53248, 128), ("dubey2024llama3",), "Table 3, 405B"),
+    ModelPreset("deepseek-v3", _deepseek_v3(), ("deepseek2024v3",),
+                "§4.2 (layers, width, heads, experts, 4K sequence); dense MLP and vocabulary from config_671B.json; "
+                "MLA counted as plain attention"),
 )}
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.calibration import GOAL, Comparison, cluster_of, compare
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency, describe
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.planner import Candidate, PlanReport, plan
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.published import CHECKED_TABLES, NARAYANAN_TABLE1, PublishedRun
@@ -137,10 +138,14 @@ def format_plan(report: PlanReport, families: bool = True) -> str:
              f"tokens: {len(report.ranked)} of {report.considered} configurations fit",
              f"{'#':>2} {'tp':>3}{'pp':>4}{'dp':>6}{'cp':>4}{'zero':>5}{'mb':>4} {'recompute':<10}{'sp':>3}{'v':>3}"
              f"{'step s':>9}{'tokens/s':>11}{'TFLOP/s':>9}{'MFU':>7}{'GB/GPU':>8}  loses most to"]
+    moe = isinstance(report.model, MoETransformer)
+    if moe:  # a mixture of experts: its expert-parallel size too
+        lines[1] = lines[1].replace(f"{'v':>3}", f"{'v':>3}{'ep':>4}", 1)
     for i, cand in enumerate(report.top, 1):
         p, pr = cand.plan, cand.prediction
         lines.append(f"{i:>2} {p.tp:>3}{p.pp:>4}{p.dp:>6}{p.cp:>4}{p.zero:>5}{p.micro_batch:>4} {p.recompute:<10}"
-                     f"{'y' if p.sequence_parallel else 'n':>3}{p.interleave:>3}{pr.step_s:>9.2f}"
+                     f"{'y' if p.sequence_parallel else 'n':>3}{p.interleave:>3}{f'{p.ep:>4}' if moe else ''}"
+                     f"{pr.step_s:>9.2f}"
                      f"{pr.tokens_per_s:>11.0f}{pr.model_tflops_per_gpu:>9.1f}{pr.mfu:>7.1%}"
                      f"{pr.memory_per_gpu_bytes / 1e9:>8.1f}  {pr.exposed}")
     ties = report.ties

@@ -38,13 +38,16 @@ class RunRecord:
 
     Model: ``layers``, ``hidden``, ``heads``, ``kv_heads`` (None: as many as ``heads``), ``ffn`` (the MLP's
     inner size; per expert for a mixture of experts), ``gated_mlp`` (SwiGLU), ``vocab``, ``seq``; a mixture of
-    experts adds ``experts``, ``top_k``, ``shared_experts`` and ``moe_every`` (1: every layer). Cluster: ``gpu``
+    experts adds ``experts``, ``top_k``, ``shared_experts``, ``moe_every`` (1: every layer), ``dense_layers`` (the
+    first blocks, dense) and ``dense_ffn`` (their MLP), ``capacity_factor`` (None: dropless). Cluster: ``gpu``
     (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains), ``gpus``,
     ``gpus_per_node``, ``network_all_reduce_GBps`` and ``network_gather_GBps`` (the source's measured cross-node
     bus bandwidths per GPU at this node count, where it gives them: ``hardware.Cluster``). Plan: ``tp``, ``pp``,
     ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP: 3
     full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
-    GPU), ``recompute``, ``attention``, ``precision``, ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
+    GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
+    ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
+    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
     ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
     recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a GPU used, where the
     source reports it.
@@ -70,6 +73,9 @@ class RunRecord:
     top_k: int = 1
     shared_experts: int = 0
     moe_every: int = 1
+    dense_layers: int = 0
+    dense_ffn: int | None = None
+    capacity_factor: float | None = None
     gpus_per_node: int = 8
     tp: int | None = 1
     pp: int | None = 1
@@ -88,6 +94,9 @@ class RunRecord:
     network_all_reduce_GBps: float | None = None
     network_gather_GBps: float | None = None
     fp32_grad_reduce: bool = False
+    fp8_dispatch: bool = False
+    etp: int | None = None
+    ep_overlap: bool = False
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 
     def __post_init__(self) -> None:

@@ -6,12 +6,13 @@ Source: the DeepSeek-V3 Technical Report. The figure: "training DeepSeek-V3 on e
 the whole pre-training, interruptions included, not a step time.
 
 Read: §3.1, 2,048 H800s, eight to a node on NVLink and NVSwitch, InfiniBand between nodes; §3.2, 16-way pipeline
-parallelism (DualPipe), 64-way expert parallelism spanning 8 nodes, ZeRO-1 data parallelism, no tensor
-parallelism; §3.2.3, RMSNorm and the MLA up-projections recomputed in the backward (recompute "selective");
-§3.3, FP8 mixed precision (most GEMMs in FP8, fine-grained scaling); §4.2, sequences of 4K tokens and a batch raised
-from 3,072 to 15,360 sequences over the first 469B tokens, then 15,360 (global_batch 15,360); one extra token
-predicted (MTP depth 1, §4.2). Shape from ``runs.shapes`` (deepseek-ai/DeepSeek-V3 ``config_671B.json``): MLA, 256
-routed experts and 1 shared, 8 routed per token, the first 3 layers dense.
+parallelism (DualPipe, §3.2.1: the all-to-alls "fully hidden", ep_overlap), 64-way expert parallelism spanning 8
+nodes, ZeRO-1 data parallelism, no tensor parallelism; §3.2.3, RMSNorm and the MLA up-projections recomputed in the
+backward (recompute "selective"); §3.3, FP8 mixed precision (most GEMMs in FP8, fine-grained scaling; §3.3.3, the MoE
+dispatch in FP8: fp8_dispatch); §4.2, sequences of 4K tokens and a batch raised from 3,072 to 15,360 sequences over
+the first 469B tokens, then 15,360 (global_batch 15,360); one extra token predicted (MTP depth 1, §4.2). Shape from
+``runs.shapes`` (deepseek-ai/DeepSeek-V3 ``config_671B.json``): MLA, 256 routed experts and 1 shared, 8 routed per
+token, the first 3 layers dense (MLP 18,432).
 
 Not stated: the micro-batch (None) and the attention kernel ("unknown"). The H800 is an H100 with its NVLink cut to
 400 GB/s (no preset in ``hardware``).
@@ -32,6 +33,7 @@ RECORDS: tuple[RunRecord, ...] = (
               use="validation", seq=4096, gpu="H800", gpus=2048, metric="tokens_per_s_per_gpu",
               value=round(1e12 / (GPU_HOURS_PER_TRILLION_TOKENS * 3600), 1), tp=1, pp=16, dp=128, ep=64, zero=1,
               micro_batch=None, global_batch=15360, recompute="selective", attention="unknown", precision="fp8",
+              fp8_dispatch=True, ep_overlap=True,
               note="180K H800 GPU hours per trillion tokens, averaged over the whole pre-training. MTP depth 1. "
               + caveat("deepseek-v3"), **SHAPES["deepseek-v3"]),
 )

@@ -1,8 +1,9 @@
 """The model shapes the run tables share, each read from a model configuration its source names.
 
 A shape is the ``RunRecord`` keyword arguments of one model: layers, width, heads, KV heads, MLP size (per expert
-for a mixture of experts), gated MLP, vocabulary, experts. Where a model has a feature a ``RunRecord`` cannot say
-(MLA, a head size other than width/heads, sliding-window layers, dense layers before the MoE layers), ``caveat``
+for a mixture of experts), gated MLP, vocabulary, experts (and the dense blocks before the MoE blocks, with their MLP
+width). Where a model has a feature a ``RunRecord`` cannot say (MLA, a head size other than width/heads,
+sliding-window layers), ``caveat``
 says so and the source modules copy it into their notes.
 
 Sources, all read at the commits the run modules name: NVIDIA/NeMo ``nemo/collections/llm/gpt/model/`` (``base.py``
@@ -45,7 +46,7 @@ SHAPES: dict[str, dict[str, Any]] = {
     "gpt-oss-120b": {"layers": 36, "hidden": 2880, "heads": 64, "kv_heads": 8, "ffn": 2880, "gated_mlp": True,
                      "vocab": 201088, "experts": 128, "top_k": 4},
     "deepseek-v3": {"layers": 61, "hidden": 7168, "heads": 128, "ffn": 2048, "gated_mlp": True, "vocab": 129280,
-                    "experts": 256, "top_k": 8, "shared_experts": 1},
+                    "experts": 256, "top_k": 8, "shared_experts": 1, "dense_layers": 3, "dense_ffn": 18432},
 }
 
 _CAVEATS = {
@@ -53,8 +54,7 @@ _CAVEATS = {
     "gpt-oss-120b": "gpt-oss-120b: heads of 64 (attention 4,096 wide on a 2,880-wide model); every other layer "
                     "attends over a 128-token sliding window; biases on the linear layers.",
     "deepseek-v3": "DeepSeek-V3: multi-head latent attention (q rank 1,536, kv rank 512, head 128 + 64 rotary), "
-                   "not the plain attention the fields describe; the first 3 of 61 layers are dense (MLP 18,432), "
-                   "the other 58 MoE.",
+                   "not the plain attention the fields describe (counted as 128 plain heads).",
 }
 
 
