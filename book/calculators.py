@@ -17,14 +17,11 @@ from typing import Any
 from d2lmp.gpu_specs import NOTABLE_GPUS
 from d2lmp.model import checkpoint_interval as CI
 from d2lmp.model.alpha_beta import ALGORITHMS, GPU_ALPHA_S, all_reduce_model
-from d2lmp.model.costmodel import zero_memory_by_stage
+from d2lmp.model.cluster.presets import MODEL_PRESETS
+from d2lmp.model.memory_calculator import COMPARISONS, MEMORY_SCHEDULES, MemorySetting, compare
 from d2lmp.model.pipeline_schedule import SCHEDULES, bubble_fraction, measured_bubble, micro_batch_count, simulate
-from d2lmp.model.training_state import OPTIMIZERS
+from d2lmp.model.transformer_accounting import RECOMPUTE
 from d2lmp.topology import nvlink_bandwidth_gbs
-
-
-def _size_label(n: float) -> str:
-    return f"{n / 1e9:.3g} B" if n >= 1e9 else f"{n / 1e6:.3g} M"
 
 
 def steps(name: str, label: str, values: list[Any], value: Any, labels: list[str] | None = None) -> dict[str, Any]:
@@ -54,24 +51,31 @@ class Calculator:
     compute: Callable[..., dict[str, Any]]
 
 
-# --- memory per device by ZeRO stage (notebook 15) --------------------------------------------------------------
+# --- memory per GPU by part (notebook 16) ---------------------------------------------------------------------
 
 DEVICES = {g.name: g.memory_gb * 1e9 for g in NOTABLE_GPUS if g.memory_gb and g.memory_gb >= 16}
-PARAMS = [1.25e8, 1.3e9, 7.5e9, 13e9, 70e9, 175e9, 1e12]
+SPLITS = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
-def zero(num_params: float, devices: int, optimizer: str, device: str) -> dict[str, Any]:
-    per_stage = zero_memory_by_stage(int(num_params), devices, optimizer)
-    memory = DEVICES[device]
-    fitting = [s for s, parts in per_stage.items() if sum(parts.values()) <= memory]
-    text = (f"{_size_label(num_params)} parameters, {OPTIMIZERS[optimizer].label}, {devices} devices: "
-            + ", ".join(f"stage {s} {sum(p.values()) / 1e9:.3g} GB" for s, p in per_stage.items())
-            + f" per device; {device} has {memory / 1e9:.3g} GB: "
-            + (f"stage {fitting[0]} and above fit (before activations)." if fitting else "no stage fits."))
-    bars = [{"label": f"stage {s}", "parts": {k: v / 1e9 for k, v in parts.items()}} for s, parts in per_stage.items()]
-    return {"text": text, "numbers": {str(s): parts for s, parts in per_stage.items()},
-            "chart": {"type": "bars", "unit": "GB per device", "bars": bars,
-                      "limit": {"label": f"{device} memory", "value": memory / 1e9}}}
+def memory(tp: int, pp: int, dp: int, zero: int, model: str, device: str, sequence_parallel: bool, recompute: str,
+           schedule: str, micro_batch: int, microbatches: int, axis: str) -> dict[str, Any]:
+    setting = MemorySetting(tp=tp, pp=pp, dp=dp, zero=zero, sequence_parallel=sequence_parallel,  # type: ignore[arg-type]
+                            recompute=recompute, schedule=schedule,  # type: ignore[arg-type]
+                            micro_batch=micro_batch, microbatches=microbatches)
+    capacity = DEVICES[device]
+    try:
+        bars = compare(MODEL_PRESETS[model].model, setting, axis, capacity)  # type: ignore[arg-type]
+    except ValueError as error:
+        return {"text": f"Not a valid setting: {error}", "numbers": {},
+                "chart": {"type": "bars", "unit": "GB per GPU", "bars": [],
+                          "limit": {"label": f"{device} memory", "value": capacity / 1e9}}}
+    text = (f"{model} on {tp * pp * dp} {device}s (tensor {tp}, pipeline {pp}, data {dp}), per GPU: "
+            + ", ".join(f"{k}: {b.total / 1e9:,.1f} GB ({'fits' if b.fits else 'does not fit'})"
+                        for k, b in bars.items()))
+    chart = [{"label": k, "parts": {part: v / 1e9 for part, v in b.parts().items()}} for k, b in bars.items()]
+    return {"text": text, "numbers": {k: b.parts() for k, b in bars.items()},
+            "chart": {"type": "bars", "unit": "GB per GPU", "bars": chart,
+                      "limit": {"label": f"{device} memory", "value": capacity / 1e9}}}
 
 
 # --- the pipeline's bubble (notebook 13) -----------------------------------------------------------------------
@@ -120,14 +124,21 @@ RATE = round(CI.REPORTS[0].per_gpu_hour * 1000, 4)
 SECONDS = [1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0]
 
 CALCULATORS = {
-    "zero": Calculator(
-        "15_sharding_the_training_state", "zero_views.zero_widget()", "Training state per device by ZeRO stage",
-        [steps("num_params", "parameters", PARAMS, 7.5e9, [_size_label(n) for n in PARAMS]),
-         steps("devices", "devices", [2**k for k in range(11)], 64),
-         choice("optimizer", "optimizer", [(o.label, key) for key, o in OPTIMIZERS.items()], "adam_mixed"),
-         choice("device", "device", [(d, d) for d in DEVICES],
-                next((d for d, b in DEVICES.items() if b >= 80e9), next(iter(DEVICES))))],
-        zero),
+    "memory": Calculator(
+        "16_activation_memory_and_composing", "memory_calculator_widget(", "Memory per GPU by part",
+        [steps("tp", "tensor", [1, 2, 4, 8], 8),
+         steps("pp", "pipeline", [1, 2, 4, 8, 16], 8),
+         steps("dp", "data", SPLITS, 1),
+         steps("zero", "ZeRO stage", [0, 1, 2, 3], 0),
+         choice("model", "model", [(m, m) for m in MODEL_PRESETS], "175B"),
+         choice("device", "GPU", [(d, d) for d in DEVICES], "H100 SXM5"),
+         choice("sequence_parallel", "sequence parallel", [("yes", True), ("no", False)], True),
+         choice("recompute", "recompute", [(r, r) for r in RECOMPUTE], "none"),
+         choice("schedule", "schedule", [(k, k) for k in MEMORY_SCHEDULES], "1f1b"),
+         steps("micro_batch", "micro-batch", list(range(1, 9)), 1),
+         steps("microbatches", "micro-batches", list(range(1, 33)), 8),
+         choice("axis", "bars by", [(a, a) for a in COMPARISONS], "recompute")],
+        memory),
     "pipeline": Calculator(
         "13_network_partitioning", "pipeline_views.pipeline_widget()", "A pipeline's timeline and bubble",
         [choice("kind", "schedule", [(k, k) for k in SCHEDULES], "gpipe"),

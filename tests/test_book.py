@@ -29,7 +29,7 @@ def test_page_links_point_to_pages_and_section_ids():
 
 
 def test_a_staged_notebook_has_its_links_solutions_calculator_and_kernel_notes():
-    stem = CALCULATORS["zero"].notebook
+    stem = CALCULATORS["memory"].notebook
     original = _nb(stem)
     before = json.dumps(original)
     staged = book_pages.stage(original, stem)
@@ -42,7 +42,7 @@ def test_a_staged_notebook_has_its_links_solutions_calculator_and_kernel_notes()
     assert exercises and all("<summary>Solution</summary>" in s for s in exercises)
     widget_cells = [i for i, c in enumerate(original["cells"]) if c["cell_type"] == "code" and any(
         book_pages.WIDGET in o.get("data", {}) for o in c.get("outputs", []))]
-    assert sum('data-calc="zero"' in s for s in sources) == 1
+    assert sum('data-calc="memory"' in s for s in sources) == 1
     assert sum(s == book_pages.KERNEL_NOTE for s in sources) == len(widget_cells) - 1
     assert not any(book_pages.WIDGET in o.get("data", {}) for c in cells for o in c.get("outputs", []))
     assert "widgets" not in staged["metadata"]

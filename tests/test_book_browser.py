@@ -18,11 +18,12 @@ import pytest
 from book_site import LATE_NOTEBOOK, SITE, npm_or_cache
 from browser_lab import available
 
-from book.calculators import CALCULATORS
+from book.calculators import CALCULATORS, DEVICES
 from d2lmp import config
 from d2lmp.model import checkpoint_interval as CI
 from d2lmp.model.alpha_beta import all_reduce_model
-from d2lmp.model.costmodel import zero_memory_by_stage
+from d2lmp.model.cluster.presets import MODEL_PRESETS
+from d2lmp.model.memory_calculator import MemorySetting, compare
 from d2lmp.model.pipeline_schedule import bubble_fraction, measured_bubble, micro_batch_count, simulate
 from tools.notebooks import paths, read
 
@@ -143,8 +144,11 @@ def test_search_finds_a_term_of_a_late_notebook():
 
 def _expected(name, v):
     """The model's numbers for control values ``v``, from the functions the calculator stands for."""
-    if name == "zero":
-        return {str(s): p for s, p in zero_memory_by_stage(int(v["num_params"]), v["devices"], v["optimizer"]).items()}
+    if name == "memory":
+        setting = MemorySetting(**{k: v[k] for k in ("tp", "pp", "dp", "zero", "sequence_parallel", "recompute",
+                                                     "schedule", "micro_batch", "microbatches")})
+        bars = compare(MODEL_PRESETS[v["model"]].model, setting, v["axis"], DEVICES[v["device"]])
+        return {k: b.parts() for k, b in bars.items()}
     if name == "pipeline":
         events = simulate(v["kind"], v["stages"], v["micro_batches"], message=v["message"])
         return {"bubble": measured_bubble(events, v["stages"]),

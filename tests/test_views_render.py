@@ -135,15 +135,18 @@ def _block_anatomy() -> object:  # notebook 10's
                                       f"{shape.heads} heads), one sequence")
 
 
-def _activation_memory() -> object:  # notebook 16's
+def _memory_stack() -> object:  # notebook 16's
     from d2lmp.gpu_specs import find_gpu_spec
+    from d2lmp.model.memory_calculator import MemorySetting, compare
     from d2lmp.scale import model_preset
-    from d2lmp.views import activation_memory as V
+    from d2lmp.views import memory_calculator as V
 
-    per_mode = V.first_stage_bytes_by_recompute(model_preset("175B").model, micro_batch=1, tp=8, pp=8)
     h100 = find_gpu_spec("H100 SXM5")
     assert h100 is not None
-    return V.plot_activation_memory(per_mode, h100.memory_gb * 1e9, title="GPT-3 175B, tensor 8, pipeline 8")
+    bars = compare(model_preset("175B").model, MemorySetting(tp=8, pp=8, sequence_parallel=True), "recompute",
+                   h100.memory_gb * 1e9)
+    return V.plot_memory_stack(bars, h100.memory_gb * 1e9, title="GPT-3 175B, tensor 8, pipeline 8",
+                               xlabel="recomputation")
 
 
 def _memory_per_stage() -> object:  # notebook 15's
@@ -206,7 +209,7 @@ BUILDERS: dict[str, Callable[[], object]] = {
     "failures.plot_job_timelines": _job_timelines,
     "failures.plot_waste_vs_interval": _waste,
     "gpt.plot_block_anatomy": _block_anatomy,
-    "activation_memory.plot_activation_memory": _activation_memory,
+    "memory_calculator.plot_memory_stack": _memory_stack,
     "zero.plot_memory_per_stage": _memory_per_stage,
     "timeline.plot_timeline": _timeline,
     "topology.plot_topology": _topology,

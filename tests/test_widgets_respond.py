@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from d2lmp import models, roofline
 from d2lmp.model import costmodel as CM
-from d2lmp.views import activation_memory as activation_memory_views
+from d2lmp.model.memory_calculator import MemorySetting
 from d2lmp.views import bandwidth as bandwidth_views
 from d2lmp.views import collectives as collectives_views
 from d2lmp.views import comm_roofline as comm_roofline_views
@@ -27,6 +27,7 @@ from d2lmp.views import failures as failures_views
 from d2lmp.views import graphics as graphics_views
 from d2lmp.views import matmul as matmul_views
 from d2lmp.views import memory as memory_views
+from d2lmp.views import memory_calculator as memory_calculator_views
 from d2lmp.views import models as models_views
 from d2lmp.views import pipeline as pipeline_views
 from d2lmp.views import planner as planner_views
@@ -35,7 +36,6 @@ from d2lmp.views import precision as precision_views
 from d2lmp.views import roofline as roofline_views
 from d2lmp.views import tensor_parallel as tensor_parallel_views
 from d2lmp.views import topology as topology_views
-from d2lmp.views import zero as zero_views
 
 
 def _alexnet_rows():
@@ -61,8 +61,10 @@ FACTORIES = {
     "pipeline": lambda: pipeline_views.pipeline_widget(),
     "comm_volume": lambda: tensor_parallel_views.comm_volume_widget(),
     "costmodel": lambda: costmodel_views.costmodel_widget(_alexnet_rows(), CM.PRESETS),
-    "zero": lambda: zero_views.zero_widget(),
-    "activation memory": lambda: activation_memory_views.activation_widget(8e10),
+    "memory calculator": lambda: memory_calculator_views.memory_calculator_widget(
+        "175B", "H100 SXM5", MemorySetting(tp=8, pp=8, sequence_parallel=True)),
+    "memory calculator, ZeRO": lambda: memory_calculator_views.memory_calculator_widget(
+        "7.5B", "H100 SXM5", MemorySetting(dp=64, recompute="full"), axis="zero"),
     "comm_roofline": lambda: comm_roofline_views.comm_roofline_widget(),
     "planner": lambda: planner_views.planner_widget(),
     "ring_work": lambda: context_parallel_views.ring_work_widget(),

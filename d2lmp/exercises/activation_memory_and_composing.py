@@ -94,12 +94,12 @@ full_recompute_gb = Exercise(
              "(leave out the embedding and the output layer)?",
     hint_text="Under full recomputation a block keeps only its input. How many bytes is that per block and per "
               "GPU once sequence parallelism splits it, and how many blocks' worth of micro-batches does 1F1B keep "
-              "in flight on the first stage? The widget of the notebook draws the same number with the embedding.",
+              "in flight on the first stage? The notebook's first figure prints the same number with the embedding.",
     solution_text=f"2·s·b·h/t = 2 × {GPT3.seq:,} × {GPT3.hidden:,} / {TP_} bytes, "
                   f"{FULL_GB / GPT3.layers * 1e3:.1f} MB per block; the first stage holds p = {PP_} micro-batches, "
                   f"each through L/p = {GPT3.layers // PP_} blocks, so L = {GPT3.layers} blocks' worth: "
                   f"{FULL_GB:.2f} GB. Without recomputation the same blocks keep {NONE_GB:.1f} GB by the same "
-                  "closed form (the widget's bar for none adds the embedding).",
+                  "closed form (the activations of the notebook's first figure add the embedding).",
     checker=_check_full, reference=FULL_GB,
     wrong=[(FULL_GB * TP_, "divide by t"), (FULL_GB / PP_, "L layers' worth")],
     how_to_answer="Pass a number of GB.")

@@ -25,6 +25,7 @@ import torch.distributed as dist
 from torch import nn
 
 from d2lmp.gpt import GPTConfig
+from d2lmp.model.grid_ranks import grid3d_ranks
 from d2lmp.model.pipeline_balance import equal_split
 from d2lmp.parallel.gpt_tp import VocabParallelHead, sequence_parallel_gradients, tp_gpt_sequential
 from d2lmp.parallel.pipeline import pipeline_step
@@ -56,15 +57,10 @@ def grid3d_groups(data: int, pipe: int, tensor: int) -> Grid3D:
         raise ValueError(f"a {data} x {pipe} x {tensor} grid needs {data * pipe * tensor} ranks, "
                          f"the group has {world}")
 
-    def at(d: int, p: int, t: int) -> int:
-        return (d * pipe + p) * tensor + t
-
-    tensor_groups = {(d, p): dist.new_group([at(d, p, t) for t in range(tensor)])
-                     for d in range(data) for p in range(pipe)}
-    pipe_groups = {(d, t): dist.new_group([at(d, p, t) for p in range(pipe)])
-                   for d in range(data) for t in range(tensor)}
-    data_groups = {(p, t): dist.new_group([at(d, p, t) for d in range(data)])
-                   for p in range(pipe) for t in range(tensor)}
+    ranks = grid3d_ranks(data, pipe, tensor)
+    tensor_groups = {key: dist.new_group(members) for key, members in ranks.tensor.items()}
+    pipe_groups = {key: dist.new_group(members) for key, members in ranks.pipe.items()}
+    data_groups = {key: dist.new_group(members) for key, members in ranks.data.items()}
     dp, t = divmod(rank, tensor)
     d, p = divmod(dp, pipe)
     return Grid3D(data, pipe, tensor, d, p, t, data_groups[p, t], pipe_groups[d, t], tensor_groups[d, p])

@@ -4,7 +4,8 @@
 parallelism (``data_parallel.shard``), the layers per device under network partitioning
 (``pipeline_balance.balance``), and the output features of each layer each device holds under layerwise
 partitioning (the tensor-parallel layers). It draws nothing it is not given. ``plot_grid`` draws the
-process groups of a data × tensor hybrid (``parallel.hybrid.grid_groups``) from their rank lists.
+process groups of a data × tensor hybrid (``parallel.hybrid.grid_groups``) from their rank lists, ``plot_grid3d``
+those of a data × pipeline × tensor grid (``model.grid_ranks``, the lists ``parallel.grid3d`` builds its groups from).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from d2lmp.model.grid_ranks import GridRanks
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
-__all__ = ["plot_three_splits", "plot_grid"]
+__all__ = ["plot_three_splits", "plot_grid", "plot_grid3d"]
 
 _BOX_W, _BOX_H, _ROW = 0.8, 1.0, 1.3  # layer box width and height, distance between rows (data units)
 
@@ -167,4 +170,61 @@ def plot_grid(tensor_groups: list[list[int]], data_groups: list[list[int]], ax: 
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title("A data × tensor grid: rows split every layer, columns sum the same shard's gradient", fontsize=9)
+    return fig
+
+
+def plot_grid3d(grid: GridRanks, ax: Axes | None = None) -> Figure:
+    """The ranks of a data × pipeline × tensor grid: one panel per data replica, one column per pipeline stage, one
+    row per tensor shard. A blue box holds each tensor group, a green arrow joins each pipeline group's stages, and
+    a red arc links each data group (the same shard of the same stage on every replica). Each rank's circle
+    carries ``gid`` "rank:<rank>". Returns the Figure."""
+    from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
+
+    from d2lmp.views.figure import fig_ax
+
+    D, P, T = grid.data_size, grid.pipe_size, grid.tensor_size
+    step = 1.6  # between stages; replicas sit one more step and a half apart
+    width = (P - 1) * step
+    fig, ax = fig_ax(ax, figsize=(2.2 * D * P + 1.0, 1.1 * T + 2.0))
+
+    def xy(d: int, p: int, t: int) -> tuple[float, float]:
+        return d * (width + 1.875 * step) + p * step, -1.0 * t
+
+    for d in range(D):
+        x0 = xy(d, 0, 0)[0]
+        ax.add_patch(Rectangle((x0 - 0.75, -T + 0.25), width + 1.5, T + 0.55, facecolor="#f7f7f7", edgecolor="#999999",
+                               lw=0.8, zorder=0))
+        ax.text(x0 + width / 2, 0.62, f"data replica {d}", ha="center", va="bottom", fontsize=9)
+        for p in range(P):
+            ax.text(xy(d, p, 0)[0], -T + 0.3, f"stage {p}", ha="center", va="bottom", fontsize=8, color="#2ca02c")
+    place = {r: xy(d, p, t) for (d, p), members in grid.tensor.items() for t, r in enumerate(members)}
+    for members in grid.tensor.values():
+        x, _ = place[members[0]]
+        ax.add_patch(FancyBboxPatch((x - 0.35, -(T - 1) - 0.35), 0.7, (T - 1) + 0.7, boxstyle="round,pad=0.04",
+                                    facecolor="#dbe9f6", edgecolor="#1f77b4", lw=1.2, zorder=1))
+    for members in grid.pipe.values():
+        for a, b in zip(members, members[1:]):
+            ax.annotate("", place[b], place[a], zorder=1,
+                        arrowprops=dict(arrowstyle="-|>", color="#2ca02c", lw=1.6, shrinkA=12, shrinkB=12))
+    for members in grid.data.values():
+        for a, b in zip(members, members[1:]):
+            rad = -0.25 if place[a][1] > -(T - 1) / 2 else 0.25  # upper rows arc up, lower rows down
+            ax.annotate("", place[b], place[a], zorder=1,
+                        arrowprops=dict(arrowstyle="-", color="#d62728", lw=1.2, ls="--", alpha=0.7, shrinkA=12,
+                                        shrinkB=12, connectionstyle=f"arc3,rad={rad}"))
+    for r, (x, y) in place.items():
+        ax.add_patch(Circle((x, y), 0.24, facecolor="white", edgecolor="black", zorder=2, gid=f"rank:{r}"))
+        ax.text(x, y, f"rank {r}", ha="center", va="center", fontsize=7, zorder=3)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor="#dbe9f6", edgecolor="#1f77b4", label="tensor group (splits every layer)"),
+               Line2D([], [], color="#2ca02c", marker=">", label="pipeline group (activations, stage to stage)"),
+               Line2D([], [], color="#d62728", ls="--", label="data group (sums the same shard's gradient)")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=7, frameon=False)
+    ax.set_xlim(-1.0, xy(D - 1, P - 1, 0)[0] + 1.0)
+    ax.set_ylim(-T - 0.2, 1.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"A {D} × {P} × {T} data × pipeline × tensor grid: rank (d·{P} + p)·{T} + t", fontsize=9)
     return fig

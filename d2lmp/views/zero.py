@@ -2,8 +2,8 @@
 
 The arithmetic is ``model.costmodel``'s (``zero_memory``, ``zero_memory_by_stage``, and ``ZERO_SHARDED``
 for what each stage shards); this module only lays it out and draws it. ``held_segments`` lays out one
-rank's bar; the plots take computed numbers and an optional ``ax``; ``zero_widget`` is a thin ipywidgets
-front end over them.
+rank's bar; the plots take computed numbers and an optional ``ax``. The interactive calculator, the state with
+the activations on top, is ``views.memory_calculator``.
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING
 
 from d2lmp.model.costmodel import ZERO_SHARDED, ZERO_STAGES
 from d2lmp.model.training_state import STATE_PARTS, OptimizerBytes, optimizer_bytes
-from d2lmp.views.figure import fig_ax, show
+from d2lmp.views.figure import fig_ax
 from d2lmp.views.memory import MEMORY_PART_COLOURS, part_label
 
 if TYPE_CHECKING:
-    import ipywidgets
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["held_segments", "plot_zero_stages", "plot_measured_vs_formula", "plot_memory_per_stage", "zero_widget"]
+__all__ = ["held_segments", "plot_zero_stages", "plot_measured_vs_formula", "plot_memory_per_stage"]
 
 
 def held_segments(world: int, stage: int, rank: int, optimizer: str | OptimizerBytes = "adam_mixed"
@@ -124,51 +123,3 @@ def plot_memory_per_stage(per_stage: Mapping[int, Mapping[str, float]], memory_b
     ax.set(ylabel="GB per device", title=title)
     ax.legend(fontsize=7, loc="upper right")
     return fig
-
-
-def _size_label(n: float) -> str:
-    return f"{n / 1e9:.3g} B" if n >= 1e9 else f"{n / 1e6:.3g} M"
-
-
-def zero_widget(devices_memory: dict[str, float] | None = None) -> ipywidgets.interactive:
-    """Model size, devices, optimizer and device → the training state per device under each ZeRO stage.
-
-    ``devices_memory`` maps a device name to its memory in bytes; the default takes the GPUs of the
-    sourced notable-GPU table (``gpu_specs.NOTABLE_GPUS``) with 16 GB or more.
-    """
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-
-    from d2lmp.model.costmodel import zero_memory_by_stage
-    from d2lmp.model.training_state import OPTIMIZERS
-
-    if devices_memory is None:
-        from d2lmp.gpu_specs import NOTABLE_GPUS
-
-        devices_memory = {g.name: g.memory_gb * 1e9 for g in NOTABLE_GPUS if g.memory_gb and g.memory_gb >= 16}
-    sizes = [(_size_label(n), n) for n in (1.25e8, 1.3e9, 7.5e9, 13e9, 70e9, 175e9, 1e12)]
-    first_device = next((name for name, nbytes in devices_memory.items() if nbytes >= 80e9), next(iter(devices_memory)))
-
-    def draw(num_params: float = 7.5e9, devices: int = 64, optimizer: str = "adam_mixed",
-             device: str = first_device) -> None:
-        per_stage = zero_memory_by_stage(int(num_params), devices, optimizer)
-        memory = devices_memory[device]
-        fitting = [s for s, parts in per_stage.items() if sum(parts.values()) <= memory]
-        print(f"{_size_label(num_params)} parameters, {OPTIMIZERS[optimizer].label}, {devices} devices: "
-              + ", ".join(f"stage {s} {sum(p.values()) / 1e9:.3g} GB" for s, p in per_stage.items())
-              + f" per device; {device} has {memory / 1e9:.3g} GB: "
-              + (f"stage {fitting[0]} and above fit (before activations)." if fitting else "no stage fits."))
-        fig, ax = plt.subplots(figsize=(5.5, 3.4))
-        plot_memory_per_stage(per_stage, memory, ax, title=f"{_size_label(num_params)} parameters on {devices} devices")
-        fig.tight_layout()
-        show(fig)
-
-    return w.interactive(
-        draw,
-        num_params=w.SelectionSlider(options=sizes, value=7.5e9, description="parameters"),
-        devices=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], value=64,
-                                  description="devices"),
-        optimizer=w.Dropdown(options=[(o.label, key) for key, o in OPTIMIZERS.items()], value="adam_mixed",
-                             description="optimizer"),
-        device=w.Dropdown(options=list(devices_memory), value=first_device, description="device"),
-    )
