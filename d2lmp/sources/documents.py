@@ -41,7 +41,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "TP, PP, DP, batch, teraFLOP/s per GPU and MFU; Strong Scaling Results: GPT-3 on 96-4,608 H100s."),
     _S("megatron_core_parallel_code", "Megatron-LM Contributors",
        "Megatron Core: tensor-parallel random state and attention", "GitHub repository NVIDIA/Megatron-LM, main branch",
-       "n.d.", "https://github.com/NVIDIA/Megatron-LM/tree/main/megatron/core",
+       2025, "https://github.com/NVIDIA/Megatron-LM/tree/main/megatron/core",
        "`tensor_parallel/random.py`, `model_parallel_cuda_manual_seed` and `CudaRNGStatesTracker`: the default "
        "random state (seed) is the same on every rank of a tensor-parallel group and serves dropout outside the "
        "split regions; the 'model-parallel-rng' state (seed + 2718 + tensor-parallel rank) differs from rank to rank "
@@ -169,6 +169,11 @@ DOCUMENTS: tuple[Source, ...] = (
        "Sections Collective Operations, Point-to-point communication, Environment Variables "
        "(`NCCL_ALGO`, `NCCL_PROTO`) and Troubleshooting: Logging (`NCCL_DEBUG`: VERSION, WARN, INFO, TRACE; "
        "`NCCL_DEBUG_SUBSYS` filters by subsystem)."),
+    _S("nvidia_nccl_config", "NVIDIA NCCL Contributors", "NCCL User Guide: nccl4py Configuration (NCCLConfig, mirroring ncclConfig_t)",
+       "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/nccl4py/configuration.html",
+       "NCCLConfig's fields min_ctas and max_ctas (and cta_policy): how many CTAs, the thread blocks of NCCL's "
+       "kernels, a communicator's collectives use; ncclConfig_t describes each field."),
     _S("nvidia_nccl_tests_performance", _NV, "Performance reported by NCCL tests (nccl-tests, doc/PERFORMANCE.md)",
        "GitHub repository NVIDIA/nccl-tests", "n.d.",
        "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
@@ -291,7 +296,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://docs.pytorch.org/docs/2.13/distributed.fsdp.fully_shard.html",
        "FSDP2: DTensor-based dim-0 per-parameter sharding (each parameter chunked over the data-parallel workers), "
        "against FSDP1's flat-parameter sharding (a group of tensors flattened, concatenated and chunked together)."),
-    _S("pytorch_fsdp_notes", _PT, "FSDP Notes", "PyTorch documentation", "n.d.",
+    _S("pytorch_fsdp_notes", _PT, "FSDP Notes", "PyTorch documentation (last updated June 2025)", 2025,
        "https://docs.pytorch.org/docs/stable/notes/fsdp.html",
        "FSDP Prefetch Nuances: implicit forward prefetching (all-gathers issued on a separate CUDA stream overlap the "
        "forward compute issued before them; the first all-gather overlaps nothing) and explicit forward prefetching "

@@ -212,8 +212,7 @@ PAPERS: tuple[Source, ...] = (
        "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
        "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277",
        "PyTorch FSDP: ZeRO-3-style sharding by units of layers, each unit all-gathered before use and freed after, "
-       "with backward prefetching to overlap communication; Figure 5: all-gathers and reduce-scatters overlapping the "
-       "forward and backward computation."),
+       "with backward prefetching to overlap communication."),
     _S("wang2023overlap", "Wang, S.; Wei, J.; Sabne, A.; Davis, A.; Ilbeyi, B.; Hechtman, B.; Chen, D.; Murthy, K. S.; "
        "Maggioni, M.; Zhang, Q.; Kumar, S.; Guo, T.; Xu, Y.; Zhou, Z.",
        "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models",
