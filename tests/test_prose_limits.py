@@ -38,8 +38,6 @@ LONG_CELLS: dict[tuple[str, int], str] = {
     ("13", 0): "not yet shortened (298 words)",
     ("13", 41): "not yet shortened (337 words)",
     ("13", 53): "not yet shortened (300 words)",
-    ("15", 0): "not yet shortened (254 words)",
-    ("15", 9): "not yet shortened (264 words)",
     ("17", 0): "not yet shortened (283 words)",
     ("17", 54): "not yet shortened (272 words)",
     ("18", 0): "not yet shortened (324 words)",
