@@ -7,11 +7,11 @@ import torch.distributed as dist
 
 from d2lmp.checks.gpt_parallel import MODES, check_gpt_tensor, tiny_for
 from d2lmp.checks.tp_layers import check_gqa, check_vocab_parallel, dropout_masks
-from d2lmp.gqa import GroupedQueryAttention
-from d2lmp.parallel.gqa_tp import TPGroupedQueryAttention
 from d2lmp.gpt import GPT, preset
+from d2lmp.gqa import GroupedQueryAttention
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.gpt_tp import TensorParallelGPT
+from d2lmp.parallel.gqa_tp import TPGroupedQueryAttention
 from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.parallel.tensor_parallel import ring_wire_bytes
 from d2lmp.parallel.tp_accounting import activation_table, measure_block

@@ -1,8 +1,9 @@
 """Megatron's tensor-parallel GPT, with and without sequence parallelism, equals one device on 2 and 4 ranks; its saved
 bytes per rank are the formula's plus itemised extras; its bytes on the wire, counted from the logged collectives, are
 the formula's and the same for TP and TP + SP; grouped-query attention and the vocabulary-parallel embedding and loss
-equal one device, and dropout masks agree where the activation is whole and differ where it is split; the GPT trained on a 2 x 2 x 2 data x pipeline x tensor grid equals
-one device. One launch per world size runs every tensor-parallel case (``gpt_tp_workers.everything``)."""
+equal one device, and dropout masks agree where the activation is whole and differ where it is split; the GPT
+trained on a 2 x 2 x 2 data x pipeline x tensor grid equals one device. One launch per world size runs every
+tensor-parallel case (``gpt_tp_workers.everything``)."""
 
 import gpt_tp_workers as W
 import pytest

@@ -169,7 +169,8 @@ DOCUMENTS: tuple[Source, ...] = (
        "Sections Collective Operations, Point-to-point communication, Environment Variables "
        "(`NCCL_ALGO`, `NCCL_PROTO`) and Troubleshooting: Logging (`NCCL_DEBUG`: VERSION, WARN, INFO, TRACE; "
        "`NCCL_DEBUG_SUBSYS` filters by subsystem)."),
-    _S("nvidia_nccl_config", "NVIDIA NCCL Contributors", "NCCL User Guide: nccl4py Configuration (NCCLConfig, mirroring ncclConfig_t)",
+    _S("nvidia_nccl_config", "NVIDIA NCCL Contributors",
+       "NCCL User Guide: nccl4py Configuration (NCCLConfig, mirroring ncclConfig_t)",
        "NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/nccl4py/configuration.html",
        "NCCLConfig's fields min_ctas and max_ctas (and cta_policy): how many CTAs, the thread blocks of NCCL's "
