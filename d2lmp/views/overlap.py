@@ -33,7 +33,7 @@ def plot_schedules(schedules: Mapping[str, Sequence[Span]], title: str = "", uni
             for s in (s for s in spans if s.lane == lane):
                 ax.broken_barh([(s.start, s.end - s.start)], (row - 0.4, 0.8), color=_colour(s.name),
                                edgecolor="white", linewidth=0.8)
-                if s.end - s.start > 0.035 * end:
+                if s.end - s.start > 0.06 * end:
                     ax.text((s.start + s.end) / 2, row, s.name, ha="center", va="center", color="white", fontsize=7,
                             clip_on=True)
         ax.axvline(finish(spans), color="black", linestyle="--", linewidth=1)
