@@ -127,8 +127,8 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
         ("conv5", nn.Conv2d(c[3], c[4], 3, padding=1, groups=2)), ("relu5", nn.ReLU()),
         ("pool5", nn.MaxPool2d(3, 2)),
     ]))
-    with torch.device("meta"):
-        flat = features(torch.empty(1, 3, input_size, input_size)).numel()
+    with torch.no_grad():  # one small forward; a meta-device probe would import torch._dynamo (seconds) for its ReLUs
+        flat = features(torch.zeros(1, 3, input_size, input_size)).numel()
     classifier = nn.Sequential(OrderedDict([
         ("fc6", nn.Linear(flat, fc)), ("relu6", nn.ReLU()), ("drop6", nn.Dropout(0.5)),
         ("fc7", nn.Linear(fc, fc)), ("relu7", nn.ReLU()), ("drop7", nn.Dropout(0.5)),
@@ -192,8 +192,8 @@ def alexnet_small(num_classes: int = 10, in_channels: int = 1, width: int = 16, 
         ("conv4", nn.Conv2d(c[2], c[3], 3, padding=1)), ("relu4", nn.ReLU()),
         ("conv5", nn.Conv2d(c[3], c[4], 3, padding=1)), ("relu5", nn.ReLU()), ("pool5", nn.MaxPool2d(3, 2)),
     ]))
-    with torch.device("meta"):
-        flat = features(torch.empty(1, in_channels, input_size, input_size)).numel()
+    with torch.no_grad():  # one small forward; a meta-device probe would import torch._dynamo (seconds) for its ReLUs
+        flat = features(torch.zeros(1, in_channels, input_size, input_size)).numel()
     classifier = nn.Sequential(OrderedDict([
         ("fc6", nn.Linear(flat, 256)), ("relu6", nn.ReLU()), ("drop6", nn.Dropout(0.5)),
         ("fc7", nn.Linear(256, 256)), ("relu7", nn.ReLU()), ("drop7", nn.Dropout(0.5)),

@@ -6,9 +6,12 @@ import torch
 import torch.distributed as dist
 
 from d2lmp.checks.gpt_parallel import MODES, check_gpt_tensor, tiny_for
+from d2lmp.checks.tp_layers import check_gqa, check_vocab_parallel, dropout_masks
 from d2lmp.gpt import GPT, preset
+from d2lmp.gqa import GroupedQueryAttention
 from d2lmp.parallel import collectives as C
 from d2lmp.parallel.gpt_tp import TensorParallelGPT
+from d2lmp.parallel.gqa_tp import TPGroupedQueryAttention
 from d2lmp.parallel.p2p_log import MessageLog
 from d2lmp.parallel.tensor_parallel import ring_wire_bytes
 from d2lmp.parallel.tp_accounting import activation_table, measure_block
@@ -96,6 +99,10 @@ def everything(rank, world):
         "blocks": {mode: measure_block(config, tp_group(None, sp, regather)) for mode, sp, regather in MODES},
         "table": activation_table(tp_group(), tiny_for(world, dropout=0.1)),
         "dropout": dropout_cases(world),
-        "refusals": refusals(world),
+        "refusals": {**refusals(world), "kv heads": _refusal(
+            lambda: TPGroupedQueryAttention(GroupedQueryAttention(32, 8, world // 2), tp_group()))},
+        "gqa": check_gqa(tp_group(), hidden=32, heads=8, kv_heads=4),
+        "vocab": check_vocab_parallel(config, tp_group()),
+        "dropout masks": dropout_masks(tp_group()),
         "ring bytes": ring_bytes(world),
     }

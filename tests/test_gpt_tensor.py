@@ -1,7 +1,9 @@
 """Megatron's tensor-parallel GPT, with and without sequence parallelism, equals one device on 2 and 4 ranks; its saved
 bytes per rank are the formula's plus itemised extras; its bytes on the wire, counted from the logged collectives, are
-the formula's and the same for TP and TP + SP; the GPT trained on a 2 x 2 x 2 data x pipeline x tensor grid equals
-one device. One launch per world size runs every tensor-parallel case (``gpt_tp_workers.everything``)."""
+the formula's and the same for TP and TP + SP; grouped-query attention and the vocabulary-parallel embedding and loss
+equal one device, and dropout masks agree where the activation is whole and differ where it is split; the GPT
+trained on a 2 x 2 x 2 data x pipeline x tensor grid equals one device. One launch per world size runs every
+tensor-parallel case (``gpt_tp_workers.everything``)."""
 
 import gpt_tp_workers as W
 import pytest
@@ -113,6 +115,36 @@ def test_dropout_agrees_where_replicated_and_is_recomputed_exactly(run):
         assert found["split masks agree on"] < 0.75  # about half: independent masks of p = 0.5
         assert found["SP=False: recomputed masks differ by"] == 0.0
         assert found["SP=True: recomputed masks differ by"] == 0.0
+
+
+def test_grouped_query_attention_split_by_groups_equals_one_device(run):
+    world, per_rank = run
+    for result in per_rank:
+        found = result["gqa"]
+        assert all(err < TOLERANCE for err in found.errors.values()), found.errors
+        # g after the output projection forward; f before the query and key/value projections backward
+        assert [(op, label) for op, _, label in found.calls] == [
+            ("all_reduce", "attn.proj"), ("all_reduce", "attn.kv (backward)"), ("all_reduce", "attn.q (backward)")]
+    assert "tensor-parallel degree is at most kv_heads" in per_rank[0]["refusals"]["kv heads"]
+
+
+def test_vocabulary_parallel_embedding_and_loss_equal_one_device(run):
+    world, per_rank = run
+    config = tiny_for(world)
+    for result in per_rank:
+        found = result["vocab"]
+        assert all(err < TOLERANCE for err in found.errors.values()), found.errors
+        loss_calls = [(op, nbytes) for op, nbytes, label in found.calls if label.startswith("cross-entropy")]
+        assert loss_calls == [("all_reduce_max", 4 * 2 * config.seq), ("all_reduce", 4 * 2 * config.seq),
+                              ("all_reduce", 4 * 2 * config.seq)], loss_calls  # one float32 a token, 2 sequences
+
+
+def test_dropout_masks_match_in_whole_regions_and_differ_in_split_ones(run):
+    world, per_rank = run
+    for result in per_rank:
+        masks = result["dropout masks"]
+        assert masks.whole_region_agreement == 1.0
+        assert 0.4 < masks.split_region_agreement < 0.6  # independent masks of p = 0.5 agree on about half
 
 
 def test_sizes_that_do_not_split_are_refused_with_a_clear_message(run):

@@ -69,7 +69,8 @@ def test_saved_bytes_by_part_stacks_each_measurement_and_marks_the_formula():
     assert len(drawn) == 2 * len(parts)
     assert [round(p.get_height() * 1024) for p in drawn[::2]] == [one.saved_by_part[i] for i in parts]
     assert [round(p.get_height() * 1024) for p in drawn[1::2]] == [half.saved_by_part[i] for i in parts]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["formula (per rank)", *(PARTS[i] for i in parts)]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["formula + itemised extras (per rank)", *(PARTS[i] for i in parts)]
     assert ax.lines[0].get_ydata()[0] * 1024 == one.total.formula
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1 device\nrecompute\nnone",
                                                             "TP + SP\nt = 2\nrecompute\nnone"]
@@ -79,7 +80,7 @@ def test_saved_bytes_by_part_stacks_each_measurement_and_marks_the_formula():
 
 def test_tp_block_marks_what_sequence_parallelism_splits():
     for sp, outside, enter, leave in ((False, "whole", "f: identity", "g: all-reduce"),
-                                      (True, "sequence", "g: all-gather", "ḡ: reduce-scatter")):
+                                      (True, "sequence", "f_SP: all-gather", "g_SP: reduce-scatter")):
         stages = tp_views.tp_block_stages(sp)
         assert [len(row) for row in stages] == [8, 8]
         for row in stages:

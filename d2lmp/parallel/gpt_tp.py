@@ -37,7 +37,8 @@ from d2lmp.parallel.transformer_tp import (
     tp_group,
 )
 
-__all__ = ["VocabShard", "VocabParallelEmbedding", "VocabParallelHead", "vocab_parallel_cross_entropy",
+__all__ = ["VocabShard", "VocabParallelEmbedding", "VocabParallelHead", "VocabParallelCrossEntropy",
+           "vocab_parallel_cross_entropy",
            "TensorParallelGPT", "tp_gpt_sequential", "sequence_parallel_gradients"]
 
 
@@ -105,7 +106,10 @@ class VocabParallelHead(nn.Module):
         return vocab_parallel_cross_entropy(logits, targets, self.start, self.tp.group)
 
 
-class _VocabParallelCrossEntropy(torch.autograd.Function):
+class VocabParallelCrossEntropy(torch.autograd.Function):
+    """−log softmax[target] from this rank's slice of the logits: three all-reduces of one number per token forward
+    (the largest logit, the sum of exponentials, the target's logit), none backward (softmax − one-hot, locally)."""
+
     @staticmethod
     def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, start: int,
                 group: dist.ProcessGroup | None) -> torch.Tensor:
@@ -136,7 +140,7 @@ def vocab_parallel_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, st
     Every rank returns the same ``(b, s)`` losses; backward needs no communication (each rank's gradient
     is softmax − one-hot on its own slice of the vocabulary).
     """
-    out: torch.Tensor = _VocabParallelCrossEntropy.apply(logits, targets, start, group)  # type: ignore[no-untyped-call]
+    out: torch.Tensor = VocabParallelCrossEntropy.apply(logits, targets, start, group)  # type: ignore[no-untyped-call]
     return out
 
 

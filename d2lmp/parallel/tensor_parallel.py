@@ -19,10 +19,10 @@ name here) lists them, with their bytes, in ``calls``. Every operator and layer 
 the ranks that share the split (None: all).
 
 Sequence parallelism (Korthikanti et al. 2022) adds the conjugate pair that moves a tensor between a
-region split along the sequence and one split by features: ``all_gather_sequence`` (g: all-gather
-forward, reduce-scatter backward), ``reduce_scatter_sequence`` (ḡ: reduce-scatter forward, all-gather
+region split along the sequence and one split by features: ``all_gather_sequence`` (f_SP: all-gather
+forward, reduce-scatter backward), ``reduce_scatter_sequence`` (g_SP: reduce-scatter forward, all-gather
 backward), ``scatter_sequence`` (keep this rank's chunk forward, all-gather backward) and
-``gather_linear``, g fused with the column-parallel product that follows it, which keeps only this
+``gather_linear``, f_SP fused with the column-parallel product that follows it, which keeps only this
 rank's chunk of its input for backward and gathers it again there. ``MessageLog.wire_bytes`` is what
 each rank sends for the logged collectives under ring algorithms (``ring_wire_bytes``).
 """
@@ -129,8 +129,8 @@ def _reduce_scatter(t: torch.Tensor, dim: int, label: str, group: ProcessGroup |
 
 
 class GatherForSplitCompute(torch.autograd.Function):
-    """All-gather forward; reduce-scatter backward: sequence parallelism's g (Korthikanti et al. 2022, §4.2.2;
-    ``korthikanti2022reducing``), the all-gather that replaces f in front of a column-parallel layer.
+    """All-gather forward; reduce-scatter backward: sequence parallelism's f_SP (Korthikanti et al.'s g, 2022,
+    §4.2.2; ``korthikanti2022reducing``), the all-gather that replaces f in front of a column-parallel layer.
 
     For a gathered tensor that each rank then uses *differently* (each computes its own
     output channels from all input channels), the input's gradient is the sum of every
@@ -311,7 +311,7 @@ def _chunk(t: torch.Tensor, dim: int, group: dist.ProcessGroup | None = None) ->
 
 
 class ReduceScatterSequence(torch.autograd.Function):
-    """Sequence parallelism's ḡ (Korthikanti et al. 2022, §4.2.2): sum the partial outputs and keep this rank's
+    """Sequence parallelism's g_SP (Korthikanti et al.'s ḡ, 2022, §4.2.2): sum the partial outputs and keep this rank's
     chunk along ``dim`` forward, all-gather backward; it replaces g after a row-parallel layer."""
 
     @staticmethod
@@ -370,7 +370,8 @@ def all_gather_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
 
 def reduce_scatter_sequence(x: torch.Tensor, dim: int = 1, label: str = "",
                             group: dist.ProcessGroup | None = None) -> torch.Tensor:
-    """ḡ of sequence parallelism: reduce-scatter along ``dim`` forward, all-gather backward."""
+    """g_SP of sequence parallelism (Korthikanti et al.'s ḡ): reduce-scatter along ``dim`` forward, all-gather
+    backward."""
     out: torch.Tensor = ReduceScatterSequence.apply(x, dim % x.dim(), label, group)  # type: ignore[no-untyped-call]
     return out
 

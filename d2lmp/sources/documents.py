@@ -39,6 +39,15 @@ DOCUMENTS: tuple[Source, ...] = (
        "iteration, 138 teraFLOP/s per GPU; the configuration in `examples/gpt3/train_gpt3_175b_distributed.sh`. "
        "Performance Benchmarking (`images/model_table.png`): GPT models of 1.7B-462B on 48-6,144 H100s, their "
        "TP, PP, DP, batch, teraFLOP/s per GPU and MFU; Strong Scaling Results: GPT-3 on 96-4,608 H100s."),
+    _S("megatron_core_parallel_code", "Megatron-LM Contributors",
+       "Megatron Core: tensor-parallel random state and attention", "GitHub repository NVIDIA/Megatron-LM, main branch",
+       2025, "https://github.com/NVIDIA/Megatron-LM/tree/main/megatron/core",
+       "`tensor_parallel/random.py`, `model_parallel_cuda_manual_seed` and `CudaRNGStatesTracker`: the default "
+       "random state (seed) is the same on every rank of a tensor-parallel group and serves dropout outside the "
+       "split regions; the 'model-parallel-rng' state (seed + 2718 + tensor-parallel rank) differs from rank to rank "
+       "and serves dropout inside them, entered with `get_cuda_rng_tracker().fork()`. `transformer/attention.py`: "
+       "`num_query_groups_per_partition = divide(num_query_groups, world_size)`, so the tensor-parallel size must "
+       "divide the number of key/value heads."),
     _S("llm_foundry_benchmarks", "MosaicML",
        "MPT Training Benchmarks", "GitHub repository mosaicml/llm-foundry, `scripts/train/benchmarking/README.md`",
        2024, "https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md",
@@ -160,6 +169,12 @@ DOCUMENTS: tuple[Source, ...] = (
        "Sections Collective Operations, Point-to-point communication, Environment Variables "
        "(`NCCL_ALGO`, `NCCL_PROTO`) and Troubleshooting: Logging (`NCCL_DEBUG`: VERSION, WARN, INFO, TRACE; "
        "`NCCL_DEBUG_SUBSYS` filters by subsystem)."),
+    _S("nvidia_nccl_config", "NVIDIA NCCL Contributors",
+       "NCCL User Guide: nccl4py Configuration (NCCLConfig, mirroring ncclConfig_t)",
+       "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/nccl4py/configuration.html",
+       "NCCLConfig's fields min_ctas and max_ctas (and cta_policy): how many CTAs, the thread blocks of NCCL's "
+       "kernels, a communicator's collectives use; ncclConfig_t describes each field."),
     _S("nvidia_nccl_tests_performance", _NV, "Performance reported by NCCL tests (nccl-tests, doc/PERFORMANCE.md)",
        "GitHub repository NVIDIA/nccl-tests", "n.d.",
        "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
@@ -282,6 +297,19 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://docs.pytorch.org/docs/2.13/distributed.fsdp.fully_shard.html",
        "FSDP2: DTensor-based dim-0 per-parameter sharding (each parameter chunked over the data-parallel workers), "
        "against FSDP1's flat-parameter sharding (a group of tensors flattened, concatenated and chunked together)."),
+    _S("pytorch_fsdp_notes", _PT, "FSDP Notes", "PyTorch documentation (last updated June 2025)", 2025,
+       "https://docs.pytorch.org/docs/stable/notes/fsdp.html",
+       "FSDP Prefetch Nuances: implicit forward prefetching (all-gathers issued on a separate CUDA stream overlap the "
+       "forward compute issued before them; the first all-gather overlaps nothing) and explicit forward prefetching "
+       "(the next layer's all-gather issued before the current layer's forward compute, at the cost of holding its "
+       "output while the current one is in use); backward prefetching likewise."),
+    _S("wang2024asynctp", "Wang, Y.; He, H.; Wright, L.; Wehrstedt, L.; Liu, T.; Liang, W.",
+       "[Distributed w/ TorchTitan] Introducing Async Tensor Parallelism in PyTorch", "PyTorch Developer Forum",
+       2024, "https://discuss.pytorch.org/t/distributed-w-torchtitan-introducing-async-tensor-parallelism-in-"
+       "pytorch/209487",
+       "TL;DR: up to about 29 % faster forward passes and 8 % faster end-to-end steps for Llama 3 7B (20 % and 8 % "
+       "for 70B) in TorchTitan; Figure 1: tensor parallelism of a two-layer MLP as an all-gather of the sharded "
+       "input, the sharded products, and a reduce-scatter of the partial sums."),
     _S("pytorch_distributed_debug_docs", _PT, "Debugging torch.distributed applications",
        "PyTorch 2.13 documentation (torch.distributed)", 2026,
        "https://docs.pytorch.org/docs/2.13/distributed.html#debugging-torch-distributed-applications",

@@ -213,6 +213,13 @@ PAPERS: tuple[Source, ...] = (
        "Proceedings of the VLDB Endowment 16(12); arXiv:2304.11277", 2023, "https://arxiv.org/abs/2304.11277",
        "PyTorch FSDP: ZeRO-3-style sharding by units of layers, each unit all-gathered before use and freed after, "
        "with backward prefetching to overlap communication."),
+    _S("wang2023overlap", "Wang, S.; Wei, J.; Sabne, A.; Davis, A.; Ilbeyi, B.; Hechtman, B.; Chen, D.; Murthy, K. S.; "
+       "Maggioni, M.; Zhang, Q.; Kumar, S.; Guo, T.; Xu, Y.; Zhou, Z.",
+       "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models",
+       "Proceedings of the 28th ACM International Conference on Architectural Support for Programming Languages and "
+       "Operating Systems, Volume 1 (ASPLOS 2023), pp. 93-106", 2023, "https://doi.org/10.1145/3567955.3567959",
+       "Abstract: the communication that intra-layer model parallelism adds can be a large part of the step; "
+       "decomposing a collective and the computation that depends on it into finer operations lets them overlap."),
     _S("zhang2022opt", "Zhang, S.; Roller, S.; Goyal, N.; Artetxe, M.; Chen, M.; Chen, S.; Dewan, C.; Diab, M.; "
        "Li, X.; Lin, X. V.; Mihaylov, T.; Ott, M.; Shleifer, S.; Shuster, K.; Simig, D.; Koura, P. S.; Sridhar, A.; "
        "Wang, T.; Zettlemoyer, L.", "OPT: Open Pre-trained Transformer Language Models", "arXiv:2205.01068", 2022,

@@ -144,7 +144,7 @@ def tp_block_stages(sequence_parallel: bool = False) -> list[list[tuple[str, str
     """The two rows (attention, MLP) of Megatron's tensor-parallel block as (label, kind) stages, in the order
     ``transformer_tp.TPBlock`` runs them; kind is a key of the colours (whole, features, sequence, collective)."""
     outside = "sequence" if sequence_parallel else "whole"
-    enter, leave = (("g: all-gather\n(backward:\nreduce-scatter)", "ḡ: reduce-scatter\n(backward:\nall-gather)")
+    enter, leave = (("f_SP: all-gather\n(backward:\nreduce-scatter)", "g_SP: reduce-scatter\n(backward:\nall-gather)")
                     if sequence_parallel else
                     ("f: identity\n(backward:\nall-reduce)", "g: all-reduce\n(backward:\nidentity)"))
     rows = ((("LayerNorm 1", outside), ("QKV\ncolumn-parallel\n(its heads' rows)", "features"),
@@ -210,7 +210,7 @@ def plot_saved_bytes_by_part(rows: Sequence[BlockMeasurement], ax: Axes | None =
         bottoms = [b + h for b, h in zip(bottoms, heights)]
     for x, r in enumerate(rows):
         ax.plot([x - 0.36, x + 0.36], [r.total.formula / unit] * 2, color="k", lw=2,
-                label="formula (per rank)" if x == 0 else None)
+                label="formula + itemised extras (per rank)" if x == 0 else None)
         ax.annotate(f"{r.total.measured / unit:.3g}", (x, bottoms[x]), textcoords="offset points", xytext=(0, 3),
                     ha="center", fontsize=8)
     ax.set_xticks(range(len(rows)), [saved_bar_label(r) for r in rows], fontsize=8)
