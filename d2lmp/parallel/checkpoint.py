@@ -57,7 +57,8 @@ from d2lmp.parallel.checkpoint_marker import (
     write_marker,
 )
 
-__all__ = ["SavedPiece", "saved_pieces", "MARKER", "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "SaveReport",
+__all__ = ["SavedPiece", "saved_pieces", "MARKER",
+           "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "SaveReport",
            "LoadReport", "FullState", "step_dir", "training_state", "restore_training_state", "full_training_state",
            "save", "AsyncSaver", "read_marker",
            "is_complete", "latest_complete", "load", "check_names", "bytes_per_rank"]

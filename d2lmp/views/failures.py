@@ -1,6 +1,7 @@
 """When things fail, on screen: failures, checkpoints, the waste and the best interval.
 
-It draws how a sharded checkpoint lies in its files, a job's timeline with failures and checkpoints, the waste against the interval, a real restart's events,
+It draws how a sharded checkpoint lies in its files, a job's
+timeline with failures and checkpoints, the waste against the interval, a real restart's events,
 and a widget that finds the interval for a number of GPUs, a failure rate and a save.
 
 The arithmetic is ``checkpoint_interval``'s and the events are ``parallel.resilient``'s; this module lays
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
     from d2lmp.parallel.checkpoint import SavedPiece
     from d2lmp.parallel.resilient import LogEvent
 
-__all__ = ["SEGMENT_COLOURS", "plot_checkpoint_layout", "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
+__all__ = ["SEGMENT_COLOURS", "plot_checkpoint_layout",
+           "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
            "interval_report", "interval_widget"]
 
 SEGMENT_COLOURS = {"work": "#55a868", "save": "#4c72b0", "lost": "#c44e52", "restart": "#dd8452"}
@@ -42,7 +44,8 @@ def plot_checkpoint_layout(pieces: Sequence[SavedPiece], names: Sequence[str], a
         total = max((p.offsets[0] + p.sizes[0] for p in blocks), default=1)
         for p in blocks:
             ax.barh(row, p.sizes[0] / total, left=p.offsets[0] / total, color=colour[p.file], edgecolor="white")
-            ax.text((p.offsets[0] + p.sizes[0] / 2) / total, row, f"rows {p.offsets[0]}–{p.offsets[0] + p.sizes[0] - 1}",
+            last = p.offsets[0] + p.sizes[0] - 1
+            ax.text((p.offsets[0] + p.sizes[0] / 2) / total, row, f"rows {p.offsets[0]}–{last}",
                     ha="center", va="center", fontsize=7, color="white")
         ax.text(-0.02, row, f"{name}\n{' × '.join(map(str, (total, *blocks[0].sizes[1:])))}" if blocks else name,
                 ha="right", va="center", fontsize=8)

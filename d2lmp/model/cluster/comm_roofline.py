@@ -76,7 +76,8 @@ from d2lmp.topology import pcie_bandwidth_gbs
 
 __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
-           "context_parallel_point", "expert_parallel_point", "moe_data_parallel_point", "strategy_point", "plan_points"]
+           "context_parallel_point", "expert_parallel_point", "moe_data_parallel_point",
+           "strategy_point", "plan_points"]
 
 LINKS = LINK_KINDS
 LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
