@@ -256,9 +256,7 @@ PAPERS: tuple[Source, ...] = (
        "https://arxiv.org/abs/2412.19437",
        "A mixture-of-experts model pre-trained with FP8 mixed precision; expert parallelism and its all-to-all. §1 and "
        "Table 1: 180K H800 GPU hours per trillion tokens (2,664K for 14.8T); §3.1-3.2: 2,048 H800s, PP 16, EP 64, "
-       "ZeRO-1 DP; §4.2: 4K-token sequences, batch 3,072 rising to 15,360. §2.1.2, Node-Limited Routing: each token "
-       "sent to at most M nodes, chosen by the sum of the highest K_r/M affinity scores of the experts on each node; "
-       "§4.2: 256 routed experts a layer, 8 a token, on 64 GPUs of 8 nodes, M = 4."),
+       "ZeRO-1 DP; §4.2: 4K-token sequences, batch 3,072 rising to 15,360."),
     _S("lepikhin2021gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
        "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
        "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2021,
