@@ -18,7 +18,8 @@ def _dies_once(argv: list[str]) -> int:
 
 
 @pytest.mark.slow
-def test_a_killed_rank_restarts_every_rank_and_the_last_attempt_returns(tmp_path):
+def test_a_killed_rank_restarts_every_rank_and_the_last_attempt_returns(tmp_path, capsys):
+    # capsys: sys.stdout without a file descriptor, as in a notebook kernel started under pytest
     run = run_elastic(_dies_once, ["hello"], nproc=2, max_restarts=1, log_dir=tmp_path)
     assert run.returned == {0: 10, 1: 11}  # attempt 1 on both ranks: rank 0 was restarted too
     assert len(run.failures) == 1 and "exitcode: -9" in run.failures[0] and "local_rank: 1" in run.failures[0]

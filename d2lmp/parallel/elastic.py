@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,22 @@ def _rank_main(fn: Callable[[list[str]], int], argv: list[str]) -> int:
     return fn(argv)
 
 
+@contextmanager
+def _streams_with_descriptors() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` on descriptors 1 and 2 while ranks are forked, where they have none (a
+    kernel started under pytest, a captured stream): the agent redirects the descriptor behind each stream."""
+    saved = sys.stdout, sys.stderr
+    try:
+        for name, fd in (("stdout", 1), ("stderr", 2)):
+            try:
+                getattr(sys, name).fileno()
+            except (OSError, ValueError):  # io.UnsupportedOperation is both
+                setattr(sys, name, open(fd, "w", buffering=1, closefd=False))  # noqa: SIM115 - closed by nobody
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def run_elastic(fn: Callable[[list[str]], int], argv: Sequence[str], nproc: int, max_restarts: int,
                 log_dir: str | Path) -> ElasticRun:
     """Call ``fn(argv)`` on ``nproc`` forked ranks under torchrun's agent, restarting all of them up to
@@ -75,7 +92,8 @@ def run_elastic(fn: Callable[[list[str]], int], argv: Sequence[str], nproc: int,
         logger.addHandler(keep)
         logger.propagate = False
     try:
-        returned = elastic_launch(config, _rank_main)(fn, list(argv))
+        with _streams_with_descriptors():
+            returned = elastic_launch(config, _rank_main)(fn, list(argv))
     finally:
         for logger, before in zip(loggers, propagate):
             logger.removeHandler(keep)
