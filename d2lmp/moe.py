@@ -24,7 +24,8 @@ from torch import nn
 from torch.nn import functional as F
 
 __all__ = ["MoESpec", "Routing", "ExpertLoad", "MoEOutput", "MoE", "make_expert", "expert_capacity", "top_k_gating",
-           "queue_offsets", "queue_positions", "kept_counts", "route", "load_balancing_loss", "one_device_counts"]
+           "queue_offsets", "queue_positions", "kept_counts", "route", "load_balancing_loss", "one_device_counts",
+           "node_limited_top_k", "nodes_reached"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,31 @@ def top_k_gating(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.
     top, expert = probs.topk(top_k, dim=-1)
     gate = top if top_k == 1 else top / top.sum(dim=-1, keepdim=True)
     return probs, expert, gate
+
+
+def node_limited_top_k(scores: torch.Tensor, top_k: int, experts_per_node: int, max_nodes: int) -> torch.Tensor:
+    """Each token's ``top_k`` experts [T, k] from scores [T, E], taken from at most ``max_nodes`` nodes.
+
+    Experts sit on nodes in order, ``experts_per_node`` each. A token's nodes are those with the largest sum of
+    its ``top_k // max_nodes`` best scores there (DeepSeek-V3's node-limited routing); its experts are its best
+    ``top_k`` on those nodes. With ``max_nodes`` as large as the number of nodes this is plain top-k.
+    """
+    tokens, experts = scores.shape
+    if experts % experts_per_node or not 1 <= max_nodes <= experts // experts_per_node:
+        raise ValueError(f"{experts} experts, {experts_per_node} a node: max_nodes {max_nodes} does not fit")
+    if not 1 <= top_k <= max_nodes * experts_per_node:
+        raise ValueError(f"top_k {top_k} does not fit on {max_nodes} node(s) of {experts_per_node} experts")
+    per_node = scores.reshape(tokens, experts // experts_per_node, experts_per_node)
+    node_score = per_node.topk(max(1, top_k // max_nodes), dim=-1).values.sum(dim=-1)  # [T, nodes]
+    allowed = torch.zeros_like(node_score, dtype=torch.bool).scatter_(1, node_score.topk(max_nodes).indices, True)
+    masked = scores.masked_fill(~allowed.repeat_interleave(experts_per_node, dim=1), float("-inf"))
+    return masked.topk(top_k, dim=-1).indices
+
+
+def nodes_reached(expert: torch.Tensor, experts_per_node: int) -> torch.Tensor:
+    """How many nodes each token's chosen experts [T, k] sit on: [T]."""
+    node = expert // experts_per_node
+    return (node.unsqueeze(-1) == node.unsqueeze(-2)).triu(1).any(dim=-2).logical_not().sum(dim=-1)
 
 
 def queue_offsets(counts: torch.Tensor) -> torch.Tensor:

@@ -47,8 +47,8 @@ KERNEL_CONFIG = 'c.HistoryManager.hist_file = ":memory:"\n'
 # Test modules whose tests start ranks (d2lmp.parallel.launch, torchrun, spawned workers): one xdist group.
 RANK_MODULES = frozenset({
     "test_agreement", "test_alexnet_towers", "test_bounded_checks", "test_cli", "test_collectives",
-    "test_data_parallel", "test_hybrid", "test_launch", "test_pipeline", "test_rendezvous", "test_tensor_parallel",
-    "test_torchrun", "test_zero",
+    "test_data_parallel", "test_elastic", "test_hybrid", "test_launch", "test_pipeline", "test_rendezvous",
+    "test_tensor_parallel", "test_torchrun", "test_zero",
 })
 
 

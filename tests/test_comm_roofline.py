@@ -17,6 +17,7 @@ from d2lmp.model.cluster.comm_roofline import (
     data_parallel_point,
     expert_parallel_point,
     link_roof,
+    moe_data_parallel_point,
     pipeline_point,
     plan_points,
     strategy_point,
@@ -221,3 +222,17 @@ def test_the_exercises_formula_is_the_librarys():
     for h, s, t in ((12288, 2048, 8), (4096, 4096, 2), (25600, 2048, 16)):
         point = tensor_parallel_point(gpt(2, h, h // 128, seq=s), NETWORK, t)
         assert tp_intensity(h, s, t) == pytest.approx(point.intensity, rel=1e-12)
+
+
+def test_experts_inflate_the_tokens_data_parallelism_needs_by_e_over_k():
+    dense = moe_data_parallel_point(GPT3, NETWORK, 64, 4096, 1, 1)
+    for experts, top_k in ((8, 2), (256, 8)):
+        point = moe_data_parallel_point(GPT3, NETWORK, 64, 4096, experts, top_k)
+        assert point.crossing == pytest.approx(dense.crossing * experts / top_k)
+    # the experts' FLOPs and gradient bytes, counted by hand: 3 passes of 2·2·h·f a token, k experts; 2 bytes a weight
+    h, f = GPT3.hidden, GPT3.ffn_size
+    point = moe_data_parallel_point(GPT3, NETWORK, 2, 100, 8, 2)
+    assert point.flops == pytest.approx(100 * 3 * 2 * 2 * 2 * h * f)
+    assert point.bytes == pytest.approx(2 * (2 - 1) / 2 * 2 * 8 * (2 * h * f + h + f))
+    with pytest.raises(ValueError):
+        moe_data_parallel_point(GPT3, NETWORK, 64, 4096, 2, 3)

@@ -12,6 +12,8 @@ from d2lmp.moe import (
     expert_capacity,
     kept_counts,
     load_balancing_loss,
+    node_limited_top_k,
+    nodes_reached,
     queue_offsets,
     queue_positions,
     route,
@@ -163,3 +165,21 @@ def test_experts_split_evenly_or_not_at_all():
     assert experts_per_rank(8, 4) == 2 and expert_owner(5, 8, 4) == 2
     with pytest.raises(ValueError, match="6 experts cannot be split evenly over 4 ranks"):
         experts_per_rank(6, 4)
+
+
+def test_node_limited_routing_picks_nodes_by_their_best_scores():
+    scores = torch.tensor([[9.0, 8.0, 7.0, 0.0, 6.0, 0.0, 5.0, 0.0]])  # 4 nodes of 2 experts
+    assert node_limited_top_k(scores, 4, 2, 4).tolist() == [[0, 1, 2, 4]]  # plain top-4: 3 nodes
+    # node sums of the 2 best: 17, 7, 6, 5: nodes 0 and 1, so expert 3 (score 0) beats experts 4 and 6
+    assert node_limited_top_k(scores, 4, 2, 2).tolist() == [[0, 1, 2, 3]]
+    assert nodes_reached(torch.tensor([[0, 1, 2, 4], [0, 1, 2, 3], [7, 6, 0, 5]]), 2).tolist() == [3, 2, 3]
+
+
+def test_node_limited_routing_keeps_every_token_within_its_nodes():
+    scores = torch.randn(500, 32, generator=torch.Generator().manual_seed(0))
+    free = nodes_reached(scores.topk(8).indices, 4)
+    limited = node_limited_top_k(scores, 8, 4, 3)
+    assert nodes_reached(limited, 4).max() <= 3 < free.max()
+    assert torch.equal(node_limited_top_k(scores, 8, 4, 8).sort().values, scores.topk(8).indices.sort().values)
+    with pytest.raises(ValueError):
+        node_limited_top_k(scores, 8, 4, 1)  # 8 experts do not fit on one node of 4

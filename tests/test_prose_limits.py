@@ -38,14 +38,10 @@ LONG_CELLS: dict[tuple[str, int], str] = {
     ("13", 0): "not yet shortened (298 words)",
     ("13", 41): "not yet shortened (337 words)",
     ("13", 53): "not yet shortened (300 words)",
-    ("17", 0): "not yet shortened (283 words)",
-    ("17", 54): "not yet shortened (272 words)",
-    ("18", 0): "not yet shortened (324 words)",
-    ("18", 7): "not yet shortened (281 words)",
 }
 
 # Notebooks that may still average over the limit (only shrinks).
-LONG_SENTENCES: set[str] = {"17"}
+LONG_SENTENCES: set[str] = set()
 
 NOTEBOOKS = paths()
 

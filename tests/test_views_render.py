@@ -124,6 +124,21 @@ def _waste() -> object:  # notebook 18's, with the formula's waste where the not
                                     title="16,384 GPUs at Llama 3's failure rate")
 
 
+def _checkpoint_layout() -> object:  # notebook 18's, on the records of 4 ranks' row blocks of two tensors
+    from d2lmp.parallel.checkpoint import SavedPiece
+    from d2lmp.views import failures as V
+
+    pieces = [SavedPiece(name, (16 * r, 0), (16, 33), f"__{r}_0.distcp", 3700 * i, 3689)
+              for i, name in enumerate(["model.0.weight", "optim.state.0.weight.exp_avg"]) for r in range(4)]
+    return V.plot_checkpoint_layout(pieces, ["model.0.weight", "optim.state.0.weight.exp_avg"])
+
+
+def _moe_layer() -> object:  # notebook 17's: 8 tokens, 2 of 8 experts each, on 2 ranks
+    from d2lmp.views import experts as V
+
+    return V.plot_moe_layer([(0, 5), (2, 1), (7, 3), (4, 6), (1, 0), (6, 2), (3, 4), (5, 7)], experts=8, ranks=2)
+
+
 def _block_anatomy() -> object:  # notebook 10's
     from d2lmp.model import transformer_accounting as TA
     from d2lmp.scale import model_preset
@@ -217,6 +232,8 @@ BUILDERS: dict[str, Callable[[], object]] = {
     "planner.plot_memory_parts": _memory_parts,
     "failures.plot_job_timelines": _job_timelines,
     "failures.plot_waste_vs_interval": _waste,
+    "failures.plot_checkpoint_layout": _checkpoint_layout,
+    "experts.plot_moe_layer": _moe_layer,
     "gpt.plot_block_anatomy": _block_anatomy,
     "memory_calculator.plot_memory_stack": _memory_stack,
     "overlap.plot_schedules": _overlap_schedules,

@@ -57,7 +57,8 @@ from d2lmp.parallel.checkpoint_marker import (
     write_marker,
 )
 
-__all__ = ["MARKER", "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "SaveReport",
+__all__ = ["SavedPiece", "saved_pieces", "MARKER",
+           "CheckpointError", "IncompleteCheckpoint", "CheckpointMismatch", "Marker", "SaveReport",
            "LoadReport", "FullState", "step_dir", "training_state", "restore_training_state", "full_training_state",
            "save", "AsyncSaver", "read_marker",
            "is_complete", "latest_complete", "load", "check_names", "bytes_per_rank"]
@@ -267,6 +268,29 @@ def bytes_per_rank(path: str | os.PathLike[str]) -> dict[int, int]:
         if m := _RANK_FILE.match(p.name):
             out[int(m.group(1))] = out.get(int(m.group(1)), 0) + p.stat().st_size
     return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class SavedPiece:
+    """One record of a DCP checkpoint: a block of tensor ``name`` (its ``offsets`` and ``sizes`` in the whole
+    tensor) stored in ``file`` at byte ``offset``, ``length`` bytes long."""
+
+    name: str
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    file: str
+    offset: int
+    length: int
+
+
+def saved_pieces(path: str | os.PathLike[str]) -> list[SavedPiece]:
+    """Every tensor record of the checkpoint at ``path``, as its metadata file maps it: which block, which file."""
+    metadata = FileSystemReader(str(path)).read_metadata()
+    sizes = {(name, tuple(chunk.offsets)): tuple(chunk.sizes) for name, meta in metadata.state_dict_metadata.items()
+             for chunk in getattr(meta, "chunks", ())}  # tensors only: other values have no chunks
+    return [SavedPiece(index.fqn, tuple(index.offset or ()), sizes[index.fqn, tuple(index.offset or ())],
+                       info.relative_path, info.offset, info.length)
+            for index, info in (metadata.storage_data or {}).items() if (index.fqn, tuple(index.offset or ())) in sizes]
 
 
 # ---------------------------------------------------------------------------------------------------

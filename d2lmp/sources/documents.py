@@ -314,4 +314,21 @@ DOCUMENTS: tuple[Source, ...] = (
        "PyTorch 2.13 documentation (torch.distributed)", 2026,
        "https://docs.pytorch.org/docs/2.13/distributed.html#debugging-torch-distributed-applications",
        "TORCH_DISTRIBUTED_DEBUG=DETAIL checks that every rank runs the same collective with the same shapes."),
+    _S("pytorch_nccl_env_docs", _PT, "PyTorch ProcessGroupNCCL Environment Variables", "PyTorch documentation", 2026,
+       "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html",
+       "TORCH_NCCL_ASYNC_ERROR_HANDLING: what the watchdog does when it observes an error or a timeout (3, the "
+       "default: tear the process down); TORCH_NCCL_DUMP_ON_TIMEOUT: dump the debug information (with "
+       "TORCH_NCCL_TRACE_BUFFER_SIZE > 0) on a watchdog timeout."),
+    _S("pandya2024flight_recorder", "Pandya, C.; Wang, J.", "Flight Recorder for Debugging Stuck Jobs",
+       "PyTorch Tutorials", 2024, "https://docs.pytorch.org/tutorials/unstable/flight_recorder_tutorial.html",
+       "Enabling Flight Recorder: TORCH_NCCL_TRACE_BUFFER_SIZE entries (default 2000) of recent collectives in a "
+       "circular buffer, dumped one file per rank on a timeout with TORCH_NCCL_DUMP_ON_TIMEOUT; File Formats: each "
+       "entry's operation, group, sequence number, sizes, dtypes, state and Python stack; An End-to-End Example: "
+       "torchfrtrace names the collective that not all ranks joined and the missing ranks."),
+    # Books and course notes
+    _S("austin2025gpus", "Austin, J.; Patil, S.; Paszke, A.; Pope, R.", "How to Think About GPUs",
+       "How to Scale Your Model, part 12 (Google DeepMind); GitHub repository jax-ml/scaling-book, gpus.md", 2025,
+       "https://jax-ml.github.io/scaling-book/gpus/",
+       "Rooflines for LLM Scaling on GPUs, Data Parallelism: to hide its gradient all-reduce a replica needs B/X > "
+       "C/W tokens; for a mixture of E experts, k a token, B/X > (E/k)·C/W (\"MoE models\")."),
 )

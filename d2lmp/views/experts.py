@@ -9,6 +9,7 @@ freshly initialised ``moe.MoE`` and draws its load as the experts, the gating an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,9 +23,49 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_expert_load", "plot_dispatch", "plot_experts", "describe_load", "capacity_widget"]
+__all__ = ["plot_moe_layer", "plot_expert_load", "plot_dispatch", "plot_experts", "describe_load", "capacity_widget"]
 
 KEPT, DROPPED = "#4c72b0", "#c44e52"
+
+
+def plot_moe_layer(choices: Sequence[Sequence[int]], experts: int, ranks: int, ax: Axes | None = None) -> Figure:
+    """A mixture-of-experts layer on ``ranks`` ranks: each token (``choices[t]``: its experts) goes from its rank
+    to its experts' ranks (dispatch), through the experts, and back to its rank (combine).
+
+    Tokens and experts are split evenly over the ranks in order; a line that changes rank is drawn bold."""
+    fig, ax = fig_ax(ax, figsize=(9, 0.36 * max(len(choices), experts) + 1.4))
+    tokens = len(choices)
+    token_y = np.linspace(0, 1, tokens) if tokens > 1 else np.array([0.5])
+    expert_y = np.linspace(0, 1, experts) if experts > 1 else np.array([0.5])
+    token_rank = [t * ranks // tokens for t in range(tokens)]
+    expert_rank = [e * ranks // experts for e in range(experts)]
+    colours = [f"C{r}" for r in range(ranks)]
+    for t, chosen in enumerate(choices):
+        for e in chosen:
+            crosses = token_rank[t] != expert_rank[e]
+            for x0, y0, x1, y1 in ((1.0, token_y[t], 2.0, expert_y[e]), (2.0, expert_y[e], 3.3, token_y[t])):
+                ax.plot([x0, x1], [y0, y1], color=colours[token_rank[t]], lw=2.2 if crosses else 0.9,
+                        alpha=0.9 if crosses else 0.5)
+    for x, ys, owner, name in ((0.35, token_y, token_rank, "token"), (3.65, token_y, token_rank, "out"),
+                               (2.0, expert_y, expert_rank, "expert")):
+        for i, y in enumerate(ys):
+            ax.text(x, y, f"{name} {i}", ha="center", va="center", fontsize=8,
+                    bbox={"boxstyle": "round", "fc": "white", "ec": colours[owner[i]], "lw": 1.5})
+    for t, chosen in enumerate(choices):
+        ax.text(0.95, token_y[t], "→ " + ", ".join(map(str, chosen)), ha="right", va="center", fontsize=7)
+    for x, text in ((0.35, "1. tokens, each\non its rank"), (0.85, "2. router:\ntop-k experts"),
+                    (1.5, "3. dispatch\n(all-to-all)"), (2.0, "4. experts\non their ranks"),
+                    (2.65, "5. combine\n(all-to-all)"), (3.65, "6. gate-weighted\nsum per token")):
+        ax.text(x, -0.08, text, ha="center", va="bottom", fontsize=8)
+    ax.plot([], [], color="gray", lw=2.2, label="crosses ranks (a message)")
+    ax.plot([], [], color="gray", lw=0.9, alpha=0.5, label="stays on its rank")
+    for r in range(ranks):
+        ax.plot([], [], color=colours[r], lw=4, label=f"rank {r}")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.04), ncol=ranks + 2, frameon=False)
+    ax.set(xlim=(-0.1, 4.1), ylim=(1.12, -0.3))
+    ax.axis("off")
+    fig.tight_layout()
+    return fig
 
 
 def plot_expert_load(load: ExpertLoad, ax: Axes | None = None) -> Figure:

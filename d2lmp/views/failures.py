@@ -1,6 +1,7 @@
 """When things fail, on screen: failures, checkpoints, the waste and the best interval.
 
-It draws a job's timeline with failures and checkpoints, the waste against the interval, a real restart's events,
+It draws how a sharded checkpoint lies in its files, a job's
+timeline with failures and checkpoints, the waste against the interval, a real restart's events,
 and a widget that finds the interval for a number of GPUs, a failure rate and a save.
 
 The arithmetic is ``checkpoint_interval``'s and the events are ``parallel.resilient``'s; this module lays
@@ -21,12 +22,47 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from d2lmp.parallel.checkpoint import SavedPiece
     from d2lmp.parallel.resilient import LogEvent
 
-__all__ = ["SEGMENT_COLOURS", "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
+__all__ = ["SEGMENT_COLOURS", "plot_checkpoint_layout",
+           "plot_job_timelines", "plot_waste_vs_interval", "plot_restart_events",
            "interval_report", "interval_widget"]
 
 SEGMENT_COLOURS = {"work": "#55a868", "save": "#4c72b0", "lost": "#c44e52", "restart": "#dd8452"}
+
+
+def plot_checkpoint_layout(pieces: Sequence[SavedPiece], names: Sequence[str], ax: Axes | None = None) -> Figure:
+    """Tensors ``names`` of a DCP checkpoint: each drawn whole, its row blocks coloured by the file that holds
+    them (one file per saving rank), and what the metadata file records for each block."""
+    fig, ax = fig_ax(ax, figsize=(10, 0.75 * len(names) + 2.4))
+    files = sorted({p.file for p in pieces})
+    colour = {f: f"C{i}" for i, f in enumerate(files)}
+    shown = [p for p in pieces if p.name in names and p.sizes]
+    for row, name in enumerate(names):
+        blocks = sorted((p for p in shown if p.name == name), key=lambda p: p.offsets)
+        total = max((p.offsets[0] + p.sizes[0] for p in blocks), default=1)
+        for p in blocks:
+            ax.barh(row, p.sizes[0] / total, left=p.offsets[0] / total, color=colour[p.file], edgecolor="white")
+            last = p.offsets[0] + p.sizes[0] - 1
+            ax.text((p.offsets[0] + p.sizes[0] / 2) / total, row, f"rows {p.offsets[0]}–{last}",
+                    ha="center", va="center", fontsize=7, color="white")
+        ax.text(-0.02, row, f"{name}\n{' × '.join(map(str, (total, *blocks[0].sizes[1:])))}" if blocks else name,
+                ha="right", va="center", fontsize=8)
+    for i, f in enumerate(files):
+        held = [p for p in pieces if p.file == f]
+        ax.text(1.12, i, f"{f}\n{len(held)} records, {sum(p.length for p in held):,} bytes", ha="left", va="center",
+                fontsize=8, bbox={"boxstyle": "round", "fc": "white", "ec": colour[f], "lw": 2})
+    example = [p for p in shown if p.name == names[0]]
+    lines = [f"({p.name}, offset {list(p.offsets)}) → {p.file} bytes {p.offset:,}+{p.length:,}" for p in example]
+    ax.text(0.5, len(names) - 0.35, ".metadata (written by rank 0) maps every block to its file:\n" + "\n".join(lines),
+            ha="center", va="top", fontsize=7.5, family="monospace",
+            bbox={"boxstyle": "round", "fc": "#f4f4f4", "ec": "gray"})
+    ax.set(xlim=(-0.55, 1.55), ylim=(len(names) + 0.35 + 0.3 * len(lines), -0.8),
+           title="A sharded state on disk: each rank writes its own blocks; the metadata says where each one went")
+    ax.axis("off")
+    fig.tight_layout()
+    return fig
 
 
 def plot_job_timelines(rows: Sequence[tuple[str, CI.JobTimeline]], ax: Axes | None = None, unit: float = CI.HOUR,

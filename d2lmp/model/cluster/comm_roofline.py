@@ -77,7 +77,8 @@ from d2lmp.topology import pcie_bandwidth_gbs
 __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORDS", "LABEL", "nvlink_domain",
            "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
-           "context_parallel_point", "expert_parallel_point", "strategy_point", "plan_points"]
+           "context_parallel_point", "expert_parallel_point", "moe_data_parallel_point",
+           "strategy_point", "plan_points"]
 
 LINKS = LINK_KINDS
 LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
@@ -347,6 +348,22 @@ def expert_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, micro_
     return CommPoint("ep", ranks, "none", f"{_model(model)}; experts {width:,} wide, top-{top_k}", flops, sent, roof,
                      "one MoE block, one micro-batch, forward and backward", "expert width", width,
                      flops / sent / width)
+
+
+def moe_data_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, tokens: float, experts: int,
+                            top_k: int) -> CommPoint:
+    """The experts of one MoE block under data parallelism, ``tokens`` a replica: each token computes in ``top_k``
+    of the ``experts`` (``model``'s MLP each), and the all-reduce carries every expert's 16-bit gradients, so the
+    tokens a replica needs grow by E/k (Austin et al., "How to Think About GPUs", Data Parallelism)."""
+    _group(ranks, "data parallelism")
+    _positive("tokens", tokens)
+    if not 1 <= top_k <= experts:
+        raise ValueError(f"need 1 <= top_k <= experts, got top_k {top_k!r} of {experts!r}")
+    per_token = 3 * top_k * layer_flop_parts(model, 1).mlp / model.seq  # forward and backward
+    sent = all_reduce_bytes(2 * experts * parameter_count(model).mlp, ranks)
+    return CommPoint("dp", f"DP, {ranks} replicas, {experts} experts top-{top_k}, {tokens:,.0f} tokens each",
+                     tokens * per_token, sent, roof, "one MoE block's experts, one step of one replica",
+                     "tokens per replica", tokens, per_token / sent)
 
 
 def strategy_point(strategy: RoofStrategy, model: Transformer, roof: LinkRoof, ranks: int,
