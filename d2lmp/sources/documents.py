@@ -160,7 +160,7 @@ DOCUMENTS: tuple[Source, ...] = (
        "Sections Collective Operations, Point-to-point communication, Environment Variables "
        "(`NCCL_ALGO`, `NCCL_PROTO`) and Troubleshooting: Logging (`NCCL_DEBUG`: VERSION, WARN, INFO, TRACE; "
        "`NCCL_DEBUG_SUBSYS` filters by subsystem)."),
-    _S("nvidia_nccl_api_flags", _NV, "NCCL API Supported Flags", "NCCL User Guide, NVIDIA documentation", "n.d.",
+    _S("nvidia_zero_cta_policy", _NV, "NCCL API Supported Flags", "NCCL User Guide, NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/flags.html",
        "Section NCCL Communicator CTA Policy Flags: NCCL_CTA_POLICY_EFFICIENCY uses the minimal number of CTAs (thread "
        "blocks) for decent performance, for applications that need better compute and communication overlap; "

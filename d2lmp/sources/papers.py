@@ -135,8 +135,7 @@ PAPERS: tuple[Source, ...] = (
        "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
        "International Conference for High Performance Computing, Networking, Storage and Analysis (SC21); "
        "arXiv:2104.04473", 2021, "https://arxiv.org/abs/2104.04473",
-       "Parameters and FLOPs per step in §5.1; ten GPT runs on up to 3,072 A100s in Table 1; interleaved 1F1B; "
-       "Table 2: GPT-3 175B and a 530B model at fixed global batch on more and more GPUs, PTD-P against ZeRO-3."),
+       "Parameters and FLOPs per step in §5.1; ten GPT runs on up to 3,072 A100s in Table 1; interleaved 1F1B."),
     _S("qi2024zero", "Qi, P.; Wan, X.; Huang, G.; Lin, M.", "Zero Bubble Pipeline Parallelism",
        "The Twelfth International Conference on Learning Representations (ICLR 2024); arXiv:2401.10241", 2024,
        "https://arxiv.org/abs/2401.10241",
@@ -257,10 +256,7 @@ PAPERS: tuple[Source, ...] = (
        "https://arxiv.org/abs/2412.19437",
        "A mixture-of-experts model pre-trained with FP8 mixed precision; expert parallelism and its all-to-all. §1 and "
        "Table 1: 180K H800 GPU hours per trillion tokens (2,664K for 14.8T); §3.1-3.2: 2,048 H800s, PP 16, EP 64, "
-       "ZeRO-1 DP; §4.2: 4K-token sequences, batch 3,072 rising to 15,360. §3.2.1 and Table 2: DualPipe, micro-batches "
-       "fed from both ends of the pipeline, a forward and a backward chunk overlapped, bubble (PP/2 − 1)(F&B + B − 3W) "
-       "against 1F1B's (PP − 1)(F + B) and ZB1P's (PP − 1)(F + B − 2W), at two copies of the parameters; §3.2.2: 20 "
-       "SMs suffice for the all-to-all kernels, which overlap with the computation stream."),
+       "ZeRO-1 DP; §4.2: 4K-token sequences, batch 3,072 rising to 15,360."),
     _S("lepikhin2021gshard", "Lepikhin, D.; Lee, H.; Xu, Y.; Chen, D.; Firat, O.; Huang, Y.; Krikun, M.; Shazeer, N.; "
        "Chen, Z.", "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
        "International Conference on Learning Representations (ICLR 2021); arXiv:2006.16668", 2021,
@@ -292,9 +288,7 @@ PAPERS: tuple[Source, ...] = (
        "4,096, batch of 1M tokens; per layout DP, TP, PP, ZeRO, MBS, gradient accumulation, MFU, tokens/s per GPU "
        "and GPU memory. Figure `assets/data/benchmarks/pp_comm_bandwidth.html` (section Pipeline Parallelism): the "
        "same cluster's all-reduce, all-gather and reduce-scatter bus bandwidth (256 MB) on 1-64 nodes, median and "
-       "5th-95th percentiles. The paragraph closing section Lessons learned on benchmarking (before Diving in the "
-       "GPUs): NCCL's communication kernels use the same SMs as the computation, so overlapped communication lowers "
-       "the computation's throughput."),
+       "5th-95th percentiles."),
     _S("mccandlish2018empirical", "McCandlish, S.; Kaplan, J.; Amodei, D.; OpenAI Dota Team",
        "An Empirical Model of Large-Batch Training", "arXiv:1812.06162", 2018, "https://arxiv.org/abs/1812.06162",
        "§2.2: the gradient noise scale B_noise, below which a larger batch cuts the steps almost in proportion and "
@@ -325,8 +319,7 @@ PAPERS: tuple[Source, ...] = (
     _S("goyal2017accurate", "Goyal, P.; Dollár, P.; Girshick, R.; Noordhuis, P.; Wesolowski, L.; Kyrola, A.; "
        "Tulloch, A.; Jia, Y.; He, K.", "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour",
        "arXiv:1706.02677", 2017, "https://arxiv.org/abs/1706.02677",
-       "The linear scaling rule (§2.1) and gradual warm-up from η to kη over the first epochs (§2.2). Abstract: "
-       "ResNet-50 at a minibatch of 8,192 on 256 GPUs in one hour, about 90 % scaling efficiency from 8 to 256 GPUs."),
+       "The linear scaling rule (§2.1) and gradual warm-up from η to kη over the first epochs (§2.2)."),
     _S("ioffe2015batch", "Ioffe, S.; Szegedy, C.",
        "Batch Normalization: Accelerating Deep Network Training by Reducing Internal Covariate Shift",
        "Proceedings of the 32nd International Conference on Machine Learning (ICML 2015); arXiv:1502.03167", 2015,
