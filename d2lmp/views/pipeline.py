@@ -41,8 +41,8 @@ def pipeline_widget() -> ipywidgets.interactive:
         events = simulate(kind, stages, micro_batches, message=message)
         bubble = measured_bubble(events, stages)
         m = micro_batch_count(kind, micro_batches)
-        print(f"{kind}: idle share of the step {bubble:.3f} (formula (p-1)/(m+p-1) = {bubble_fraction(stages, m):.3f}); "
-              f"peak micro-batches held by stage 0: {peak_in_flight(events)}")
+        print(f"{kind}: idle share of the step {bubble:.3f} (formula (p-1)/(m+p-1) = "
+              f"{bubble_fraction(stages, m):.3f}); peak micro-batches held by stage 0: {peak_in_flight(events)}")
         lanes = ("compute", "comm") if message > 0 else ("compute",)
         fig, ax = plt.subplots(figsize=(9, 0.6 + 0.45 * stages * len(lanes)))
         plot_timeline([replace(e, start=e.start / 1e3, end=e.end / 1e3) for e in events], ax=ax,
