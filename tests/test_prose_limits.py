@@ -29,15 +29,6 @@ LONG_CELLS: dict[tuple[str, int], str] = {
     ("10", 33): "not yet shortened (262 words)",
     ("10", 47): "not yet shortened (436 words)",
     ("10", 52): "not yet shortened (323 words)",
-    ("11", 0): "not yet shortened (269 words)",
-    ("11", 50): "not yet shortened (324 words)",
-    ("11", 60): "not yet shortened (390 words)",
-    ("12", 0): "not yet shortened (278 words)",
-    ("12", 32): "not yet shortened (438 words)",
-    ("12", 60): "not yet shortened (310 words)",
-    ("13", 0): "not yet shortened (298 words)",
-    ("13", 41): "not yet shortened (337 words)",
-    ("13", 53): "not yet shortened (300 words)",
 }
 
 # Notebooks that may still average over the limit (only shrinks).

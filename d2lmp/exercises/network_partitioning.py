@@ -230,10 +230,10 @@ micro_batches_for_bubble = Exercise(
 equal_times_bubble = Exercise(
     key="equal_times_bubble", number=2, title="A backward as fast as the forward",
     question="The widget keeps the backward at twice the forward, as its title says. Set it to GPipe with 4 stages "
-             "and 4 micro-batches and note the bubble it prints. Then simulate the same pipeline with the backward "
-             "as fast as the forward yourself, `events = S.simulate(\"gpipe\", 4, 4, forward=1.0, backward=1.0)`, "
-             "and measure it with `S.measured_bubble(events, 4)`. What bubble fraction do you get? Does the "
-             "bubble change? Why?",
+             "and 4 micro-batches and note the idle share of the step it prints. Then simulate the same pipeline "
+             "with the backward as fast as the forward yourself, "
+             "`events = S.simulate(\"gpipe\", 4, 4, forward=1.0, backward=1.0)`, and measure it with "
+             "`S.measured_bubble(events, 4)`. What bubble fraction do you get? Does the bubble change? Why?",
     hint_text="Count slots: with equal stages every stage idles p − 1 forward slots and p − 1 backward slots "
               "out of m + p − 1 of each.",
     solution_text="3/7 ≈ 0.429, the same as with backward = 2 × forward, and the same as (p − 1)/(m + p − 1). "

@@ -189,6 +189,12 @@ def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[A
     os._exit(0)  # skip interpreter teardown, where torch's C++ threads can abort (see exit_after_torchrun)
 
 
+def _import_before_fork() -> None:
+    """Import in the parent what ranks would otherwise import after fork, each rank of every launch anew:
+    ``torch._dynamo``, which the first ``torch.optim`` optimizer a process builds imports (seconds each time)."""
+    import torch._dynamo  # noqa: F401
+
+
 def launch(fn: Callable[..., T], world_size: int, *args: Any, backend: str = "auto", start_method: str = "auto",
            timeout: float = 120.0, threads: int | None = None, group_timeout: float | None = None) -> list[T]:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` ranks; return the results in rank order.
@@ -228,6 +234,7 @@ def launch(fn: Callable[..., T], world_size: int, *args: Any, backend: str = "au
             raise ValueError(f"threads={threads} with start method 'fork' would hang in OpenMP; "
                              "forked ranks run one thread each (use start_method='spawn' for more)")
         threads = 1
+        _import_before_fork()
     ctx = mp.get_context("fork") if method == "fork" else mp.get_context("spawn")
     # The parent binds and listens before any rank starts, so the port is held throughout, and
     # hands every rank the socket itself: a forked rank inherits it, a spawned rank receives it

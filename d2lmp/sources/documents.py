@@ -175,6 +175,11 @@ DOCUMENTS: tuple[Source, ...] = (
        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/nccl4py/configuration.html",
        "NCCLConfig's fields min_ctas and max_ctas (and cta_policy): how many CTAs, the thread blocks of NCCL's "
        "kernels, a communicator's collectives use; ncclConfig_t describes each field."),
+    _S("nvidia_zero_cta_policy", _NV, "NCCL API Supported Flags", "NCCL User Guide, NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/flags.html",
+       "Section NCCL Communicator CTA Policy Flags: NCCL_CTA_POLICY_EFFICIENCY uses the minimal number of CTAs (thread "
+       "blocks) for decent performance, for applications that need better compute and communication overlap; "
+       "NCCL_CTA_POLICY_ZERO uses zero CTAs whenever it can."),
     _S("nvidia_nccl_tests_performance", _NV, "Performance reported by NCCL tests (nccl-tests, doc/PERFORMANCE.md)",
        "GitHub repository NVIDIA/nccl-tests", "n.d.",
        "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",

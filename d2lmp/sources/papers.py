@@ -311,6 +311,19 @@ PAPERS: tuple[Source, ...] = (
        "and GPU memory. Figure `assets/data/benchmarks/pp_comm_bandwidth.html` (section Pipeline Parallelism): the "
        "same cluster's all-reduce, all-gather and reduce-scatter bus bandwidth (256 MB) on 1-64 nodes, median and "
        "5th-95th percentiles."),
+    _S("mccandlish2018empirical", "McCandlish, S.; Kaplan, J.; Amodei, D.; OpenAI Dota Team",
+       "An Empirical Model of Large-Batch Training", "arXiv:1812.06162", 2018, "https://arxiv.org/abs/1812.06162",
+       "§2.2: the gradient noise scale B_noise, below which a larger batch cuts the steps almost in proportion and "
+       "above which it barely helps; §2.3: the trade-off between optimizer steps S and examples E, "
+       "(S/S_min − 1)(E/E_min − 1) = 1, and the critical batch size B_crit = E_min/S_min ≈ B_noise."),
+    _S("austin2025scaling_gpus", "Austin, J.; Patil, S.; Paszke, A.; Pope, R.",
+       "How to Scale Your Model, Part 12: How to Think About GPUs", "Google DeepMind; GitHub repository "
+       "jax-ml/scaling-book (gpus.md)", 2025, "https://jax-ml.github.io/scaling-book/gpus/",
+       "Section Rooflines for LLM Scaling on GPUs, Data Parallelism: compute-bound when the tokens per GPU B/X exceed "
+       "C/W_collective, W the GPU egress within a node and the node egress across nodes (a DGX H100: 450 and 400 "
+       "GB/s), about 2,475 tokens per GPU on an H100 at peak rates, counting the backward's FLOPs and assuming "
+       "perfect overlap; section How Do Collectives Work on GPUs? (cross-node collectives): beyond the node an "
+       "all-gather or reduce-scatter of B bytes costs about B / W_node egress."),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,

@@ -41,8 +41,8 @@ def pipeline_widget() -> ipywidgets.interactive:
         events = simulate(kind, stages, micro_batches, message=message)
         bubble = measured_bubble(events, stages)
         m = micro_batch_count(kind, micro_batches)
-        print(f"{kind}: bubble {bubble:.3f} (formula (p-1)/(m+p-1) = {bubble_fraction(stages, m):.3f}); "
-              f"peak micro-batches held by stage 0: {peak_in_flight(events)}")
+        print(f"{kind}: idle share of the step {bubble:.3f} (formula (p-1)/(m+p-1) = "
+              f"{bubble_fraction(stages, m):.3f}); peak micro-batches held by stage 0: {peak_in_flight(events)}")
         lanes = ("compute", "comm") if message > 0 else ("compute",)
         fig, ax = plt.subplots(figsize=(9, 0.6 + 0.45 * stages * len(lanes)))
         plot_timeline([replace(e, start=e.start / 1e3, end=e.end / 1e3) for e in events], ax=ax,
@@ -83,7 +83,7 @@ def plot_schedule_comparison(stages: int = 4, micro_batches: int = 8, chunks: in
         events = simulate(kind, p, m, chunks=c)
         bubble = measured_bubble_time(events, p)
         _draw_compute(ax, events, p)
-        ax.set_title(f"{name}: bubble / busy time {bubble:.3f}, formula {written} = {formula:.3f}", fontsize=9)
+        ax.set_title(f"{name}: bubble overhead {bubble:.3f}, formula {written} = {formula:.3f}", fontsize=9)
     axes[-1].set_xlabel("time (units)")
     fig = cast("Figure", axes[0].figure)
     fig.suptitle(f"{p} stages, {m} micro-batches (simulated)")
