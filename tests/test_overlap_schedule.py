@@ -4,8 +4,8 @@ decomposition end sooner by the arithmetic of their timelines; contention makes 
 import matplotlib
 import pytest
 
-from d2lmp.model.overlap import COMM, COMPUTE, Op, finish, fsdp_ops, schedule, tp_matmul_ops
-from d2lmp.views.overlap import plot_schedules
+from d2lmp.model.overlap_schedule import COMM, COMPUTE, Op, finish, fsdp_ops, schedule, tp_matmul_ops
+from d2lmp.views.overlap_schedule import plot_schedules
 
 matplotlib.use("Agg")
 

@@ -217,8 +217,8 @@ def _sm() -> object:  # notebook 02's
 
 
 def _overlap_schedules() -> object:  # notebooks 14's and 15's
-    from d2lmp.model.overlap import fsdp_ops, schedule, tp_matmul_ops
-    from d2lmp.views import overlap as V
+    from d2lmp.model.overlap_schedule import fsdp_ops, schedule, tp_matmul_ops
+    from d2lmp.views import overlap_schedule as V
 
     return V.plot_schedules({"FSDP, prefetching": schedule(fsdp_ops(4, 1.0, 0.6, prefetch=True)),
                              "TP, decomposed": schedule(tp_matmul_ops(4, 1.0, 0.3, decomposed=True), slowdown=1.3)},
@@ -236,7 +236,7 @@ BUILDERS: dict[str, Callable[[], object]] = {
     "experts.plot_moe_layer": _moe_layer,
     "gpt.plot_block_anatomy": _block_anatomy,
     "memory_calculator.plot_memory_stack": _memory_stack,
-    "overlap.plot_schedules": _overlap_schedules,
+    "overlap_schedule.plot_schedules": _overlap_schedules,
     "zero.plot_memory_per_stage": _memory_per_stage,
     "timeline.plot_timeline": _timeline,
     "topology.plot_topology": _topology,

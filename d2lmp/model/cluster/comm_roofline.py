@@ -47,20 +47,18 @@ length, expert width), so the crossing, the knob's value at the ridge, is ``(rid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
-from d2lmp.model.cluster.hardware import Cluster, gpu_preset
+from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Plan, check_plan
+from d2lmp.model.cluster.link_roof import LINK_NAMES, LINKS, LinkRoof, link_roof, nvlink_domain
 from d2lmp.model.cluster.steptime import (
     activation_message_bytes,
     all_reduce_bytes,
     gather_bytes,
     kv_chunk_bytes,
-    link_bytes_per_s,
 )
 from d2lmp.model.transformer_accounting import (
     RECOMPUTE,
@@ -71,8 +69,7 @@ from d2lmp.model.transformer_accounting import (
     parameter_count,
     training_flops,
 )
-from d2lmp.model.vocabulary import LINK_KINDS, ROOFLINE_STRATEGIES, LinkKind, Recompute, RoofStrategy
-from d2lmp.topology import pcie_bandwidth_gbs
+from d2lmp.model.vocabulary import ROOFLINE_STRATEGIES, LinkKind, Recompute, RoofStrategy
 
 __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORDS", "LABEL", "nvlink_domain",
            "LinkRoof", "link_roof", "CommPoint", "crossing",
@@ -80,8 +77,6 @@ __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORD
            "context_parallel_point", "expert_parallel_point", "moe_data_parallel_point",
            "strategy_point", "plan_points"]
 
-LINKS = LINK_KINDS
-LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
 STRATEGIES = ROOFLINE_STRATEGIES  # the axes by their short names, and ZeRO-3 (``vocabulary``)
 ABBREVIATIONS: dict[RoofStrategy, str] = {"dp": "DP", "zero3": "ZeRO-3", "tp": "TP", "pp": "PP", "cp": "CP",
                                           "ep": "EP"}
@@ -92,70 +87,9 @@ LABEL = (r"\b(DP|ZeRO-3|TP|PP|CP|EP) ([\d,]+) over (NVLink|InfiniBand|PCIe)( \(h
          r"(no|selective|full) recomputation \(([^()]*)\)")
 
 
-def nvlink_domain(gpu: str) -> int:
-    """The GPUs one NVLink (or PCIe) domain joins for ``gpu``'s preset: its node (``GPUPreset.gpus_per_node``)."""
-    return gpu_preset(gpu).gpus_per_node
-
-
 def _model(model: Transformer) -> str:
     n = parameter_count(model).total
     return f"{n / 1e9:,.1f}B" if n >= 1e9 else f"{n / 1e6:,.3g}M"
-
-
-@dataclass(frozen=True)
-class LinkRoof:
-    """One GPU's matrix rate and one link's bus bandwidth per GPU (one direction), with the fractions applied."""
-
-    gpu: str
-    link: LinkKind
-    flops_per_s: float
-    bytes_per_s: float
-    compute_fraction: float
-    link_fraction: float
-    note: str
-
-    @property
-    def ridge(self) -> float:
-        """FLOPs a device must compute per byte it sends to hide the sending: ``flops_per_s / bytes_per_s``."""
-        return self.flops_per_s / self.bytes_per_s
-
-    @property
-    def name(self) -> str:
-        return f"{self.gpu} {LINK_NAMES[self.link]}"
-
-    def attainable(self, intensity: float) -> float:
-        """The roof: ``min(P, I·B)`` FLOP/s."""
-        return min(self.flops_per_s, intensity * self.bytes_per_s)
-
-
-def _pcie_generation(gpu: str) -> int:
-    row = gpu_preset(gpu).spec
-    found = re.search(r"PCIe (\d)", gpu_spec(row).link)
-    if found is None:
-        raise ValueError(f"the GPU table gives no PCIe generation for {row}")
-    return int(found.group(1))
-
-
-def link_roof(gpu: str, link: LinkKind, efficiency: Efficiency | None = FITTED) -> LinkRoof:
-    """The roof of ``gpu`` sending over ``link`` ("nvlink", "network" or "pcie"); ``efficiency`` None: the peaks."""
-    if link not in LINKS:
-        raise ValueError(f"link must be one of {LINKS}, got {link!r}")
-    preset, cluster = gpu_preset(gpu), Cluster(gpu=gpu, gpus=1)
-    whole = Efficiency(gemm=1.0, memory_passes=0.0, nvlink=1.0, network=1.0)
-    fractions = whole if efficiency is None else efficiency
-    if link == "pcie":
-        gen = _pcie_generation(gpu)
-        bandwidth, fraction, how = pcie_bandwidth_gbs(gen, 16) * 1e9, 1.0, f"PCIe {gen}.0 x16, specification rate"
-    else:
-        bandwidth = link_bytes_per_s(cluster, link, fractions)
-        fraction = getattr(fractions, link)
-        sourced = preset.nvlink_GBps if link == "nvlink" else preset.network_GBps_per_gpu
-        how = f"{fraction:.1%} of {sourced:g} GB/s" + (" (fitted)" if efficiency is not None else "")
-    # the rate steptime.matmul_seconds computes matrix products at (the peak itself without efficiencies)
-    rate = preset.peak_flops if efficiency is None else preset.matmul_flops() * fractions.gemm
-    of_peak = rate / preset.peak_flops
-    note = f"{preset.name}: {of_peak:.1%} of {preset.peak_tflops:g} TFLOP/s; {LINK_NAMES[link]}: {how}"
-    return LinkRoof(preset.name, link, rate, bandwidth, of_peak, fraction, note)
 
 
 @dataclass(frozen=True)
@@ -361,9 +295,10 @@ def moe_data_parallel_point(model: Transformer, roof: LinkRoof, ranks: int, toke
         raise ValueError(f"need 1 <= top_k <= experts, got top_k {top_k!r} of {experts!r}")
     per_token = 3 * top_k * layer_flop_parts(model, 1).mlp / model.seq  # forward and backward
     sent = all_reduce_bytes(2 * experts * parameter_count(model).mlp, ranks)
-    return CommPoint("dp", f"DP, {ranks} replicas, {experts} experts top-{top_k}, {tokens:,.0f} tokens each",
-                     tokens * per_token, sent, roof, "one MoE block's experts, one step of one replica",
-                     "tokens per replica", tokens, per_token / sent)
+    shape = f"{_model(model)}; {experts} experts top-{top_k}, {tokens:,.0f} tokens a replica"
+    return CommPoint("dp", ranks, "none", shape, tokens * per_token, sent, roof,
+                     "one MoE block's experts, one step of one replica", "tokens per replica", tokens,
+                     per_token / sent)
 
 
 def strategy_point(strategy: RoofStrategy, model: Transformer, roof: LinkRoof, ranks: int,

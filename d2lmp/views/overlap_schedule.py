@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from d2lmp.model.overlap import COMM, COMPUTE, Span, finish
+from d2lmp.model.overlap_schedule import COMM, COMPUTE, Span, finish
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
