@@ -19,7 +19,7 @@ from d2lmp.model.cluster.moe import (
     padding_flops,
     total_parameters,
 )
-from d2lmp.model.cluster.planner import ExpertSearch, expert_options, plan, plan_experts
+from d2lmp.model.cluster.planner import ExpertSearch, expert_options, plan
 from d2lmp.model.cluster.predict import predict
 from d2lmp.model.cluster.presets import model_preset
 from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s
@@ -157,7 +157,7 @@ def test_the_planner_searches_expert_parallel_sizes():
     report = plan(SMALL, Cluster("H100-SXM", gpus=8), 16, zero=(0,), recompute=("none",))
     assert {c.plan.ep for c in report.ranked} == {1, 2, 4, 8}
     search = ExpertSearch(ep=(2, 8), fp8_dispatch=True)
-    report = plan_experts(SMALL, Cluster("H100-SXM", gpus=8), 16, search, zero=(0,), recompute=("none",))
+    report = plan(SMALL, Cluster("H100-SXM", gpus=8), 16, experts=search, zero=(0,), recompute=("none",))
     assert {c.plan.ep for c in report.ranked} == {2, 8} and all(c.plan.fp8_dispatch for c in report.ranked)
 
 

@@ -29,7 +29,7 @@ from d2lmp.model.cluster.planner import (
     FamilyVerdict,
     PlanReport,
     family_options,
-    plan_experts,
+    plan,
     powers_of_two,
 )
 from d2lmp.model.cluster.presets import MODEL_PRESETS, model_preset
@@ -266,8 +266,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with _Progress(f"d2lmp plan: searching {len(families)} families (tp × pp × dp × cp) of {name} on "
                    f"{args.gpus} × {cluster.gpu}"):
-        report: PlanReport = plan_experts(model, cluster, args.global_batch, expert_search(args, model),
-                                          top=args.top, **limits)
+        report: PlanReport = plan(model, cluster, args.global_batch, experts=expert_search(args, model),
+                                  top=args.top, **limits)
     seconds = time.perf_counter() - start
     print(f"{name} on {args.gpus} x {cluster.gpu} ({cluster.gpus_per_node} a node), global batch "
           f"{args.global_batch}: predicted by d2lmp.scale (parameters fitted on Narayanan et al. 2021, Table 1)\n")

@@ -9,17 +9,15 @@ slower it is than the winner, the term it loses most to, and the link that term 
 within the model's own error of the fastest (``validation.model_error``) are a tie (``PlanReport.ties``). Defaults:
 tensor sizes that are powers of two up to four nodes' GPUs and divide the heads, context sizes that leave
 at least 1,024 tokens a rank, micro-batches up to 16 sequences, interleaving up to 8 virtual stages, and for a
-mixture of experts (``plan_experts``) expert-parallel sizes that are powers of two dividing the experts and the
-data-parallel size.
+mixture of experts (``plan(..., experts=ExpertSearch(...))``) expert-parallel sizes that are powers of two dividing
+the experts and the data-parallel size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any
 
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
@@ -33,7 +31,7 @@ from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
 __all__ = ["Candidate", "FamilyVerdict", "PlanReport", "plan", "family_options", "expert_options", "powers_of_two",
-           "TERM_LINK", "ExpertSearch", "plan_experts"]
+           "TERM_LINK", "ExpertSearch"]
 
 MAX_MICRO_BATCH = 16
 MAX_INTERLEAVE = 8
@@ -158,25 +156,9 @@ class ExpertSearch:
     ep_overlap: bool = False
 
 
-# The expert search ``plan`` runs under: ``plan_experts`` sets it for one call (``plan`` itself, which notebook 19
-# shows, stays the dense search it teaches).
-_EXPERT_SEARCH: ContextVar[ExpertSearch | None] = ContextVar("expert_search", default=None)
-
-
-def plan_experts(model: Transformer, cluster: Cluster, global_batch: int, search: ExpertSearch,
-                 **restrict: Any) -> PlanReport:
-    """``plan`` for a mixture of experts: every configuration also under each expert-parallel size of ``search``
-    (and its FP8 dispatch and overlap); ``restrict`` goes to ``plan``."""
-    token = _EXPERT_SEARCH.set(search)
-    try:
-        return plan(model, cluster, global_batch, **restrict)
-    finally:
-        _EXPERT_SEARCH.reset(token)
-
-
 def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_batch: Sequence[int] | None,
              recompute: Sequence[Recompute], sequence_parallel: Sequence[bool],
-             interleave: Sequence[int] | None) -> list[Plan]:
+             interleave: Sequence[int] | None, search: ExpertSearch) -> list[Plan]:
     per_replica = base.global_batch // base.dp
     micro = micro_batch if micro_batch is not None else _divisors(per_replica, MAX_MICRO_BATCH)
     stages = interleave if interleave is not None else (
@@ -185,7 +167,6 @@ def _members(model: Transformer, base: Plan, zero: Sequence[ZeroStage], micro_ba
     sps = [sp for sp in sequence_parallel if base.tp > 1 or not sp]
     # a fused attention kernel keeps no scores: selective recomputation would change nothing
     recomputes = [r for r in recompute if not (base.attention == "flash" and r == "selective")] or list(recompute)
-    search = _EXPERT_SEARCH.get() or ExpertSearch()
     eps = expert_options(model, base.cp * base.dp, search.ep)
     if isinstance(model, MoETransformer):
         base = replace(base, fp8_dispatch=search.fp8_dispatch, ep_overlap=search.ep_overlap)
@@ -267,12 +248,11 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
          zero: Sequence[ZeroStage] = ZERO_STAGES, micro_batch: Sequence[int] | None = None,
          recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
          interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
-         precision: MatmulPrecision = "bf16") -> PlanReport:
+         precision: MatmulPrecision = "bf16", experts: ExpertSearch = ExpertSearch()) -> PlanReport:
     """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
 
-    The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ``attention="materialised"``
-    ...); ``attention`` and ``precision`` are the run's kernels, the same for every configuration.
-    """
+    The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ...); ``attention`` and
+    ``precision`` are the run's kernels; ``experts`` what a mixture of experts adds (``ExpertSearch``)."""
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
     families = []
@@ -283,7 +263,7 @@ def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 
             continue
         base = Plan(t, p, d, c, global_batch=global_batch, dp_overlap=dp_overlap, attention=attention,
                     precision=precision)
-        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave)
+        members = _members(model, base, zero, micro_batch, recompute, sequence_parallel, interleave, experts)
         families.append(_search_family(model, cluster, members, (t, p, d, c), efficiency))
     ranked = sorted((cand for f in families for cand in f.fitting),
                     key=lambda cand: (cand.prediction.step_s, cand.prediction.memory.total))
