@@ -252,6 +252,10 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("onednn_repo", "oneDNN Contributors", "oneDNN: oneAPI Deep Neural Network Library",
        "GitHub repository uxlfoundation/oneDNN", "n.d.", "https://github.com/uxlfoundation/oneDNN",
        "Performance library of deep-learning primitives; its README lists PyTorch among the applications using it."),
+    _S("pytorch_elastic_agent_docs", _PT, "Elastic Agent (torch.distributed.elastic)", "PyTorch documentation", "n.d.",
+       "https://docs.pytorch.org/docs/stable/elastic/agent.html",
+       "Section Server: the agent launches and monitors the worker processes; upon detecting worker failures or "
+       "unhealthiness it tears down all workers and restarts everyone (up to --max-restarts)."),
     _S("pytorch_ddp_docs_1_7", _PT, "torch.nn.parallel.DistributedDataParallel (PyTorch 1.7.0)",
        "PyTorch documentation", 2020,
        "https://pytorch.org/docs/1.7.0/generated/torch.nn.parallel.DistributedDataParallel.html",
@@ -331,9 +335,4 @@ DOCUMENTS: tuple[Source, ...] = (
        "entry's operation, group, sequence number, sizes, dtypes, state and Python stack; An End-to-End Example: "
        "torchfrtrace names the collective that not all ranks joined and the missing ranks."),
     # Books and course notes
-    _S("austin2025gpus", "Austin, J.; Patil, S.; Paszke, A.; Pope, R.", "How to Think About GPUs",
-       "How to Scale Your Model, part 12 (Google DeepMind); GitHub repository jax-ml/scaling-book, gpus.md", 2025,
-       "https://jax-ml.github.io/scaling-book/gpus/",
-       "Rooflines for LLM Scaling on GPUs, Data Parallelism: to hide its gradient all-reduce a replica needs B/X > "
-       "C/W tokens; for a mixture of E experts, k a token, B/X > (E/k)·C/W (\"MoE models\")."),
 )

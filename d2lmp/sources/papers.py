@@ -293,7 +293,7 @@ PAPERS: tuple[Source, ...] = (
        2024, "https://arxiv.org/abs/2410.06511",
        "How PyTorch composes FSDP2, tensor, pipeline and context parallelism in one system for LLM pre-training."),
     _S("austin2025scaling", "Austin, J.; Douglas, S.; Frostig, R.; Levskaya, A.; Chen, C.; Vikram, S.; Lebron, F.; "
-       "Choy, P.; Ramasesh, V.; Webson, A.",
+       "Choy, P.; Ramasesh, V.; Webson, A.; Pope, R.",
        "How to Scale Your Model: A Systems View of LLMs on TPUs", "Google DeepMind", 2025,
        "https://jax-ml.github.io/scaling-book/",
        "Chapter \"How to Think About GPUs\" (gpus.md), section Rooflines for LLM Scaling on GPUs: data parallelism "
@@ -323,7 +323,8 @@ PAPERS: tuple[Source, ...] = (
        "C/W_collective, W the GPU egress within a node and the node egress across nodes (a DGX H100: 450 and 400 "
        "GB/s), about 2,475 tokens per GPU on an H100 at peak rates, counting the backward's FLOPs and assuming "
        "perfect overlap; section How Do Collectives Work on GPUs? (cross-node collectives): beyond the node an "
-       "all-gather or reduce-scatter of B bytes costs about B / W_node egress."),
+       "all-gather or reduce-scatter of B bytes costs about B / W_node egress; for a mixture of E experts, k a "
+       "token, B/X > (E/k)·C/W (\"MoE models\")."),
     # Books and course texts
     _S("zhang2023d2l_alexnet", "Zhang, A.; Lipton, Z. C.; Li, M.; Smola, A. J.",
        "Dive into Deep Learning: Deep Convolutional Neural Networks (AlexNet)", "Cambridge University Press", 2023,
