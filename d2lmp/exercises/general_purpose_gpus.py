@@ -123,7 +123,7 @@ matvec_intensity = Exercise(
 double_precision = Exercise(
     key="double_precision", number=4,
     title="Double precision",
-    question="Repeat `roofline.measure_operations` with `dtype=\"float64\"`. Predict first: what "
+    question="Repeat `roofline.measure_operations` with `dtype=\"float64\"`. Predict before you run: what "
              "happens to the intensity of every operation, to the GB/s of the vector operations, and to the best "
              "matmul's GFLOP/s (notebook 02)? Choose one: 'a' intensity halves, vector GB/s stay, matmul GFLOP/s "
              "halves; 'b' intensity halves, vector GB/s halve, matmul GFLOP/s halves; 'c' intensity stays, vector "
