@@ -71,13 +71,15 @@ def test_every_table_keyed_by_strategy_is_a_view_of_the_vocabulary():
 
 
 def test_the_parts_of_a_step_are_named_by_the_axes_they_belong_to():
+    from d2lmp.model.cluster.expert_step import EXPERT_PART
     from d2lmp.model.cluster.planner import TERM_LINK
     from d2lmp.views.planner import PART_COLOURS, STEP_PART_LABELS
-    assert tuple(STEP_PART_LABELS) == tuple(PART_COLOURS) == S.STEP_PARTS
-    assert set(TERM_LINK) < set(S.STEP_PARTS)
+    parts = (*S.STEP_PARTS, EXPERT_PART)  # a mixture of experts adds its all-to-alls to the dense step's parts
+    assert tuple(STEP_PART_LABELS) == tuple(PART_COLOURS) == parts
+    assert set(TERM_LINK) < set(parts)
     # a part that one axis's communication costs is named by the axis's short name, the link it crosses after it
-    by_axis = {part for part in S.STEP_PARTS if part in {axis.value for axis in Axis}}
-    assert by_axis == {Axis.TENSOR.value, Axis.CONTEXT.value, Axis.DATA.value}
+    by_axis = {part for part in parts if part in {axis.value for axis in Axis}}
+    assert by_axis == {Axis.TENSOR.value, Axis.CONTEXT.value, Axis.DATA.value, Axis.EXPERT.value}
     assert all(TERM_LINK[part] == f"{part}_link" for part in by_axis)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.transformer_accounting import Transformer, layer_parameters
 
 __all__ = ["MoETransformer", "moe_transformer", "routed_ffn", "moe_layers", "dense_view", "expert_parameters",
@@ -151,4 +152,5 @@ def all_to_all_bytes(model: MoETransformer, micro_batch: int, tp: int, cp: int, 
     """Bytes one GPU sends off-rank in one all-to-all: ``(ep − 1)/ep`` of its routed copies of ``hidden`` values."""
     if ep == 1:
         return 0.0
-    return dispatch_tokens(model, micro_batch, tp, cp) * model.hidden * bytes_per_value * (ep - 1) / ep
+    routed = dispatch_tokens(model, micro_batch, tp, cp) * model.hidden * bytes_per_value
+    return ring_bytes_per_rank("all_to_all", routed, ep)
