@@ -21,7 +21,8 @@ NOTEBOOKS = {nb.slug: nb for nb in notebooks()}
 
 REQUIRED = {
     "cuda_convnet": ["conv2d_loops", "conv2d_im2col", "conv2d_c01b"],
-    "parallel_strategies": ["comm_bytes", "causal_attention", "CausalSelfAttention", "Block"],
+    "parallel_strategies": ["comm_bytes"],
+    "a_transformer_to_split": ["causal_attention", "CausalSelfAttention", "Block", "data_parallel_point"],
     "nccl_collectives": ["ring_send_chunk", "ring_reduce_scatter", "ring_all_gather", "tree_all_reduce"],
     "data_parallelism": ["allreduce_gradients", "BucketedAllReduce"],
     "network_partitioning": ["balance", "schedule", "pipeline_step", "interleaved_schedule", "balance_schedule"],

@@ -531,12 +531,14 @@ def test_another_right_algorithm_passes(item, capsys):
     verdict = getattr(importlib.import_module(f"d2lmp.exercises.{module}"), key).check(answer)
     assert verdict is not None and verdict.correct, verdict
 def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
-    """Notebook 10's new answers, each computed a second way: the one weird trick's fc6 through the cost model's
-    comm_bytes, the block under tensor parallelism through Korthikanti et al.'s closed form, the crossing by hand."""
+    """The three splits' and the running example's answers, each computed a second way: the one weird trick's fc6
+    through the cost model's comm_bytes, the block under tensor parallelism through Korthikanti et al.'s closed form,
+    the crossing by hand."""
     import torch
     from torch import nn
 
     from d2lmp import models
+    from d2lmp.exercises import a_transformer_to_split as ts
     from d2lmp.exercises import parallel_strategies as ps
     from d2lmp.model import costmodel as CM
     from d2lmp.model.transformer_accounting import korthikanti_bytes_per_layer
@@ -546,11 +548,11 @@ def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
     images = ps.TRICK_DEVICES * ps.TRICK_IMAGES
     assert CM.comm_bytes(fc6, CM.WEIRD_TRICK, ps.TRICK_DEVICES, images) == pytest.approx(ps.TRICK_BYTES)
     assert CM.comm_bytes(fc6, "data", ps.TRICK_DEVICES, images) == pytest.approx(ps.FC6_DP_BYTES)
-    g = ps._GPT3
-    assert ps.TP_GB * 1e9 == pytest.approx(korthikanti_bytes_per_layer(g.seq, 1, g.hidden, g.heads, tp=ps.TP))
-    d = ps.REPLICAS
-    by_hand = ps._IB.ridge * (2 * (d - 1) / d * 2 * ps._PSI) / (ps._PER_TOKEN)
-    assert ps.DP_TOKENS == pytest.approx(by_hand, rel=1e-9)
+    g = ts._GPT3
+    assert ts.TP_GB * 1e9 == pytest.approx(korthikanti_bytes_per_layer(g.seq, 1, g.hidden, g.heads, tp=ts.TP))
+    d = ts.REPLICAS
+    by_hand = ts._IB.ridge * (2 * (d - 1) / d * 2 * ts._PSI) / (ts._PER_TOKEN)
+    assert ts.DP_TOKENS == pytest.approx(by_hand, rel=1e-9)
 
 
 @pytest.mark.parametrize("p, m, v", [(4, 8, 2), (2, 4, 2), (4, 4, 3), (3, 6, 2)])

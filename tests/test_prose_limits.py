@@ -25,10 +25,6 @@ LONG_CELLS: dict[tuple[str, int], str] = {
     ("06", 20): "not yet shortened (315 words)",
     ("07", 17): "not yet shortened (273 words)",
     ("07", 36): "not yet shortened (272 words)",
-    ("10", 0): "not yet shortened (303 words)",
-    ("10", 33): "not yet shortened (262 words)",
-    ("10", 47): "not yet shortened (436 words)",
-    ("10", 52): "not yet shortened (323 words)",
 }
 
 # Notebooks that may still average over the limit (only shrinks).
