@@ -14,17 +14,6 @@ from tools.prose import CELL_WORD_LIMIT, MEAN_SENTENCE_LIMIT, notebook_prose, se
 
 # (notebook number, cell index): why the cell may run long.
 LONG_CELLS: dict[tuple[str, int], str] = {
-    ("01", 22): "not yet shortened (429 words)",
-    ("02", 3): "not yet shortened (355 words)",
-    ("02", 18): "not yet shortened (353 words)",
-    ("02", 23): "not yet shortened (327 words)",
-    ("03", 3): "not yet shortened (355 words)",
-    ("04", 5): "not yet shortened (255 words)",
-    ("04", 7): "not yet shortened (387 words)",
-    ("04", 15): "not yet shortened (278 words)",
-    ("06", 20): "not yet shortened (315 words)",
-    ("07", 17): "not yet shortened (273 words)",
-    ("07", 36): "not yet shortened (272 words)",
 }
 
 # Notebooks that may still average over the limit (only shrinks).
