@@ -51,7 +51,7 @@ class Calculator:
     compute: Callable[..., dict[str, Any]]
 
 
-# --- memory per GPU by part (notebook 16) ---------------------------------------------------------------------
+# --- memory per GPU by part (notebook 17) ---------------------------------------------------------------------
 
 DEVICES = {g.name: g.memory_gb * 1e9 for g in NOTABLE_GPUS if g.memory_gb and g.memory_gb >= 16}
 SPLITS = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -78,7 +78,7 @@ def memory(tp: int, pp: int, dp: int, zero: int, model: str, device: str, sequen
                       "limit": {"label": f"{device} memory", "value": capacity / 1e9}}}
 
 
-# --- the pipeline's bubble (notebook 13) -----------------------------------------------------------------------
+# --- the pipeline's bubble (notebook 14) -----------------------------------------------------------------------
 
 def pipeline(kind: str, stages: int, micro_batches: int, message: float) -> dict[str, Any]:
     events = simulate(kind, stages, micro_batches, message=message)
@@ -92,7 +92,7 @@ def pipeline(kind: str, stages: int, micro_batches: int, message: float) -> dict
                       "blocks": blocks}}
 
 
-# --- the α-β model of an all-reduce (notebook 11) ---------------------------------------------------------------
+# --- the α-β model of an all-reduce (notebook 12) ---------------------------------------------------------------
 
 NVLINK3_GBS = nvlink_bandwidth_gbs(3)
 
@@ -105,7 +105,7 @@ def alpha_beta(world: int, log2_bytes: int, alpha_us: float, bandwidth: float) -
     return {"text": text, "numbers": model.times, "chart": {"type": "bars", "unit": "ms", "bars": bars}}
 
 
-# --- the checkpoint interval (notebook 18) ----------------------------------------------------------------------
+# --- the checkpoint interval (notebook 19) ----------------------------------------------------------------------
 
 def interval(gpus: int, per_1000_gpu_hours: float, save_s: float, restart_s: float) -> dict[str, Any]:
     s = CI.summarise(gpus, per_1000_gpu_hours / 1000, save_s, restart_s)
@@ -125,7 +125,7 @@ SECONDS = [1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1
 
 CALCULATORS = {
     "memory": Calculator(
-        "16_activation_memory_and_composing", "memory_calculator_widget(", "Memory per GPU by part",
+        "17_activation_memory_and_composing", "memory_calculator_widget(", "Memory per GPU by part",
         [steps("tp", "tensor", [1, 2, 4, 8], 8),
          steps("pp", "pipeline", [1, 2, 4, 8, 16], 8),
          steps("dp", "data", SPLITS, 1),
@@ -140,21 +140,21 @@ CALCULATORS = {
          choice("axis", "bars by", [(a, a) for a in COMPARISONS], "recompute")],
         memory),
     "pipeline": Calculator(
-        "13_network_partitioning", "pipeline_views.pipeline_widget()", "A pipeline's timeline and bubble",
+        "14_network_partitioning", "pipeline_views.pipeline_widget()", "A pipeline's timeline and bubble",
         [choice("kind", "schedule", [(k, k) for k in SCHEDULES], "gpipe"),
          steps("stages", "stages", list(range(2, 9)), 4),
          steps("micro_batches", "micro-batches", list(range(1, 17)), 4),
          steps("message", "message time", [k / 4 for k in range(9)], 0.0)],
         pipeline),
     "alpha_beta": Calculator(
-        "11_nccl_collectives", "collectives_views.allreduce_model_widget(", "All-reduce time in the α-β model",
+        "12_nccl_collectives", "collectives_views.allreduce_model_widget(", "All-reduce time in the α-β model",
         [steps("world", "ranks", list(range(2, 65)), 8),
          steps("log2_bytes", "log2 bytes", list(range(4, 33)), 20),
          number("alpha_us", "latency α (µs)", GPU_ALPHA_S * 1e6, 0.0, 1e5, 0.1),
          number("bandwidth", "link GB/s", NVLINK3_GBS, 0.01, 1e4, 10)],
         alpha_beta),
     "interval": Calculator(
-        "18_when_things_fail", "failures_views.interval_widget()", "How often to checkpoint",
+        "19_when_things_fail", "failures_views.interval_widget()", "How often to checkpoint",
         [steps("gpus", "GPUs", [8, 64, 512, 1024, 4096, 16384, 32768, 65536, 131072], 16384),
          steps("per_1000_gpu_hours", "failures per 1000 GPU-hours",
                sorted({RATE, *(round(10 ** (k / 4), 4) for k in range(-12, 1))}), RATE),

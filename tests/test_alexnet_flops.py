@@ -1,4 +1,4 @@
-"""AlexNet's forward FLOPs per image, as notebook 12's data-parallel example derives them from the layer table.
+"""AlexNet's forward FLOPs per image, as notebook 13's data-parallel example derives them from the layer table.
 
 torchvision's metadata `_ops` (0.714 G) counts multiply-adds; one multiply-add is two floating-point operations.
 """

@@ -60,8 +60,8 @@ def test_each_calculator_stands_for_a_widget_of_its_notebook(name):
 
 
 def test_errata_reference_links_point_to_their_notebook():
-    text = "### 13 · Network partitioning\n- **Now:** \"([Huang et al., 2019](#ref-huang2019gpipe), §2.3)\"\n"
-    assert "(13_network_partitioning.html#ref-huang2019gpipe)" in book_pages.errata_page(text, list(NOTEBOOKS))
+    text = "### 14 · Network partitioning\n- **Now:** \"([Huang et al., 2019](#ref-huang2019gpipe), §2.3)\"\n"
+    assert "(14_network_partitioning.html#ref-huang2019gpipe)" in book_pages.errata_page(text, list(NOTEBOOKS))
 
 
 def test_calculators_page_names_every_calculator_and_its_notebook():

@@ -134,7 +134,7 @@ def test_every_plot_of_a_built_notebook_is_shown():
 
 @in_chromium
 def test_search_finds_a_term_of_a_late_notebook():
-    term = "Daly"  # Daly's checkpoint interval, notebook 18
+    term = "Daly"  # Daly's checkpoint interval, notebook 19
     assert term in (SITE.root / f"{LATE_NOTEBOOK}.html").read_text(encoding="utf-8")
     page, problems = SITE.open(f"search.html?q={term}")
     page.wait_for_selector(f"#search-results a[href*='{LATE_NOTEBOOK}']", timeout=30_000)

@@ -59,7 +59,7 @@ def test_locator_vocabulary():
     for after in (", §2.3", ", Table 1", ", Fig. 3", ", Figure 1", ", eq. (3)", ", p. 4", ", section Pinned memory",
                   ", footnote 1", ", abstract", ", `examples/layers-80sec.cfg`", ", Algorithm 1", ", §3.2; see"):
         assert has_locator(after), after
-    for after in ("", ", and notebook 11", " and others", ", 2019", ", the paper's example"):
+    for after in ("", ", and notebook 12", " and others", ", 2019", ", the paper's example"):
         assert not has_locator(after), after
     text = "([Huang et al., 2019](#ref-huang2019gpipe), §2.3; [X](#ref-y)) and more"
     m = LINK.search(text)

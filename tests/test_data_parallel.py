@@ -201,7 +201,7 @@ CORE_BATCH = 23  # uneven over 2 and 4 ranks
 
 
 def _shown_and_recorded(rank, world, spec, x, y, bucket):
-    """One backward on this rank's slice, summed by the BucketedAllReduce notebook 12 shows and by the
+    """One backward on this rank's slice, summed by the BucketedAllReduce notebook 13 shows and by the
     RecordedBucketedAllReduce that DataParallelStep (and so ``d2lmp bench dp``) runs, with and without overlap;
     for each: the gradients, the buckets' sizes, how many all-reduces had started when backward returned, and the
     timeline's all-reduce events."""

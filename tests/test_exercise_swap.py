@@ -1,4 +1,4 @@
-"""Notebook 11's exercise 7 (the swap): a right answer written another way passes; test_exercises runs the rest."""
+"""Notebook 12's exercise 7 (the swap): a right answer written another way passes; test_exercises runs the rest."""
 
 import torch
 import torch.distributed as dist

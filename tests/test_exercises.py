@@ -236,7 +236,7 @@ BUGS = [(name, ex) for name, ex in CHECKED if ex.given is not None]
 
 def test_every_parallel_notebook_has_a_bug_to_find():
     notebooks = {name[:2] for name, _ in BUGS}
-    assert {"11", "12", "13", "14", "15"} <= notebooks, f"find-the-bug exercises only in {sorted(notebooks)}"
+    assert {"12", "13", "14", "15", "16"} <= notebooks, f"find-the-bug exercises only in {sorted(notebooks)}"
 
 
 @pytest.mark.parametrize("item", BUGS, ids=_id)
@@ -557,7 +557,7 @@ def test_parallel_strategies_answers_are_the_librarys_and_the_papers():
 
 @pytest.mark.parametrize("p, m, v", [(4, 8, 2), (2, 4, 2), (4, 4, 3), (3, 6, 2)])
 def test_interleaved_warmup_answer_follows_the_rule(p, m, v):
-    """Exercise 9 of notebook 13 reads its answer off the schedule: the warm-up 2(p - r - 1) + (v - 1)p, plus the
+    """Exercise 9 of notebook 14 reads its answer off the schedule: the warm-up 2(p - r - 1) + (v - 1)p, plus the
     steady phase's opening forward (every forward first when m = p)."""
     from d2lmp.exercises import network_partitioning as ex
 

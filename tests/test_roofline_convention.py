@@ -17,7 +17,7 @@ from tools.notebooks import Notebook, paths, read, source_text
 
 # notebook number: the cells whose outputs still print the labels of before the convention (their prints also add
 # " over <link>" after the label, which now names the link itself: drop it when refreshing them)
-PENDING: dict[str, tuple[int, ...]] = {"10": (45, 48)}
+PENDING: dict[str, tuple[int, ...]] = {}
 LABEL = re.compile(CR.LABEL)
 OLD_LABEL = re.compile(r"\b(DP|ZeRO-3|TP|PP|CP|EP), [\d,]+ (replicas|devices|ranks|stages)\b")
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")

@@ -5,7 +5,7 @@ notebook imports is evaluated as written (on a figure of its own: without ``ax``
 computed (a measurement, a plan) draws that view from ``BUILDERS``, small library data of the same kind. Each
 figure is drawn with Agg and checked: no text (titles, axis labels, tick labels, annotations, legends) leaves the
 figure; a label written at a data point stays inside its axes; a legend names things in words, not as the code
-does (``pp_p2p``); and the figures of notebooks 01 and 19 use no font under 8 pt.
+does (``pp_p2p``); and the figures of notebooks 01 and 20 use no font under 8 pt.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _memory_parts() -> object:
                                title="GPT-3 175B: memory per GPU on 1,024 A100s")
 
 
-def _job_timelines() -> object:  # notebook 18's
+def _job_timelines() -> object:  # notebook 19's
     from d2lmp.model import checkpoint_interval as CI
     from d2lmp.views import failures as V
 
@@ -113,7 +113,7 @@ def _job_timelines() -> object:  # notebook 18's
     return V.plot_job_timelines(jobs, title="48 hours of work at Llama 3's failure rate")
 
 
-def _waste() -> object:  # notebook 18's, with the formula's waste where the notebook simulates jobs
+def _waste() -> object:  # notebook 19's, with the formula's waste where the notebook simulates jobs
     from d2lmp.model import checkpoint_interval as CI
     from d2lmp.views import failures as V
 
@@ -124,7 +124,7 @@ def _waste() -> object:  # notebook 18's, with the formula's waste where the not
                                     title="16,384 GPUs at Llama 3's failure rate")
 
 
-def _checkpoint_layout() -> object:  # notebook 18's, on the records of 4 ranks' row blocks of two tensors
+def _checkpoint_layout() -> object:  # notebook 19's, on the records of 4 ranks' row blocks of two tensors
     from d2lmp.parallel.checkpoint import SavedPiece
     from d2lmp.views import failures as V
 
@@ -133,13 +133,13 @@ def _checkpoint_layout() -> object:  # notebook 18's, on the records of 4 ranks'
     return V.plot_checkpoint_layout(pieces, ["model.0.weight", "optim.state.0.weight.exp_avg"])
 
 
-def _moe_layer() -> object:  # notebook 17's: 8 tokens, 2 of 8 experts each, on 2 ranks
+def _moe_layer() -> object:  # notebook 18's: 8 tokens, 2 of 8 experts each, on 2 ranks
     from d2lmp.views import experts as V
 
     return V.plot_moe_layer([(0, 5), (2, 1), (7, 3), (4, 6), (1, 0), (6, 2), (3, 4), (5, 7)], experts=8, ranks=2)
 
 
-def _block_anatomy() -> object:  # notebook 10's
+def _block_anatomy() -> object:  # notebook 11's
     from d2lmp.model import transformer_accounting as TA
     from d2lmp.scale import model_preset
     from d2lmp.views import gpt as V
@@ -150,7 +150,7 @@ def _block_anatomy() -> object:  # notebook 10's
                                       f"{shape.heads} heads), one sequence")
 
 
-def _memory_stack() -> object:  # notebook 16's
+def _memory_stack() -> object:  # notebook 17's
     from d2lmp.gpu_specs import find_gpu_spec
     from d2lmp.model.memory_calculator import MemorySetting, compare
     from d2lmp.scale import model_preset
@@ -164,7 +164,7 @@ def _memory_stack() -> object:  # notebook 16's
                                xlabel="recomputation")
 
 
-def _memory_per_stage() -> object:  # notebook 15's
+def _memory_per_stage() -> object:  # notebook 16's
     from d2lmp.gpu_specs import find_gpu_spec
     from d2lmp.model import costmodel as CM
     from d2lmp.views import zero as V
@@ -175,7 +175,7 @@ def _memory_per_stage() -> object:  # notebook 15's
                                    title="7.5 B parameters, mixed-precision Adam, 64 devices")
 
 
-def _timeline() -> object:  # notebook 13's simulated 1F1B
+def _timeline() -> object:  # notebook 14's simulated 1F1B
     from dataclasses import replace
 
     from d2lmp.model import pipeline_schedule as S
@@ -203,7 +203,7 @@ def _power_budget() -> object:  # notebook 05's
                                                      headroom=0.2))
 
 
-def _grid() -> object:  # notebook 16's 2 × 2 grid, the groups written out
+def _grid() -> object:  # notebook 17's 2 × 2 grid, the groups written out
     from d2lmp.views import strategies as V
 
     return V.plot_grid([[0, 1], [2, 3]], [[0, 2], [1, 3]])
@@ -216,7 +216,7 @@ def _sm() -> object:  # notebook 02's
     return V.plot_sm_hierarchy(gpu_specs.SM_LAYOUTS[0])
 
 
-def _overlap_schedules() -> object:  # notebooks 14's and 15's
+def _overlap_schedules() -> object:  # notebooks 15's and 15's
     from d2lmp.model.overlap_schedule import fsdp_ops, schedule, tp_matmul_ops
     from d2lmp.views import overlap_schedule as V
 

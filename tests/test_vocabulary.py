@@ -85,7 +85,7 @@ def test_the_parts_of_a_step_are_named_by_the_axes_they_belong_to():
 
 def test_every_demo_strategy_is_in_the_vocabulary():
     from d2lmp.commands import demo
-    # what users type (the README, notebooks 11 and 16) keeps working, in the order the help lists it
+    # what users type (the README, notebooks 12 and 17) keeps working, in the order the help lists it
     assert list(demo.STRATEGIES) == ["dp", "collectives", "pipeline", "interleaved", "context", "all-to-all",
                                      "experts", "tensor", "zero", "gpt-tensor", "3d", "hybrid"]
     assert set(demo.STRATEGIES) == set(DEMO_STRATEGIES) and len(set(DEMO_STRATEGIES)) == len(DEMO_STRATEGIES)

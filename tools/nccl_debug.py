@@ -1,4 +1,4 @@
-"""Run our collectives on one NCCL rank per GPU with NCCL's log on: the recorded NCCL_DEBUG=INFO excerpt of notebook 11.
+"""Run our collectives on one NCCL rank per GPU with NCCL's log on: the recorded NCCL_DEBUG=INFO excerpt of notebook 12.
 
 Needs a CUDA GPU; ``tools/record_gpu.sh`` runs it and keeps its output as ``nccl_debug_<gpu>_<date>.txt``, which
 ``d2lmp.recorded.nccl_log`` reads once copied into ``d2lmp/recorded/``. NCCL logs to the ranks' standard output,

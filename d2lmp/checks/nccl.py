@@ -1,4 +1,4 @@
-"""Self-checks of notebooks 10-14 on NCCL: collectives, data, pipeline and tensor parallelism, bandwidth.
+"""Self-checks of notebooks 10-15 on NCCL: collectives, data, pipeline and tensor parallelism, bandwidth.
 
 Each launches one rank per GPU and runs a rank function of ``checks.ranks`` that compares the
 parallel version with one device.

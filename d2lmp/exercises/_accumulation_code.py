@@ -1,4 +1,4 @@
-"""The gradient-accumulation code exercise of notebook 16, checked on real gloo ranks: its numbers and its bytes.
+"""The gradient-accumulation code exercise of notebook 17, checked on real gloo ranks: its numbers and its bytes.
 
 The student's function runs k micro-steps of this rank's slice into ``.grad`` and then sums the gradients
 over the ranks; it runs on 2 and 4 ranks with a batch that splits unevenly over the ranks and over the

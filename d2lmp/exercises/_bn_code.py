@@ -1,4 +1,4 @@
-"""The SyncBatchNorm exercise of notebook 12, checked on real gloo ranks: statistics from per-rank sums, and traffic.
+"""The SyncBatchNorm exercise of notebook 13, checked on real gloo ranks: statistics from per-rank sums, and traffic.
 
 The student writes the statistics ``SyncBatchNorm2d`` normalises with: each channel's mean and biased variance over
 a global batch split unevenly over 2 and 3 ranks, from this rank's slice. Every rank's answer is compared with one

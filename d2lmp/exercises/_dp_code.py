@@ -1,4 +1,4 @@
-"""The data-parallel code exercises of notebook 12, checked on real gloo ranks: gradients, steps and traffic.
+"""The data-parallel code exercises of notebook 13, checked on real gloo ranks: gradients, steps and traffic.
 
 The uneven-batch exercise runs the student's data-parallel backward on 2 and 3 ranks with batches that do
 not split evenly and compares every rank's gradients with one process's full-batch gradient; the typical

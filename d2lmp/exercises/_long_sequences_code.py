@@ -1,4 +1,4 @@
-"""The code exercises of notebook 17: each reference answer, the run that checks it and its judge, and wrong answers.
+"""The code exercises of notebook 18: each reference answer, the run that checks it and its judge, and wrong answers.
 
 The merge is checked against softmax attention over all the blocks' keys, on blocks whose scores would overflow a
 naive exp. The rank exercises (one ring step, causal ring attention in the plain layout, the balanced layout's

@@ -1,4 +1,4 @@
-"""The pipeline code exercises of notebook 13, run on real gloo ranks: outputs, a loss, and the messages.
+"""The pipeline code exercises of notebook 14, run on real gloo ranks: outputs, a loss, and the messages.
 
 Both run a network of equal-width layers cut into stages on 2 and 3 ranks, with micro-batches of unequal
 sizes, against the unsplit network. The forward pass must return the unsplit network's output on the

@@ -1,4 +1,4 @@
-"""The code exercises of notebook 11, checked on real gloo ranks: their numbers and their messages.
+"""The code exercises of notebook 12, checked on real gloo ranks: their numbers and their messages.
 
 A naive all-gather, a ring reduce-scatter and a ring all-reduce (given with a bug) run on 2 and 3 ranks
 on tensors of odd sizes (chunks of unequal length), each rank's input (i + 1)·10^rank so that a wrong sum

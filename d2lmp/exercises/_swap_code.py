@@ -1,4 +1,4 @@
-"""Exercise 7 of notebook 11 on real ranks: swap two ranks' tensors with point-to-point messages, without a deadlock.
+"""Exercise 7 of notebook 12 on real ranks: swap two ranks' tensors with point-to-point messages, without a deadlock.
 
 The student's ``my_swap(tensor)`` runs on 2 gloo ranks (``_code.on_ranks``), each holding a different tensor, under
 ``p2p_log.MessageLog``: the result must be the other rank's tensor, and each rank must have sent its tensor once to

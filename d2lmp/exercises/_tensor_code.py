@@ -1,4 +1,4 @@
-"""The tensor-parallel code exercises of notebook 14, run on real gloo ranks: outputs, gradients and bytes.
+"""The tensor-parallel code exercises of notebook 15, run on real gloo ranks: outputs, gradients and bytes.
 
 The column-split forward gets weights whose rows owned by other ranks are NaN (a rank holding only its
 shard would not have them), so using them shows; its output must equal ``nn.Linear``'s. The backward is

@@ -1,4 +1,4 @@
-"""The ZeRO code exercises of notebook 15 (sharding the training state), on real gloo ranks: numbers and bytes.
+"""The ZeRO code exercises of notebook 16 (sharding the training state), on real gloo ranks: numbers and bytes.
 
 The stage-2 gradient step (each rank's shard of the summed gradient) and a whole ZeRO-2 step of SGD with
 momentum (given with a stale-shard bug to find) run on 2 and 4 ranks. The result is compared with one

@@ -1,4 +1,4 @@
-"""Exercises for notebook 16 (activation memory and composing strategies).
+"""Exercises for notebook 17 (activation memory and composing strategies).
 
 1F1B's activations against GPipe's, the best number of checkpointed segments, gradient accumulation on
 ranks given with a bug to find (each micro-batch's mean loss averaged, so micro-batches of unequal size
@@ -136,7 +136,7 @@ accumulation_bug = Exercise(
 accumulate_stage3 = Exercise(
     key="accumulate_stage3", number=5, title="Accumulation under stage 3",
     question="Gradient accumulation with k micro-steps turned k all-reduces into one. Does it cut the "
-             "communication of ZeRO stage 3 (notebook 15) by k as well? What would it cost to make it do so?",
+             "communication of ZeRO stage 3 (notebook 16) by k as well? What would it cost to make it do so?",
     hint_text="List the collectives stage 3 runs in one micro-step's forward and backward. Which of them could "
               "wait until the last micro-step, and what would a rank have to keep in the meantime?",
     solution_text="No. Stage 3 keeps only a shard of the parameters, so every micro-step must all-gather each "

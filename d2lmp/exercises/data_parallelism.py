@@ -1,4 +1,4 @@
-"""Exercises for notebook 12 (data parallelism): buckets, uneven batches on real ranks, scaling, a bug to find, and
+"""Exercises for notebook 13 (data parallelism): buckets, uneven batches on real ranks, scaling, a bug to find, and
 SyncBatchNorm's statistics.
 
 The three code exercises (gradients from an uneven batch, a data-parallel SGD step given with a bug, and the

@@ -109,7 +109,7 @@ fp16_exchange = Exercise(
     solution_text="46.8 × 10^6 × 2 bytes = 93.6 MB over 31.5 GB/s = 2.97 ms, against 15.5 ms for the 2012 AlexNet's "
                   "FP32 gradients over PCIe 3.0 ×16: 1.3× fewer parameters, half the bytes per number and twice "
                   "the link rate give 5.2× less time. It is still a lower bound: latency and protocol overheads are "
-                  "left out, and a ring all-reduce sends about twice the data over each link (notebook 11).",
+                  "left out, and a ring all-reduce sends about twice the data over each link (notebook 12).",
     checker=number_checker(_EXCHANGE_MS, "ms", rel_tol=0.01, near_misses=[
         (2 * _EXCHANGE_MS, "that is FP32 (4 bytes per gradient); FP16 is 2 bytes."),
         (_EXCHANGE_MS / 2, "you used both directions (63 GB/s); one transfer uses one direction, 31.5 GB/s."),

@@ -1,4 +1,4 @@
-"""Exercises for notebook 14 (layerwise partitioning): split linear layers on ranks, their bytes, two bugs, and how
+"""Exercises for notebook 15 (layerwise partitioning): split linear layers on ranks, their bytes, two bugs, and how
 far tensor parallelism stretches over NVLink (the communication roofline).
 
 The code exercises (the column split's forward and backward, and two find-the-bug ones: a row split that

@@ -1,4 +1,4 @@
-"""Exercises for notebook 17 (long sequences and many experts): the online softmax, the ring, the all-to-all.
+"""Exercises for notebook 18 (long sequences and many experts): the online softmax, the ring, the all-to-all.
 
 Five code exercises (``_long_sequences_code``): the merge of two partial attentions on one process, and four
 functions that run on 2, 3 and 4 real gloo ranks, where each rank's messages are checked as well as its result:

@@ -1,4 +1,4 @@
-"""Exercises for notebook 11 (collectives): ring arithmetic, the α-β model, and collectives from send/recv.
+"""Exercises for notebook 12 (collectives): ring arithmetic, the α-β model, and collectives from send/recv.
 
 The three code exercises (a naive all-gather, the ring's reduce-scatter, and a ring all-reduce given with
 a bug to find) run the student's function on 2 and 3 real gloo ranks and compare it with

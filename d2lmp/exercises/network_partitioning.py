@@ -1,4 +1,4 @@
-"""Exercises for notebook 13 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
+"""Exercises for notebook 14 (network partitioning): the bubble, schedules, balancing, and a pipeline on ranks.
 
 Numbers are checked against ``d2lmp.model.pipeline_schedule`` (its bubble formula, simulator and schedules,
 the interleaved one included).

@@ -82,7 +82,7 @@ def _check_wide_fc(answer: Any) -> Verdict:
              for s in costmodel.STRATEGIES}
     choice = str(answer).strip().lower()
     if choice == costmodel.GRID:
-        return Verdict(False, f"{costmodel.GRID!r} is the data × tensor grid of notebook 16; the cost model names "
+        return Verdict(False, f"{costmodel.GRID!r} is the data × tensor grid of notebook 17; the cost model names "
                               f"Krizhevsky's split {costmodel.WEIRD_TRICK!r}. Answer with one of "
                               f"{', '.join(repr(s) for s in preds)}.")
     if choice not in preds:
@@ -167,7 +167,7 @@ megatron_bytes = Exercise(
     key="megatron_bytes", number=3,
     title="Megatron's split, counted",
     question="The model charges tensor parallelism, per layer, an all-gather of its output and an all-reduce of "
-             "its input's gradient (none for the first layer). Use notebook 14's "
+             "its input's gradient (none for the first layer). Use notebook 15's "
              "`comm_volume` to check this against a column-then-row MLP, which needs fewer: for "
              f"Linear({N_IN}, {N_HIDDEN}) → Linear({N_HIDDEN}, {N_IN}) at batch {BATCH} on 2 devices, how many "
              "bytes does each device feed into collectives per forward and backward in Megatron's split "
@@ -200,7 +200,7 @@ bench_noise = Exercise(
     key="bench_noise", number=4,
     title="How good are the predictions?",
     question="How good are the cost model's predictions? `d2lmp bench costmodel`, run in a terminal, trains the "
-             "network of the first figure split each of the three ways on two CPU processes (notebooks 12 to 14 "
+             "network of the first figure split each of the three ways on two CPU processes (notebooks 13 to 15 "
              "build those splits) and prints, for each, the predicted and the measured step and their ratio. Run "
              "it twice. How much do the measured times move between the two runs, and what does that spread say "
              "about the ratios: when can the model tell which of two strategies is faster?",

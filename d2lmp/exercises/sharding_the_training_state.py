@@ -1,4 +1,4 @@
-"""Exercises for notebook 15 (sharding the training state): ZeRO's memory and traffic, on paper and on ranks.
+"""Exercises for notebook 16 (sharding the training state): ZeRO's memory and traffic, on paper and on ranks.
 
 Memory per GPU and traffic per step by hand (``model.costmodel``'s ``zero_memory`` and ``zero_traffic``),
 stage 2's gradient step on ranks, and a ZeRO-2 step given with a bug to find (a stale shard); both code
@@ -80,7 +80,7 @@ stage2_shard = Exercise(
              "ranks, and the check also counts the bytes each rank sends (a collective counted as a ring runs "
              "it): no more than stage 2 needs.",
     hint_text="Each rank needs only its own piece of the sum, never the whole sum, and the check counts what each "
-              "rank sends. Notebook 11 built the all-reduce from two passes round the ring: after which pass does "
+              "rank sends. Notebook 12 built the all-reduce from two passes round the ring: after which pass does "
               "every rank already hold one finished piece of the sum, and what had that pass cost it?",
     solution_text="A reduce-scatter: `return ring_reduce_scatter(flat_grad)` (from d2lmp.parallel.collectives), or "
                   "`dist.reduce_scatter_tensor` into a tensor of the shard's size. Each rank receives only its "

@@ -172,7 +172,7 @@ gtx580_batch = Exercise(
              "not the paper's: notebook 08 counts that one) whose training step fits in the GTX 580's 3 GB "
              "(3 × 2³⁰ bytes; the boards AlexNet was trained on, "
              "[Krizhevsky et al., 2012](#ref-krizhevsky2012imagenet)). Compare with the batch "
-             "size of 128 the paper used, and with what splitting the network over two GPUs (notebook 14) would "
+             "size of 128 the paper used, and with what splitting the network over two GPUs (notebook 15) would "
              "allow.",
     hint_text="Build the model on the `meta` device. Parameters, gradients and Adam's state do not depend on the "
               "batch; the saved activations grow in proportion to it. Find the bytes per image, or search over the "

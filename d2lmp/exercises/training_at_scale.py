@@ -1,4 +1,4 @@
-"""Exercises for notebook 19 (training at scale): the communication roofline by hand, tensor parallelism's
+"""Exercises for notebook 20 (training at scale): the communication roofline by hand, tensor parallelism's
 intensity as a function, why tensor parallelism stays in a node, ZeRO-3's batch, new hardware and a new model.
 
 The numbers follow ``model.cluster.comm_roofline`` on the fitted roofs of ``efficiency`` (the ridges printed in the

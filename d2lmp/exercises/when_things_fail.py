@@ -1,4 +1,4 @@
-"""Exercises for notebook 18 (when things fail): the checkpoint interval, the steps a restart recomputes, the rank
+"""Exercises for notebook 19 (when things fail): the checkpoint interval, the steps a restart recomputes, the rank
 and line where a ring hangs, and a checkpoint saved by 4 ranks loaded into 2 and 3.
 
 The code exercise runs the student's load on 2 and 3 gloo ranks against a checkpoint that 4 ranks saved (once per

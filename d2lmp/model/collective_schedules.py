@@ -1,7 +1,7 @@
 """The schedules of the ring and tree all-reduce: who sends which chunk to whom at each step, as plain data.
 
 The runtime (``d2lmp.parallel.collectives``) follows these schedules with real sends; the step-by-step
-simulation (``allreduce_steps``) and the pictures of notebook 11 read them. No tensors, no process group.
+simulation (``allreduce_steps``) and the pictures of notebook 12 read them. No tensors, no process group.
 """
 
 from __future__ import annotations

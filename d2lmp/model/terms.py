@@ -1,7 +1,7 @@
 """The terms a step's time and memory are built from, shared by both cost models.
 
-The layer-table model (``costmodel.predict``: notebooks 10-16) and the cluster model (``cluster.predict``:
-notebook 19) are two front doors onto these terms:
+The layer-table model (``costmodel.predict``: notebooks 10-17) and the cluster model (``cluster.predict``:
+notebook 20) are two front doors onto these terms:
 
 * compute: FLOPs at a rate (``compute_seconds``);
 * a link (``Link``): its bus bandwidth per direction, its per-message latency α and the rate of one send.

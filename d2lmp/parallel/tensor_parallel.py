@@ -48,7 +48,7 @@ __all__ = ["CommCall", "CommLog", "all_reduce", "CopyToParallel", "ReduceFromPar
            "all_gather_sequence", "reduce_scatter_sequence", "scatter_sequence", "gather_linear", "all_reduce_logged",
            "ring_wire_bytes"]
 
-CommLog = MessageLog  # the name notebooks 14 and 16 use: the one traffic log, whose ``calls`` are named here
+CommLog = MessageLog  # the name notebooks 15 and 17 use: the one traffic log, whose ``calls`` are named here
 
 
 def all_reduce(t: torch.Tensor, label: str, group: ProcessGroup | None = None) -> torch.Tensor:
