@@ -17,6 +17,7 @@ from d2lmp.model.cluster import Cluster, PlanReport, Prediction, model_preset, p
 from d2lmp.model.cluster.expert_step import EXPERT_PART
 from d2lmp.model.cluster.hardware import GPU_PRESETS
 from d2lmp.model.cluster.memory import MemoryBreakdown
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.presets import MODEL_PRESETS
 from d2lmp.model.cluster.report import format_plan
 from d2lmp.model.cluster.steptime import STEP_PARTS
@@ -103,8 +104,12 @@ def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Axes | None =
 
 
 def planner_widget() -> ipywidgets.interactive:
-    """Model, GPU count, GPU type and global batch → the planner's best configurations and their step times."""
+    """Model, GPU count, GPU type and global batch → the planner's best configurations and their step times. The
+    models are the dense presets: a mixture of experts also searches expert parallelism, tens of seconds a move on a
+    laptop (``d2lmp plan --model deepseek-v3`` plans one)."""
     import ipywidgets as w
+
+    dense = [name for name, preset in MODEL_PRESETS.items() if not isinstance(preset.model, MoETransformer)]
 
     def draw(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", global_batch: int = 1536) -> None:
         report = plan_for(model, gpus, gpu, global_batch)
@@ -114,7 +119,7 @@ def planner_widget() -> ipywidgets.interactive:
 
     return w.interactive(
         draw,
-        model=w.Dropdown(options=list(MODEL_PRESETS), value="175B", description="model"),
+        model=w.Dropdown(options=dense, value="175B", description="model"),
         gpus=w.SelectionSlider(options=[8 * 2**k for k in range(10)], value=1024, description="GPUs"),
         gpu=w.Dropdown(options=list(GPU_PRESETS), value="A100-80GB", description="GPU"),
         global_batch=w.SelectionSlider(options=[64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096], value=1536,
