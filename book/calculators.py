@@ -126,7 +126,7 @@ SECONDS = [1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1
 CALCULATORS = {
     "memory": Calculator(
         "17_activation_memory_and_composing", "memory_calculator_widget(", "Memory per GPU by part",
-        [steps("tp", "tensor", [1, 2, 4, 8], 8),
+        [steps("tp", "tensor", [1, 2, 4, 8, 16], 8),
          steps("pp", "pipeline", [1, 2, 4, 8, 16], 8),
          steps("dp", "data", SPLITS, 1),
          steps("zero", "ZeRO stage", [0, 1, 2, 3], 0),
