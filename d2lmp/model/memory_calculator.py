@@ -14,13 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.cluster.memory import (
-    MemoryBreakdown,
-    buffer_bytes,
-    stage_activation_bytes,
-    stage_parameters,
-    state_bytes,
-)
+from d2lmp.model.cluster.memory import MemoryBreakdown, stage_memory
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
 from d2lmp.model.vocabulary import PipelineStage, Recompute, ZeroStage
 
@@ -93,19 +87,14 @@ def memory_by_part(model: Transformer, setting: MemorySetting, capacity: float =
     the first and last pipeline stages holds more; ``capacity`` is the GPU's memory (for ``fits``)."""
     plan, layout = _plan_layout(model, setting)
     stages: tuple[PipelineStage, ...] = ("first", "last") if plan.pp > 1 else ("first",)
-    best: MemoryBreakdown | None = None
-    for stage in stages:
+
+    def on(stage: PipelineStage) -> MemoryBreakdown:
         rank = 0 if stage == "first" else plan.pp - 1
-        weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage), plan.zero, plan.dp)
         held = in_flight(setting.schedule, plan.pp, layout.microbatches, rank)
-        one_f_one_b = in_flight("1f1b", plan.pp, layout.microbatches, rank)
-        activations = stage_activation_bytes(model, plan, layout, stage) * held / one_f_one_b
-        buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
-        breakdown = MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
-        if best is None or breakdown.total > best.total:
-            best = breakdown
-    assert best is not None
-    return best
+        scale = held / in_flight("1f1b", plan.pp, layout.microbatches, rank)  # the planner counts 1F1B's
+        return stage_memory(model, plan, layout, stage, capacity, scale)
+
+    return max((on(stage) for stage in stages), key=lambda m: m.total)
 
 
 def compare(model: Transformer, setting: MemorySetting, axis: Comparison,

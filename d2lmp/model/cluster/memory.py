@@ -37,7 +37,7 @@ from d2lmp.model.vocabulary import AttentionKernel, PipelineStage, Recompute
 __all__ = ["OPTIMIZER", "ALLOWANCE_BYTES", "FRAGMENTATION", "MemoryBreakdown", "layer_parameters_per_gpu",
            "layer_activation_bytes", "kept", "whole_layer",
            "stage_parameters", "stage_expert_parameters", "state_bytes", "stage_activation_bytes", "buffer_bytes",
-           "memory_per_gpu"]
+           "stage_memory", "memory_per_gpu"]
 
 OPTIMIZER = "adam_mixed"  # the row of training_state.OPTIMIZERS the runs train with (Rajbhandari et al. 2020, §3.1)
 ALLOWANCE_BYTES = 2e9  # CUDA context, NCCL and framework buffers: an assumption, not a sourced figure
@@ -193,21 +193,22 @@ def buffer_bytes(model: Transformer, plan: Plan, layout: Layout, rest: float) ->
     return working + ALLOWANCE_BYTES + FRAGMENTATION * (rest + working)
 
 
+def stage_memory(model: Transformer, plan: Plan, layout: Layout, stage: PipelineStage, capacity: float,
+                 activation_scale: float = 1.0) -> MemoryBreakdown:
+    """Memory per GPU on one pipeline stage; ``activation_scale`` multiplies the saved activations, which are those
+    of 1F1B's micro-batches in flight (a GPipe schedule holds more)."""
+    experts = stage_expert_parameters(model, plan, layout, stage)
+    weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage) - experts,
+                                                plan.zero, plan.dp)
+    if experts:
+        w, g, o = state_bytes(experts, plan.zero, plan.expert_dp)
+        weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
+    activations = stage_activation_bytes(model, plan, layout, stage) * activation_scale
+    buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
+    return MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
+
+
 def memory_per_gpu(model: Transformer, plan: Plan, layout: Layout, capacity: float) -> MemoryBreakdown:
     """Memory per GPU on whichever of the first and last pipeline stages needs more."""
-    best: MemoryBreakdown | None = None
     stages: tuple[PipelineStage, ...] = ("first", "last") if plan.pp > 1 else ("first",)
-    for stage in stages:
-        experts = stage_expert_parameters(model, plan, layout, stage)
-        weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage) - experts,
-                                                    plan.zero, plan.dp)
-        if experts:
-            w, g, o = state_bytes(experts, plan.zero, plan.expert_dp)
-            weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
-        activations = stage_activation_bytes(model, plan, layout, stage)
-        buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
-        breakdown = MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
-        if best is None or breakdown.total > best.total:
-            best = breakdown
-    assert best is not None
-    return best
+    return max((stage_memory(model, plan, layout, stage, capacity) for stage in stages), key=lambda m: m.total)
