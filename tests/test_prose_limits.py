@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tools.notebooks import paths
-from tools.prose import CELL_WORD_LIMIT, MEAN_SENTENCE_LIMIT, notebook_prose, sentences, words
+from tools.prose import CELL_WORD_LIMIT, MEAN_SENTENCE_LIMIT, notebook_prose, prose_text, sentences, words
 
 # (notebook number, cell index): why the cell may run long.
 LONG_CELLS: dict[tuple[str, int], str] = {
@@ -25,7 +25,15 @@ NOTEBOOKS = paths()
 def test_counting_rules():
     text = ("## A heading that is not counted\n\nGPUs have 1,024 lanes, e.g. on an H100 et al. report more. "
             "The ratio is $2(n-1)/n$ and `dist.all_reduce` sends it.\n\n| a | table |\n\n- a list item\n- another")
-    assert [words(s) for s in sentences(text)] == [12, 8, 3, 1]
+    # a formula counts its words ("2", "n-1", "n") and inline code its own ("dist.all", "reduce")
+    assert [words(s) for s in sentences(text)] == [12, 11, 3, 1]
+
+
+def test_a_formula_counts_its_words_not_its_commands():
+    # layout commands (\text) vanish, braces keep their text, a symbol (\alpha) reads as a letter:
+    # under the old rule each formula was one word
+    assert words(prose_text(r"$\text{bytes} / (2\alpha)$")) == 2
+    assert words(prose_text(r"$\alpha$ and $$\frac{\text{peak bytes}}{\mathrm{HBM}}$$")) == 5
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -1,13 +1,16 @@
-"""How long the notebooks' prose runs: words per markdown cell and words per sentence.
+r"""How long the notebooks' prose runs: words per markdown cell and words per sentence.
 
 Usage: python -m tools.prose [NOTEBOOK ...]   (default: every notebook; prints each notebook's mean sentence length,
 its share of sentences over 40 words, and every markdown cell over the word limit)
 
 What counts as prose: a markdown cell's text without fenced code, HTML tags, link targets, headings and table rows
-(a table is read as a figure, not as sentences); a formula or a piece of inline code counts as one word. A References
-cell is a list of sources, not prose, and is left out. A sentence ends at ``.``, ``!`` or ``?`` followed by white
-space, or at the end of a paragraph or list item (a colon does not end one); abbreviations such as "e.g." and
-"et al." do not end one. A word is a run of letters or digits (with inner hyphens, apostrophes, dots and commas, so
+(a table is read as a figure, not as sentences). A formula and a piece of inline code count the words of their text:
+in a formula each LaTeX command (a backslash and its letters) is dropped when it only lays out or joins (``\frac``,
+``\text``, ``\mathrm``, ``\left``, ``\cdot``, ``\quad``: ``_LAYOUT``) and otherwise (``\alpha``, ``\sum``) becomes a
+letter, while the text inside braces stays, so ``$\text{bytes} / (2\alpha)$`` counts ``bytes`` and ``2α``: two words.
+A References cell is a list of sources, not prose, and is left out. A sentence ends at ``.``, ``!`` or ``?`` followed
+by white space, or at the end of a paragraph or list item (a colon does not end one); abbreviations such as "e.g."
+and "et al." do not end one. A word is a run of letters or digits (with inner hyphens, apostrophes, dots and commas, so
 "1,024" and "1.5" are one word each). tests/test_prose_limits.py holds the limits.
 """
 
@@ -31,18 +34,28 @@ _TAG = re.compile(r"<[^>\n]+>")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|et al|etc|vs|cf|Fig|Eq|Sec|Ch|No|approx|resp)\.", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_LAYOUT = frozenset("frac dfrac tfrac sqrt text textrm textit textbf mathrm mathbf mathit mathcal mathbb mathsf mathtt "
+                    "operatorname boldsymbol displaystyle left right big Big bigl bigr Bigl Bigr cdot cdots ldots dots "
+                    "times div pm quad qquad begin end".split())
 _WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'’]|[-.,](?=[A-Za-z0-9]))*")
 
 
 def prose_text(markdown: str) -> str:
-    """The cell's prose: code, math, tags, link targets, headings and table rows removed."""
+    """The cell's prose: fenced code, tags, link targets, headings and table rows removed; formulas and inline
+    code kept as their words."""
     text = _FENCED.sub(" ", markdown)
-    text = _MATH.sub(" x ", text)  # a formula reads as one word
-    text = _INLINE_CODE.sub(" x ", text)
+    text = _MATH.sub(lambda m: f" {formula_text(m.group(0))} ", text)
+    text = _INLINE_CODE.sub(lambda m: f" {m.group(0)[1:-1]} ", text)
     text = _LINK.sub(r"\1", text)
     text = _TAG.sub(" ", text)
     lines = [line for line in text.splitlines() if not line.lstrip().startswith(("#", "|"))]
     return "\n".join(lines)
+
+
+def formula_text(formula: str) -> str:
+    """A formula as words: layout commands dropped, every other command (a symbol) read as one letter."""
+    return _COMMAND.sub(lambda m: "" if m.group(1) in _LAYOUT else "x", formula.strip("$"))
 
 
 def words(text: str) -> int:
