@@ -21,19 +21,18 @@ from d2lmp.model.cluster.report import (
 )
 from d2lmp.model.cluster.runs import records
 from d2lmp.model.cluster.validation import (
-    GOAL,
     PICK_GOAL,
     Judgement,
-    SourceSummary,
     goal_checks,
     judge_all,
     summarise,
     sweep_cells,
 )
 from d2lmp.report import table
+from d2lmp.views.validation import sources_table
 
 __all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table",
-           "sources_table", "info_lines", "validation_goal_lines", "sweep_lines"]
+           "info_lines", "validation_goal_lines", "sweep_lines"]
 
 HELP = "the cluster model against published runs (predicted / published), and the planner against their choices"
 PUBLISHED_GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput, every row of every table
@@ -77,24 +76,6 @@ def goal_lines(tables: dict[str, list[Comparison]]) -> list[str]:
     lines.append(Goal(f"predicted / published, all {len(every)} rows", "within", PUBLISHED_GOAL, "×")
                  .line(worst.ratio, f"worst {worst.ratio:.3f}× ({worst.run.table}, {worst.run.row})"))
     return lines
-
-
-def _number(x: float | None, fmt: str = ".2f") -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def sources_table(summaries: list[SourceSummary]) -> str:
-    """Per source: rows, those judged and those printed as information, the ratios' median and worst, the share in
-    band, the runs whose memory verdict disagrees with the run, and the memory ratios (where reported)."""
-    low, high = GOAL
-    rows = []
-    for s in summaries:
-        within = sum(abs(m - 1) <= 0.2 for m in s.memory_ratios)
-        rows.append([s.source, s.use, str(s.rows), str(len(s.ratios)), str(s.info), _number(s.median),
-                     _number(s.worst), f"{s.in_band} ({_number(s.share, '.0%')})", str(s.memory_disagrees),
-                     f"{within} of {len(s.memory_ratios)}"])
-    return table(rows, ["source", "use", "rows", "judged", "info", "median", "worst", f"in {low}-{high}",
-                        "memory verdict wrong", "memory ±20 %"])
 
 
 def info_lines(judgements: list[Judgement]) -> list[str]:
