@@ -60,6 +60,23 @@ def test_the_all_to_all_refuses_other_trailing_shapes_on_every_rank():
         assert fine is None
 
 
+def _planned(rank, world):
+    blocks = [torch.full((2, 3), float(rank)) for _ in range(world)]  # every rank sends 2 rows to every rank
+    expects = [1, 2, 2] if rank == 2 else [2, 2, 2]  # rank 2 expects 1 row from rank 0
+    buffers = [torch.empty(n, 3) for n in expects]
+    given = _refused(lambda: all_to_all(blocks, output_sizes=expects))
+    into = _refused(lambda: all_to_all(blocks, out=buffers))
+    return given, into, [b[:, 0].tolist() for b in all_to_all(blocks, output_sizes=[2, 2, 2])]
+
+
+def test_receive_sizes_the_caller_gives_are_checked_against_what_is_sent():
+    for given, into, fine in launch(_planned, 3, backend="gloo"):
+        for refused in (given, into):
+            assert refused == ("all_to_all: the receive sizes given do not match what the ranks send "
+                               "(rank 0 sends 2 rows to rank 2, which expects 1)")
+        assert fine == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+
+
 def _schedules(rank, world):
     spec = DP.MLPSpec((4, 8, 3), seed=0)
     x, y = DP.synthetic_data(spec, 8)

@@ -12,15 +12,20 @@ is this module's ``all_to_all``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
+from torch.distributed import all_gather_object as _all_gather_object
+from torch.distributed import all_reduce as _all_reduce
 
 from d2lmp.parallel.agreement import agree
 
-__all__ = ["all_to_all", "all_to_all_sizes", "exchange_order", "torch_all_to_all_flat", "torch_all_to_all",
-           "torch_all_to_all_equal"]
+__all__ = ["all_to_all", "all_to_all_sizes", "check_planned_sizes", "exchange_order", "torch_all_to_all_flat",
+           "torch_all_to_all", "torch_all_to_all_equal"]
+
+_PRIME = 2**31 - 1  # the size check's sums are taken modulo this prime
 
 # The requests of the last exchange, dropped only when the next one ends: dropping a gloo request
 # right after it completes can spin until gloo's I/O thread lets go of its buffer (see
@@ -77,6 +82,40 @@ def all_to_all_sizes(send_sizes: Sequence[int], group: dist.ProcessGroup | None 
     return [int(n) for n in theirs.view(-1).tolist()]
 
 
+def _size_term(source: int, destination: int, rows: int) -> int:
+    """A 31-bit digest of "``source`` sends ``rows`` rows to ``destination``"."""
+    digest = hashlib.blake2b(f"{source}>{destination}:{rows}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "little") % _PRIME
+
+
+def check_planned_sizes(send_sizes: Sequence[int], output_sizes: Sequence[int],
+                        group: dist.ProcessGroup | None = None, device: torch.device | str = "cpu") -> None:
+    """Return when every rank of ``group`` expects from each other rank as many rows as that one sends it; else raise
+    the same ``ValueError`` on every rank, naming each pair that disagrees. Every rank of ``group`` must call it.
+
+    Rank r knows row r of the sizes matrix (what it sends) and column r (what it expects). Each rank adds a digest
+    of every entry it sends and subtracts one of every entry it expects; the sum over the ranks (one all-reduce of
+    one integer, not counted by the traffic log) is 0 modulo a prime when the two views of the matrix agree. Only
+    then the real counts are exchanged, to name the pairs. Without it, a receiver expecting fewer rows than are
+    sent aborts inside gloo (SIGABRT), and one expecting more waits until the timeout."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    if world == 1:
+        return
+    sent = sum(_size_term(rank, d, n) for d, n in enumerate(send_sizes))
+    expected = sum(_size_term(s, rank, n) for s, n in enumerate(output_sizes))
+    balance = torch.tensor([(sent - expected) % _PRIME], dtype=torch.int64, device=device)
+    _all_reduce(balance, group=group)
+    if int(balance.item()) % _PRIME == 0:
+        return
+    arriving = all_to_all_sizes(send_sizes, group, device)
+    mine = [f"rank {s} sends {a} rows to rank {rank}, which expects {e}"
+            for s, (a, e) in enumerate(zip(arriving, output_sizes)) if a != e]
+    everyone: list[list[str] | None] = [None] * world
+    _all_gather_object(everyone, mine, group=group)
+    pairs = "; ".join(line for lines in everyone for line in lines or [])
+    raise ValueError(f"all_to_all: the receive sizes given do not match what the ranks send ({pairs})")
+
+
 def _check_inputs(inputs: Sequence[torch.Tensor], world: int) -> None:
     if len(inputs) != world:
         raise ValueError(f"all_to_all needs one tensor per rank: got {len(inputs)} for {world} ranks")
@@ -111,19 +150,23 @@ def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None =
     may differ. Equal to ``dist.all_to_all`` (equal blocks) and ``dist.all_to_all_single`` with split sizes.
     Received sizes are exchanged first unless the caller knows them: ``output_sizes`` (an expert-parallel
     layer knows them from its routing counts), or ``out``, one buffer per source to receive into and return
-    (reused buffers save allocating, and the page faults of fresh memory, on every call).
+    (reused buffers save allocating, and the page faults of fresh memory, on every call). Sizes the caller gives
+    are checked against what the ranks send (``check_planned_sizes``: one all-reduce of one integer).
     """
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     _check_inputs(inputs, world)
     agree("all_to_all", group, rows=tuple(inputs[0].shape[1:]), dtype=inputs[0].dtype)  # all but the row counts
+    sending = [t.shape[0] for t in inputs]  # shape[0]: len() of a tensor costs microseconds
     if out is not None:
         _check_outputs(out, inputs, rank)
-        output_sizes = [o.shape[0] for o in out]  # shape[0]: len() of a tensor costs microseconds
-    elif output_sizes is None:
-        output_sizes = all_to_all_sizes([t.shape[0] for t in inputs], group, inputs[0].device)
-    if len(output_sizes) != world or output_sizes[rank] != inputs[rank].shape[0]:
-        raise ValueError(f"output_sizes {list(output_sizes)} must give {world} sizes, with "
-                         f"{inputs[rank].shape[0]} (this rank's block to itself) at index {rank}")
+        output_sizes = [o.shape[0] for o in out]
+    if output_sizes is None:  # the senders' own counts: nothing to check
+        output_sizes = all_to_all_sizes(sending, group, inputs[0].device)
+    else:
+        if len(output_sizes) != world or output_sizes[rank] != inputs[rank].shape[0]:
+            raise ValueError(f"output_sizes {list(output_sizes)} must give {world} sizes, with "
+                             f"{inputs[rank].shape[0]} (this rank's block to itself) at index {rank}")
+        check_planned_sizes(sending, output_sizes, group, inputs[0].device)
     rows = inputs[0].shape[1:]
     outputs = list(out) if out is not None else [inputs[0].new_empty((n, *rows)) for n in output_sizes]
     order = exchange_order(rank, world)
