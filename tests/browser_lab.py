@@ -60,16 +60,28 @@ def available() -> bool:
     return Path(CHROMIUM).exists()
 
 
+# Polled every POLL_S while the cells run: errors are read from the output models' types, so that no output (a
+# plot is a long base64 string) is serialised on each poll.
 STATE_JS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   if (!panel || !panel.content || !panel.sessionContext) return null;
   const cells = panel.content.widgets.filter(c => c.model.type === 'code');
   const session = panel.sessionContext.session;
+  const errors = [];
+  for (const cell of cells) {
+    const outputs = cell.model.outputs;
+    for (let i = 0; i < outputs.length; i++) {
+      const output = outputs.get(i);
+      if (output.type === 'error') {
+        const json = output.toJSON();
+        errors.push(json.ename + ': ' + json.evalue);
+      }
+    }
+  }
   return {
     kernel: session && session.kernel ? session.kernel.status : 'none',
     pending: cells.filter(c => c.model.executionCount === null || c.promptNode.textContent.includes('*')).length,
-    errors: cells.flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
-                 .map(o => o.ename + ': ' + o.evalue),
+    errors: errors,
   };
 }"""
 
