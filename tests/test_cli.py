@@ -213,7 +213,8 @@ def test_bench_dp_prints_ratio_to_ddp(capsys):
 
 @pytest.mark.slow
 def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
-    assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2"]) == 0
+    assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2",
+                 "--profile-time", "0.005"]) == 0
     out = capsys.readouterr().out
     assert "ratio to equal" in out and _one_goal_format(out)
     assert "goal: |measured - theoretical bubble|, every micro-batch count <= 0.1: worst " in out
@@ -313,8 +314,11 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
     assert memory_checks.check_bandwidth_sweep("cuda:0", True).status == "fail"
 
 
-def test_bench_pipeline_rejects_bad_sizes():
+def test_bench_pipeline_rejects_bad_sizes(capsys):
     from d2lmp.bench.pipeline import pipeline_bench
+
+    assert main(["bench", "pipeline", "--profile-time", "0"]) == 2  # checked before anything runs
+    assert "--profile-time must be positive, got 0" in capsys.readouterr().err
 
     with pytest.raises(ValueError, match="warm-up"):
         pipeline_bench(steps=1)
