@@ -46,8 +46,11 @@ class LayerProfile:
 
 
 def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05,
-                   rounds: int = 1) -> list[LayerProfile]:
+                   rounds: int = 1, block_time: float = 0.01) -> list[LayerProfile]:
     """Per-layer forward+backward time, output bytes and parameter bytes of an ``nn.Sequential``.
+
+    Each layer is timed in blocks of calls lasting about ``block_time`` seconds, at least 5 blocks and
+    ``min_time`` seconds (``timing.benchmark``).
 
     With ``rounds`` > 1 the whole sweep over the layers is repeated and each layer keeps its
     median time: a burst of machine noise then spoils one round of one layer, not the partition.
@@ -73,7 +76,8 @@ def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float =
                 if out.requires_grad:
                     out.backward(torch.ones_like(out))
 
-            samples.append(timing.benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1).median)
+            samples.append(timing.benchmark(fwd_bwd, inp.device, min_time=min_time, block_time=block_time,
+                                            warmup=1).median)
     model.zero_grad(set_to_none=True)
     return [LayerProfile(name, statistics.median(samples), size,
                          sum(p.numel() * p.element_size() for p in layer.parameters()))
@@ -81,7 +85,7 @@ def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float =
 
 
 def layer_costs(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05, rounds: int = 1,
-                threads: int = 1) -> list[float]:
+                threads: int = 1, block_time: float = 0.01) -> list[float]:
     """Each layer's forward+backward seconds, profiled with ``threads`` compute threads (a rank's count).
 
     Profile at the micro-batch size the pipeline will run: layer costs are not proportional to
@@ -89,6 +93,7 @@ def layer_costs(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.
     """
     previous = set_threads(threads)
     try:
-        return [p.seconds for p in profile_layers(model, sample, min_time=min_time, rounds=rounds)]
+        return [p.seconds for p in profile_layers(model, sample, min_time=min_time, rounds=rounds,
+                                                        block_time=block_time)]
     finally:
         set_threads(previous)

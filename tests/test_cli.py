@@ -213,13 +213,14 @@ def test_bench_dp_prints_ratio_to_ddp(capsys):
 
 @pytest.mark.slow
 def test_bench_pipeline_and_costmodel_print_their_goals(capsys):
-    assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2"]) == 0
+    assert main(["bench", "pipeline", "--worlds", "2", "--micro-batches", "1,2", "--batch", "8", "--steps", "2",
+                 "--profile-time", "0.005"]) == 0
     out = capsys.readouterr().out
     assert "ratio to equal" in out and _one_goal_format(out)
     assert "goal: |measured - theoretical bubble|, every micro-batch count <= 0.1: worst " in out
     assert "Interleaved 1F1B on 2 stages, 2 chunks per rank" in out  # m = 2 is even: interleaved runs
     assert "m = 2: messages interleaved / 1F1B 3.00 (2m(pv-1) / 2m(p-1) = 3.00)" in out  # counted = formula
-    assert main(["bench", "costmodel", "--batch", "32", "--steps", "3"]) == 0
+    assert main(["bench", "costmodel", "--batch", "32", "--steps", "3", "--calibrate-time", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "predicted / measured" in out and _one_goal_format(out)
     for strategy in ("data", "pipeline", "tensor"):
@@ -313,8 +314,13 @@ def test_bandwidth_sweep_check_holds_only_device_memory_to_the_spec(monkeypatch)
     assert memory_checks.check_bandwidth_sweep("cuda:0", True).status == "fail"
 
 
-def test_bench_pipeline_rejects_bad_sizes():
+def test_bench_pipeline_rejects_bad_sizes(capsys):
     from d2lmp.bench.pipeline import pipeline_bench
+
+    assert main(["bench", "pipeline", "--profile-time", "0"]) == 2  # checked before anything runs
+    assert "--profile-time must be positive, got 0" in capsys.readouterr().err
+    assert main(["bench", "costmodel", "--calibrate-time", "0"]) == 2
+    assert "--calibrate-time must be positive, got 0" in capsys.readouterr().err
 
     with pytest.raises(ValueError, match="warm-up"):
         pipeline_bench(steps=1)

@@ -181,13 +181,15 @@ def test_cuda_implementations_match():
 def test_bench_conv_command_prints_ratios(capsys):
     from d2lmp.commands.main import main
 
-    assert main(["bench", "conv", "--batch", "1", "--devices", "cpu", "--min-time", "0.01"]) == 0
+    assert main(["bench", "conv", "--batch", "1", "--devices", "cpu", "--min-time", "0.01", "--gemm-size", "512"]) == 0
     out = capsys.readouterr().out
     assert "F.conv2d" in out and "cpu im2col: ratio to F.conv2d" in out and "cpu c01b" in out
-    assert "the same 2048³ FP32 product through two libraries" in out and "torch.matmul" in out
+    assert "the same 512³ FP32 product through two libraries" in out and "torch.matmul" in out
     assert "goal: im2col / its own lower bound (copy only + GEMM only, same run), every layer on cpu <= 1.2×: " \
         "worst " in out and "goal for im2col" not in out
     assert main(["bench", "conv", "--devices", "cuda:5"]) == 2
+    assert main(["bench", "conv", "--gemm-size", "0"]) == 2  # checked before anything runs
+    assert "--gemm-size must be positive, got 0" in capsys.readouterr().err
 
 
 def test_im2col_over_lower_bound_is_time_over_its_two_parts():

@@ -154,7 +154,7 @@ def test_pipeline_bad_input():
 
 def test_profile_layers():
     model = DP.MLPSpec((8, 16, 4), seed=0).build()
-    profiles = LP.profile_layers(model, torch.randn(5, 8), min_time=0.005)
+    profiles = LP.profile_layers(model, torch.randn(5, 8), min_time=0.005, block_time=0.001)
     assert [p.name for p in profiles] == ["0: Linear", "1: ReLU", "2: Linear"]
     assert [p.activation_bytes for p in profiles] == [5 * 16 * 4, 5 * 16 * 4, 5 * 4 * 4]
     assert [p.parameter_bytes for p in profiles] == [(8 * 16 + 16) * 4, 0, (16 * 4 + 4) * 4]

@@ -29,7 +29,7 @@ from d2lmp.parallel.pipeline import pipeline_steps
 from d2lmp.parallel.tensor_parallel import ColumnParallelLinear
 from d2lmp.timing import benchmark
 
-__all__ = ["StrategyTiming", "costmodel_bench"]
+__all__ = ["CALIBRATE_TIME", "StrategyTiming", "costmodel_bench"]
 
 
 @dataclass(frozen=True)
@@ -87,15 +87,20 @@ def _step_time_worker(rank: int, world: int, spec: DP.MLPSpec, batch: int, min_t
     return benchmark(one_step, min_time=min_time).median
 
 
-def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None) -> list[StrategyTiming]:
-    """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP."""
+CALIBRATE_TIME = 0.5  # seconds each rank times the full-batch step for, to calibrate the FLOP rate
+
+
+def costmodel_bench(batch: int = 256, steps: int = 6, spec: DP.MLPSpec | None = None,
+                    calibrate_time: float = CALIBRATE_TIME) -> list[StrategyTiming]:
+    """Predicted vs measured step time on 2 CPU ranks for data, pipeline and tensor parallelism of an MLP;
+    ``calibrate_time``: seconds each rank times the full-batch step for to calibrate the FLOP rate."""
     spec = spec or DP.MLPSpec((1024, 2048, 2048, 2048, 10), seed=0)
     rows = layer_table(spec.build(), (batch, spec.sizes[0]))
 
     # Calibrate the FLOP rate the way the ranks will run: one thread each, both ranks computing at once.
     # One process timed alone runs faster than each of two concurrent ones (they share caches, memory
     # bandwidth and possibly a physical core), and would make every prediction come out low.
-    single = max(launch(_step_time_worker, 2, spec, batch, 0.5))
+    single = max(launch(_step_time_worker, 2, spec, batch, calibrate_time))
     flops = 3 * sum(r.flops for r in rows) / single
     timings = launch(measure_all_reduces, 2, [2**16, 2**20, 2**22, 2**24], ("torch",), 0.05)[0]
     intercept, slope = fit_alpha_beta([t.size_bytes for t in timings], [t.seconds for t in timings])

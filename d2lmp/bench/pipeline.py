@@ -31,7 +31,7 @@ from d2lmp.parallel.launch import launch
 from d2lmp.parallel.pipeline import counted_pipeline_step, pipeline_step, pipeline_steps
 from d2lmp.pipeline_memory import LedgerSummary
 
-__all__ = ["PartitionTiming", "BubbleTiming", "PipelineBench", "ScheduleTiming", "InterleavedBubble",
+__all__ = ["PROFILE_TIME", "PartitionTiming", "BubbleTiming", "PipelineBench", "ScheduleTiming", "InterleavedBubble",
            "interleaved_bench", "pipeline_bench", "schedule_bench"]
 
 
@@ -88,24 +88,30 @@ def _bench_data(batch: int, spec: DP.MLPSpec | None) -> tuple[Callable[[], nn.Se
     return pipeline_model, torch.randn(batch, 3, 115, 115, generator=g), torch.randint(0, 10, (batch,), generator=g)
 
 
+PROFILE_TIME = 0.05  # seconds each layer is timed for, per profiling round
+
+
 def _profiled_costs(build: Callable[[], nn.Sequential], x: torch.Tensor, micro: int,
-                    cache: dict[int, list[float]]) -> list[float]:
-    """Layer costs profiled at micro-batch size ``micro`` (balance each partition at the size it runs)."""
+                    cache: dict[int, list[float]], profile_time: float = PROFILE_TIME) -> list[float]:
+    """Layer costs profiled at micro-batch size ``micro`` (balance each partition at the size it runs), each layer
+    timed for ``profile_time`` seconds (in at least 5 blocks) in each of 3 rounds."""
     if micro not in cache:
         sample = torch.randn(micro, *x.shape[1:], generator=torch.Generator().manual_seed(1))
-        cache[micro] = layer_costs(build(), sample, min_time=0.05, rounds=3)
+        cache[micro] = layer_costs(build(), sample, min_time=profile_time, rounds=3,
+                                   block_time=min(0.01, profile_time / 5))
     return cache[micro]
 
 
 def pipeline_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] = (1, 2, 4, 8), batch: int = 128,
-                   steps: int = 4, chunks: int = 2) -> PipelineBench:
+                   steps: int = 4, chunks: int = 2, profile_time: float = PROFILE_TIME) -> PipelineBench:
     """Balanced vs equal-layer partitions (GPipe, m=4), measured vs theoretical bubbles (balanced), and the
     ``interleaved_bench`` records (2 ranks, ``chunks`` chunks per rank, every m of ``micro_batches`` that is even).
 
     Layer costs are not proportional to the batch (a small batch uses the vector units less well,
     and each operator has a fixed overhead), so every partition is balanced on costs profiled at
     the micro-batch size it will run: batch / m. Each configuration runs ``steps`` steps; the
-    first is a warm-up and the rest give medians.
+    first is a warm-up and the rest give medians. ``profile_time``: seconds each layer is timed for in each of
+    the 3 profiling rounds (shorter is cheaper and noisier).
     """
     if steps < 2:
         raise ValueError(f"steps must be at least 2 (the first is a warm-up), got {steps}")
@@ -115,7 +121,7 @@ def pipeline_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] 
     profiled: dict[int, list[float]] = {}
 
     def costs_at(micro: int) -> list[float]:
-        return _profiled_costs(build, x, micro, profiled)
+        return _profiled_costs(build, x, micro, profiled, profile_time)
 
     def run(world: int, sizes: list[int], kind: str, m: int) -> tuple[float, float]:
         per_rank = launch(pipeline_steps, world, pipeline_model, sizes, x, y, steps, kind, m, timeout=600)

@@ -40,7 +40,6 @@ from d2lmp.checks.ranks import (
     check_tensor_parallel,
     check_zero,
 )
-from d2lmp.commands import resilient
 from d2lmp.commands.options import OneLineParser
 from d2lmp.model.vocabulary import GRID, Axis, demo_name
 from d2lmp.parallel.launch import exit_after_torchrun, loopback_on_one_machine, run_from_env
@@ -199,6 +198,8 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
     env = os.environ if env is None else env
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["resilient"]:  # its own options: --steps, --checkpoint-every, --kill-rank, --kill-step, --dir
+        from d2lmp.commands import resilient  # here: torch.distributed.checkpoint costs every other run a second
+
         return resilient.main(argv[1:])
     args = _parser().parse_args(argv)
     try:

@@ -28,11 +28,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--devices", type=words, default=None,
                         help="comma-separated devices (default: cpu and cuda:0)")
     parser.add_argument("--min-time", type=float, default=0.6, help="seconds of timing per implementation and layer")
+    parser.add_argument("--gemm-size", type=int, default=2048,
+                        help="n of the n×n×n FP32 product that compares the CPU's two matrix libraries")
 
 
 def check(args: argparse.Namespace) -> None:
     need_positive("--batch", args.batch)
     need_positive("--min-time", args.min_time)
+    need_positive("--gemm-size", args.gemm_size)
     for device in args.devices or []:
         resolve_device(device)  # a device not present here is a ValueError before anything runs
 
@@ -61,17 +64,17 @@ def run(args: argparse.Namespace) -> int:
                     "<=", IM2COL_GOAL, "×")
         print(goal.line(bound[worst], shown=f"worst {bound[worst]:.2f}× on {worst}"))
         if device == "cpu":
-            _explain_cpu_gemm(rows, args.min_time)
+            _explain_cpu_gemm(rows, args.min_time, args.gemm_size)
     return 0
 
 
-def _explain_cpu_gemm(rows: list[conv.ConvTiming], min_time: float) -> None:
+def _explain_cpu_gemm(rows: list[conv.ConvTiming], min_time: float, n: int) -> None:
     """Why im2col can or cannot reach F.conv2d on this CPU: the matrix product alone, and its library."""
     for part, what in (("GEMM only", "the matrix product"), ("copy only", "building the columns")):
         slowest = max((r for r in rows if r.impl == part), key=lambda r: r.ratio)
         print(f"{what} alone takes up to {slowest.ratio:.2f}× F.conv2d's time ({slowest.layer}): "
               "no im2col built from these parts can be faster than that.")
-    libs = conv.compare_gemm_libraries(min_time=max(min_time, 0.2))
-    print("the same 2048³ FP32 product through two libraries: "
+    libs = conv.compare_gemm_libraries(n, min_time=max(min_time, 0.2))
+    print(f"the same {n}³ FP32 product through two libraries: "
           + "; ".join(f"{r.library} {r.gflops:,.0f} GFLOP/s ({r.ratio:.2f}×)" for r in libs)
           + ". F.conv2d runs on oneDNN; torch.matmul on the BLAS.")

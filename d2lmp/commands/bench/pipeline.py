@@ -26,6 +26,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="micro-batch counts of the bubble measurement, comma-separated")
     parser.add_argument("--batch", type=int, default=128, help="examples per step (micro-batches of batch/m)")
     parser.add_argument("--steps", type=int, default=4, help="steps per configuration; the first is a warm-up")
+    parser.add_argument("--profile-time", type=float, default=pipeline.PROFILE_TIME,
+                        help="seconds each layer is timed for, per profiling round, to balance the partitions")
 
 
 def check(args: argparse.Namespace) -> None:
@@ -35,11 +37,13 @@ def check(args: argparse.Namespace) -> None:
     need_positive("--micro-batches", args.micro_batches)
     need_positive("--batch", args.batch, minimum=max(4, *args.micro_batches))  # a micro-batch holds an example
     need_positive("--steps", args.steps, minimum=2)  # the first is a warm-up
+    need_positive("--profile-time", args.profile_time)
 
 
 def run(args: argparse.Namespace) -> int:
     check(args)
-    result = pipeline.pipeline_bench(args.worlds, args.micro_batches, batch=args.batch, steps=args.steps)
+    result = pipeline.pipeline_bench(args.worlds, args.micro_batches, batch=args.batch, steps=args.steps,
+                                    profile_time=args.profile_time)
     print("Pipeline (GPipe, 4 micro-batches) of a half-width AlexNet: equal-layer vs balanced partition")
     lines = []
     for world in args.worlds:
