@@ -99,6 +99,17 @@ def _scaled(channels: int, width: float) -> int:
     return max(2, 2 * round(channels * width / 2))
 
 
+def _pool5_side(input_size: int) -> int:
+    """Side of pool5's maps in ``alexnet2012`` for a square input: conv1 (11, stride 4, padding 2), three 3×3
+    stride-2 pools; conv2–conv5 keep the size. ValueError when a pool would get no output."""
+    side = (input_size + 2 * 2 - 11) // 4 + 1
+    for _ in range(3):
+        side = (side - 3) // 2 + 1
+        if side < 1:
+            raise ValueError(f"input {input_size}×{input_size} is too small for alexnet2012 (pool5 gets no output)")
+    return side
+
+
 def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 224, init: str = "paper") -> nn.Module:
     """The 2012 paper's AlexNet; ``width`` scales every layer's channels (1.0 = the paper).
 
@@ -127,8 +138,8 @@ def alexnet2012(num_classes: int = 1000, width: float = 1.0, input_size: int = 2
         ("conv5", nn.Conv2d(c[3], c[4], 3, padding=1, groups=2)), ("relu5", nn.ReLU()),
         ("pool5", nn.MaxPool2d(3, 2)),
     ]))
-    with torch.no_grad():  # one small forward; a meta-device probe would import torch._dynamo (seconds) for its ReLUs
-        flat = features(torch.zeros(1, 3, input_size, input_size)).numel()
+    flat = c[4] * _pool5_side(input_size) ** 2  # counted, not probed: a probe under torch.device("meta") imports
+    # torch._dynamo (seconds) for its ReLUs
     classifier = nn.Sequential(OrderedDict([
         ("fc6", nn.Linear(flat, fc)), ("relu6", nn.ReLU()), ("drop6", nn.Dropout(0.5)),
         ("fc7", nn.Linear(fc, fc)), ("relu7", nn.ReLU()), ("drop7", nn.Dropout(0.5)),
@@ -370,7 +381,7 @@ def alexnet_summary(input_size: int = 224, width: float = 1.0, num_classes: int 
     try:
         with torch.device("meta"):
             model = alexnet2012(num_classes, width=width, input_size=input_size, init="torch")
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:
         raise ValueError(f"input {input_size}×{input_size} is too small for AlexNet's five conv and three "
                          f"pooling layers (try 63 or more): {exc}") from None
     rows = layer_table(model, (1, 3, input_size, input_size))

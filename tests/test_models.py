@@ -95,6 +95,15 @@ def test_paper_init():
         alexnet2012(init="xavier")
 
 
+def test_alexnet2012_fc6_fits_pool5_at_any_input_size():
+    for size in (63, 100, 227):  # fc6's input is counted, not probed: the forward pass must agree with it
+        model = alexnet2012(num_classes=3, width=0.125, input_size=size, init="torch").eval()
+        with torch.no_grad():
+            assert model(torch.zeros(1, 3, size, size)).shape == (1, 3)
+    with pytest.raises(ValueError, match="too small"):
+        alexnet2012(input_size=40)
+
+
 def test_d2l_alexnet_count():
     assert count_parameters(meta(alexnet_d2l)) == 46_764_746  # 1 input channel, 10 classes
     rows = layer_table(meta(alexnet_d2l), (1, 1, 224, 224))
