@@ -45,6 +45,16 @@ class LayerProfile:
     parameter_bytes: int
 
 
+# timing.benchmark's blocks: at least MIN_BLOCKS of about BLOCK_TIME_S each
+BLOCK_TIME_S, MIN_BLOCKS = 0.01, 5
+
+
+def _block_time(min_time: float) -> float:
+    """Blocks short enough that ``MIN_BLOCKS`` of them fit in ``min_time``: a fast layer then takes about
+    ``min_time``, not ``MIN_BLOCKS`` × ``BLOCK_TIME_S`` (the same blocks as before from ``min_time`` = 0.05 s up)."""
+    return min(BLOCK_TIME_S, min_time / MIN_BLOCKS)
+
+
 def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05,
                    rounds: int = 1) -> list[LayerProfile]:
     """Per-layer forward+backward time, output bytes and parameter bytes of an ``nn.Sequential``.
@@ -73,7 +83,8 @@ def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float =
                 if out.requires_grad:
                     out.backward(torch.ones_like(out))
 
-            samples.append(timing.benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1).median)
+            samples.append(timing.benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1,
+                                            block_time=_block_time(min_time)).median)
     model.zero_grad(set_to_none=True)
     return [LayerProfile(name, statistics.median(samples), size,
                          sum(p.numel() * p.element_size() for p in layer.parameters()))
