@@ -45,14 +45,11 @@ class LayerProfile:
     parameter_bytes: int
 
 
-# timing.benchmark's blocks: at least MIN_BLOCKS of about BLOCK_TIME_S each
-BLOCK_TIME_S, MIN_BLOCKS = 0.01, 5
-
-
 def _block_time(min_time: float) -> float:
-    """Blocks short enough that ``MIN_BLOCKS`` of them fit in ``min_time``: a fast layer then takes about
-    ``min_time``, not ``MIN_BLOCKS`` × ``BLOCK_TIME_S`` (the same blocks as before from ``min_time`` = 0.05 s up)."""
-    return min(BLOCK_TIME_S, min_time / MIN_BLOCKS)
+    """``timing.benchmark``'s blocks (at least 5, of 0.01 s each by default) made short enough that 5 fit in
+    ``min_time``: a fast layer then takes about ``min_time``, not 0.05 s (the same blocks from ``min_time`` = 0.05 s
+    up)."""
+    return min(0.01, min_time / 5)
 
 
 def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05,
