@@ -45,12 +45,19 @@ class LayerProfile:
     parameter_bytes: int
 
 
+def _block_time(min_time: float) -> float:
+    """``timing.benchmark``'s blocks (at least 5, of 0.01 s each by default) made short enough that 5 fit in
+    ``min_time``: a fast layer then takes about ``min_time``, not 0.05 s (the same blocks from ``min_time`` = 0.05 s
+    up)."""
+    return min(0.01, min_time / 5)
+
+
 def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float = 0.05,
-                   rounds: int = 1, block_time: float = 0.01) -> list[LayerProfile]:
+                   rounds: int = 1, block_time: float | None = None) -> list[LayerProfile]:
     """Per-layer forward+backward time, output bytes and parameter bytes of an ``nn.Sequential``.
 
-    Each layer is timed in blocks of calls lasting about ``block_time`` seconds, at least 5 blocks and
-    ``min_time`` seconds (``timing.benchmark``).
+    Each layer is timed in blocks of calls lasting about ``block_time`` seconds (None: 0.01 s, or ``min_time`` / 5
+    where that is shorter), at least 5 blocks and ``min_time`` seconds (``timing.benchmark``).
 
     With ``rounds`` > 1 the whole sweep over the layers is repeated and each layer keeps its
     median time: a burst of machine noise then spoils one round of one layer, not the partition.
@@ -76,8 +83,8 @@ def profile_layers(model: nn.Sequential, sample: torch.Tensor, min_time: float =
                 if out.requires_grad:
                     out.backward(torch.ones_like(out))
 
-            samples.append(timing.benchmark(fwd_bwd, inp.device, min_time=min_time, block_time=block_time,
-                                            warmup=1).median)
+            block = _block_time(min_time) if block_time is None else block_time
+            samples.append(timing.benchmark(fwd_bwd, inp.device, min_time=min_time, warmup=1, block_time=block).median)
     model.zero_grad(set_to_none=True)
     return [LayerProfile(name, statistics.median(samples), size,
                          sum(p.numel() * p.element_size() for p in layer.parameters()))

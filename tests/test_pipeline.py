@@ -297,7 +297,8 @@ def test_gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r(world, sizes):
 def test_schedule_bench_times_gpipe_and_1f1b_alike():
     from d2lmp.bench.pipeline import schedule_bench
 
-    rows = schedule_bench(worlds=(2,), micro_batches=(2, 4), batch=8, steps=2, spec=DP.MLPSpec((8, 16, 16, 4)))
+    rows = schedule_bench(worlds=(2,), micro_batches=(2, 4), batch=8, steps=2, spec=DP.MLPSpec((8, 16, 16, 4)),
+                          profile_s=0.005, profile_rounds=1)
     assert [(r.kind, r.micro_batches) for r in rows] == [("gpipe", 2), ("1f1b", 2), ("gpipe", 4), ("1f1b", 4)]
     for r in rows:
         assert r.step_s > 0 and r.bubble < 1 and r.theory == S.bubble_fraction(2, r.micro_batches)
@@ -325,3 +326,8 @@ def test_pipeline_step_records_each_send_and_recv_with_its_bytes():
 def test_the_naive_schedule_runs_the_batch_as_one_micro_batch():
     assert [S.micro_batch_count(kind, 6) for kind in S.SCHEDULES] == [1, 6, 6]
     assert [op for op in S.schedule("naive", 2, 0, 6)] == [("F", 0), ("B", 0)]
+
+
+def test_profile_blocks_fit_min_time_below_the_default_blocks_and_equal_them_above():
+    assert LP._block_time(0.1) == LP._block_time(0.05) == 0.01  # timing.benchmark's default block
+    assert LP._block_time(0.01) * 5 == pytest.approx(0.01)  # its default minimum of blocks fits in min_time

@@ -21,7 +21,8 @@ from d2lmp.model.cluster import (
     predict,
 )
 from d2lmp.model.cluster.layout import check_plan
-from d2lmp.model.cluster.memory import stage_activation_bytes, stage_parameters, state_bytes
+from d2lmp.model.cluster.memory import memory_per_gpu, stage_activation_bytes, stage_parameters, state_bytes
+from d2lmp.model.cluster.predict import predict_checked
 from d2lmp.model.cluster.steptime import STEP_PARTS
 from d2lmp.model.training_state import OPTIMIZERS, STATE_PARTS
 
@@ -31,6 +32,21 @@ GPT3 = Transformer(layers=96, hidden=12288, heads=96, seq=2048, vocab=51200, ffn
 A100 = Cluster(gpu="A100-80GB", gpus=1024, gpus_per_node=8, nvlink_GBps=None, network_GBps_per_gpu=None)
 MEGATRON = Plan(tp=8, pp=8, dp=16, cp=1, micro_batch=1, global_batch=1536, zero=0, recompute="full",
                 sequence_parallel=False, interleave=1)
+
+
+def test_predict_checked_is_predict_given_the_layout_and_memory_it_computes_first():
+    plans = [MEGATRON, replace(MEGATRON, zero=1, recompute="selective", sequence_parallel=True, interleave=2)]
+    for p in plans:
+        layout = check_plan(GPT3, A100, p)
+        memory = memory_per_gpu(GPT3, p, layout, A100.preset.memory_bytes)
+        assert predict_checked(GPT3, A100, p, layout, memory) == predict(GPT3, A100, p)
+
+
+def test_gpu_preset_remembers_a_name_and_still_refuses_an_unknown_one():
+    assert gpu_preset("a100 80gb") is gpu_preset("A100-80GB") is GPU_PRESETS["A100-80GB"]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unknown GPU"):
+            gpu_preset("no-such-gpu")
 
 
 def test_the_interface_imports_and_predicts_without_torch():

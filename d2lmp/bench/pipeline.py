@@ -92,13 +92,12 @@ PROFILE_TIME = 0.05  # seconds each layer is timed for, per profiling round
 
 
 def _profiled_costs(build: Callable[[], nn.Sequential], x: torch.Tensor, micro: int,
-                    cache: dict[int, list[float]], profile_time: float = PROFILE_TIME) -> list[float]:
+                    cache: dict[int, list[float]], profile_time: float = PROFILE_TIME, rounds: int = 3) -> list[float]:
     """Layer costs profiled at micro-batch size ``micro`` (balance each partition at the size it runs), each layer
-    timed for ``profile_time`` seconds (in at least 5 blocks) in each of 3 rounds."""
+    timed for ``profile_time`` seconds (in at least 5 blocks) in each of ``rounds`` rounds."""
     if micro not in cache:
         sample = torch.randn(micro, *x.shape[1:], generator=torch.Generator().manual_seed(1))
-        cache[micro] = layer_costs(build(), sample, min_time=profile_time, rounds=3,
-                                   block_time=min(0.01, profile_time / 5))
+        cache[micro] = layer_costs(build(), sample, min_time=profile_time, rounds=rounds)
     return cache[micro]
 
 
@@ -239,10 +238,13 @@ def _schedule_worker(rank: int, world: int, build: Callable[[], nn.Sequential], 
 
 def schedule_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] = (2, 4, 8), batch: int = 64,
                    steps: int = 4, kinds: Sequence[str] = ("gpipe", "1f1b"),
-                   spec: DP.MLPSpec | None = None) -> list[ScheduleTiming]:
+                   spec: DP.MLPSpec | None = None, profile_s: float = 0.05,
+                   profile_rounds: int = 3) -> list[ScheduleTiming]:
     """Each schedule timed alike, with what each stage held: one row per (stages, schedule, micro-batches).
 
-    Partitions are balanced at the micro-batch size they run. Each ``ScheduleTiming``: ``step_s`` and ``bubble``
+    Partitions are balanced at the micro-batch size they run, from layer costs profiled for ``profile_s`` seconds a
+    layer, the median of ``profile_rounds`` sweeps (``layer_profile.layer_costs``). Each ``ScheduleTiming``:
+    ``step_s`` and ``bubble``
     (medians over the steps after the first, a warm-up; all ranks' events), ``theory`` ((p-1)/(m+p-1), the same
     for GPipe and 1F1B), and per stage ``peak_in_flight`` and ``peak_saved_bytes`` (from
     ``pipeline_memory.ActivationLedger``). The model is the half-width AlexNet, or an MLP from ``spec``.
@@ -255,7 +257,8 @@ def schedule_bench(worlds: Sequence[int] = (2, 4), micro_batches: Sequence[int] 
     profiled: dict[int, list[float]] = {}
     rows: list[ScheduleTiming] = []
     for world in worlds:
-        sizes_by_m = {m: balance(_profiled_costs(build, x, batch // m, profiled), world) for m in micro_batches}
+        sizes_by_m = {m: balance(_profiled_costs(build, x, batch // m, profiled, profile_s, profile_rounds),
+                                 world) for m in micro_batches}
         per_rank = launch(_schedule_worker, world, build, sizes_by_m, x, y, steps, tuple(kinds), timeout=900)
         for m in micro_batches:
             for kind in kinds:

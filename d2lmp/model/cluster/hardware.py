@@ -163,8 +163,10 @@ GPU_ALIASES: dict[str, str] = {
 
 
 @lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def gpu_preset(name: str) -> GPUPreset:
-    """The preset called ``name`` or one of its aliases (case and spaces do not matter)."""
+    """The preset called ``name`` or one of its aliases (case and spaces do not matter); remembered, since a
+    ``Cluster`` reads its preset through this on every use (the planner: hundreds of thousands of times)."""
     key = name.strip().upper().replace(" ", "-").replace("_", "-")
     for preset in GPU_PRESETS:
         if preset.upper() == key:

@@ -24,7 +24,7 @@ from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
 from d2lmp.model.cluster.moe import MoETransformer
-from d2lmp.model.cluster.predict import Prediction, predict
+from d2lmp.model.cluster.predict import Prediction, predict_checked
 from d2lmp.model.cluster.validation import model_error
 from d2lmp.model.terms import ZERO_STAGES
 from d2lmp.model.transformer_accounting import RECOMPUTE, Transformer
@@ -220,6 +220,7 @@ def _search_family(model: Transformer, cluster: Cluster, members: Sequence[Plan]
     fitting: list[Candidate] = []
     smallest: MemoryBreakdown | None = None
     error, considered = "", 0
+    capacity = cluster.preset.memory_bytes
     for member in members:
         try:
             layout: Layout = check_plan(model, cluster, member)
@@ -227,9 +228,9 @@ def _search_family(model: Transformer, cluster: Cluster, members: Sequence[Plan]
             error = error or str(exc)
             continue
         considered += 1
-        memory = memory_per_gpu(model, member, layout, cluster.preset.memory_bytes)
+        memory = memory_per_gpu(model, member, layout, capacity)
         if memory.fits:
-            fitting.append(Candidate(member, predict(model, cluster, member, efficiency)))
+            fitting.append(Candidate(member, predict_checked(model, cluster, member, layout, memory, efficiency)))
         elif smallest is None or memory.total < smallest.total:
             smallest = memory
     best = min(fitting, key=lambda c: c.prediction.step_s, default=None)

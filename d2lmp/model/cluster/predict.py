@@ -25,7 +25,7 @@ from d2lmp.model.cluster.steptime import step_seconds
 from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, training_flops
 from d2lmp.model.vocabulary import AttentionKernel, Recompute
 
-__all__ = ["StepParts", "Prediction", "predict", "hardware_flops"]
+__all__ = ["StepParts", "Prediction", "predict", "predict_checked", "hardware_flops"]
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,18 @@ def hardware_flops(model: Transformer, batch: int, recompute: Recompute, attenti
 def predict(model: Transformer, cluster: Cluster, plan: Plan, efficiency: Efficiency = FITTED) -> Prediction:
     """The predicted step of ``plan`` for ``model`` on ``cluster``; a ``ValueError`` says what is invalid."""
     layout = check_plan(model, cluster, plan)
+    memory = memory_per_gpu(model, plan, layout, cluster.preset.memory_bytes)
+    return predict_checked(model, cluster, plan, layout, memory, efficiency)
+
+
+def predict_checked(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, memory: MemoryBreakdown,
+                    efficiency: Efficiency = FITTED) -> Prediction:
+    """``predict`` given what it computes first, ``check_plan``'s layout and ``memory_per_gpu``'s breakdown (a
+    search that has both already need not compute them again)."""
     seconds = with_experts(step_seconds(model, cluster, plan, layout, efficiency), model, cluster, plan, layout,
                            efficiency)
     step = sum(seconds.values())
     preset = cluster.preset
-    memory = memory_per_gpu(model, plan, layout, preset.memory_bytes)
     model_flops = _flops(model, plan.global_batch, "none")
     hardware = hardware_flops(model, plan.global_batch, plan.recompute, plan.attention)
     per_gpu = step * cluster.gpus
