@@ -33,7 +33,9 @@ bound*, left of it *communication bound*, and at best it runs at ``min(P, I·B)`
 - context parallelism (``c`` ranks, one block, one micro-batch): the ring hides behind the attention core; a rank
   computes ``F_A/(ct)`` forward and twice that backward while it passes ``c − 1`` key/value chunks of
   ``4b(s/c)·kv/t`` bytes forward and twice as many backward: ``I = F_A / (c(c−1)·4b(s/c)·kv) = s·h/((c−1)·kv)``,
-  ∝ the chunk length ``s/c`` (times ``h/kv``, the query heads per key/value head).
+  ∝ the chunk length ``s/c`` (times ``h/kv``, the query heads per key/value head). Two simplifications: the
+  ring's backward also sends each chunk's gradients their last hop home (``3c − 2`` messages in all, not
+  ``3(c − 1)``), and a causal mask computes about half the scores, which halves ``F_A`` and ``I``.
 - expert parallelism (``n`` ranks, one mixture-of-experts block whose experts are MLPs of the model's width
   ``f``, one micro-batch, forward and backward): each of a rank's ``k·b·s`` token assignments costs its expert
   ``4hf`` FLOPs forward (``6hf`` gated) and three times that in all, and its ``2h``-byte hidden vector travels to
