@@ -23,7 +23,7 @@ fused_relu_axpy = Exercise(
                   "the add reads t and y and writes u (12n), the ReLU reads u and writes z (8n): 28n bytes, intensity "
                   "3/28 ≈ 0.11 FLOP/byte. Fused: read x and y, write z: 12n bytes, 3/12 = 0.25 FLOP/byte. Both far "
                   "below the ridge point, so the predicted speed-up is 28/12 ≈ 2.33×. Measured on a CPU with vectors "
-                  "well beyond the last-level cache it comes close, as the "
+                  "well beyond the last-level cache it lands near it, often somewhat above, as the "
                   "axpy of section 5 did against its predicted 1.67× (the cell prints both); with a write-allocate "
                   "cache each write costs a little more than counted, which moves the measured ratio slightly.",
     checker=number_checker(28 / 12, "×", rel_tol=0.02, why="28n bytes unfused against 12n fused, same 3n FLOPs.",

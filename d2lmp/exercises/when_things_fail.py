@@ -215,7 +215,8 @@ recomputed = Exercise(
               "to the one that was cut short.",
     solution_text="The newest complete checkpoint holds step 150; the restart runs steps 151 to 173 again: 23 "
                   "steps, 22 finished ones and the one cut short. On average, with failures at random times, a "
-                  "restart recomputes about half an interval; this is what the notebook's restart measured.",
+                  "restart recomputes about half an interval; the notebook's restart, killed while step 4's "
+                  "checkpoint was being written, recomputed a whole interval (the count it prints).",
     checker=_check_recomputed, reference=KILLED - EVERY * (KILLED // EVERY),
     wrong=[(22, "was under way"), (25, "the average"), (27, "not on to the next one")],
     how_to_answer="Pass a number of steps.")
