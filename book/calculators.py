@@ -152,7 +152,7 @@ def comm_roofline(strategy: str, model: str, sequences: int, ranks: int, link: s
             "chart": {"type": "roofline", "x_label": "FLOPs a device computes per byte it sends",
                       "y_label": "attainable TFLOP/s", "lines": lines,
                       "point": {"label": f"{point.label}: {point.bound}-bound", "x": point.intensity,
-                                "y": point.attainable_flops / 1e12}}}
+                                "y": point.attainable_flops / 1e12, "line": roofs.index(point.roof)}}}
 
 
 # --- the planner (notebook 20) ----------------------------------------------------------------------------------

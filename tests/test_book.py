@@ -110,6 +110,7 @@ def test_the_roofline_calculator_places_the_models_point_under_its_roofs(strateg
     assert shown["text"] == describe_point(point)
     chart = shown["chart"]
     assert (chart["point"]["x"], chart["point"]["y"]) == (point.intensity, point.attainable_flops / 1e12)
+    assert chart["lines"][chart["point"]["line"]]["points"][-1][0] == point.ridge  # coloured as its link's roof
     assert f"{point.label}: {point.bound}-bound" == chart["point"]["label"]
     sloped = [line for line in chart["lines"] if not line.get("flat")]
     assert len(sloped) == 3 and any(line["points"][-1][0] == point.ridge for line in sloped)

@@ -167,7 +167,8 @@
     return [svg, `Curve of ${chart.y_label} against ${chart.x_label}; minimum near ${chart.mark.label}`];
   }
 
-  // Log-log roofs (one line per roof: sloped to its ridge; the flat matrix rate in black) and the point on them.
+  // Log-log roofs (one line per roof: sloped to its ridge; the flat matrix rate in black) and the point on them,
+  // in the colour of the link it sends over.
   function drawRoofline(chart) {
     const W = 640, left = 56, right = 14, top = 10, plotH = 220, bottom = 44;
     const ends = chart.lines.flatMap(l => l.points);
@@ -183,8 +184,8 @@
     el("line", { x1: left, x2: left, y1: top, y2: top + plotH, stroke: "currentColor" }, svg, SVG);
     chart.lines.forEach((l, i) => el("polyline", { points: l.points.map(p => `${X(p[0])},${Y(p[1])}`).join(" "),
                                                    fill: "none", stroke: colour(l, i), "stroke-width": 2 }, svg, SVG));
-    const px = X(chart.point.x), py = Y(chart.point.y);
-    el("circle", { cx: px, cy: py, r: 6, fill: "#e15759", stroke: "currentColor", "stroke-width": 1.5 }, svg, SVG);
+    const px = X(chart.point.x), py = Y(chart.point.y), pointColour = COLOURS[chart.point.line % COLOURS.length];
+    el("circle", { cx: px, cy: py, r: 6, fill: pointColour, stroke: "currentColor", "stroke-width": 1.5 }, svg, SVG);
     axisTitle(svg, left + 4, top + 12, `${fmt(10 ** ly1)} TFLOP/s`);
     axisTitle(svg, left + 4, top + plotH - 6, `${fmt(10 ** ly0)}`);
     axisTitle(svg, left, top + plotH + 16, `${fmt(10 ** lx0)}`);
@@ -195,7 +196,7 @@
       const y = top + plotH + bottom + 18 * i + 8;
       if (i < chart.lines.length)
         el("line", { x1: left, x2: left + 20, y1: y - 4, y2: y - 4, stroke: colour(chart.lines[i], i), "stroke-width": 2 }, svg, SVG);
-      else el("circle", { cx: left + 10, cy: y - 4, r: 5, fill: "#e15759", stroke: "currentColor" }, svg, SVG);
+      else el("circle", { cx: left + 10, cy: y - 4, r: 5, fill: pointColour, stroke: "currentColor" }, svg, SVG);
       el("text", { x: left + 26, y, text: label }, svg, SVG);
     });
     return [svg, `Log-log roofline, ${chart.y_label} against ${chart.x_label}: ` + chart.lines.map(l => l.label).join("; ")
