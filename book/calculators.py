@@ -4,7 +4,8 @@ The page runs this file with Pyodide beside ``d2lmp.model`` (standard library on
 are the model's own. ``CALCULATORS`` names, for each, the notebook cell whose widget it stands beside, its
 controls and the function that computes it. ``run(name, values_json)`` returns the JSON the page draws:
 ``text`` (a sentence), ``numbers`` (what the model returned, compared by tests/test_book_browser.py with the
-function called directly) and ``chart`` (bars, a timeline or a curve, drawn in SVG by _static/calculators.js).
+function called directly) and ``chart`` (bars, a timeline, a curve or a roofline, drawn in SVG by
+_static/calculators.js). A ``slow`` calculator (the planner) shows "computing…" while it runs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from typing import Any
 from d2lmp.gpu_specs import NOTABLE_GPUS
 from d2lmp.model import checkpoint_interval as CI
 from d2lmp.model.alpha_beta import ALGORITHMS, GPU_ALPHA_S, all_reduce_model
+from d2lmp.model.cluster import Cluster, model_preset, plan
+from d2lmp.model.cluster.comm_roofline import LINK_NAMES, STRATEGIES, available_roofs, describe_point, strategy_point
+from d2lmp.model.cluster.hardware import GPU_PRESETS
+from d2lmp.model.cluster.link_roof import link_roof
+from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.presets import MODEL_PRESETS
+from d2lmp.model.cluster.report import STEP_PART_LABELS
 from d2lmp.model.memory_calculator import COMPARISONS, MEMORY_SCHEDULES, MemorySetting, compare
 from d2lmp.model.pipeline_schedule import SCHEDULES, bubble_fraction, measured_bubble, micro_batch_count, simulate
 from d2lmp.model.transformer_accounting import RECOMPUTE
@@ -49,6 +56,7 @@ class Calculator:
     title: str
     controls: list[dict[str, Any]]
     compute: Callable[..., dict[str, Any]]
+    slow: bool = False  # seconds a move: the page says "computing…" while it runs
 
 
 # --- memory per GPU by part (notebook 17) ---------------------------------------------------------------------
@@ -120,6 +128,53 @@ def interval(gpus: int, per_1000_gpu_hours: float, save_s: float, restart_s: flo
                       "points": points, "mark": {"label": "Daly", "x": s.daly_s / 60}}}
 
 
+# --- the communication roofline (notebook 20; notebook 11 has the same widget) ----------------------------------
+
+ROOFLINE_GPU = "A100-80GB"  # the GPU the notebooks' widget draws
+
+
+def comm_roofline(strategy: str, model: str, sequences: int, ranks: int, link: str) -> dict[str, Any]:
+    point = strategy_point(strategy, model_preset(model).model, link_roof(ROOFLINE_GPU, link),  # type: ignore[arg-type]
+                           ranks, sequences)
+    roofs = available_roofs(ROOFLINE_GPU)
+    xs = [point.intensity] + [r.ridge for r in roofs]
+    lo, hi = min(xs) / 8, max(xs) * 8
+    lines: list[dict[str, Any]] = [
+        {"label": f"{r.name}: {r.bytes_per_s / 1e9:,.3g} GB/s, ridge {r.ridge:,.0f} FLOP/byte",
+         "points": [[lo, r.attainable(lo) / 1e12], [r.ridge, r.flops_per_s / 1e12]]} for r in roofs]
+    for rate in sorted({r.flops_per_s for r in roofs}):  # the flat part: the matrix rate
+        lines.append({"label": f"matrix products: {rate / 1e12:,.0f} TFLOP/s", "flat": True,
+                      "points": [[min(r.ridge for r in roofs if r.flops_per_s == rate), rate / 1e12],
+                                 [hi, rate / 1e12]]})
+    numbers = {"intensity": point.intensity, "ridge": point.ridge, "attainable_flops": point.attainable_flops,
+               "fraction": point.fraction, "crossing": point.crossing, "flops": point.flops, "bytes": point.bytes}
+    return {"text": describe_point(point), "numbers": numbers,
+            "chart": {"type": "roofline", "x_label": "FLOPs a device computes per byte it sends",
+                      "y_label": "attainable TFLOP/s", "lines": lines,
+                      "point": {"label": f"{point.label}: {point.bound}-bound", "x": point.intensity,
+                                "y": point.attainable_flops / 1e12, "line": roofs.index(point.roof)}}}
+
+
+# --- the planner (notebook 20) ----------------------------------------------------------------------------------
+
+DENSE = [name for name, preset in MODEL_PRESETS.items() if not isinstance(preset.model, MoETransformer)]
+
+
+def planner(model: str, gpus: int, gpu: str, global_batch: int) -> dict[str, Any]:
+    report = plan(model_preset(model).model, Cluster(gpu=gpu, gpus=gpus), global_batch)
+    top: list[dict[str, Any]] = [{"plan": c.plan.describe(), "step_s": c.prediction.step_s, "mfu": c.prediction.mfu,
+            "parts": c.prediction.parts.seconds} for c in report.top]
+    where = f"{model} on {gpus:,} × {gpu}, {global_batch:,} sequences a step"
+    text = (f"{where}: {len(report.ranked):,} of {report.considered:,} configurations fit"
+            + ("; the best plans: " + "; ".join(f"#{i} {t['plan']}: {t['step_s']:.2f} s, MFU {t['mfu']:.0%}"
+                                                for i, t in enumerate(top, 1)) if top else
+               "; no configuration fits in memory") + ".")
+    bars = [{"label": f"#{i} {t['plan']}", "parts": {STEP_PART_LABELS[k]: v for k, v in t["parts"].items() if v}}
+            for i, t in enumerate(top, 1)]
+    return {"text": text, "numbers": {"fit": len(report.ranked), "considered": report.considered, "top": top},
+            "chart": {"type": "bars", "unit": "seconds per step", "bars": bars}}
+
+
 RATE = round(CI.REPORTS[0].per_gpu_hour * 1000, 4)
 SECONDS = [1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0]
 
@@ -161,13 +216,28 @@ CALCULATORS = {
          steps("save_s", "save (s)", SECONDS, 60.0),
          steps("restart_s", "restart (s)", SECONDS, 600.0)],
         interval),
+    "comm_roofline": Calculator(
+        "20_training_at_scale", "roofline_views.comm_roofline_widget(", "The communication roofline",
+        [choice("strategy", "strategy", [(n, k) for k, n in STRATEGIES.items()], "tp"),
+         choice("model", "model", [(m, m) for m in MODEL_PRESETS], "175B"),
+         steps("sequences", "sequences", [2**k for k in range(12)], 1),
+         steps("ranks", "ranks", [2, 4, 8, 16, 32, 64, 128, 1024], 8),
+         choice("link", "link", [(LINK_NAMES[r.link], r.link) for r in available_roofs(ROOFLINE_GPU)], "nvlink")],
+        comm_roofline),
+    "planner": Calculator(
+        "20_training_at_scale", "planner_views.planner_widget()", "The planner's best configurations",
+        [choice("model", "model", [(m, m) for m in DENSE], "175B"),
+         steps("gpus", "GPUs", [8 * 2**k for k in range(10)], 64),  # 1,024 in the notebook: seconds more a move
+         choice("gpu", "GPU", [(g, g) for g in GPU_PRESETS], "A100-80GB"),
+         steps("global_batch", "batch", [64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096], 1536)],
+        planner, slow=True),
 }
 
 
 def controls(name: str) -> str:
     """The controls of calculator ``name``, as JSON."""
     c = CALCULATORS[name]
-    return json.dumps({"title": c.title, "controls": c.controls})
+    return json.dumps({"title": c.title, "controls": c.controls, "slow": c.slow})
 
 
 def run(name: str, values_json: str) -> str:

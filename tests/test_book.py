@@ -9,6 +9,9 @@ import pytest
 
 from book.calculators import CALCULATORS
 from book.calculators import run as run_calculator
+from d2lmp.model.cluster import Cluster, model_preset, plan
+from d2lmp.model.cluster.comm_roofline import describe_point, strategy_point
+from d2lmp.model.cluster.link_roof import link_roof
 from tools import book_pages, book_vendor
 from tools.notebooks import paths, read
 
@@ -90,3 +93,43 @@ def test_model_files_refuses_a_module_beyond_the_standard_library(tmp_path):
     bad.write_text("import numpy\n")
     with pytest.raises(ValueError, match="numpy"):
         book_vendor.model_files(bad)
+
+
+def _calculate(name, **values):
+    return json.loads(run_calculator(name, json.dumps(values)))
+
+
+@pytest.mark.parametrize("strategy, model, sequences, ranks, link", [
+    ("tp", "175B", 1, 8, "nvlink"), ("dp", "1.7B", 64, 1024, "network"), ("zero3", "llama3-70b", 4, 64, "pcie")])
+def test_the_roofline_calculator_places_the_models_point_under_its_roofs(strategy, model, sequences, ranks, link):
+    shown = _calculate("comm_roofline", strategy=strategy, model=model, sequences=sequences, ranks=ranks, link=link)
+    point = strategy_point(strategy, model_preset(model).model, link_roof("A100-80GB", link), ranks, sequences)
+    assert shown["numbers"] == {"intensity": point.intensity, "ridge": point.ridge, "fraction": point.fraction,
+                                "attainable_flops": point.attainable_flops, "crossing": point.crossing,
+                                "flops": point.flops, "bytes": point.bytes}
+    assert shown["text"] == describe_point(point)
+    chart = shown["chart"]
+    assert (chart["point"]["x"], chart["point"]["y"]) == (point.intensity, point.attainable_flops / 1e12)
+    assert chart["lines"][chart["point"]["line"]]["points"][-1][0] == point.ridge  # coloured as its link's roof
+    assert f"{point.label}: {point.bound}-bound" == chart["point"]["label"]
+    sloped = [line for line in chart["lines"] if not line.get("flat")]
+    assert len(sloped) == 3 and any(line["points"][-1][0] == point.ridge for line in sloped)
+    for line in sloped:  # up the slope I·B to the ridge, where it meets the matrix rate
+        (x0, y0), (x1, y1) = line["points"]
+        assert y0 / x0 == pytest.approx(y1 / x1) and y1 == pytest.approx(point.roof.flops_per_s / 1e12)
+
+
+@pytest.mark.parametrize("model, gpus, batch", [("3.6B", 8, 32), ("175B", 8, 1536)])
+def test_the_planner_calculator_shows_the_planners_top_plans_by_part(model, gpus, batch):
+    shown = _calculate("planner", model=model, gpus=gpus, gpu="A100-80GB", global_batch=batch)
+    report = plan(model_preset(model).model, Cluster(gpu="A100-80GB", gpus=gpus), batch)
+    top = shown["numbers"]["top"]
+    assert [t["plan"] for t in top] == [c.plan.describe() for c in report.top]
+    assert [t["step_s"] for t in top] == [c.prediction.step_s for c in report.top]
+    assert shown["numbers"]["fit"] == len(report.ranked) and shown["numbers"]["considered"] == report.considered
+    bars = shown["chart"]["bars"]
+    assert [sum(b["parts"].values()) for b in bars] == pytest.approx([t["step_s"] for t in top])
+    if not report.ranked:
+        assert not bars and "no configuration fits in memory" in shown["text"]
+    else:
+        assert len(bars) == min(5, len(report.ranked)) and "matrix products" in bars[0]["parts"]

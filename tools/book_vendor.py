@@ -83,15 +83,25 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
+# Packages the calculators need whole: the published runs' tables, imported by name (``runs.SOURCES``) and read
+# from data files beside them (``ultrascale_sweep.csv``); the planner's tie margin is fitted to them.
+WHOLE_PACKAGES = ("d2lmp/model/cluster/runs",)
+DATA_SUFFIXES = (".csv",)
+
+
 def model_files(start: Path = CALCULATORS) -> set[Path]:
-    """``start`` and every d2lmp module it needs, with their packages' __init__ files; refuses a module that
-    imports something beyond the standard library (torch, numpy) at its top level."""
+    """``start`` and every d2lmp module it needs, with their packages' __init__ files (and all of
+    ``WHOLE_PACKAGES``, data files too); refuses a module that imports something beyond the standard library
+    (torch, numpy) at its top level."""
     todo, seen = [start], set()
     while todo:
         path = todo.pop()
         if path in seen:
             continue
         seen.add(path)
+        if path.name == "__init__.py" and path.parent.relative_to(ROOT).as_posix() in WHOLE_PACKAGES:
+            todo += sorted(path.parent.glob("*.py"))
+            seen |= {f for f in path.parent.iterdir() if f.suffix in DATA_SUFFIXES}
         top = {a.name.split(".")[0] for node in ast.parse(path.read_text(encoding="utf-8")).body
                if isinstance(node, (ast.Import, ast.ImportFrom)) for a in
                ([ast.alias(node.module or "")] if isinstance(node, ast.ImportFrom) else node.names)}

@@ -82,11 +82,27 @@
 
   function axisTitle(svg, x, y, text) { el("text", { x, y, text }, svg, SVG); }
 
+  // Legend entries [name, colour index, x] in rows that fit between x = from and x = to.
+  function legendRows(names, from, to) {
+    const rows = [];
+    let row = [], lx = from;
+    names.forEach((n, k) => {
+      const w = 24 + 7 * n.length;
+      if (row.length && lx + w > to) { rows.push(row); row = []; lx = from; }
+      row.push([n, k, lx]); lx += w;
+    });
+    if (row.length) rows.push(row);
+    return rows;
+  }
+
   function drawBars(chart) {
     const names = [...new Set(chart.bars.flatMap(b => Object.keys(b.parts)))];
     const totals = chart.bars.map(b => Object.values(b.parts).reduce((a, v) => a + v, 0));
     const top = Math.max(...totals, chart.limit ? chart.limit.value : 0) * 1.05 || 1;
-    const W = 560, rowH = 26, left = 80, right = 20, H = 40 + rowH * chart.bars.length + 34;
+    const longest = Math.max(...chart.bars.map(b => b.label.length), 10);
+    const left = 7 * longest + 10, W = Math.max(560, left + 420), rowH = 26, right = 20;
+    const legend = legendRows(names.length > 1 ? names : [], left, W - 130);
+    const H = 40 + rowH * chart.bars.length + 18 * Math.max(1, legend.length) + 16;
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, null, SVG);
     const x = v => left + (W - left - right) * v / top;
     chart.bars.forEach((b, i) => {
@@ -106,12 +122,11 @@
       el("line", { x1: lx, x2: lx, y1: 4, y2: 10 + rowH * chart.bars.length, stroke: "#c00", "stroke-dasharray": "4 3" }, svg, SVG);
       el("text", { x: Math.max(left, lx - 120), y: 22 + rowH * chart.bars.length, text: chart.limit.label }, svg, SVG);
     }
-    const ly = H - 8;
-    let lx = left;
-    if (names.length > 1) names.forEach((n, k) => {
-      el("rect", { x: lx, y: ly - 9, width: 10, height: 10, fill: COLOURS[k % COLOURS.length] }, svg, SVG);
-      el("text", { x: lx + 14, y: ly, text: n }, svg, SVG); lx += 24 + 7 * n.length;
-    });
+    const ly = 40 + rowH * chart.bars.length + 8;
+    legend.forEach((row, r) => row.forEach(([n, k, lx]) => {
+      el("rect", { x: lx, y: ly + 18 * r - 9, width: 10, height: 10, fill: COLOURS[k % COLOURS.length] }, svg, SVG);
+      el("text", { x: lx + 14, y: ly + 18 * r, text: n }, svg, SVG);
+    }));
     axisTitle(svg, W - 120, ly, chart.unit);
     return [svg, `Bar chart, ${chart.unit}: ` + chart.bars.map((b, i) => `${b.label} ${fmt(totals[i])}`).join(", ")];
   }
@@ -152,7 +167,43 @@
     return [svg, `Curve of ${chart.y_label} against ${chart.x_label}; minimum near ${chart.mark.label}`];
   }
 
-  const DRAW = { bars: drawBars, timeline: drawTimeline, curve: drawCurve };
+  // Log-log roofs (one line per roof: sloped to its ridge; the flat matrix rate in black) and the point on them,
+  // in the colour of the link it sends over.
+  function drawRoofline(chart) {
+    const W = 640, left = 56, right = 14, top = 10, plotH = 220, bottom = 44;
+    const ends = chart.lines.flatMap(l => l.points);
+    const lx0 = Math.log10(Math.min(...ends.map(p => p[0]))), lx1 = Math.log10(Math.max(...ends.map(p => p[0])));
+    const ly0 = Math.log10(Math.min(...ends.map(p => p[1])) / 1.5), ly1 = Math.log10(Math.max(...ends.map(p => p[1])) * 2);
+    const labels = [...chart.lines.map(l => l.label), chart.point.label];
+    const H = top + plotH + bottom + 18 * labels.length;
+    const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, null, SVG);
+    const X = v => left + (W - left - right) * (Math.log10(v) - lx0) / (lx1 - lx0 || 1);
+    const Y = v => top + plotH * (1 - (Math.log10(v) - ly0) / (ly1 - ly0 || 1));
+    const colour = (l, i) => l.flat ? "currentColor" : COLOURS[i % COLOURS.length];
+    el("line", { x1: left, x2: W - right, y1: top + plotH, y2: top + plotH, stroke: "currentColor" }, svg, SVG);
+    el("line", { x1: left, x2: left, y1: top, y2: top + plotH, stroke: "currentColor" }, svg, SVG);
+    chart.lines.forEach((l, i) => el("polyline", { points: l.points.map(p => `${X(p[0])},${Y(p[1])}`).join(" "),
+                                                   fill: "none", stroke: colour(l, i), "stroke-width": 2 }, svg, SVG));
+    const px = X(chart.point.x), py = Y(chart.point.y), pointColour = COLOURS[chart.point.line % COLOURS.length];
+    el("circle", { cx: px, cy: py, r: 6, fill: pointColour, stroke: "currentColor", "stroke-width": 1.5 }, svg, SVG);
+    axisTitle(svg, left + 4, top + 12, `${fmt(10 ** ly1)} TFLOP/s`);
+    axisTitle(svg, left + 4, top + plotH - 6, `${fmt(10 ** ly0)}`);
+    axisTitle(svg, left, top + plotH + 16, `${fmt(10 ** lx0)}`);
+    axisTitle(svg, W - right - 60, top + plotH + 16, `${fmt(10 ** lx1)}`);
+    axisTitle(svg, left + 80, top + plotH + 16, `${chart.x_label} (log scale)`);
+    axisTitle(svg, left, top + plotH + 34, `y: ${chart.y_label} (log scale)`);
+    labels.forEach((label, i) => {
+      const y = top + plotH + bottom + 18 * i + 8;
+      if (i < chart.lines.length)
+        el("line", { x1: left, x2: left + 20, y1: y - 4, y2: y - 4, stroke: colour(chart.lines[i], i), "stroke-width": 2 }, svg, SVG);
+      else el("circle", { cx: left + 10, cy: y - 4, r: 5, fill: pointColour, stroke: "currentColor" }, svg, SVG);
+      el("text", { x: left + 26, y, text: label }, svg, SVG);
+    });
+    return [svg, `Log-log roofline, ${chart.y_label} against ${chart.x_label}: ` + chart.lines.map(l => l.label).join("; ")
+                 + `; the point: ${chart.point.label}, ${fmt(chart.point.x)} FLOP/byte, ${fmt(chart.point.y)} TFLOP/s`];
+  }
+
+  const DRAW = { bars: drawBars, timeline: drawTimeline, curve: drawCurve, roofline: drawRoofline };
 
   async function start(box) {
     const name = box.dataset.calc;
@@ -164,21 +215,29 @@
       status.textContent = "Computed in this page by the series' model package (Python, via Pyodide).";
       const text = el("p", { class: "d2lmp-calc-text", "aria-live": "polite" });
       const figure = el("figure", { class: "d2lmp-calc-chart" });
-      let values;
-      const update = () => {
-        const result = JSON.parse(calc.run(name, JSON.stringify(values())));
+      let values, latest = 0;
+      const update = async () => {
+        const asked = JSON.stringify(values()), id = ++latest;
+        if (spec.slow) {  // let the page show it before Python holds the page for seconds
+          text.textContent = "computing…";
+          box.setAttribute("aria-busy", "true");
+          await new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+          if (id !== latest) return;
+        }
+        const result = JSON.parse(calc.run(name, asked));
+        box.removeAttribute("aria-busy");
         text.textContent = result.text;
         const [svg, alt] = DRAW[result.chart.type](result.chart);
         svg.setAttribute("aria-label", alt);
         el("title", { text: alt }, svg, SVG);
         figure.replaceChildren(svg);
-        box.dataset.values = JSON.stringify(values());
+        box.dataset.values = asked;
         box.dataset.numbers = JSON.stringify(result.numbers);
         box.dataset.state = "ready";
       };
       values = buildControls(box, name, spec, update);
       box.append(text, figure);
-      update();
+      await update();
     } catch (err) {
       status.textContent = "The calculator could not start: " + err.message;
       box.dataset.state = "failed";

@@ -17,10 +17,11 @@ import numpy as np
 
 from d2lmp.model.cluster.comm_roofline import (
     LINK_NAMES,
-    LINKS,
     STRATEGIES,
     CommPoint,
     LinkRoof,
+    available_roofs,
+    describe_point,
     link_roof,
     strategy_point,
 )
@@ -45,17 +46,6 @@ def roofline_case(strategy: RoofStrategy = "tp", model: str = "175B", link: Link
     """The point of ``strategy`` for a named model on ``gpu`` sending over ``link``, with ``ranks`` in its group
     and ``sequences`` per replica (DP), per device (ZeRO-3) or per micro-batch (TP, PP, CP)."""
     return strategy_point(strategy, model_preset(model).model, link_roof(gpu, link), ranks, sequences)
-
-
-def available_roofs(gpu: str) -> list[LinkRoof]:
-    """The roofs of ``gpu`` over every link the tables give it (the V100 row names no PCIe generation)."""
-    roofs = []
-    for link in LINKS:
-        try:
-            roofs.append(link_roof(gpu, link))
-        except ValueError:
-            continue
-    return roofs
 
 
 def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = (), ax: Axes | None = None,
@@ -93,15 +83,6 @@ def plot_comm_roofline(points: Sequence[CommPoint], roofs: Sequence[LinkRoof] = 
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below_xlabel)
     fig.tight_layout()
     return fig
-
-
-def describe_point(point: CommPoint) -> str:
-    """One sentence: the label, then its intensity (the first number after a label, as every notebook prints it),
-    the ridge, the bound, the attainable fraction and the crossing."""
-    return (f"{STRATEGIES[point.strategy]}, {point.label}: {point.intensity:,.0f} FLOP/byte "
-            f"({point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent, {point.unit}) against a ridge of "
-            f"{point.ridge:,.0f}: {point.bound}-bound, at most {point.fraction:.0%} of the matrix rate; "
-            f"{point.needed}.")
 
 
 def comm_roofline_widget(gpu: str = "A100-80GB") -> ipywidgets.interactive:

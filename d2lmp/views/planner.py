@@ -19,7 +19,7 @@ from d2lmp.model.cluster.hardware import GPU_PRESETS
 from d2lmp.model.cluster.memory import MemoryBreakdown
 from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.presets import MODEL_PRESETS
-from d2lmp.model.cluster.report import format_plan
+from d2lmp.model.cluster.report import STEP_PART_LABELS, format_plan
 from d2lmp.model.cluster.steptime import STEP_PARTS
 from d2lmp.views.figure import fig_ax, fit_x_to_labels, show
 from d2lmp.views.memory import BUFFER_COLOUR, MEMORY_PART_COLOURS, part_label
@@ -31,12 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["STEP_PART_LABELS", "PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
 
-# Each part of a step (``steptime.STEP_PARTS``) as a legend names it, in words a reader knows, and its colour.
-STEP_PART_LABELS = {"compute": "matrix products", "memory_bound": "memory-bound operations",
-                    "tp": "tensor-parallel all-reduces", "cp": "context-parallel K/V passes",
-                    "pp_p2p": "pipeline sends", "bubble": "pipeline bubble", "dp": "gradient all-reduce",
-                    "zero": "ZeRO gathers", "embedding_sync": "tied-embedding sync", "optimizer_step": "optimizer step",
-                    EXPERT_PART: "expert all-to-alls"}
 PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854",
                 "pp_p2p": "#e5c494", "bubble": "#bbbbbb", "dp": "#c44e52", "zero": "#fc8d62",
                 "embedding_sync": "#937860", "optimizer_step": "#da8bc3", EXPERT_PART: "#8172b2"}

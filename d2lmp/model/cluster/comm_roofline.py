@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Plan, check_plan
-from d2lmp.model.cluster.link_roof import LINK_NAMES, LINKS, LinkRoof, link_roof, nvlink_domain
+from d2lmp.model.cluster.link_roof import LINK_NAMES, LINKS, LinkRoof, available_roofs, link_roof, nvlink_domain
 from d2lmp.model.cluster.steptime import (
     activation_message_bytes,
     all_reduce_bytes,
@@ -77,7 +77,7 @@ __all__ = ["LINKS", "LINK_NAMES", "STRATEGIES", "ABBREVIATIONS", "RECOMPUTE_WORD
            "LinkRoof", "link_roof", "CommPoint", "crossing",
            "data_parallel_point", "zero3_point", "tensor_parallel_point", "pipeline_point",
            "context_parallel_point", "expert_parallel_point", "moe_data_parallel_point",
-           "strategy_point", "plan_points"]
+           "strategy_point", "plan_points", "describe_point", "available_roofs"]
 
 STRATEGIES = ROOFLINE_STRATEGIES  # the axes by their short names, and ZeRO-3 (``vocabulary``)
 ABBREVIATIONS: dict[RoofStrategy, str] = {"dp": "DP", "zero3": "ZeRO-3", "tp": "TP", "pp": "PP", "cp": "CP",
@@ -318,6 +318,15 @@ def strategy_point(strategy: RoofStrategy, model: Transformer, roof: LinkRoof, r
     if strategy not in builders:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     return builders[strategy]()
+
+
+def describe_point(point: CommPoint) -> str:
+    """One sentence: the label, then its intensity (the first number after a label, as every notebook prints it),
+    the ridge, the bound, the attainable fraction and the crossing."""
+    return (f"{STRATEGIES[point.strategy]}, {point.label}: {point.intensity:,.0f} FLOP/byte "
+            f"({point.flops:.3g} FLOPs per {point.bytes:.3g} bytes sent, {point.unit}) against a ridge of "
+            f"{point.ridge:,.0f}: {point.bound}-bound, at most {point.fraction:.0%} of the matrix rate; "
+            f"{point.needed}.")
 
 
 def plan_points(model: Transformer, cluster: Cluster, plan: Plan, efficiency: Efficiency = FITTED) -> list[CommPoint]:

@@ -18,7 +18,7 @@ from d2lmp.model.cluster.steptime import link_bytes_per_s
 from d2lmp.model.vocabulary import LINK_KINDS, LinkKind
 from d2lmp.topology import pcie_bandwidth_gbs
 
-__all__ = ["LINKS", "LINK_NAMES", "nvlink_domain", "LinkRoof", "link_roof"]
+__all__ = ["LINKS", "LINK_NAMES", "nvlink_domain", "LinkRoof", "link_roof", "available_roofs"]
 
 LINKS = LINK_KINDS
 LINK_NAMES = {"nvlink": "NVLink", "network": "InfiniBand", "pcie": "PCIe"}
@@ -83,3 +83,14 @@ def link_roof(gpu: str, link: LinkKind, efficiency: Efficiency | None = FITTED) 
     of_peak = rate / preset.peak_flops
     note = f"{preset.name}: {of_peak:.1%} of {preset.peak_tflops:g} TFLOP/s; {LINK_NAMES[link]}: {how}"
     return LinkRoof(preset.name, link, rate, bandwidth, of_peak, fraction, note)
+
+
+def available_roofs(gpu: str) -> list[LinkRoof]:
+    """The roofs of ``gpu`` over every link the tables give it (the V100 row names no PCIe generation)."""
+    roofs = []
+    for link in LINKS:
+        try:
+            roofs.append(link_roof(gpu, link))
+        except ValueError:
+            continue
+    return roofs

@@ -17,16 +17,23 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.calibration import GOAL, Comparison, cluster_of, compare
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency, describe
+from d2lmp.model.cluster.expert_step import EXPERT_PART
 from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.planner import Candidate, PlanReport, plan
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.published import CHECKED_TABLES, NARAYANAN_TABLE1, PublishedRun
 
 __all__ = ["CalibrationReport", "calibration_report", "format_calibration", "PlannerCheck", "planner_checks",
-           "format_planner_checks", "format_plan"]
+           "format_planner_checks", "format_plan", "STEP_PART_LABELS"]
 
 CALIBRATION_TABLE = "Narayanan et al. 2021, Table 1 (calibration)"
 TOP_FIVE, WITHIN = 5, 0.10
+# Each part of a step (``steptime.STEP_PARTS``) as a legend names it, in words a reader knows, and its colour.
+STEP_PART_LABELS = {"compute": "matrix products", "memory_bound": "memory-bound operations",
+                    "tp": "tensor-parallel all-reduces", "cp": "context-parallel K/V passes",
+                    "pp_p2p": "pipeline sends", "bubble": "pipeline bubble", "dp": "gradient all-reduce",
+                    "zero": "ZeRO gathers", "embedding_sync": "tied-embedding sync", "optimizer_step": "optimizer step",
+                    EXPERT_PART: "expert all-to-alls"}
 
 
 @dataclass(frozen=True)
