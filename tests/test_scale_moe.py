@@ -17,13 +17,15 @@ from d2lmp.model.cluster.moe import (
     active_parameters,
     all_to_all_bytes,
     padding_flops,
+    router_flops,
+    step_flops,
     total_parameters,
 )
 from d2lmp.model.cluster.planner import ExpertSearch, expert_options, plan
 from d2lmp.model.cluster.predict import predict
 from d2lmp.model.cluster.presets import model_preset
-from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s
-from d2lmp.model.transformer_accounting import Transformer, layer_forward_flops
+from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s, matmul_seconds, step_seconds
+from d2lmp.model.transformer_accounting import Transformer, layer_forward_flops, training_flops
 
 # A small Llama-style MoE: h = 64, 4 heads, 2 layers (the first dense), 8 experts of width 32, top 2, 1 shared.
 SMALL = MoETransformer(layers=2, hidden=64, heads=4, seq=16, vocab=100, gated_mlp=True, bias=False,
@@ -137,6 +139,31 @@ def test_capacity_factor_pads_the_routed_mlp():
     # routed MLP forward: 2 FLOPs × 3 matrices × 16 tokens × 64 × (2 × 32); a quarter of it again
     assert padding_flops(padded, 1) == 0.25 * 2 * 3 * 16 * 64 * 64
     assert padding_flops(SMALL, 1) == 0
+
+
+def test_the_router_is_a_hidden_by_experts_product_per_token():
+    # One sequence of 16 tokens, each a 64-wide vector times the 64 × 8 router: 2 · 16 · 64 · 8 = 16,384 FLOPs
+    assert router_flops(SMALL, 1) == 16_384
+    assert router_flops(model_preset("1.7B").model, 1) == 0
+    # A step on 2 sequences, one MoE block (the other is dense): forward 32,768, backward twice that: 98,304;
+    # full recomputation runs the forward again: 131,072
+    assert step_flops(SMALL, 2) - training_flops(SMALL, 2) == 98_304
+    assert step_flops(SMALL, 2, "full") - training_flops(SMALL, 2, "full") == 131_072
+    dense = model_preset("1.7B").model
+    assert step_flops(dense, 2, "full") == training_flops(dense, 2, "full")
+
+
+def test_the_router_is_charged_to_the_model_flops_and_the_step():
+    cluster = Cluster("H100-SXM", gpus=8)
+    p = Plan(dp=8, global_batch=16, micro_batch=1)  # 2 micro-batches a rank, no pipeline
+    pred = predict(SMALL, cluster, p)
+    # 16 sequences × 3 passes × 16,384 FLOPs of the one MoE block's router = 786,432 beyond the dense count
+    assert pred.model_flops == training_flops(SMALL, 16) + 786_432
+    layout = check_plan(SMALL, cluster, p)
+    base = step_seconds(SMALL, cluster, p, layout, FITTED)
+    # 2 micro-batches × 3 passes × 1 MoE block × one micro-batch's router (16,384 FLOPs, tp = cp = 1)
+    router = 2 * 3 * 1 * matmul_seconds(16_384, cluster, FITTED)
+    assert pred.parts["compute"] - base["compute"] == pytest.approx(router)
 
 
 def test_fp8_keeps_the_linear_inputs_in_one_byte():
