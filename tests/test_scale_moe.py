@@ -90,6 +90,24 @@ def test_experts_are_sharded_over_ep_and_their_state_over_dp_over_ep():
     assert memory.optimizer_state == pytest.approx(12 * others / 8 + 12 * 2 * expert / 2)
 
 
+def test_expert_gradients_are_reduced_over_the_ranks_holding_the_same_experts():
+    cluster = Cluster("H100-SXM", gpus=8)
+    p = Plan(dp=8, ep=4, global_batch=8, dp_overlap=False)
+    layout = check_plan(SMALL, cluster, p)
+    # expert_dp = 8 / 4 = 2 ranks, 4 apart: both in the one node, over NVLink
+    assert (p.expert_dp, layout.edp_link, layout.edp_per_node) == (2, "nvlink", 2)
+    # A GPU holds 83,264 parameters (test above): 12,288 of them its 2 routed experts (2 × 3·64·32), 70,976 the rest.
+    # 16-bit gradients, ring all-reduces: the rest over dp = 8 sends 2·7/8 × 141,952 = 248,416 bytes in 14 steps;
+    # the experts over 2 ranks send 2·1/2 × 24,576 = 24,576 bytes in 2 steps. (All over dp = 8 it was 291,424.)
+    bw, alpha = link_bytes_per_s(cluster, "nvlink", FITTED), cluster.preset.latency_s
+    expected = (248_416 + 24_576) / bw + (14 + 2) * alpha
+    assert predict(SMALL, cluster, p).parts["dp"] == pytest.approx(expected)
+    # Across two nodes, dp = 16 and ep = 8: each expert's 2 replicas sit 8 ranks apart, one a node
+    wide = Plan(dp=16, ep=8, global_batch=16)
+    layout = check_plan(SMALL, Cluster("H100-SXM", gpus=16), wide)
+    assert (wide.expert_dp, layout.edp_link, layout.edp_per_node) == (2, "network", 1)
+
+
 def test_all_to_all_bytes_by_hand():
     # b = 2 sequences of 16 tokens, tp = cp = 1: 32 tokens × top 2 = 64 copies of 64 values, 2 bytes, 3/4 off-rank
     assert all_to_all_bytes(SMALL, 2, 1, 1, 4) == 32 * 2 * 64 * 2 * 3 / 4 == 6144
