@@ -60,6 +60,20 @@ def test_deepseek_v3_preset_counts_near_its_published_671b_and_37b():
     assert active_parameters(model) / 1e9 == pytest.approx(37, rel=0.06)
 
 
+def test_mixtral_preset_counts_near_its_published_47b_and_13b():
+    model = model_preset("Mixtral-8x7B").model
+    assert isinstance(model, MoETransformer) and model.head_dim == 128
+    # A block: attention Q and O 4096², K and V 4096·1024 each = 41,943,040; two RMSNorms 8,192; router 4096·8 =
+    # 32,768; an expert 3·4096·14336 = 176,160,768. Embedding and untied head 2·32000·4096 = 262,144,000, norm 4,096.
+    # Total: 32 × (41,943,040 + 8,192 + 32,768 + 8 × 176,160,768) + 262,148,096 = 46,702,792,704;
+    # active (2 experts): 32 × 394,305,536 + 262,148,096 = 12,879,925,248.
+    assert total_parameters(model) == 46_702_792_704
+    assert active_parameters(model) == 12_879_925_248
+    # The paper (abstract) gives whole billions, 47B and 13B: a count that rounds to them is within 0.5B
+    assert abs(total_parameters(model) / 1e9 - 47) <= 0.5
+    assert abs(active_parameters(model) / 1e9 - 13) <= 0.5
+
+
 @pytest.mark.parametrize("plan, message", [
     (Plan(dp=8, ep=3), "not divisible by ep"),
     (Plan(dp=2, ep=4, pp=4), r"must divide cp·dp \(2\)"),

@@ -244,8 +244,7 @@ def expert_data_group(plan: Plan, layout: Layout) -> DataGroup:
 
 def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
                           params: float, slowest: StageCost, group: DataGroup | None = None) -> tuple[float, float]:
-    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step for ``params`` held by ``group``
-    (None: the data-parallel group).
+    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed a step for ``params`` on ``group`` (None: dp).
 
     Overlapped reductions run in buckets behind the backward that produces them: what the backward cannot hide is
     exposed, and never less than the last bucket (``dp_model.DDP_BUCKET_BYTES``, PyTorch DDP's 25 MiB; ZeRO-3's one
@@ -331,8 +330,8 @@ def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layou
     parts["bubble"] = bubble_seconds(plan, slowest)
     parts["pp_p2p"] = pipeline_p2p_seconds(model, cluster, plan, layout, efficiency)
     stages: tuple[PipelineStage, ...] = ("first", "middle", "last")
-    params, experts = max((stage_parameters(model, plan, layout, stage),
-                           stage_expert_parameters(model, plan, layout, stage)) for stage in stages)
+    params, fullest = max((stage_parameters(model, plan, layout, stage), stage) for stage in stages)
+    experts = stage_expert_parameters(model, plan, layout, fullest)  # its routed experts, held by fewer ranks
     parts["dp"], parts["zero"] = data_parallel_seconds(model, cluster, plan, layout, efficiency, params - experts,
                                                        slowest)
     if experts:  # the routed experts' gradients over the ranks that hold the same experts
