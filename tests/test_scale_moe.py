@@ -17,13 +17,15 @@ from d2lmp.model.cluster.moe import (
     active_parameters,
     all_to_all_bytes,
     padding_flops,
+    router_flops,
+    step_flops,
     total_parameters,
 )
 from d2lmp.model.cluster.planner import ExpertSearch, expert_options, plan
 from d2lmp.model.cluster.predict import predict
 from d2lmp.model.cluster.presets import model_preset
-from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s
-from d2lmp.model.transformer_accounting import Transformer, layer_forward_flops
+from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s, matmul_seconds, step_seconds
+from d2lmp.model.transformer_accounting import Transformer, layer_forward_flops, training_flops
 
 # A small Llama-style MoE: h = 64, 4 heads, 2 layers (the first dense), 8 experts of width 32, top 2, 1 shared.
 SMALL = MoETransformer(layers=2, hidden=64, heads=4, seq=16, vocab=100, gated_mlp=True, bias=False,
@@ -58,6 +60,20 @@ def test_deepseek_v3_preset_counts_near_its_published_671b_and_37b():
     assert active_parameters(model) / 1e9 == pytest.approx(37, rel=0.06)
 
 
+def test_mixtral_preset_counts_near_its_published_47b_and_13b():
+    model = model_preset("Mixtral-8x7B").model
+    assert isinstance(model, MoETransformer) and model.head_dim == 128
+    # A block: attention Q and O 4096², K and V 4096·1024 each = 41,943,040; two RMSNorms 8,192; router 4096·8 =
+    # 32,768; an expert 3·4096·14336 = 176,160,768. Embedding and untied head 2·32000·4096 = 262,144,000, norm 4,096.
+    # Total: 32 × (41,943,040 + 8,192 + 32,768 + 8 × 176,160,768) + 262,148,096 = 46,702,792,704;
+    # active (2 experts): 32 × 394,305,536 + 262,148,096 = 12,879,925,248.
+    assert total_parameters(model) == 46_702_792_704
+    assert active_parameters(model) == 12_879_925_248
+    # The paper (abstract) gives whole billions, 47B and 13B: a count that rounds to them is within 0.5B
+    assert abs(total_parameters(model) / 1e9 - 47) <= 0.5
+    assert abs(active_parameters(model) / 1e9 - 13) <= 0.5
+
+
 @pytest.mark.parametrize("plan, message", [
     (Plan(dp=8, ep=3), "not divisible by ep"),
     (Plan(dp=2, ep=4, pp=4), r"must divide cp·dp \(2\)"),
@@ -86,6 +102,24 @@ def test_experts_are_sharded_over_ep_and_their_state_over_dp_over_ep():
     others = params - 2 * expert
     # ZeRO-1: 12 bytes of optimizer state a parameter, over dp = 8 for the rest, over dp/ep = 2 for the experts
     assert memory.optimizer_state == pytest.approx(12 * others / 8 + 12 * 2 * expert / 2)
+
+
+def test_expert_gradients_are_reduced_over_the_ranks_holding_the_same_experts():
+    cluster = Cluster("H100-SXM", gpus=8)
+    p = Plan(dp=8, ep=4, global_batch=8, dp_overlap=False)
+    layout = check_plan(SMALL, cluster, p)
+    # expert_dp = 8 / 4 = 2 ranks, 4 apart: both in the one node, over NVLink
+    assert (p.expert_dp, layout.edp_link, layout.edp_per_node) == (2, "nvlink", 2)
+    # A GPU holds 83,264 parameters (test above): 12,288 of them its 2 routed experts (2 × 3·64·32), 70,976 the rest.
+    # 16-bit gradients, ring all-reduces: the rest over dp = 8 sends 2·7/8 × 141,952 = 248,416 bytes in 14 steps;
+    # the experts over 2 ranks send 2·1/2 × 24,576 = 24,576 bytes in 2 steps. (All over dp = 8 it was 291,424.)
+    bw, alpha = link_bytes_per_s(cluster, "nvlink", FITTED), cluster.preset.latency_s
+    expected = (248_416 + 24_576) / bw + (14 + 2) * alpha
+    assert predict(SMALL, cluster, p).parts["dp"] == pytest.approx(expected)
+    # Across two nodes, dp = 16 and ep = 8: each expert's 2 replicas sit 8 ranks apart, one a node
+    wide = Plan(dp=16, ep=8, global_batch=16)
+    layout = check_plan(SMALL, Cluster("H100-SXM", gpus=16), wide)
+    assert (wide.expert_dp, layout.edp_link, layout.edp_per_node) == (2, "network", 1)
 
 
 def test_all_to_all_bytes_by_hand():
@@ -137,6 +171,31 @@ def test_capacity_factor_pads_the_routed_mlp():
     # routed MLP forward: 2 FLOPs × 3 matrices × 16 tokens × 64 × (2 × 32); a quarter of it again
     assert padding_flops(padded, 1) == 0.25 * 2 * 3 * 16 * 64 * 64
     assert padding_flops(SMALL, 1) == 0
+
+
+def test_the_router_is_a_hidden_by_experts_product_per_token():
+    # One sequence of 16 tokens, each a 64-wide vector times the 64 × 8 router: 2 · 16 · 64 · 8 = 16,384 FLOPs
+    assert router_flops(SMALL, 1) == 16_384
+    assert router_flops(model_preset("1.7B").model, 1) == 0
+    # A step on 2 sequences, one MoE block (the other is dense): forward 32,768, backward twice that: 98,304;
+    # full recomputation runs the forward again: 131,072
+    assert step_flops(SMALL, 2) - training_flops(SMALL, 2) == 98_304
+    assert step_flops(SMALL, 2, "full") - training_flops(SMALL, 2, "full") == 131_072
+    dense = model_preset("1.7B").model
+    assert step_flops(dense, 2, "full") == training_flops(dense, 2, "full")
+
+
+def test_the_router_is_charged_to_the_model_flops_and_the_step():
+    cluster = Cluster("H100-SXM", gpus=8)
+    p = Plan(dp=8, global_batch=16, micro_batch=1)  # 2 micro-batches a rank, no pipeline
+    pred = predict(SMALL, cluster, p)
+    # 16 sequences × 3 passes × 16,384 FLOPs of the one MoE block's router = 786,432 beyond the dense count
+    assert pred.model_flops == training_flops(SMALL, 16) + 786_432
+    layout = check_plan(SMALL, cluster, p)
+    base = step_seconds(SMALL, cluster, p, layout, FITTED)
+    # 2 micro-batches × 3 passes × 1 MoE block × one micro-batch's router (16,384 FLOPs, tp = cp = 1)
+    router = 2 * 3 * 1 * matmul_seconds(16_384, cluster, FITTED)
+    assert pred.parts["compute"] - base["compute"] == pytest.approx(router)
 
 
 def test_fp8_keeps_the_linear_inputs_in_one_byte():

@@ -276,6 +276,14 @@ PAPERS: tuple[Source, ...] = (
        "https://arxiv.org/abs/2006.16668",
        "GShard: top-2 gating with weights renormalised to sum to 1, an expert capacity, and experts sharded over "
        "devices with all-to-all dispatch."),
+    _S("jiang2024mixtral", "Jiang, A. Q.; Sablayrolles, A.; Roux, A.; Mensch, A.; Savary, B.; Bamford, C.; "
+       "Chaplot, D. S.; de las Casas, D.; Bou Hanna, E.; Bressand, F.; Lengyel, G.; Bour, G.; Lample, G.; "
+       "Lavaud, L. R.; Saulnier, L.; Lachaux, M.-A.; Stock, P.; Subramanian, S.; Yang, S.; Antoniak, S.; "
+       "Le Scao, T.; Gervet, T.; Lavril, T.; Wang, T.; Lacroix, T.; El Sayed, W.",
+       "Mixtral of Experts", "arXiv:2401.04088", 2024, "https://arxiv.org/abs/2401.04088",
+       "Mixtral 8x7B, a sparse mixture of experts: abstract, 47B parameters of which 13B are active a token; "
+       "Table 1: dim 4,096, 32 layers, head_dim 128, hidden_dim 14,336, 32 heads, 8 key/value heads, context 32,768, "
+       "vocabulary 32,000, 8 experts, top 2."),
     _S("fedus2022switch", "Fedus, W.; Zoph, B.; Shazeer, N.",
        "Switch Transformers: Scaling to Trillion Parameter Models with Simple and Efficient Sparsity",
        "Journal of Machine Learning Research 23(120); arXiv:2101.03961", 2022, "https://arxiv.org/abs/2101.03961",

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from d2lmp.model.cluster.hardware import Cluster, gpu_preset
 from d2lmp.model.cluster.layout import Plan, check_plan
-from d2lmp.model.cluster.moe import moe_transformer
+from d2lmp.model.cluster.moe import moe_transformer, step_flops
 from d2lmp.model.cluster.predict import hardware_flops
 from d2lmp.model.cluster.run_record import RunRecord
-from d2lmp.model.transformer_accounting import Transformer, training_flops
+from d2lmp.model.transformer_accounting import Transformer
 from d2lmp.model.vocabulary import AttentionKernel, MatmulPrecision, Recompute, ZeroStage
 
 __all__ = ["Converted", "convert", "published_tokens_per_s"]
@@ -101,7 +101,7 @@ def published_tokens_per_s(converted: Converted) -> float:
     if record.metric == "step_s":
         return tokens / record.value / record.gpus
     if record.metric in ("mfu", "model_tflops_per_gpu"):
-        flops_per_token = training_flops(model, plan.global_batch, "none") / tokens
+        flops_per_token = step_flops(model, plan.global_batch, "none") / tokens
     else:
         flops_per_token = hardware_flops(model, plan.global_batch, plan.recompute, plan.attention) / tokens
     if record.metric in ("mfu", "hfu"):

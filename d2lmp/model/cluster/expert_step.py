@@ -10,8 +10,9 @@ two, plus one α (the sends leave together). The all-to-alls are exposed (Megatr
 ``Plan.ep_overlap`` (DeepSeek-V3's DualPipe, §3.2.1: "both all-to-all and PP communication can be fully hidden"),
 hidden behind the step's matrix products, only what exceeds them exposed. They run on the slowest stage's MoE
 blocks for every micro-batch and through the pipeline's fill and drain, ``m + (p − 1)/v`` micro-batches. A capacity
-factor above 1 makes the busiest rank's routed MLP run that much longer (``moe.padding_flops``), charged to
-``compute`` and the bubble the same way.
+factor above 1 makes the busiest rank's routed MLP run that much longer (``moe.padding_flops``), and every MoE
+block runs its router (``moe.router_flops``, on the rank's ``1/(tp·cp)`` of the tokens, in 16 bits), both charged
+to ``compute`` and the bubble the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from d2lmp.model.cluster.efficiency import Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.cluster.moe import MoETransformer, all_to_all_bytes, moe_layers, padding_flops
+from d2lmp.model.cluster.moe import MoETransformer, all_to_all_bytes, moe_layers, padding_flops, router_flops
 from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s, matmul_seconds
 from d2lmp.model.transformer_accounting import Transformer
 
@@ -62,19 +63,22 @@ def stage_moe_blocks(model: Transformer, plan: Plan, layout: Layout) -> int:
 
 def with_experts(seconds: dict[str, float], model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
                  efficiency: Efficiency) -> dict[str, float]:
-    """``steptime.step_seconds``'s parts, plus ``EXPERT_PART`` (the all-to-alls) and the busiest expert rank's extra
-    matrix products in ``compute`` and ``bubble``; a dense model's parts unchanged (no ``EXPERT_PART``)."""
+    """``steptime.step_seconds``'s parts, plus ``EXPERT_PART`` (the all-to-alls), and the routers and the busiest
+    expert rank's extra matrix products in ``compute`` and ``bubble``; a dense model's parts unchanged (no
+    ``EXPERT_PART``)."""
     if not isinstance(model, MoETransformer):
         return seconds
     out = dict(seconds)
     n = stage_moe_blocks(model, plan, layout)
     m, fill = layout.microbatches, (plan.pp - 1) / plan.interleave
+    passes = 4 if plan.recompute == "full" else 3  # forward, backward twice its FLOPs, the recomputed forward
+    share = plan.tp * plan.cp  # a rank's part of the micro-batch's tokens
+    extra = passes * n * (matmul_seconds(padding_flops(model, plan.micro_batch) / share, cluster, efficiency,
+                                         plan.precision)
+                          + matmul_seconds(router_flops(model, plan.micro_batch) / share, cluster, efficiency))
+    out["compute"] += m * extra
+    out["bubble"] += fill * extra
     out[EXPERT_PART] = (m + fill) * n * block_all_to_all_seconds(model, cluster, plan, layout, efficiency)
     if plan.ep_overlap:  # hidden behind the step's matrix products, what they cannot hide exposed
         out[EXPERT_PART] = max(0.0, out[EXPERT_PART] - out["compute"])
-    passes = 4 if plan.recompute == "full" else 3  # forward, backward twice its FLOPs, the recomputed forward
-    extra = passes * n * matmul_seconds(padding_flops(model, plan.micro_batch) / (plan.tp * plan.cp), cluster,
-                                        efficiency, plan.precision)
-    out["compute"] += m * extra
-    out["bubble"] += fill * extra
     return out

@@ -118,6 +118,8 @@ class Layout:
     layers_last: int = 0
     ep_link: ClusterLink = "nvlink"
     ep_per_node: int = 1
+    edp_link: ClusterLink = "nvlink"  # the expert-data-parallel group (``Plan.expert_dp`` ranks, ``etp·ep`` apart)
+    edp_per_node: int = 1
 
 
 def _positive(name: str, value: object) -> None:
@@ -188,7 +190,9 @@ def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
                   dp_link=group_link(cluster, t * c, d), pp_link=group_link(cluster, t * c * d, plan.pp),
                   tp_per_node=members_per_node(cluster, 1, t), dp_per_node=members_per_node(cluster, t * c, d),
                   ep_link=group_link(cluster, plan.expert_tp, plan.ep),
-                  ep_per_node=members_per_node(cluster, plan.expert_tp, plan.ep))
+                  ep_per_node=members_per_node(cluster, plan.expert_tp, plan.ep),
+                  edp_link=group_link(cluster, plan.expert_tp * plan.ep, plan.expert_dp),
+                  edp_per_node=members_per_node(cluster, plan.expert_tp * plan.ep, plan.expert_dp))
 
 
 def _check_experts(model: Transformer, plan: Plan) -> None:

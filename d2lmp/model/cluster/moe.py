@@ -28,11 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from d2lmp.model.alpha_beta import ring_bytes_per_rank
-from d2lmp.model.transformer_accounting import Transformer, layer_parameters
+from d2lmp.model.transformer_accounting import Transformer, layer_parameters, training_flops
+from d2lmp.model.vocabulary import Recompute
 
 __all__ = ["MoETransformer", "moe_transformer", "routed_ffn", "moe_layers", "dense_view", "expert_parameters",
            "layer_parameters_moe", "total_parameters", "active_parameters", "expert_parameters_per_gpu",
-           "padding_flops", "dispatch_tokens", "all_to_all_bytes"]
+           "router_flops", "step_flops", "padding_flops", "dispatch_tokens", "all_to_all_bytes"]
 
 @dataclass(frozen=True)
 class MoETransformer(Transformer):
@@ -128,6 +129,23 @@ def active_parameters(model: MoETransformer) -> int:
 def expert_parameters_per_gpu(model: MoETransformer, tp: int, ep: int) -> float:
     """One MoE block's routed experts on one GPU: ``E/ep`` experts, each split ``tp`` ways."""
     return model.experts * expert_parameters(model) / (ep * tp)
+
+
+def router_flops(model: Transformer, batch: int = 1) -> int:
+    """Forward FLOPs of one MoE block's router for ``batch`` sequences: every token's ``hidden``-wide vector times
+    the ``hidden × experts`` router matrix, ``2·b·s·h·E`` (0 for a dense model). The router's form: Switch
+    Transformer (Fedus et al. 2022, §2.1: logits ``h(x) = W_r · x``, a softmax over the ``N`` experts); DeepSeek-V3
+    (§2.1.2: affinity ``s_i,t = Sigmoid(u_tᵀ e_i)``, one centroid ``e_i`` of width ``h`` per routed expert)."""
+    if not isinstance(model, MoETransformer):
+        return 0
+    return 2 * batch * model.seq * model.hidden * model.experts
+
+
+def step_flops(model: Transformer, batch: int = 1, recompute: Recompute = "none") -> int:
+    """``transformer_accounting.training_flops`` plus every MoE block's router: forward, backward (twice the
+    forward) and, under full recomputation, the forward again."""
+    passes = 4 if recompute == "full" else 3
+    return training_flops(model, batch, recompute) + passes * moe_layers(model) * router_flops(model, batch)
 
 
 def padding_flops(model: Transformer, micro_batch: int) -> float:

@@ -7,7 +7,8 @@ tables report one or the other:
 Narayanan et al. (2021) report hardware FLOPs with full recomputation, Korthikanti et al. (2022) both, as
 MFU and HFU. ``mfu`` and ``hfu`` are fractions of the GPU's dense 16-bit peak. ``parts`` names every
 second of the step (``steptime.STEP_PARTS``, and a mixture of experts' all-to-alls, ``expert_step.EXPERT_PART``,
-adding up to ``step_s``) and every byte per GPU. A mixture of experts' FLOPs are its active ones (``moe``).
+adding up to ``step_s``) and every byte per GPU. A mixture of experts' FLOPs are its active ones and its
+routers' (``moe.step_flops``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from d2lmp.model.cluster.expert_step import with_experts
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.layout import Layout, Plan, check_plan
 from d2lmp.model.cluster.memory import MemoryBreakdown, memory_per_gpu
+from d2lmp.model.cluster.moe import step_flops
 from d2lmp.model.cluster.steptime import step_seconds
-from d2lmp.model.transformer_accounting import Transformer, attention_core_flops, training_flops
+from d2lmp.model.transformer_accounting import Transformer, attention_core_flops
 from d2lmp.model.vocabulary import AttentionKernel, Recompute
 
 __all__ = ["StepParts", "Prediction", "predict", "predict_checked", "hardware_flops"]
@@ -82,7 +84,7 @@ class Prediction:
 
 @lru_cache(maxsize=1024)
 def _flops(model: Transformer, batch: int, recompute: Recompute) -> float:
-    return float(training_flops(model, batch, recompute))
+    return float(step_flops(model, batch, recompute))
 
 
 def hardware_flops(model: Transformer, batch: int, recompute: Recompute, attention: AttentionKernel) -> float:

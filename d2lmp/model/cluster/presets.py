@@ -8,7 +8,9 @@ biases, untied embeddings, rotary positions; pre-training sequence 8,192, vocabu
 experts, DeepSeek-V3 (DeepSeek-V3 report, §4.2: 61 layers, width 7,168, 128 heads, the first three blocks dense, then
 1 shared and 256 routed experts of width 2,048, 8 routed a token; 4K-token sequences; the dense MLP's 18,432 and the
 vocabulary of 129,280 from its ``config_671B.json``, ``runs.shapes``), its multi-head latent attention counted as
-plain attention of 128 heads. ``model_preset`` finds one by name, ignoring case ("175b", "Llama3-70B").
+plain attention of 128 heads, and Mixtral 8x7B (Jiang et al. 2024, Table 1: 32 layers, width 4,096, 32 heads of 128
+with 8 key/value heads, 8 SwiGLU experts of width 14,336, top 2, context 32,768, vocabulary 32,000; untied embeddings,
+which Table 1 does not give). ``model_preset`` finds one by name, ignoring case ("175b", "Llama3-70B").
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ def _deepseek_v3() -> MoETransformer:
                           dense_layers=shape["dense_layers"], dense_ffn=shape["dense_ffn"])
 
 
+def _mixtral_8x7b() -> MoETransformer:
+    return MoETransformer(layers=32, hidden=4096, heads=32, seq=32768, vocab=32000, kv_heads=8, gated_mlp=True,
+                          bias=False, tied_embeddings=False, learned_positions=False, experts=8, top_k=2,
+                          expert_ffn=14336)
+
+
 _TABLE1_NAMES = {"1.7B": "1.7B", "3.6B": "3.6B", "7.5B": "7.5B", "18.4B": "18B", "39.1B": "39B", "76.1B": "76B",
                  "145.6B": "145B", "310.1B": "310B", "529.6B": "530B", "1008.0B": "1T"}
 MODEL_PRESETS: dict[str, ModelPreset] = {p.name: p for p in (
@@ -61,6 +69,9 @@ MODEL_PRESETS: dict[str, ModelPreset] = {p.name: p for p in (
     ModelPreset("deepseek-v3", _deepseek_v3(), ("deepseek2024v3",),
                 "§4.2 (layers, width, heads, experts, 4K sequence); dense MLP and vocabulary from config_671B.json; "
                 "MLA counted as plain attention"),
+    ModelPreset("mixtral-8x7b", _mixtral_8x7b(), ("jiang2024mixtral",),
+                "Table 1 (dim, layers, heads, key/value heads, expert width, experts, top 2, context, vocabulary); "
+                "embeddings untied"),
 )}
 
 

@@ -25,12 +25,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
 from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
-from d2lmp.model.cluster.memory import layer_activation_bytes, stage_parameters, whole_layer
+from d2lmp.model.cluster.memory import (
+    layer_activation_bytes,
+    stage_expert_parameters,
+    stage_parameters,
+    whole_layer,
+)
 from d2lmp.model.cluster.overlap import exposed
 from d2lmp.model.dp_model import DDP_BUCKET_BYTES
 from d2lmp.model.terms import Link, compute_seconds
@@ -40,7 +46,8 @@ from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
            "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
            "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
-           "bubble_seconds", "pipeline_p2p_seconds", "data_parallel_seconds", "zero3_seconds", "step_seconds"]
+           "bubble_seconds", "pipeline_p2p_seconds", "DataGroup", "data_group", "expert_data_group",
+           "data_parallel_seconds", "zero3_seconds", "step_seconds"]
 
 STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
@@ -216,18 +223,37 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     return StageCost(forward, backward)
 
 
+class DataGroup(NamedTuple):
+    """The ranks that hold the same weights and reduce their gradients: how many, how many a node, the link."""
+
+    ranks: int
+    per_node: int
+    link: ClusterLink
+
+
+def data_group(plan: Plan, layout: Layout) -> DataGroup:
+    """The data-parallel group: ``dp`` ranks, which hold the same dense weights."""
+    return DataGroup(plan.dp, layout.dp_per_node, layout.dp_link)
+
+
+def expert_data_group(plan: Plan, layout: Layout) -> DataGroup:
+    """The expert-data-parallel group: the ``Plan.expert_dp`` ranks (``dp/ep`` unfolded) that hold the same routed
+    experts, ``etp·ep`` ranks apart (Megatron-Core's expert layout, ``moe``)."""
+    return DataGroup(plan.expert_dp, layout.edp_per_node, layout.edp_link)
+
+
 def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
-                          params: float, slowest: StageCost) -> tuple[float, float]:
-    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed per step.
+                          params: float, slowest: StageCost, group: DataGroup | None = None) -> tuple[float, float]:
+    """(gradient reduction, ZeRO-3 weight gathering) seconds exposed a step for ``params`` on ``group`` (None: dp).
 
     Overlapped reductions run in buckets behind the backward that produces them: what the backward cannot hide is
     exposed, and never less than the last bucket (``dp_model.DDP_BUCKET_BYTES``, PyTorch DDP's 25 MiB; ZeRO-3's one
     layer), which only starts once the backward ends. ZeRO-3's gathers likewise hide behind a micro-batch's compute,
     but for the first."""
-    d, m = plan.dp, layout.microbatches
+    d, k, link = group or data_group(plan, layout)
+    m = layout.microbatches
     if d == 1:
         return 0.0, 0.0
-    k, link = layout.dp_per_node, layout.dp_link
     bw = group_bytes_per_s(cluster, link, k, efficiency)
     gather_bw = group_bytes_per_s(cluster, link, k, efficiency, gather=True)
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
@@ -245,13 +271,15 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
         gather_back = gather_seconds(grads, d, gather_bw)
         exposed_once = exposed(gather_back, backward) if plan.dp_overlap else gather_back
         return m * exposed(reduce, per_microbatch) + exposed_once, 0.0
-    return 0.0, zero3_seconds(plan, layout, grads, gather_bw, per_microbatch)
+    return 0.0, zero3_seconds(plan, layout, grads, gather_bw, per_microbatch, d)
 
 
-def zero3_seconds(plan: Plan, layout: Layout, grads: float, bw: float, per_microbatch: float) -> float:
-    """ZeRO-3's gathers and reduce-scatters exposed per step: per layer and pass, behind a micro-batch's compute but
-    for the first gather and the last reduce-scatter; with a pipeline, the stage's weights once a step."""
-    d, m, layers = plan.dp, layout.microbatches, layout.layers_per_stage
+def zero3_seconds(plan: Plan, layout: Layout, grads: float, bw: float, per_microbatch: float,
+                  ranks: int | None = None) -> float:
+    """ZeRO-3's gathers and reduce-scatters over ``ranks`` (None: ``dp``) exposed per step: per layer and pass,
+    behind a micro-batch's compute but for the first gather and the last reduce-scatter; with a pipeline, the
+    stage's weights once a step."""
+    d, m, layers = ranks or plan.dp, layout.microbatches, layout.layers_per_stage
     if plan.pp > 1:  # with a pipeline the stage's weights are gathered once a step and kept for its micro-batches
         once = gather_seconds(grads, d, bw)
         return exposed(2 * once, per_microbatch, 2 * once / layers)
@@ -301,9 +329,17 @@ def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layou
     parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp")}
     parts["bubble"] = bubble_seconds(plan, slowest)
     parts["pp_p2p"] = pipeline_p2p_seconds(model, cluster, plan, layout, efficiency)
-    params = max(stage_parameters(model, plan, layout, stage) for stage in ("first", "middle", "last"))
-    parts["dp"], parts["zero"] = data_parallel_seconds(model, cluster, plan, layout, efficiency, params, slowest)
+    stages: tuple[PipelineStage, ...] = ("first", "middle", "last")
+    params, fullest = max((stage_parameters(model, plan, layout, stage), stage) for stage in stages)
+    experts = stage_expert_parameters(model, plan, layout, fullest)  # its routed experts, held by fewer ranks
+    parts["dp"], parts["zero"] = data_parallel_seconds(model, cluster, plan, layout, efficiency, params - experts,
+                                                       slowest)
+    if experts:  # the routed experts' gradients over the ranks that hold the same experts
+        expert_dp, expert_zero = data_parallel_seconds(model, cluster, plan, layout, efficiency, experts, slowest,
+                                                       expert_data_group(plan, layout))
+        parts["dp"] += expert_dp
+        parts["zero"] += expert_zero
     parts["embedding_sync"] = _embedding_sync_seconds(model, cluster, plan, layout, efficiency)
-    local = params / (plan.dp if plan.zero >= 1 else 1)
+    local = (params - experts) / plan.dp + experts / plan.expert_dp if plan.zero >= 1 else params
     parts["optimizer_step"] = local * OPTIMIZER_BYTES_PER_PARAM / (cluster.preset.hbm_GBps * 1e9)
     return {name: parts[name] for name in STEP_PARTS}
