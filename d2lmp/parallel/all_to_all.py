@@ -141,6 +141,24 @@ def _check_outputs(out: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor], 
                          f"to itself) at index {rank}; got {[o.shape[0] for o in out]}")
 
 
+def _receive_sizes(inputs: Sequence[torch.Tensor], output_sizes: Sequence[int] | None,
+                   out: Sequence[torch.Tensor] | None, group: dist.ProcessGroup | None) -> Sequence[int]:
+    """How many rows arrive from each rank: ``out``'s buffer sizes or ``output_sizes``, checked against what the
+    ranks send (``check_planned_sizes``), else the senders' own counts (``all_to_all_sizes``)."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    sending = [t.shape[0] for t in inputs]  # shape[0]: len() of a tensor costs microseconds
+    if out is not None:
+        _check_outputs(out, inputs, rank)
+        output_sizes = [o.shape[0] for o in out]
+    if output_sizes is None:
+        return all_to_all_sizes(sending, group, inputs[0].device)
+    if len(output_sizes) != world or output_sizes[rank] != inputs[rank].shape[0]:
+        raise ValueError(f"output_sizes {list(output_sizes)} must give {world} sizes, with "
+                         f"{inputs[rank].shape[0]} (this rank's block to itself) at index {rank}")
+    check_planned_sizes(sending, output_sizes, group, inputs[0].device)
+    return output_sizes
+
+
 def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None = None,
                output_sizes: Sequence[int] | None = None,
                out: Sequence[torch.Tensor] | None = None) -> list[torch.Tensor]:
@@ -156,17 +174,7 @@ def all_to_all(inputs: Sequence[torch.Tensor], group: dist.ProcessGroup | None =
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     _check_inputs(inputs, world)
     agree("all_to_all", group, rows=tuple(inputs[0].shape[1:]), dtype=inputs[0].dtype)  # all but the row counts
-    sending = [t.shape[0] for t in inputs]  # shape[0]: len() of a tensor costs microseconds
-    if out is not None:
-        _check_outputs(out, inputs, rank)
-        output_sizes = [o.shape[0] for o in out]
-    if output_sizes is None:  # the senders' own counts: nothing to check
-        output_sizes = all_to_all_sizes(sending, group, inputs[0].device)
-    else:
-        if len(output_sizes) != world or output_sizes[rank] != inputs[rank].shape[0]:
-            raise ValueError(f"output_sizes {list(output_sizes)} must give {world} sizes, with "
-                             f"{inputs[rank].shape[0]} (this rank's block to itself) at index {rank}")
-        check_planned_sizes(sending, output_sizes, group, inputs[0].device)
+    output_sizes = _receive_sizes(inputs, output_sizes, out, group)
     rows = inputs[0].shape[1:]
     outputs = list(out) if out is not None else [inputs[0].new_empty((n, *rows)) for n in output_sizes]
     order = exchange_order(rank, world)
