@@ -11,17 +11,18 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-# uv, installed into the new environment by pip, resolves and installs everything in seconds where pip took about
-# a minute of both cores' time. uv does not read pip's configuration: a find-links folder that pip is given in the
-# environment (PIP_FIND_LINKS, where a machine keeps a local torch build) is passed on. Not --quiet: where no local
-# build lies, torch is a multi-GB download, and uv shows it moving. Should uv fail, pip installs the same files.
-UV_FIND_LINKS := $(foreach links,$(PIP_FIND_LINKS),--find-links $(links))
+# pip installs torch first (requirements-ci.txt pins it; pip's own configuration may point at a local build), then
+# uv, installed into the new environment by pip, installs everything else in seconds where pip took about a minute
+# of both cores' time; the torch already there satisfies the package's range, so uv downloads no other build. Not
+# --quiet: where no local build lies, torch is a multi-GB download, and pip shows it moving. Should uv fail, pip
+# installs the rest.
 INSTALL_ARGS := -r requirements-ci.txt -e ".[lab,test,book]"
 
 $(STAMP): pyproject.toml requirements-ci.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip uv
-	$(PY) -m uv pip install --python $(PY) $(UV_FIND_LINKS) $(INSTALL_ARGS) || \
+	$(PY) -m pip install --no-compile -r requirements-ci.txt
+	$(PY) -m uv pip install --python $(PY) $(INSTALL_ARGS) || \
 	  { echo "uv could not install the packages: pip installs them instead"; \
 	    $(PY) -m pip install --no-compile $(INSTALL_ARGS); }
 	touch $(STAMP)
