@@ -207,9 +207,10 @@ class BrowserLab:
         settings = self._root / "settings" / "@jupyterlab"
         (settings / "notebook-extension").mkdir(parents=True)
         (settings / "apputils-extension").mkdir(parents=True)
-        # Render every cell (no virtual scrolling) so the page holds all outputs; no news pop-up.
+        # Every cell in the page, so the page holds all outputs, with JupyterLab's default "contentVisibility": the
+        # browser skips drawing cells out of view (about 10 % of the renderer's CPU against "none"); no news pop-up.
         (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-            json.dumps({"windowingMode": "none"}))
+            json.dumps({"windowingMode": "contentVisibility"}))
         (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         port = free_port()
