@@ -3,11 +3,20 @@
 #   make test   set everything up, run ruff, then all tests, notebooks included (quick mode)
 
 PYTHON ?= python3
+
+# Bytecode. Where Python is told not to write it (PYTHONDONTWRITEBYTECODE=1, as on this project's CI machines), every
+# process compiles the modules it imports again: importing torch, matplotlib and d2lmp.views took 6.0 CPU-seconds
+# uncompiled against 2.1 compiled, and `make test` starts dozens of such processes (kernels, spawned ranks, torchrun,
+# the command line). So make's commands write bytecode, into build/pycache only (the checkout and the environment
+# stay as they are), each module once, when it is first imported.
+export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
+export PYTHONDONTWRITEBYTECODE :=
+
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install compile-environment lab lint test unit compat notebooks execute book browser-deps clean
+.PHONY: install lab lint test unit compat notebooks execute book browser-deps clean
 
 install: $(STAMP)
 
@@ -16,10 +25,6 @@ install: $(STAMP)
 # of both cores' time; the torch already there satisfies the package's range, so uv downloads no other build. Not
 # --quiet: where no local build lies, torch is a multi-GB download, and pip shows it moving. Should uv fail, pip
 # installs the rest.
-# Bytecode: where Python is told not to write it (PYTHONDONTWRITEBYTECODE=1, as on this project's CI machines), every
-# process that imports torch (each kernel, rank, subprocess of the tests) compiles its 2,000 modules again, which cost
-# about 400 of a test run's 1,200 CPU-seconds. So the install compiles the whole environment once (compileall, about
-# 25 s on 2 cores; uv's --compile-bytecode skips what pip installed, torch), and `make test` the project's modules.
 INSTALL_ARGS := -r requirements-ci.txt -e ".[lab,test,book]"
 
 $(STAMP): pyproject.toml requirements-ci.txt
@@ -29,15 +34,7 @@ $(STAMP): pyproject.toml requirements-ci.txt
 	$(PY) -m uv pip install --python $(PY) $(INSTALL_ARGS) || \
 	  { echo "uv could not install the packages: pip installs them instead"; \
 	    $(PY) -m pip install --no-compile $(INSTALL_ARGS); }
-	$(MAKE) --no-print-directory compile-environment
 	touch $(STAMP)
-
-# compileall exits 1 where a file of another project does not compile on this Python (torch ships a test helper in
-# Python 3.12 syntax); everything else is compiled, and the install goes on.
-compile-environment:
-	@echo "compiling the environment's bytecode"
-	@$(PY) -m compileall -q -j 0 $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') >/dev/null \
-	  || echo "compileall: a few files of other projects do not compile on this Python; they were left as they are"
 
 # Jupyter refuses to run as root unless told; containers and CI often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -72,11 +69,9 @@ PARALLEL := -n $(WORKERS) --dist loadgroup
 # mypy runs as a test (tests/test_types.py::test_mypy_passes), beside the others rather than before them.
 test: install browser-deps
 	$(PY) -m ruff check $(LINT_PATHS)
-	$(PY) -m compileall -q -j 0 d2lmp tests tools book
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=25
 
 unit: install
-	$(PY) -m compileall -q -j 0 d2lmp tests tools book
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider $(PARALLEL) tests -q -m "not browser"
 
 # Re-execute every notebook in place from a real (full-size) run, for committing.
@@ -110,4 +105,4 @@ compat:
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rfEs $(COMPAT_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-compat-* .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-compat-* .pytest_cache .hypothesis build/pycache
