@@ -207,29 +207,43 @@ class BrowserLab:
         settings = self._root / "settings" / "@jupyterlab"
         (settings / "notebook-extension").mkdir(parents=True)
         (settings / "apputils-extension").mkdir(parents=True)
-        # Every cell in the page, so the page holds all outputs, with JupyterLab's default "contentVisibility": the
-        # browser skips drawing cells out of view (about 10 % of the renderer's CPU against "none"); no news pop-up.
+        # Every cell in the page, so the page holds all outputs, with JupyterLab's default "contentVisibility" (the
+        # browser skips drawing cells out of view), as readers see it; no news pop-up.
         (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
             json.dumps({"windowingMode": "contentVisibility"}))
         (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-        port = free_port()
         env = dict(os.environ, D2LMP_QUICK="1", JUPYTERLAB_SETTINGS_DIR=str(self._root / "settings"))
-        self._server = subprocess.Popen(
-            [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-             "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-             "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={work}"]
-            + (["--allow-root"] if os.geteuid() == 0 else []),
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        self.url = f"http://127.0.0.1:{port}"
         try:
-            fetch_when_up(f"{self.url}/api/status", 90, self._server)
+            self._start_server(env, work)
             self._browser = shared_playwright().chromium.launch(executable_path=CHROMIUM, headless=True, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync"])
         except BaseException:
             self.close()
             raise
+
+    def _start_server(self, env: dict, work: Path, attempts: int = 3) -> None:
+        """JupyterLab on a free port. Another process (a rank's store, say) can take the port between our choosing it
+        and the server binding it: the server is told not to move to another port (it would answer where we do not
+        look, and the other process where we do) but to exit, and is started again on a new port."""
+        for attempt in range(attempts):
+            port = free_port()
+            self._server = subprocess.Popen(
+                [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                 "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=",
+                 "--ServerApp.disable_check_xsrf=True", "--LabApp.expose_app_in_browser=True",
+                 f"--ServerApp.root_dir={work}"] + (["--allow-root"] if os.geteuid() == 0 else []),
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self.url = f"http://127.0.0.1:{port}"
+            try:
+                fetch_when_up(f"{self.url}/api/status", 90, self._server)
+                return
+            except AssertionError:  # it exited before answering: the port was taken
+                stop_group(self._server)
+                self._server = None
+                if attempt == attempts - 1:
+                    raise
 
     # --- one notebook
 

@@ -1,5 +1,6 @@
 """Helpers for tests that start a server: a free port, waiting for an address, stopping a process group."""
 
+import http.client
 import os
 import signal
 import socket
@@ -28,14 +29,18 @@ def fetch_when_up(url: str, seconds: float, server: subprocess.Popen | None = No
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 return response.read()
-        except OSError:
+        except (OSError, http.client.HTTPException):  # not up yet, or another process answers on the port for now
             time.sleep(0.5)
     raise TimeoutError(f"{url} did not answer within {seconds} s\n{describe()}")
 
 
 def stop_group(process: subprocess.Popen, grace: float = 20) -> None:
     """SIGTERM the process group started with start_new_session=True; SIGKILL it if it lingers."""
-    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:  # the group is gone already
+        process.wait(5)
+        return
     try:
         process.wait(grace)
     except subprocess.TimeoutExpired:

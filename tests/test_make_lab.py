@@ -19,7 +19,8 @@ def test_make_lab_serves_the_notebooks(tmp_path):
     log = tmp_path / "lab.log"
     with open(log, "w") as sink:
         lab = subprocess.Popen(
-            ["make", "lab", f"LAB_ARGS=--no-browser --port={port} --ip=127.0.0.1 --ServerApp.token="],
+            ["make", "lab", f"LAB_ARGS=--no-browser --port={port} --ServerApp.port_retries=0 --ip=127.0.0.1 "
+                             "--ServerApp.token="],
             cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
 
     def show_log():
