@@ -20,20 +20,26 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
-# pip installs torch first (requirements-ci.txt pins it; pip's own configuration may point at a local build), then
-# uv, installed into the new environment by pip, installs everything else in seconds where pip took about a minute
-# of both cores' time; the torch already there satisfies the package's range, so uv downloads no other build. Not
-# --quiet: where no local build lies, torch is a multi-GB download, and pip shows it moving. Should uv fail, pip
-# installs the rest.
+# The environment is made without pip's own copy (ensurepip took 7 s of a 2-core machine's time, then upgrading it
+# 6 s more): the Python that makes it lends its pip (pip --python, pip 22.3 or newer), and where it has none, ensurepip
+# puts one in. pip installs uv into it, and uv everything else in seconds where pip took about a minute of both
+# cores' time (pip itself among them, for anyone who installs more later). torch (requirements-ci.txt pins it): where
+# pip's configuration points at a folder of local builds (find-links), uv installs it from there too (4 s where pip
+# took 11 to 15); where it points nowhere, pip installs torch first, from wherever its configuration says, and the
+# torch already there satisfies the package's range, so uv downloads no other build. Not --quiet: where no local
+# build lies, torch is a multi-GB download, and pip shows it moving. Should uv fail, pip installs the rest.
 INSTALL_ARGS := -r requirements-ci.txt -e ".[lab,test,book]"
 
 $(STAMP): pyproject.toml requirements-ci.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip uv
-	$(PY) -m pip install --no-compile -r requirements-ci.txt
-	$(PY) -m uv pip install --python $(PY) $(INSTALL_ARGS) || \
+	test -x $(PY) || $(PYTHON) -m venv --without-pip $(VENV)
+	pip="$(PY) -m pip"; $$pip --version >/dev/null 2>&1 || pip="$(PYTHON) -m pip --python $(PY)"; \
+	$$pip --version >/dev/null 2>&1 || { $(PY) -m ensurepip --upgrade >/dev/null && pip="$(PY) -m pip"; }; \
+	links="$${PIP_FIND_LINKS:-$$($$pip config get global.find-links 2>/dev/null)}"; \
+	$$pip install --quiet uv && \
+	{ [ -n "$$links" ] || $$pip install --no-compile -r requirements-ci.txt; } && \
+	{ $(PY) -m uv pip install --python $(PY) $${links:+--find-links "$$links"} pip $(INSTALL_ARGS) || \
 	  { echo "uv could not install the packages: pip installs them instead"; \
-	    $(PY) -m pip install --no-compile $(INSTALL_ARGS); }
+	    $$pip install --no-compile pip $(INSTALL_ARGS); }; }
 	touch $(STAMP)
 
 # Jupyter refuses to run as root unless told; containers and CI often are root.
@@ -67,7 +73,9 @@ PARALLEL := -n $(WORKERS) --dist loadgroup
 # ruff, then the unit tests, the browser tests and every notebook, all in quick mode. Each notebook runs once:
 # in JupyterLab for the browser tests, nbval checking its cells on that run (by itself where Chromium is missing).
 # mypy runs as a test (tests/test_types.py::test_mypy_passes), beside the others rather than before them.
-test: install browser-deps
+# The environment and the browser (apt-get: mostly waiting on the network and the disk) are set up side by side.
+test:
+	$(MAKE) --no-print-directory -j2 install browser-deps
 	$(PY) -m ruff check $(LINT_PATHS)
 	D2LMP_QUICK=1 $(PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rs --durations=25
 

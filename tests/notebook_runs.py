@@ -13,6 +13,9 @@ A pytest plugin, registered by tests/conftest.py, for ``pytest tests notebooks -
 - With pytest-xdist (``-n 2 --dist loadgroup``) a notebook's cells and its browser test form one group, so they
   run in order on one worker, and the tests that start ranks form one group too, so that two multi-rank launches
   never compete for the same two cores. Each worker computes with its share of the cores (``OMP_NUM_THREADS``).
+- The workers take the long work first: groups and tests marked ``slow`` go to the front of the queue, heaviest
+  first, and the many short tests last, so that they fill the gaps and no long test runs alone at the end while the
+  other worker idles (``weight``). pytest-xdist's own reordering (by test count only) is turned off for this.
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ RANK_MODULES = frozenset({
     "test_tensor_parallel", "test_torchrun", "test_zero",
 })
 
+# A test marked slow weighs this many ordinary tests when the queue is ordered (a browser run of a notebook, a rank
+# launch, mypy: tens of seconds where most tests take a fraction of one).
+SLOW_WEIGHT = 10
+
 
 def kernel_profile(folder: Path) -> Path:
     """Write an IPython directory whose default profile runs ``KERNEL_STARTUP`` and keeps its history in memory
@@ -75,6 +82,8 @@ class NotebookRuns:
         if getattr(config.option, "dist", "no") == "loadgroup" and Version(pytest.__version__) >= Version("9.2"):
             raise pytest.UsageError(LOADGROUP_BROKEN)
         workers = getattr(config.option, "numprocesses", None)
+        if hasattr(config.option, "loadscopereorder"):
+            config.option.loadscopereorder = False  # the queue is ordered here, heaviest first (order_longest_first)
         if isinstance(workers, int) and workers > 1 and not hasattr(config, "workerinput"):
             # The workers (and the kernels they start) share the cores: each computes with its share. Two
             # processes of two OpenMP threads each on two cores spin against each other (CONTRIBUTING.md).
@@ -102,6 +111,8 @@ class NotebookRuns:
                 item.add_marker(pytest.mark.xdist_group(item.callspec.params["notebook"].stem))
             elif _module(item) in RANK_MODULES:
                 item.add_marker(pytest.mark.xdist_group("ranks"))
+        if hasattr(config, "workerinput"):  # a pytest-xdist worker: the collection it reports is the queue's order
+            items[:] = order_longest_first(items)
 
     @pytest.hookimpl(trylast=True)  # after -m and -k have deselected: run in the browser only what is selected
     def pytest_collection_finish(self, session):
@@ -122,6 +133,28 @@ class NotebookRuns:
         from browser_lab import LAB
 
         LAB.close()
+
+
+def _group(item) -> str:
+    """The unit pytest-xdist schedules ``item`` in: its xdist_group, else the test alone."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return item.nodeid
+    return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+
+
+def weight(item) -> int:
+    """How much ``item`` counts when the queue is ordered: ``SLOW_WEIGHT`` for a slow test, else 1."""
+    return SLOW_WEIGHT if item.get_closest_marker("slow") is not None else 1
+
+
+def order_longest_first(items: list) -> list:
+    """``items`` with the heaviest groups first (the sum of their tests' weights); a group's tests, and groups of
+    equal weight, keep their order."""
+    totals: dict[str, int] = {}
+    for item in items:
+        totals[_group(item)] = totals.get(_group(item), 0) + weight(item)
+    return sorted(items, key=lambda item: -totals[_group(item)])
 
 
 def _module(item) -> str | None:

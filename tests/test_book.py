@@ -73,6 +73,7 @@ def test_calculators_page_names_every_calculator_and_its_notebook():
         assert f'data-calc="{name}"' in page and f"]({calc.notebook}.html)" in page
 
 
+@pytest.mark.slow
 def test_the_model_zip_runs_the_calculators_on_the_standard_library_alone(tmp_path):
     names = book_vendor.model_zip(tmp_path / "model.zip")
     assert "calculators.py" in names and "d2lmp/model/__init__.py" in names

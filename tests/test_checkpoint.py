@@ -13,6 +13,7 @@ from d2lmp.parallel import checkpoint as ckpt
 from d2lmp.parallel.launch import launch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", R.KINDS)
 def test_a_checkpoint_of_4_ranks_loads_into_2_and_1_equal(tmp_path, kind):
     report = R.reshard_roundtrip(str(tmp_path), kind)
@@ -31,6 +32,7 @@ def test_a_checkpoint_of_4_ranks_loads_into_2_and_1_equal(tmp_path, kind):
     assert report.held[1] == R._held_bytes(ckpt.training_state(model, optimizer))
 
 
+@pytest.mark.slow
 def test_a_save_gives_no_torch_deprecation_warning(tmp_path):
     """In a fresh process, since torch warns once: torch 2.8's DCP writer calls the deprecated tensor.storage() on
     CPU tensors (`make compat TORCH=2.8.0` runs this there); a deprecation warning is an error here."""

@@ -264,6 +264,7 @@ def test_plan_answers_in_seconds_for_a_huge_batch():
     (["bench", "allreduce", "--worlds", "x"], 2, "d2lmp bench allreduce: error: argument --worlds"),
     (["plan", "--model", "175B", "--gpus", "1000", "--global-batch", "1536"], 2, "d2lmp: nothing fits"),
 ])
+@pytest.mark.slow
 def test_as_a_process_bad_input_is_one_line_and_its_exit_status(argv, status, message):
     result = subprocess.run([sys.executable, "-m", "d2lmp.commands.main", *argv], capture_output=True, text=True,
                             timeout=120)

@@ -84,6 +84,7 @@ def test_per_rank_batchnorm_trains_differently_from_one_device(data, on_ranks, w
     assert gap > 1e-3, f"{what} on {world} ranks should follow another path than one device (gap {gap:.1e})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world", [2, 4])
 def test_synchronised_batchnorm_equals_batchnorm_on_the_whole_batch_and_per_rank_does_not(on_ranks, world):
     rows = {r.statistics: r for r in on_ranks[world][0][1]}

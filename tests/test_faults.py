@@ -29,6 +29,7 @@ def test_a_skipped_collective_hangs_and_the_stacks_name_both_lines():
     assert "rank 1: waits at" in d.message and "in barrier" in d.message and "in all_reduce" in d.message
 
 
+@pytest.mark.slow
 def test_two_sends_deadlock_and_both_ranks_wait_in_send():
     for detail in (False, True):  # DETAIL checks collectives only: point-to-point messages still hang
         d = F.stage("send_send", detail=detail, timeout=TIMEOUT)

@@ -28,6 +28,7 @@ def run(request):
     return world, launch(W.everything, world)
 
 
+@pytest.mark.slow
 def test_tp_and_sp_blocks_and_the_whole_gpt_equal_one_device(run):
     world, per_rank = run
     for rank, result in enumerate(per_rank):
@@ -72,6 +73,7 @@ def test_ring_wire_bytes_are_what_our_ring_collectives_send(run):
         ring_wire_bytes("broadcast", 8, 2)
 
 
+@pytest.mark.slow
 def test_saved_bytes_per_rank_are_the_formula_plus_itemised_extras(run):
     world, per_rank = run
     for result in per_rank:

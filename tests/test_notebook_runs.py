@@ -8,7 +8,7 @@ import pytest
 from browser_lab import BrowserRun
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-from notebook_runs import KERNEL_STARTUP, check_cell_against_run
+from notebook_runs import KERNEL_STARTUP, SLOW_WEIGHT, check_cell_against_run, order_longest_first
 
 TF32_WARNING = ("Please use the new API settings to control TF32 behavior, such as torch.backends.cudnn.conv."
                 "fp32_precision = 'tf32'. Old settings, e.g, torch.backends.cuda.matmul.allow_tf32 = True, "
@@ -45,6 +45,7 @@ def _notebook(*sources, outputs=None):
     return nb
 
 
+@pytest.mark.slow
 def test_a_notebook_kernel_of_the_test_run_fails_on_a_torch_deprecation():
     """The kernels this run starts load the startup file (IPYTHONDIR): the current API runs, the old one fails."""
     nb = _notebook("import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nprint('current API ran')",
@@ -99,3 +100,32 @@ def test_a_cell_the_browser_never_ran_fails(cells):
 
     with pytest.raises(NbCellError, match="did not run in the browser"):
         check_cell_against_run(cells[0], _run(ran=False))
+
+
+class _Item:
+    """What order_longest_first reads of a pytest item: its node id and its marks."""
+
+    def __init__(self, nodeid, group=None, slow=False):
+        self.nodeid, self._marks = nodeid, {}
+        if group:
+            self._marks["xdist_group"] = pytest.mark.xdist_group(group).mark
+        if slow:
+            self._marks["slow"] = pytest.mark.slow.mark
+
+    def get_closest_marker(self, name):
+        return self._marks.get(name)
+
+    def __repr__(self):
+        return self.nodeid
+
+
+def test_the_queue_takes_the_heaviest_groups_first_and_keeps_each_groups_order():
+    quick = [_Item(f"t.py::quick{i}") for i in range(3)]
+    notebook = [_Item("browser::nb", "nb", slow=True)] + [_Item(f"nb.ipynb::Cell {i}", "nb") for i in range(4)]
+    ranks = [_Item(f"r.py::launch{i}", "ranks", slow=i == 0) for i in range(SLOW_WEIGHT + 6)]
+    mypy = _Item("types.py::mypy", slow=True)
+    items = [quick[0], notebook[0], quick[1], ranks[0], mypy, *ranks[1:], quick[2], *notebook[1:]]
+    ordered = order_longest_first(items)
+    assert sorted(map(id, ordered)) == sorted(map(id, items))  # nothing lost or doubled
+    # ranks weigh 10 + 15, the notebook 10 + 4, mypy 10, each quick test 1
+    assert ordered == [*ranks, *notebook, mypy, *quick]

@@ -345,6 +345,7 @@ def test_bytes_per_parameter_live_in_one_table():
     assert not stray, f"bytes per parameter typed outside training_state.OPTIMIZERS: {stray}"
 
 
+@pytest.mark.slow
 def test_what_each_zero_stage_shards_is_written_once():
     """The rule is the table ``costmodel.ZERO_SHARDED``: no code compares a stage with a number to decide what it
     shards, except ZeRO's implementation (``parallel/zero.py``, whose bytes ``test_zero`` checks against the table)."""

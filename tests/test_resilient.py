@@ -27,6 +27,7 @@ RUN = [sys.executable, "-m", "torch.distributed.run", "--max-restarts", "1", "--
     (1, 5, "step", 2, 4, 1),  # killed in its step's all-reduce: the step after the checkpoint is lost
     (0, 6, "save", 3, 3, 3),  # killed while writing the checkpoint of step 6: that checkpoint never counts
 ])
+@pytest.mark.slow
 def test_a_killed_rank_restarts_under_torchrun_and_ends_equal(tmp_path, rank, step, during, every, resumed,
                                                                recomputed):
     result = subprocess.run([*RUN, "--steps", "8", "--checkpoint-every", str(every), "--kill-rank", str(rank),

@@ -72,6 +72,7 @@ def test_megatrons_gpt3_example_counts_the_recomputed_flops():
     assert ta.training_flops(m, batch, "none") / run.published / gpus / 1e12 < 110
 
 
+@pytest.mark.slow
 def test_the_stored_parameters_are_the_fit():
     fitted = fit()
     for f in fields(FITTED):

@@ -21,6 +21,7 @@ def report():
     return plan(GPT3, A100, 1536)
 
 
+@pytest.mark.slow
 def test_ranked_plans_fit_and_come_fastest_first(report):
     steps = [c.prediction.step_s for c in report.ranked]
     assert steps == sorted(steps) and len(report.top) == 5 and report.top == report.ranked[:5]

@@ -49,6 +49,7 @@ def test_accuracy_restores_training_mode():
     assert 0 <= accuracy(model, _blobs()) <= 1 and model.training
 
 
+@pytest.mark.slow
 def test_small_alexnet_learns_the_digits():
     # Two epochs only, to keep the unit tests fast; `d2lmp bench train` runs the full benchmark.
     model, history, data = train_small_alexnet(epochs=2, progress=False)

@@ -167,6 +167,7 @@ def test_the_pin_is_read():
     assert re.fullmatch(r"\d+\.\d+\.\d+", pinned_torch()), pinned_torch()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("mypy") is None and importlib.util.find_spec("mypy") is None,
                     reason="mypy is not installed (pip install -e '.[test]')")
 def test_mypy_passes():

@@ -86,6 +86,7 @@ def _other_value(control):
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FACTORIES)
 def test_every_control_redraws_without_error(name, displayed, caplog):
     caplog.set_level(logging.WARNING)
