@@ -10,7 +10,6 @@ The arithmetic is ``scale``'s (``plan``, ``predict``, ``memory_per_gpu``); ``pla
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from d2lmp.model.cluster import Cluster, PlanReport, Prediction, model_preset, plan
@@ -36,11 +35,10 @@ PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868"
                 "embedding_sync": "#937860", "optimizer_step": "#da8bc3", EXPERT_PART: "#8172b2"}
 
 
-@lru_cache(maxsize=16)
 def plan_for(model: str = "175B", gpus: int = 1024, gpu: str = "A100-80GB", global_batch: int = 1536,
              **restrict: Any) -> PlanReport:
     """The planner's report for a named model on ``gpus`` GPUs of a named preset; ``restrict`` (tuples) goes to
-    ``plan``. Reports are kept, so the widget's first drawing reuses the table printed above it."""
+    ``plan``, which keeps its last reports, so the widget's first drawing reuses the table printed above it."""
     return plan(model_preset(model).model, Cluster(gpu=gpu, gpus=gpus), global_batch, **restrict)
 
 
