@@ -16,9 +16,10 @@ the experts and the data-parallel size.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, wraps
+from typing import Any, ParamSpec, TypeVar
 
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
@@ -246,36 +247,40 @@ def _verdict(family: _Family, winner: Candidate | None) -> FamilyVerdict:
     return FamilyVerdict(*family.sizes, family.best, reason)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def keeps_last(count: int) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A function that keeps its last ``count`` answers: the same question again gets the same (frozen) answer at
+    once. Lists among the keyword arguments count as the tuples they hold; other unhashable arguments are not kept."""
+    def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        cached = lru_cache(maxsize=count)(function)
+
+        @wraps(function)
+        def keeping(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            key: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+            try:
+                hash((args, tuple(key.items())))
+            except TypeError:  # an argument that cannot be kept: the function says what is wrong with it
+                return function(*args, **kwargs)
+            return cached(*args, **key)
+        return keeping
+    return decorate
+
+
+@keeps_last(KEPT_REPORTS)
 def plan(model: Transformer, cluster: Cluster, global_batch: int, *, top: int = 5, efficiency: Efficiency = FITTED,
          tp: Sequence[int] | None = None, pp: Sequence[int] | None = None, cp: Sequence[int] | None = None,
          zero: Sequence[ZeroStage] = ZERO_STAGES, micro_batch: Sequence[int] | None = None,
          recompute: Sequence[Recompute] = RECOMPUTE, sequence_parallel: Sequence[bool] = (False, True),
          interleave: Sequence[int] | None = None, dp_overlap: bool = True, attention: AttentionKernel = "flash",
          precision: MatmulPrecision = "bf16", experts: ExpertSearch = ExpertSearch()) -> PlanReport:
-    """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory.
-
-    The keyword arguments restrict the search (``zero=(0,)``, ``recompute=("full",)``, ...); ``attention`` and
-    ``precision`` are the run's kernels; ``experts`` what a mixture of experts adds (``ExpertSearch``). The last
-    ``KEPT_REPORTS`` reports are kept: the same question again (a widget drawing the table printed above it) gets the
-    same report at once."""
+    """Rank every configuration of ``model`` on ``cluster`` for ``global_batch`` sequences that fits in memory (the
+    last ``KEPT_REPORTS`` reports are kept). The keyword arguments restrict the search (``zero=(0,)``, ...);
+    ``attention`` and ``precision`` are the run's kernels; ``experts`` what a mixture of experts adds."""
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ValueError(f"global_batch must be a positive integer, got {global_batch!r}")
-    return _plan(model, cluster, global_batch, top, efficiency, _kept(tp), _kept(pp), _kept(cp), tuple(zero),
-                 _kept(micro_batch), tuple(recompute), tuple(sequence_parallel), _kept(interleave), dp_overlap,
-                 attention, precision, experts)
-
-
-def _kept(sizes: Sequence[int] | None) -> tuple[int, ...] | None:
-    """A restriction as a tuple (a list cannot be a key of the kept reports)."""
-    return None if sizes is None else tuple(sizes)
-
-
-@lru_cache(maxsize=KEPT_REPORTS)
-def _plan(model: Transformer, cluster: Cluster, global_batch: int, top: int, efficiency: Efficiency,
-          tp: Sequence[int] | None, pp: Sequence[int] | None, cp: Sequence[int] | None, zero: Sequence[ZeroStage],
-          micro_batch: Sequence[int] | None, recompute: Sequence[Recompute], sequence_parallel: Sequence[bool],
-          interleave: Sequence[int] | None, dp_overlap: bool, attention: AttentionKernel, precision: MatmulPrecision,
-          experts: ExpertSearch) -> PlanReport:
     families = []
     for t, p, d, c in family_options(model, cluster, global_batch, tp, pp, cp):
         if global_batch % d:
