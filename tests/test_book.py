@@ -27,7 +27,7 @@ def test_page_links_point_to_pages_and_section_ids():
             "[below](#What-we-did-not-cover,-and-where-to-read-next) [ref](#ref-huang2019gpipe) "
             "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://example.org/x)")
     assert book_pages.page_links(text) == (
-        "[03](03_general_purpose_gpus.html#Summary) <a href=\"04_gpu_memory.html\">04</a> "
+        "[03](03_general_purpose_gpus.html#summary) <a href=\"04_gpu_memory.html\">04</a> "
         "[below](#what-we-did-not-cover-and-where-to-read-next) [ref](#ref-huang2019gpipe) ")
 
 

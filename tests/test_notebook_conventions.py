@@ -112,3 +112,28 @@ def test_markdown_speaks_about_the_subject_not_the_project(path):
         text = cell.source.replace("**Learning goals**", "")
         found += [(cell.index, why, m.group()) for pattern, why in PROJECT_HISTORY for m in pattern.finditer(text)]
     assert not found, f"(cell, reason, text): {found}"
+
+
+def _jupyter_anchors(path) -> set[str]:
+    """The anchors JupyterLab gives a notebook's headings: the heading's text, spaces made hyphens."""
+    anchors = set()
+    for cell in read(path).cells:
+        if cell.is_markdown:
+            for line in cell.source.splitlines():
+                heading = re.match(r"#{1,6}\s+(.*\S)", line)
+                if heading:
+                    anchors.add(re.sub(r"[`*]", "", heading[1]).replace(" ", "-"))
+    return anchors
+
+
+def test_every_link_to_a_section_names_a_heading_of_its_notebook_as_jupyter_spells_it():
+    anchors = {path.name: _jupyter_anchors(path) for path in NOTEBOOKS}
+    broken = []
+    for path in NOTEBOOKS:
+        for cell in read(path).cells:
+            if not cell.is_markdown:
+                continue
+            for target, anchor in re.findall(r"\]\((\d\d_[a-z0-9_]+\.ipynb)?#((?!ref-)[^)\s]+)\)", cell.source):
+                if anchor not in anchors.get(target or path.name, set()):
+                    broken.append(f"{path.name}: {target}#{anchor}")
+    assert not broken, f"links to no heading (JupyterLab's anchor keeps the heading's case): {broken}"

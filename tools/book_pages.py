@@ -76,12 +76,19 @@ def _text(source: str | list[str]) -> str:
     return source if isinstance(source, str) else "".join(source)
 
 
+def section_id(anchor: str) -> str:
+    """The book page's section id for a Jupyter heading anchor: ``What-we-did-not-cover,-and-where`` is
+    ``what-we-did-not-cover-and-where`` (lower case, every run of other characters one hyphen)."""
+    return re.sub(r"[^a-z0-9]+", "-", anchor.lower()).strip("-")
+
+
 def page_links(markdown: str) -> str:
-    """Links to notebooks made links to their pages; a Jupyter heading anchor (#Title-With-Dashes) made the
-    page's section id (#title-with-dashes). Links are otherwise left as written (book/conf.py)."""
+    """Links to notebooks made links to their pages; a Jupyter heading anchor (#Title-With-Dashes), on this page or
+    another, made the page's section id (#title-with-dashes). Links are otherwise left as written (book/conf.py)."""
     markdown = BADGE.sub("", markdown)  # an image from Colab's site; the page's own link replaces it
-    markdown = NOTEBOOK_LINK.sub(lambda m: f"{m[1]}{m[2]}.html{m[3] or ''}", markdown)
-    return HEADING_LINK.sub(lambda m: "](#" + re.sub(r"[^a-z0-9]+", "-", m[1].lower()).strip("-") + ")", markdown)
+    markdown = NOTEBOOK_LINK.sub(
+        lambda m: f"{m[1]}{m[2]}.html" + (f"#{section_id(m[3][1:])}" if m[3] else ""), markdown)
+    return HEADING_LINK.sub(lambda m: f"](#{section_id(m[1])})", markdown)
 
 
 def image_alt(code: str) -> str:
