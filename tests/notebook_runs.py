@@ -151,10 +151,11 @@ def weight(item) -> int:
 def order_longest_first(items: list) -> list:
     """``items`` with the heaviest groups first (the sum of their tests' weights); a group's tests, and groups of
     equal weight, keep their order."""
+    groups = {id(item): _group(item) for item in items}
     totals: dict[str, int] = {}
     for item in items:
-        totals[_group(item)] = totals.get(_group(item), 0) + weight(item)
-    return sorted(items, key=lambda item: -totals[_group(item)])
+        totals[groups[id(item)]] = totals.get(groups[id(item)], 0) + weight(item)
+    return sorted(items, key=lambda item: -totals[groups[id(item)]])
 
 
 def _module(item) -> str | None:

@@ -117,12 +117,11 @@ def test_markdown_speaks_about_the_subject_not_the_project(path):
 def _jupyter_anchors(path) -> set[str]:
     """The anchors JupyterLab gives a notebook's headings: the heading's text, spaces made hyphens."""
     anchors = set()
-    for cell in read(path).cells:
-        if cell.is_markdown:
-            for line in cell.source.splitlines():
-                heading = re.match(r"#{1,6}\s+(.*\S)", line)
-                if heading:
-                    anchors.add(re.sub(r"[`*]", "", heading[1]).replace(" ", "-"))
+    for cell in read(path).markdown():
+        for line in cell.source.splitlines():
+            heading = re.match(r"#{1,6}\s+(.*\S)", line)
+            if heading:
+                anchors.add(re.sub(r"[`*]", "", heading[1]).replace(" ", "-"))
     return anchors
 
 
@@ -130,9 +129,7 @@ def test_every_link_to_a_section_names_a_heading_of_its_notebook_as_jupyter_spel
     anchors = {path.name: _jupyter_anchors(path) for path in NOTEBOOKS}
     broken = []
     for path in NOTEBOOKS:
-        for cell in read(path).cells:
-            if not cell.is_markdown:
-                continue
+        for cell in read(path).markdown():
             for target, anchor in re.findall(r"\]\((\d\d_[a-z0-9_]+\.ipynb)?#((?!ref-)[^)\s]+)\)", cell.source):
                 if anchor not in anchors.get(target or path.name, set()):
                     broken.append(f"{path.name}: {target}#{anchor}")
