@@ -8,6 +8,8 @@ second time. The server and Chromium start on first use and stop at the end of t
 the one JupyterLab page: each notebook opens in it once the previous one's tab is closed and its kernel ended
 (booting JupyterLab in a fresh page cost about 6 CPU-seconds a notebook), and a page a failed run leaves behind is
 closed, so the next notebook boots a fresh one.
+Each kernel is forked from a process that has imported ipykernel, torch and matplotlib once (tests/kernel_zygote.py):
+a fresh namespace that runs every cell, without each kernel's seconds of imports.
 Chromium comes from Debian's package (/usr/bin/chromium); Playwright's own browser download is never used.
 Screenshots of failures go to test-artifacts/.
 """
@@ -26,6 +28,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import kernel_zygote
 import nbformat
 from serving import fetch_when_up, free_port, stop_group
 
@@ -165,7 +168,7 @@ class BrowserLab:
     """A JupyterLab server over a copy of notebooks/ and a headless Chromium, started on first use."""
 
     def __init__(self):
-        self._server = self._browser = self._lab_page = None
+        self._server = self._browser = self._lab_page = self._zygote = None
         self._root: Path | None = None
         self.url = ""
         self.runs: dict[str, BrowserRun] = {}
@@ -186,6 +189,9 @@ class BrowserLab:
         if self._server is not None:
             stop_group(self._server)
             self._server = None
+        if self._zygote is not None:
+            stop_group(self._zygote)
+            self._zygote = None
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
@@ -214,7 +220,9 @@ class BrowserLab:
         (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         env = dict(os.environ, D2LMP_QUICK="1", JUPYTERLAB_SETTINGS_DIR=str(self._root / "settings"))
+        env.update(kernel_zygote.kernel_spec_env(self._root))
         try:
+            self._zygote = kernel_zygote.start(env)
             self._start_server(env, work)
             self._browser = shared_playwright().chromium.launch(executable_path=CHROMIUM, headless=True, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

@@ -1,0 +1,212 @@
+"""Kernels for the browser tests forked from one process that has imported ipykernel, torch and matplotlib already.
+
+A notebook's kernel is a new Python process that imports ipykernel, then, in the notebook's first cells, torch,
+matplotlib and ipywidgets: about 6 CPU-seconds on a 2-core machine before the first cell of the lesson runs, twenty
+times in a test run. Here a *zygote* process imports those modules once; JupyterLab's kernel spec for the tests
+starts this file as a small client (``python -S kernel_zygote.py -f CONNECTION_FILE``, standard library only), which
+asks the zygote to fork a kernel with its connection file, working directory, environment and standard streams.
+The forked kernel is a fresh ipykernel with its own empty namespace: the notebook still runs every import statement
+(they find the modules loaded) and every cell. What it inherits is only what the zygote imported (``PRELOAD``), the
+modules every notebook's set-up cell imports anyway.
+
+The client stands in for the kernel towards JupyterLab: it forwards the signals it gets (an interrupt is SIGINT),
+exits with the kernel's exit code, and when it is killed the zygote kills the kernel. The zygote forks from a
+single thread (it starts none); ``start`` starts it, ``serving.stop_group`` stops it and its kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+# What the zygote imports before it forks kernels: ipykernel's own start, and the libraries each notebook's set-up
+# cell imports (tests/test_browser.py runs only notebooks of this series).
+PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "matplotlib.pyplot", "torch", "ipywidgets")
+SOCKET_ENV = "D2LMP_KERNEL_ZYGOTE"
+CONNECT_TIMEOUT_S = 120
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _send(conn: socket.socket, message: dict) -> None:
+    conn.sendall(json.dumps(message).encode() + b"\n")
+
+
+def _receive(stream) -> dict | None:
+    line = stream.readline()
+    return json.loads(line) if line else None
+
+
+# --- for the tests: the kernel spec and the zygote process
+
+
+def kernel_spec_env(root) -> dict[str, str]:
+    """Write a "python3" kernel spec that starts this file's client, under ``root``; return the environment that puts
+    it ahead of ipykernel's own on the Jupyter path and names the zygote's socket (also under ``root``)."""
+    from pathlib import Path
+
+    spec = Path(root) / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-S", os.path.abspath(__file__), "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python", "metadata": {"debugger": True}}))
+    path = os.pathsep.join(p for p in (str(Path(root) / "jupyter"), os.environ.get("JUPYTER_PATH")) if p)
+    return {"JUPYTER_PATH": path, SOCKET_ENV: str(Path(root) / "zygote.sock")}
+
+
+def start(env: dict[str, str]):
+    """Start the zygote with ``env`` (the environment its kernels would have had, with ``kernel_spec_env``'s) in a
+    session of its own; stop it with ``serving.stop_group``. Clients wait for its socket while it imports."""
+    import subprocess
+
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", env[SOCKET_ENV]], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+# --- the client: what JupyterLab starts as "the kernel"
+
+
+def client(argv: list[str]) -> int:
+    """Ask the zygote for a kernel with ``argv`` (``-f CONNECTION_FILE``); wait for it; return its exit code."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:  # the zygote may still be importing
+        try:
+            conn.connect(os.environ[SOCKET_ENV])
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+    socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
+    stream = conn.makefile("r")
+    pid = _receive(stream)["pid"]
+
+    def forward(signum, _frame):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in FORWARDED:
+        signal.signal(signum, forward)
+    while True:
+        try:
+            answer = _receive(stream)
+            break
+        except InterruptedError:  # a forwarded signal interrupted the read
+            continue
+    return 1 if answer is None else answer["exit"]
+
+
+# --- the zygote
+
+
+def _preload() -> None:
+    import importlib
+
+    # as ipykernel sets it in each kernel, before matplotlib reads it at import
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
+def _become_kernel(request: dict, fds: list[int], listener: socket.socket, conn: socket.socket) -> None:
+    """In the forked child: take the client's streams, directory and environment, then run ipykernel's app."""
+    try:
+        listener.close()
+        conn.close()
+        os.setsid()
+        for signum in FORWARDED + (signal.SIGCHLD,):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        del sys.path[0]  # this file's folder; ipykernel_launcher removes the working directory there likewise
+        sys.argv = ["ipykernel_launcher", *request["argv"]]
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance(argv=request["argv"])
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0
+    except BaseException:  # noqa: BLE001 - the kernel's failure goes to its stderr, as a launched kernel's would
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def serve(path: str) -> None:
+    """Import ``PRELOAD``, then fork a kernel for each client on the Unix socket ``path``, until SIGTERM."""
+    import selectors
+
+    _preload()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    running = {"on": True}
+    signal.signal(signal.SIGTERM, lambda *_: running.update(on=False))
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    kernels: dict[int, socket.socket] = {}  # kernel pid -> its client's connection
+    while running["on"]:
+        for key, _ in selector.select(timeout=0.2):
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                while not message.endswith(b"\n"):
+                    message += conn.recv(1 << 20)
+                pid = os.fork()
+                if pid == 0:
+                    _become_kernel(json.loads(message), fds, listener, conn)
+                for fd in fds:
+                    os.close(fd)
+                kernels[pid] = conn
+                selector.register(conn, selectors.EVENT_READ, pid)
+                _send(conn, {"pid": pid})
+            else:  # a client closed its end (it was killed): so is its kernel
+                pid = key.data
+                selector.unregister(key.fileobj)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        while kernels:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            conn = kernels.pop(pid, None)
+            if conn is not None:
+                try:
+                    selector.unregister(conn)
+                except KeyError:
+                    pass
+                try:
+                    _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                except OSError:
+                    pass
+                conn.close()
+    for pid in kernels:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    else:
+        sys.exit(client(sys.argv[1:]))

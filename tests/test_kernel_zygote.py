@@ -1,0 +1,111 @@
+"""The browser tests' kernels, forked from a zygote (tests/kernel_zygote.py), behave as launched kernels do.
+
+A fresh namespace with the preloaded modules in ``sys.modules``, the test run's startup file (a torch deprecation
+fails the cell), an interrupt that reaches the running cell, and no kernel left behind when JupyterLab kills the
+process it started (the client).
+"""
+
+import os
+import time
+
+import kernel_zygote
+import nbformat
+import pytest
+from jupyter_client import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from serving import stop_group
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    """A running zygote and the environment (kernel spec, socket) that makes ``python3`` kernels its forks."""
+    env = kernel_zygote.kernel_spec_env(tmp_path_factory.mktemp("zygote"))
+    process = kernel_zygote.start(dict(os.environ, **env))
+    yield process, env
+    stop_group(process)
+
+
+@pytest.fixture
+def forked(zygote, monkeypatch):
+    process, env = zygote
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return process.pid
+
+
+def _notebook(*sources):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
+    return nb
+
+
+def _gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_forked_kernel_has_a_fresh_namespace_the_preloaded_modules_and_the_startup_file(forked):
+    nb = _notebook("import os, sys\nprint('torch' in globals(), 'torch' in sys.modules, os.getppid())",
+                   "import torch\ntorch.cuda.amp.GradScaler(enabled=False)")
+    with pytest.raises(CellExecutionError, match="FutureWarning"):
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert nb.cells[0].outputs[0]["text"] == f"False True {forked}\n"
+
+
+def _started(kernel: KernelManager):
+    kernel.start_kernel()
+    client = kernel.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=120)
+    reply = client.execute_interactive("import os; print(os.getpid(), os.getppid())", timeout=60,
+                                       output_hook=lambda msg: outputs.append(msg))
+    assert reply["content"]["status"] == "ok"
+    return client
+
+
+outputs: list = []
+
+
+def _pids(client) -> tuple[int, int]:
+    outputs.clear()
+    client.execute_interactive("print(os.getpid(), os.getppid())", timeout=60, output_hook=outputs.append)
+    text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+    kernel, parent = text.split()
+    return int(kernel), int(parent)
+
+
+def test_an_interrupt_reaches_the_running_cell_and_shutdown_ends_the_kernel(forked):
+    kernel = KernelManager(kernel_name="python3")
+    client = _started(kernel)
+    try:
+        pid, parent = _pids(client)
+        assert parent == forked and pid != kernel.provisioner.process.pid
+        client.execute("import time\ntime.sleep(60)")
+        time.sleep(1)
+        kernel.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_type") != "execute_request" or "sleep" not in str(reply):
+            reply = client.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+    finally:
+        client.stop_channels()
+        kernel.shutdown_kernel(now=False)
+    assert _gone(pid), "the forked kernel outlived its shutdown"
+
+
+def test_killing_the_process_jupyter_started_kills_the_forked_kernel(forked):
+    kernel = KernelManager(kernel_name="python3")
+    client = _started(kernel)
+    pid, _ = _pids(client)
+    client.stop_channels()
+    kernel.shutdown_kernel(now=True)  # SIGKILL to the client: it cannot forward that; the zygote sees it close
+    assert _gone(pid), "the forked kernel outlived the killed client"
