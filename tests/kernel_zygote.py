@@ -24,8 +24,10 @@ import sys
 import time
 
 # What the zygote imports before it forks kernels: ipykernel's own start, and the libraries each notebook's set-up
-# cell imports (tests/test_browser.py runs only notebooks of this series).
-PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "matplotlib.pyplot", "torch", "ipywidgets")
+# cell imports (tests/test_browser.py runs only notebooks of this series). torch._dynamo (seconds) is imported by
+# ``launch`` and by the first ``torch.optim`` step in most notebooks; it is one of torch's lazy modules, which
+# ``torch._dynamo`` imports on first use anyway, so a notebook cannot tell it was loaded before.
+PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "matplotlib.pyplot", "torch", "torch._dynamo", "ipywidgets")
 SOCKET_ENV = "D2LMP_KERNEL_ZYGOTE"
 CONNECT_TIMEOUT_S = 120
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
