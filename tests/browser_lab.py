@@ -169,6 +169,7 @@ class BrowserLab:
 
     def __init__(self):
         self._server = self._browser = self._lab_page = self._zygote = None
+        self._env: dict[str, str] = {}
         self._root: Path | None = None
         self.url = ""
         self.runs: dict[str, BrowserRun] = {}
@@ -221,6 +222,7 @@ class BrowserLab:
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         env = dict(os.environ, D2LMP_QUICK="1", JUPYTERLAB_SETTINGS_DIR=str(self._root / "settings"))
         env.update(kernel_zygote.kernel_spec_env(self._root))
+        self._env = env
         try:
             self._zygote = kernel_zygote.start(env)
             self._start_server(env, work)
@@ -294,6 +296,9 @@ class BrowserLab:
             run.widget_display_errors += page.locator("text=Error displaying widget").count()
         except Exception as error:  # a step that could not finish: the test reports it
             run.problem = f"{type(error).__name__}: {error}"
+            zygote = kernel_zygote.died(self._zygote, self._env) if self._zygote is not None else None
+            if zygote:  # no kernel could start: say why, not only that the cells never ran
+                run.problem += f" ({zygote})"
         finally:
             if page is not None:
                 if not run.passed:

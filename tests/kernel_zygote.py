@@ -61,11 +61,27 @@ def kernel_spec_env(root) -> dict[str, str]:
 
 def start(env: dict[str, str]):
     """Start the zygote with ``env`` (the environment its kernels would have had, with ``kernel_spec_env``'s) in a
-    session of its own; stop it with ``serving.stop_group``. Clients wait for its socket while it imports."""
+    session of its own; stop it with ``serving.stop_group``. Clients wait for its socket while it imports. Its own
+    output (an import that failed, say) goes to ``log_path(env)``."""
     import subprocess
 
-    return subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", env[SOCKET_ENV]], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    with open(log_path(env), "wb") as log:
+        return subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", env[SOCKET_ENV]], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def log_path(env: dict[str, str]) -> str:
+    """Where the zygote started with ``env`` writes its own output (beside its socket)."""
+    return env[SOCKET_ENV] + ".log"
+
+
+def died(process, env: dict[str, str]) -> str | None:
+    """None while the zygote runs; once it has exited, a sentence with its exit code and the end of its output."""
+    if process.poll() is None:
+        return None
+    with open(log_path(env), errors="replace") as log:
+        tail = log.read()[-2000:]
+    return f"the kernel zygote (tests/kernel_zygote.py) exited with code {process.returncode}: {tail}"
 
 
 # --- the client: what JupyterLab starts as "the kernel"

@@ -109,3 +109,12 @@ def test_killing_the_process_jupyter_started_kills_the_forked_kernel(forked):
     client.stop_channels()
     kernel.shutdown_kernel(now=True)  # SIGKILL to the client: it cannot forward that; the zygote sees it close
     assert _gone(pid), "the forked kernel outlived the killed client"
+
+
+def test_a_zygote_that_cannot_start_says_why(tmp_path):
+    env = dict(os.environ, **kernel_zygote.kernel_spec_env(tmp_path))
+    env[kernel_zygote.SOCKET_ENV] = str(tmp_path / ("z" * 120))  # longer than a Unix socket's address may be
+    process = kernel_zygote.start(env)
+    process.wait(120)
+    message = kernel_zygote.died(process, env)
+    assert message is not None and "exited with code 1" in message and "too long" in message, message
