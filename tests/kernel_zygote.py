@@ -91,7 +91,7 @@ def client(argv: list[str]) -> int:
     """Ask the zygote for a kernel with ``argv`` (``-f CONNECTION_FILE``); wait for it; return its exit code."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
-    while True:  # the zygote may still be importing
+    while True:  # the zygote may not listen yet
         try:
             conn.connect(os.environ[SOCKET_ENV])
             break
@@ -167,13 +167,13 @@ def _become_kernel(request: dict, fds: list[int], listener: socket.socket, conn:
 
 
 def serve(path: str) -> None:
-    """Import ``PRELOAD``, then fork a kernel for each client on the Unix socket ``path``, until SIGTERM."""
+    """Listen on the Unix socket ``path``, import ``PRELOAD``, then fork a kernel for each client, until SIGTERM."""
     import selectors
 
-    _preload()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(path)  # first, so that a socket it cannot have fails at once; clients wait in the backlog
     listener.listen()
+    _preload()
     running = {"on": True}
     signal.signal(signal.SIGTERM, lambda *_: running.update(on=False))
     selector = selectors.DefaultSelector()
