@@ -11,7 +11,9 @@ modules every notebook's set-up cell imports anyway.
 
 The client stands in for the kernel towards JupyterLab: it forwards the signals it gets (an interrupt is SIGINT),
 exits with the kernel's exit code, and when it is killed the zygote kills the kernel. The zygote forks from a
-single thread (it starts none); ``start`` starts it, ``serving.stop_group`` stops it and its kernels.
+single thread of its own (numpy's OpenBLAS may start a worker, whose fork handler keeps it safe); ``start``
+starts it, ``serving.stop_group`` stops it and its kernels; a kernel also dies with the zygote (parent-death
+signal) and takes its own process group with it when killed.
 """
 
 from __future__ import annotations
@@ -89,36 +91,47 @@ def died(process, env: dict[str, str]) -> str | None:
 
 def client(argv: list[str]) -> int:
     """Ask the zygote for a kernel with ``argv`` (``-f CONNECTION_FILE``); wait for it; return its exit code."""
+    kernel: dict[str, int] = {}
+    early: list[int] = []  # signals that came before the kernel's pid did
+
+    def forward(signum, _frame):
+        if "pid" not in kernel:
+            early.append(signum)
+            return
+        try:  # to the kernel's process group, as jupyter_client signals a kernel it launched
+            os.killpg(kernel["pid"], signum)
+        except ProcessLookupError:
+            pass
+
+    for signum in FORWARDED:
+        signal.signal(signum, forward)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     deadline = time.monotonic() + CONNECT_TIMEOUT_S
-    while True:  # the zygote may not listen yet
+    while True:
         try:
             conn.connect(os.environ[SOCKET_ENV])
             break
-        except (FileNotFoundError, ConnectionRefusedError):
+        except FileNotFoundError:  # the zygote has not bound its socket yet
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
     request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
     socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
     stream = conn.makefile("r")
-    pid = _receive(stream)["pid"]
-
-    def forward(signum, _frame):
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-
-    for signum in FORWARDED:
-        signal.signal(signum, forward)
-    while True:
-        try:
-            answer = _receive(stream)
-            break
-        except InterruptedError:  # a forwarded signal interrupted the read
-            continue
-    return 1 if answer is None else answer["exit"]
+    answer = _receive(stream)
+    if answer is None:
+        sys.exit("the kernel zygote closed the connection before it started a kernel")
+    kernel["pid"] = answer["pid"]
+    for signum in early:
+        forward(signum, None)
+    answer = _receive(stream)
+    if answer is None:
+        return 1
+    code = answer["exit"]
+    if code < 0:  # killed by a signal: end the same way, as the kernel's own process would have
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code
 
 
 # --- the zygote
@@ -133,12 +146,15 @@ def _preload() -> None:
         importlib.import_module(name)
 
 
-def _become_kernel(request: dict, fds: list[int], listener: socket.socket, conn: socket.socket) -> None:
-    """In the forked child: take the client's streams, directory and environment, then run ipykernel's app."""
+def _become_kernel(request: dict, fds: list[int], inherited: list) -> None:
+    """In the forked child: take the client's streams, directory and environment, new random seeds, then run
+    ipykernel's app. It dies with the zygote (parent-death signal, and ipykernel's own watch of its parent)."""
     try:
-        listener.close()
-        conn.close()
+        zygote = os.getppid()
+        for thing in inherited:  # the zygote's socket, selector and other kernels' connections
+            thing.close()
         os.setsid()
+        _die_with_parent(zygote)
         for signum in FORWARDED + (signal.SIGCHLD,):
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -150,9 +166,12 @@ def _become_kernel(request: dict, fds: list[int], listener: socket.socket, conn:
         os.chdir(request["cwd"])
         del sys.path[0]  # this file's folder; ipykernel_launcher removes the working directory there likewise
         sys.argv = ["ipykernel_launcher", *request["argv"]]
+        _reseed()
         from ipykernel import kernelapp
 
-        kernelapp.launch_new_instance(argv=request["argv"])
+        # parent_handle's default was read from the zygote's environment at import: give the kernel's own
+        kernelapp.launch_new_instance(argv=request["argv"],
+                                      parent_handle=int(request["env"].get("JPY_PARENT_PID") or 0))
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 0
@@ -164,6 +183,29 @@ def _become_kernel(request: dict, fds: list[int], listener: socket.socket, conn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent ends; end now if the parent has gone already."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _reseed() -> None:
+    """Fresh random seeds, as a new process would draw: every fork would otherwise share the zygote's state. (The
+    string-hash seed is fixed at interpreter start and stays the zygote's.)"""
+    import random
+
+    import numpy
+    import torch
+
+    random.seed()
+    numpy.random.seed()
+    torch.seed()
 
 
 def serve(path: str) -> None:
@@ -183,24 +225,28 @@ def serve(path: str) -> None:
         for key, _ in selector.select(timeout=0.2):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
-                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-                while not message.endswith(b"\n"):
-                    message += conn.recv(1 << 20)
+                request, fds = _request(conn)
+                if request is None:  # the client went away before it asked
+                    conn.close()
+                    continue
+                sys.stdout.flush()
+                sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
-                    _become_kernel(json.loads(message), fds, listener, conn)
+                    _become_kernel(request, fds, [listener, selector, conn, *kernels.values()])
                 for fd in fds:
                     os.close(fd)
+                try:
+                    _send(conn, {"pid": pid})
+                except OSError:  # the client died meanwhile: nobody will talk to this kernel
+                    _kill_group(pid)
+                    conn.close()
+                    continue
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
-                _send(conn, {"pid": pid})
-            else:  # a client closed its end (it was killed): so is its kernel
-                pid = key.data
+            else:  # a client closed its end (it was killed): so is its kernel, with what it started
                 selector.unregister(key.fileobj)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill_group(key.data)
         while kernels:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
@@ -217,8 +263,29 @@ def serve(path: str) -> None:
                     pass
                 conn.close()
     for pid in kernels:
+        _kill_group(pid)
+
+
+def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
+    """A client's request and its three descriptors; (None, []) if it closed the connection before a whole one."""
+    message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+    while message and not message.endswith(b"\n"):
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            message = b""
+        message += chunk
+    if not message or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(message), fds
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL a kernel and every process in its group (it leads one: it called setsid)."""
+    for kill in (os.killpg, os.kill):
         try:
-            os.kill(pid, signal.SIGKILL)
+            kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 

@@ -6,6 +6,7 @@ process it started (the client).
 """
 
 import os
+import socket
 import time
 
 import kernel_zygote
@@ -102,13 +103,37 @@ def test_an_interrupt_reaches_the_running_cell_and_shutdown_ends_the_kernel(fork
     assert _gone(pid), "the forked kernel outlived its shutdown"
 
 
-def test_killing_the_process_jupyter_started_kills_the_forked_kernel(forked):
+def test_killing_the_process_jupyter_started_kills_the_forked_kernel_and_its_children(forked):
     kernel = KernelManager(kernel_name="python3")
     client = _started(kernel)
     pid, _ = _pids(client)
+    outputs.clear()
+    client.execute_interactive("import subprocess; child = subprocess.Popen(['sleep', '60']); print(child.pid)",
+                               timeout=60, output_hook=outputs.append)
+    child = int("".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream"))
     client.stop_channels()
     kernel.shutdown_kernel(now=True)  # SIGKILL to the client: it cannot forward that; the zygote sees it close
     assert _gone(pid), "the forked kernel outlived the killed client"
+    assert _gone(child), "a process the kernel started outlived it"
+
+
+def test_two_forked_kernels_draw_different_random_numbers(forked):
+    draws = []
+    for _ in range(2):
+        nb = _notebook("import random, numpy, torch\nprint(random.random(), numpy.random.rand(), torch.rand(1).item())")
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+        draws.append(nb.cells[0].outputs[0]["text"])
+    assert draws[0] != draws[1] and len(set(draws[0].split()) & set(draws[1].split())) == 0, draws
+
+
+def test_a_client_that_leaves_before_asking_does_not_stop_the_zygote(forked, zygote):
+    _, env = zygote
+    quitter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    quitter.connect(env[kernel_zygote.SOCKET_ENV])
+    quitter.close()
+    nb = _notebook("print('still serving')")
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert nb.cells[0].outputs[0]["text"] == "still serving\n"
 
 
 def test_a_zygote_that_cannot_start_says_why(tmp_path):
