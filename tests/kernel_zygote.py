@@ -212,6 +212,8 @@ def serve(path: str) -> None:
     """Listen on the Unix socket ``path``, import ``PRELOAD``, then fork a kernel for each client, until SIGTERM."""
     import selectors
 
+    from d2lmp.parallel.lifetime import end_group  # SIGKILL a kernel's group (it called setsid) and the kernel
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)  # first, so that a socket it cannot have fails at once; clients wait in the backlog
     listener.listen()
@@ -239,14 +241,14 @@ def serve(path: str) -> None:
                 try:
                     _send(conn, {"pid": pid})
                 except OSError:  # the client died meanwhile: nobody will talk to this kernel
-                    _kill_group(pid)
+                    end_group(pid)
                     conn.close()
                     continue
                 kernels[pid] = conn
                 selector.register(conn, selectors.EVENT_READ, pid)
             else:  # a client closed its end (it was killed): so is its kernel, with what it started
                 selector.unregister(key.fileobj)
-                _kill_group(key.data)
+                end_group(key.data)
         while kernels:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
@@ -263,7 +265,7 @@ def serve(path: str) -> None:
                     pass
                 conn.close()
     for pid in kernels:
-        _kill_group(pid)
+        end_group(pid)
 
 
 def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
@@ -271,23 +273,13 @@ def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
     message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
     while message and not message.endswith(b"\n"):
         chunk = conn.recv(1 << 20)
-        if not chunk:
-            message = b""
-        message += chunk
+        message = message + chunk if chunk else b""
     if not message or len(fds) != 3:
         for fd in fds:
             os.close(fd)
         return None, []
     return json.loads(message), fds
 
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL a kernel and every process in its group (it leads one: it called setsid)."""
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 if __name__ == "__main__":
