@@ -281,7 +281,6 @@ def _request(conn: socket.socket) -> tuple[dict | None, list[int]]:
     return json.loads(message), fds
 
 
-
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(sys.argv[2])
