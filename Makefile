@@ -107,7 +107,7 @@ compat:
 	test -x $(COMPAT_PY) || $(PYTHON) -m venv $(COMPAT_VENV)
 	$(COMPAT_PY) -m pip install --quiet --upgrade pip
 	$(COMPAT_PY) -m pip install "torch==$(TORCH)"
-	$(COMPAT_PY) -m pip install -e ".[test]"
+	$(COMPAT_PY) -m pip install -e ".[test,book]"
 	$(COMPAT_PY) -c "import torch; assert torch.__version__.split('+')[0] == '$(TORCH)', torch.__version__"
 	D2LMP_QUICK=1 $(COMPAT_PY) -m pytest -p no:cacheprovider $(PARALLEL) tests notebooks -m "not browser" \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -q -rfEs $(COMPAT_ARGS)
