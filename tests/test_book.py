@@ -4,6 +4,7 @@ place beside their widgets, and the zip of the model package the calculators run
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +61,31 @@ def test_each_calculator_stands_for_a_widget_of_its_notebook(name):
     cells = [c for c in read(NOTEBOOKS[calc.notebook]).code() if calc.widget_call in c.source]
     assert len(cells) == 1, f"{calc.widget_call} is in {len(cells)} code cells of {calc.notebook}"
     assert any(book_pages.WIDGET in o.get("data", {}) for o in cells[0].outputs)
+
+
+def test_a_relative_output_folder_gives_sphinx_absolute_paths_that_exist(tmp_path, monkeypatch):
+    """`make book` passes build/book; Sphinx reads a relative path in its overrides from book/, where the vendored
+    MathJax, Pyodide and the notebooks to download are not (the site then lacked all three)."""
+    from tools import build as site
+
+    given = {}
+
+    class RecordingSphinx:
+        def __init__(self, srcdir, confdir, outdir, doctreedir, builder, confoverrides, **options):
+            given.update(paths=[srcdir, outdir, doctreedir], folders=[*confoverrides["html_static_path"],
+                                                                      *confoverrides["html_extra_path"]])
+            self.statuscode = 0
+
+        def build(self):
+            pass
+
+    monkeypatch.setattr("sphinx.application.Sphinx", RecordingSphinx)
+    monkeypatch.setattr(book_vendor, "vendor", lambda folder: folder.mkdir(parents=True))  # no copy of npm's files
+    monkeypatch.setattr(book_vendor, "model_zip", lambda path: [])
+    monkeypatch.chdir(tmp_path)
+    site.build(Path("build/book"), ["01_gpus_in_deep_learning"])
+    assert all(Path(p).is_absolute() for p in given["paths"] + given["folders"]), given
+    assert all(Path(p).is_dir() for p in given["folders"]), given
 
 
 def test_errata_reference_links_point_to_their_notebook():

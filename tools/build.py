@@ -1,6 +1,6 @@
 """Build the web book: the executed notebooks as a static site, in series order, in build/book.
 
-    python -m tools.build [OUTPUT_DIR] [NOTEBOOK_STEM ...]     (`make book` runs it with no arguments)
+    python -m tools.build [OUTPUT_DIR] [NOTEBOOK_STEM ...]     (`make book` runs it with build/book)
 
 Sphinx with myst-nb and sphinx-book-theme (book/conf.py), chosen over Jupyter Book 2 (mystmd, a Node
 application that fetches its theme at build time) because it builds offline from PyPI packages, in the
@@ -58,7 +58,8 @@ def build(output: Path, stems: list[str] | None = None, work: Path | None = None
     """Stage, vendor and run Sphinx into ``output``; return the page names in series order."""
     from sphinx.application import Sphinx
 
-    work = work or output.parent / f"{output.name}-work"
+    output = output.resolve()  # Sphinx reads relative paths in confoverrides from book/, not from here
+    work = (work or output.parent / f"{output.name}-work").resolve()
     pages = stage(work / "source", stems)
     vendored = work / STATIC_NAME
     book_vendor.vendor(vendored)
