@@ -24,6 +24,7 @@ mathjax_path = "mathjax/tex-chtml-full.js"
 
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]  # tools/build.py appends the vendored packages' folder
+html_favicon = "_static/favicon.svg"  # a chip; without one every page's load asks for /favicon.ico, a 404
 html_css_files = ["calculators.css"]
 html_js_files = ["calculators.js"]
 html_copy_source = False

@@ -64,6 +64,7 @@ class _Page(HTMLParser):
         self.links: list[str] = []
         self.ids: set[str] = set()
         self.images: list[dict[str, str | None]] = []
+        self.icons: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -73,6 +74,8 @@ class _Page(HTMLParser):
             self.links.append(a["href"])
         if tag == "img":
             self.images.append(a)
+        if tag == "link" and "icon" in (a.get("rel") or "").split() and a.get("href"):
+            self.icons.append(a["href"])
 
 
 def _parsed(name):
@@ -83,6 +86,13 @@ def _parsed(name):
 
 def _html_pages():
     return ["index.html", *(f"{p}.html" for p in SITE.pages)]
+
+
+def test_every_page_names_an_icon_the_site_holds():
+    """Without one, a browser asks each page's server for /favicon.ico: a 404 in every reader's console."""
+    for name in _html_pages():
+        icons = _parsed(name).icons
+        assert icons and all((SITE.root / urlsplit(i).path).is_file() for i in icons), f"{name}: icons {icons}"
 
 
 @in_chromium

@@ -133,7 +133,7 @@
 
   function drawTimeline(chart) {
     const end = Math.max(...chart.blocks.map(b => b.end)) || 1;
-    const W = 640, left = 50, right = 10, laneH = 22, H = 20 + laneH * chart.lanes + 30;
+    const W = 640, left = 50, right = 10, laneH = 22, H = 20 + laneH * chart.lanes + 48;
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, null, SVG);
     const x = t => left + (W - left - right) * t / end;
     for (let r = 0; r < chart.lanes; r++) el("text", { x: 4, y: 10 + r * laneH + 14, text: `${chart.lane_label} ${r}` }, svg, SVG);
@@ -143,7 +143,12 @@
       el("rect", { x: x(b.start), y, width: Math.max(0.5, x(b.end) - x(b.start)), height: comm ? 6 : 11,
                    fill: KIND_COLOURS[b.kind] || "#888", stroke: "#fff", "stroke-width": 0.5 }, svg, SVG);
     });
-    axisTitle(svg, left, H - 6, `${chart.unit}: 0 to ${fmt(end)}; forward, backward, weight, messages`);
+    axisTitle(svg, left, H - 24, `${chart.unit}: 0 to ${fmt(end)}`);
+    [["forward", "forward"], ["backward", "backward"], ["weight gradients", "weight"], ["messages", "send"]]
+      .forEach(([name, kind], i) => {
+        el("rect", { x: left + 140 * i, y: H - 15, width: 10, height: 10, fill: KIND_COLOURS[kind] }, svg, SVG);
+        el("text", { x: left + 140 * i + 14, y: H - 6, text: name }, svg, SVG);
+      });
     return [svg, `Timeline of ${chart.lanes} ranks over ${fmt(end)} time units`];
   }
 
