@@ -34,15 +34,18 @@ measures its cluster's bus bandwidth (figure ``pp_comm_bandwidth.html``, "Commun
 (size=256MB)", medians): all-reduce 436, 362, 160, 99.6, 84.7, 64.9 and 32.9 GB/s on 1, 2, 4, 8, 16, 32 and 64
 nodes; all-gather 250, 185, 119, 69, 55, 28 and 11 GB/s (reduce-scatter within 3 % of it); the 5th percentile of
 the all-reduce falls to 12.5 GB/s on 64 nodes. Each record carries its node count's two medians
-(``network_all_reduce_GBps``, ``network_gather_GBps``; one node has no cross-node group). The gradients:
-``scripts/scaling_benchmarks.py`` sets ``ACCUMULATE_GRAD_IN_FP32 = True``, and nanotron's ``get_fp32_accum_hook``
+(``network_all_reduce_GBps``, ``network_gather_GBps``; one node has no cross-node group). The gradients: the base
+configuration (below) sets ``accumulate_grad_in_fp32: true`` (the script's own ``ACCUMULATE_GRAD_IN_FP32 = True`` is
+defined but unused), and nanotron's ``get_fp32_accum_hook``
 (``optim/gradient_accumulator.py``) reduces the FP32 accumulation buffers, four bytes a parameter
 (``fp32_grad_reduce``). For the 1B model with data parallelism alone (micro-batch 1, no ZeRO), the published step
-time less the model's without these two is the all-reduce of four bytes a parameter at the measured rate, not
-hidden: 0.104 s against 0.098 s on 8 nodes, 0.116 s against 0.116 s on 16, 0.145 s against 0.152 s on 32. What
-the records cannot carry: repeated measurements of one layout differ up to fivefold (1B on 32 nodes, DP 32 TP 8:
-6,078 and 1,212 tokens/s per GPU), and of 307 layouts measured with ZeRO 0 and with ZeRO 1, 82 differ more than
-twofold, where the model's two predictions differ at most 1.35-fold.
+time less the model's without these two is close to the all-reduce of four bytes a parameter at the measured
+rate, not hidden: 0.104 s against 0.106 s on 8 nodes, 0.116 s against 0.126 s on 16, 0.145 s against 0.165 s on 32
+(1.34B parameters: the shapes above, tied embeddings, full multi-head attention). What the records cannot carry:
+repeated measurements of one layout differ up to 4.7-fold (8B on 2 nodes, DP 2 TP 8 ZeRO 1, micro-batch 1,
+GradAcc 128: 3,449 and 737 tokens/s per GPU), and of 306 layouts measured with ZeRO 0 and with ZeRO 1 (307 pairs of
+measurements: one layout has two ZeRO 1 runs), 82 pairs differ more than twofold, where the model's two predictions
+differ at most 2.17-fold, and more than 1.35-fold in 33 layouts.
 
 Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
@@ -57,15 +60,16 @@ SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MB
 How each row was measured, and why many pipelined rows are not comparable. The launch script of the benchmark branch
 (``run_multinode.sh``, branch nouamane/bench2, commit 67c5ebb6) sets ``NANOTRON_BENCHMARK=1``, under which the trainer
 logs the throughput of one step (its third; the fourth in today's trainer) and exits: every row is one step, timed
-once. The section says the pipeline code was optimised during the benchmarks (after which pipeline parallelism
-overtook tensor parallelism), and "Lessons learned on benchmarking" lists multi-node pipeline performance among the
-work the sweep needed; the branch's last commit (67c5ebb6, 27 December 2024, "pp") waits for every pipeline metadata
+once. The section says that tensor parallelism first outperformed pipeline parallelism and "After optimizing our PP
+code, it became the faster option", and "Lessons learned on benchmarking" lists multi-node pipeline performance among
+the work the sweep needed; the branch's last commit (67c5ebb6, 27 December 2024, "pp") waits for every pipeline metadata
 send and receive by polling with 0.1 s sleeps (``parallel/pipeline_parallel/p2p.py``, ``_send_meta`` and
-``_recv_meta``); the page does not say which rows ran which code. The rows show two populations: 578 of the 1,270
-pipelined rows take 0.6 s or more per pipeline slot (step time ÷ (micro-batches + stages − 1)), a median near 1.05 s
-for the 1B, 3B and 8B models alike, whatever the micro-batch, and the same pipelined layout measured with ZeRO 0 and
-with ZeRO 1 differs by a median factor of 4 on 4 and 8 nodes, where ZeRO changes only the optimizer's sharding
-(without a pipeline the two agree within 7 % at the median on every node count).
+``_recv_meta``); the page does not say which rows ran which code. The rows show two populations: 578 of the 1,271
+pipelined rows take 0.6 s or more per pipeline slot (step time ÷ (micro-batches + stages − 1), with micro-batches =
+GBS ÷ (DP · MBS)), a median near 1.05 s for the 1B, 3B and 8B models alike (1.0-1.2 s for micro-batches of 1 to 16),
+and the same pipelined layout measured with ZeRO 0 and with ZeRO 1 differs by a median factor of 4.0 on 4 nodes and
+4.7 on 8 (ZeRO 1 the faster), where ZeRO changes only the optimizer's sharding (without a pipeline the two agree
+within 2 % at the median on 1-8 nodes, 5 % on 16, 11 % on 32 and 25 % on 64).
 """
 
 from __future__ import annotations
