@@ -14,11 +14,15 @@ from d2lmp.model.cluster.validation import GOAL, PICK_GOAL, SHARE_GOAL, goal_che
 # goal of 90 % in band is met on llm-foundry's FSDP tables and missed overall: the Ultra-Scale Playbook's sweep of
 # nanotron layouts runs at a median of 1/1.67 of the model's prediction (with the sweep's measured network and FP32
 # gradient reduction; its repeated layouts differ up to 4.7-fold), and bench scale prints the miss.
-IN_BAND_AT_LEAST = 749
+IN_BAND_AT_LEAST = 752
 FIT_AT_LEAST = 2058  # of the published runs that ran: the others are the model's memory misses
 OOM_AT_LEAST = 3  # published out-of-memory runs the model says do not fit
-MEMORY_WITHIN_AT_LEAST = 1040  # reported memory predicted within ±20 %
-PICKS_WITHIN_AT_LEAST = 14  # sweep cells where the model's pick runs within 10 % of the fastest measured (of 30)
+# reported memory predicted within ±20 %: 1,040 while the sweep's 1B and 3B models were counted with untied embeddings
+# (0.27B and 0.40B parameters they do not have); counted as the source ties them, 1,024: the overcount had hidden part
+# of an underestimate (predicted / reported memory, median 0.89 -> 0.87 for 1B, 0.91 -> 0.90 for 3B)
+MEMORY_WITHIN_AT_LEAST = 1024
+# sweep cells where the model's pick runs within 10 % of the fastest measured (of 30): 14 with the untied overcount
+PICKS_WITHIN_AT_LEAST = 13
 
 
 @pytest.fixture(scope="module")

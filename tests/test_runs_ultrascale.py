@@ -62,3 +62,20 @@ def test_each_record_carries_the_playbooks_measured_network_for_its_node_count_a
     assert (r.network_all_reduce_GBps, r.network_gather_GBps) == (64.9, 28.0)
     assert all(r.fp32_grad_reduce for r in RECORDS)
     assert all((r.network_all_reduce_GBps is None) == (r.gpus == 8) for r in RECORDS)
+
+
+def test_the_models_have_the_parameters_of_the_benchmark_scripts_own_estimate():
+    """nanotron's scripts/scaling_benchmarks.py (e24d248) ties the embeddings below an MLP of 10,000 (1B and 3B) and
+    counts 2·V·h untied or V·h tied, plus l·(3·h·ffn + 4·h²) with as many key/value heads as heads; ours adds the
+    norms (2·h a layer, h at the end), nothing else."""
+    from d2lmp.model.cluster.convert import convert
+    from d2lmp.model.cluster.runs.ultrascale import _SHAPES
+    from d2lmp.model.transformer_accounting import parameter_count
+
+    for name, (layers, hidden, _heads, ffn) in _SHAPES.items():
+        record = next(r for r in RECORDS if r.row.startswith(f"{name} "))
+        tied = ffn < 10_000
+        script = (1 if tied else 2) * 131072 * hidden + layers * (3 * hidden * ffn + 4 * hidden * hidden)
+        model = convert(record).model
+        assert model is not None and model.tied_embeddings == tied == record.tied_embeddings
+        assert parameter_count(model).total == script + (2 * layers + 1) * hidden, name

@@ -5,7 +5,8 @@ plan, or, where the record leaves something the model needs unknown (a field ``N
 preset) or describes something the model cannot run (its ``check_plan`` says why), the reason, so that the record is
 printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
 gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
-one (biases, tied embeddings, learned positions); a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
+one (biases, tied embeddings, learned positions), except that a record's ``tied_embeddings``, where the source gives
+it, decides the output layer; a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
 one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp`` (then folded over
 them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s`` turns the
 published figure into tokens per second per GPU, the one unit the comparisons use.
@@ -55,10 +56,11 @@ def convert(record: RunRecord) -> Converted:
     assert record.layers and record.hidden and record.heads and record.seq and record.vocab
     assert record.tp and record.pp and record.dp and record.micro_batch and record.global_batch
     llama = record.gated_mlp
+    tied = not llama if record.tied_embeddings is None else record.tied_embeddings
     try:
         model = Transformer(layers=record.layers, hidden=record.hidden, heads=record.heads, seq=record.seq,
                             vocab=record.vocab, ffn=record.ffn, kv_heads=record.kv_heads, gated_mlp=llama,
-                            bias=not llama, tied_embeddings=not llama, learned_positions=not llama)
+                            bias=not llama, tied_embeddings=tied, learned_positions=not llama)
         if record.experts > 1:  # ``ffn`` is an expert's width
             model = moe_transformer(model, record.experts, record.top_k, record.ffn or 4 * record.hidden,
                                     record.shared_experts, record.capacity_factor, record.dense_layers,

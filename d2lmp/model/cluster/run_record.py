@@ -37,7 +37,8 @@ class RunRecord:
     """One published run, its configuration as published, and the figure reported.
 
     Model: ``layers``, ``hidden``, ``heads``, ``kv_heads`` (None: as many as ``heads``), ``ffn`` (the MLP's
-    inner size; per expert for a mixture of experts), ``gated_mlp`` (SwiGLU), ``vocab``, ``seq``; a mixture of
+    inner size; per expert for a mixture of experts), ``gated_mlp`` (SwiGLU), ``tied_embeddings`` (the LM head
+    reuses the token embedding; None: not printed, and ``convert``'s rule decides), ``vocab``, ``seq``; a mixture of
     experts adds ``experts``, ``top_k``, ``shared_experts``, ``moe_every`` (1: every layer), ``dense_layers`` (the
     first blocks, dense) and ``dense_ffn`` (their MLP), ``capacity_factor`` (None: dropless). Cluster: ``gpu``
     (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains), ``gpus``,
@@ -69,6 +70,7 @@ class RunRecord:
     kv_heads: int | None = None
     ffn: int | None = None
     gated_mlp: bool = False
+    tied_embeddings: bool | None = None
     experts: int = 1
     top_k: int = 1
     shared_experts: int = 0
