@@ -17,7 +17,8 @@ from typing import Any
 from d2lmp import gpu_specs
 from d2lmp.bibliography import sources_text
 
-__all__ = ["CPUInfo", "simd_from_flags", "usable_cores", "cpu_info", "last_level_cache", "meminfo_total_bytes",
+__all__ = ["CPUInfo", "simd_from_flags", "X86_LOW_PRECISION", "ARM_LOW_PRECISION", "low_precision_instructions",
+           "usable_cores", "cpu_info", "last_level_cache", "meminfo_total_bytes",
            "host_memory_bytes", "GPUInfo", "nvml_gpus", "torch_devices", "gpu_count", "accelerator_sentence",
            "peak_gflops"]
 
@@ -112,6 +113,30 @@ def simd_from_flags(flags: set[str], machine: str = "") -> tuple[str, int, int]:
     if machine in {"arm64", "aarch64"} or "asimd" in flags:
         return "NEON (128-bit)", 4, 2
     return "scalar (no SIMD flags found)", 1, 1
+
+
+# Instructions for products of 16-bit floats (BF16) and 8-bit integers, by the names Linux lists them under in
+# /proc/cpuinfo ("flags" on x86, "Features" on Arm). Without them a BF16 or INT8 matrix product takes a slower path.
+X86_LOW_PRECISION = {"avx512_bf16": "BF16 dot products (AVX-512)", "amx_bf16": "BF16 matrix tiles (AMX)",
+                     "avx512_vnni": "INT8 dot products (AVX-512 VNNI)", "avx_vnni": "INT8 dot products (AVX-VNNI)",
+                     "amx_int8": "INT8 matrix tiles (AMX)"}
+ARM_LOW_PRECISION = {"bf16": "BF16 dot products and matrix multiply", "asimddp": "INT8 dot products",
+                     "i8mm": "INT8 matrix multiply"}
+
+
+def low_precision_instructions(flags: set[str] | None = None, machine: str | None = None) -> dict[str, bool]:
+    """For each instruction set of the CPU's family (x86 or Arm) that multiplies BF16 or INT8 values: is it there.
+
+    ``flags`` defaults to this CPU's (from /proc/cpuinfo); empty where the operating system lists none (macOS,
+    Windows), so that nothing is reported as missing that was never looked at.
+    """
+    if flags is None:
+        fields = _cpuinfo_fields()
+        flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    if not flags:
+        return {}
+    arm = (machine or platform.machine()).lower() in {"arm64", "aarch64"} or "asimd" in flags
+    return {name: name in flags for name in (ARM_LOW_PRECISION if arm else X86_LOW_PRECISION)}
 
 
 def usable_cores() -> int:

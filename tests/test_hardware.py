@@ -5,7 +5,7 @@ import pytest
 
 from d2lmp import gpu_specs, hardware
 from d2lmp.gpu_specs import find_gpu_spec
-from d2lmp.hardware import CPUInfo, simd_from_flags
+from d2lmp.hardware import CPUInfo, low_precision_instructions, simd_from_flags
 
 
 @pytest.mark.parametrize("flags, lanes, units", [
@@ -251,3 +251,11 @@ def test_host_memory_on_this_machine_and_without_sysconf(monkeypatch):
     monkeypatch.setattr(hardware.os, "sysconf", no_sysconf)
     monkeypatch.setattr(hardware, "_read", lambda path: "MemTotal:  2048 kB\n" if path == "/proc/meminfo" else None)
     assert hardware.host_memory_bytes() == 2048 * 1024
+
+
+def test_low_precision_instructions_are_read_for_the_cpus_family():
+    x86 = low_precision_instructions({"sse2", "avx2", "fma", "avx512f", "avx512_vnni"}, "x86_64")
+    assert x86 == {"avx512_bf16": False, "amx_bf16": False, "avx512_vnni": True, "avx_vnni": False, "amx_int8": False}
+    arm = low_precision_instructions({"fp", "asimd", "asimddp", "bf16"}, "aarch64")
+    assert arm == {"bf16": True, "asimddp": True, "i8mm": False}
+    assert low_precision_instructions(set(), "x86_64") == {}  # no flags listed: nothing is reported missing
