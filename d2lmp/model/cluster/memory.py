@@ -10,10 +10,12 @@ layers' worth the schedule keeps in flight (1F1B or interleaved), plus the embed
 layer's tensors; context parallelism divides them by ``cp``; FP8 matmuls keep their linear layers' inputs in one
 byte (``fp8``). Buffers, a stated allowance: the rematerialised layer of a recomputed backward, ZeRO-3's gathered
 weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for the CUDA context and communication
-buffers, and ``FRAGMENTATION`` of the rest for the allocator. A mixture of experts (``moe.MoETransformer``) holds on
-each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``etp`` ways),
-and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the
-``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
+buffers, and ``FRAGMENTATION`` of the rest for the allocator. Gradients accumulated in FP32 (``Plan.fp32_grad_reduce``)
+take four bytes, not two: nanotron's ``FP32GradientAccumulator`` (``optim/gradient_accumulator.py``) keeps an FP32
+buffer for every parameter's gradient, under ZeRO-1 too, beside the FP32 master weights the optimizer state counts.
+A mixture of experts (``moe.MoETransformer``) holds on each GPU its MoE blocks' attention, router and shared experts
+and ``E/ep`` routed experts (each split ``etp`` ways), and its dense blocks (the first ones, on the first stage); ZeRO
+shards the routed experts' state over the ``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
 """
 
 from __future__ import annotations
@@ -203,6 +205,8 @@ def stage_memory(model: Transformer, plan: Plan, layout: Layout, stage: Pipeline
     if experts:
         w, g, o = state_bytes(experts, plan.zero, plan.expert_dp)
         weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
+    if plan.fp32_grad_reduce:  # FP32 accumulation buffers: four bytes a gradient where 16-bit ones take two
+        gradients *= 2
     activations = stage_activation_bytes(model, plan, layout, stage) * activation_scale
     buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
     return MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
