@@ -142,22 +142,22 @@ def test_fp32_gradients_double_the_bytes_the_reduction_carries():
     assert zero1 - wire / 28e9 == pytest.approx(fp32 - all_reduce_bytes(4 * params, 256) / 64.9e9)
 
 
-def test_fp32_gradient_accumulation_keeps_four_bytes_a_gradient_under_zero_0_and_1():
-    """nanotron's FP32GradientAccumulator keeps an FP32 buffer for every parameter's gradient, under ZeRO-1 too:
-    two bytes a parameter more than 16-bit gradients; weights, optimizer state and activations unchanged."""
+@pytest.mark.parametrize("zero, dp, grad_bytes", [(1, 8, 4), (0, 1, 4), (0, 8, 6)])
+def test_fp32_gradient_accumulation_keeps_four_bytes_a_gradient_and_ddps_buckets_two_more(zero, dp, grad_bytes):
+    """nanotron's FP32GradientAccumulator keeps an FP32 buffer for every parameter's gradient, under ZeRO-1 too; under
+    ZeRO-0 on several ranks DDP's 16-bit buckets persist beside it. Weights, optimizer state, activations unchanged."""
     from d2lmp.model.cluster.layout import check_plan
     from d2lmp.model.cluster.memory import stage_parameters
 
     big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
-    cluster = Cluster(gpu="H100-SXM", gpus=8)
-    for zero in (0, 1):
-        plan = Plan(dp=8, global_batch=8, attention="flash", zero=zero)
-        params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
-        sixteen = predict(big, cluster, plan).memory
-        fp32 = predict(big, cluster, Plan(**{**plan.__dict__, "fp32_grad_reduce": True})).memory
-        assert sixteen.gradients == 2 * params and fp32.gradients == 4 * params
-        assert (fp32.parameters, fp32.optimizer_state, fp32.saved_activations) == (
-            sixteen.parameters, sixteen.optimizer_state, sixteen.saved_activations)
+    cluster = Cluster(gpu="H100-SXM", gpus=dp)
+    plan = Plan(dp=dp, global_batch=8, attention="flash", zero=zero)
+    params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
+    sixteen = predict(big, cluster, plan).memory
+    fp32 = predict(big, cluster, Plan(**{**plan.__dict__, "fp32_grad_reduce": True})).memory
+    assert sixteen.gradients == 2 * params and fp32.gradients == grad_bytes * params
+    assert (fp32.parameters, fp32.optimizer_state, fp32.saved_activations) == (
+        sixteen.parameters, sixteen.optimizer_state, sixteen.saved_activations)
 
 
 def _llama(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
