@@ -117,11 +117,15 @@ def simd_from_flags(flags: set[str], machine: str = "") -> tuple[str, int, int]:
 
 # Instructions for products of 16-bit floats (BF16) and 8-bit integers, by the names Linux lists them under in
 # /proc/cpuinfo ("flags" on x86, "Features" on Arm). Without them a BF16 or INT8 matrix product takes a slower path.
-X86_LOW_PRECISION = {"avx512_bf16": "BF16 dot products (AVX-512)", "amx_bf16": "BF16 matrix tiles (AMX)",
-                     "avx512_vnni": "INT8 dot products (AVX-512 VNNI)", "avx_vnni": "INT8 dot products (AVX-VNNI)",
-                     "amx_int8": "INT8 matrix tiles (AMX)"}
-ARM_LOW_PRECISION = {"bf16": "BF16 dot products and matrix multiply", "asimddp": "INT8 dot products",
-                     "i8mm": "INT8 matrix multiply"}
+# x86: BF16 dot products (AVX-512) and matrix tiles (AMX); INT8 dot products (AVX-512 VNNI, AVX-VNNI), tiles (AMX).
+X86_LOW_PRECISION = ("avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni", "amx_int8")
+# Arm: BF16 dot products and matrix multiply; INT8 dot products; INT8 matrix multiply.
+ARM_LOW_PRECISION = ("bf16", "asimddp", "i8mm")
+
+
+def _cpu_flags(fields: dict[str, str]) -> set[str]:
+    """The CPU flags among /proc/cpuinfo's ``fields`` (x86 "flags", Arm "Features"); empty where it lists none."""
+    return set((fields.get("flags") or fields.get("Features") or "").split())
 
 
 def low_precision_instructions(flags: set[str] | None = None, machine: str | None = None) -> dict[str, bool]:
@@ -131,8 +135,7 @@ def low_precision_instructions(flags: set[str] | None = None, machine: str | Non
     Windows), so that nothing is reported as missing that was never looked at.
     """
     if flags is None:
-        fields = _cpuinfo_fields()
-        flags = set((fields.get("flags") or fields.get("Features") or "").split())
+        flags = _cpu_flags(_cpuinfo_fields())
     if not flags:
         return {}
     arm = (machine or platform.machine()).lower() in {"arm64", "aarch64"} or "asimd" in flags
@@ -163,7 +166,7 @@ def cpu_info() -> CPUInfo:
     """Read the CPU's model, cores, clock and SIMD width from the operating system."""
     fields = _cpuinfo_fields()
     machine = platform.machine().lower()
-    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    flags = _cpu_flags(fields)
     model = fields.get("model name") or platform.processor() or machine or "unknown CPU"
     simd, lanes, units = simd_from_flags(flags, machine)
     clock, source = _clock_ghz(fields)

@@ -51,8 +51,8 @@ class Plan:
     DualPipe, §3.2.1), not exposed. ``fp8_dispatch``: the MoE dispatch (and the activation gradient's all-to-all)
     carries FP8 values, one byte each (DeepSeek-V3, §3.3.3), not 16-bit ones. ``fp32_grad_reduce``: the data-parallel
     reduction carries FP32 gradients, four bytes a parameter (FP32 gradient accumulation buffers reduced as they are,
-    as nanotron's), not 16-bit ones. The layers need not divide the stages: a pipeline's virtual stages hold as even a
-    share as they can.
+    as nanotron's), not 16-bit ones, and memory holds those buffers (``memory.stage_memory``). The layers need not
+    divide the stages: a pipeline's virtual stages hold as even a share as they can.
     """
 
     tp: int = 1
