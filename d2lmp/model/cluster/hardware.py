@@ -162,7 +162,6 @@ GPU_ALIASES: dict[str, str] = {
 }
 
 
-@lru_cache(maxsize=64)
 @lru_cache(maxsize=256)
 def gpu_preset(name: str) -> GPUPreset:
     """The preset called ``name`` or one of its aliases (case and spaces do not matter); remembered, since a
