@@ -1,6 +1,8 @@
 """The cluster model's physics against hand-worked examples: the attention kernel, the GPU generation's rates, the
 node's network, uneven pipelines, mixtures of experts and FP8."""
 
+from dataclasses import replace
+
 import pytest
 
 from d2lmp.model.cluster import Cluster, Plan, Transformer, predict
@@ -32,6 +34,19 @@ def test_full_recomputation_with_a_fused_kernel_rematerialises_no_scores():
     flash = predict(SMALL, ONE, Plan(micro_batch=1, global_batch=8, recompute="full", attention="flash")).memory
     assert materialised.saved_activations == flash.saved_activations
     assert materialised.buffers - flash.buffers == pytest.approx(5 * 4 * 512**2 * 1.05)  # and the allocator's 5 %
+
+
+def test_a_model_without_dropout_keeps_no_masks():
+    """Dropout keeps a one-byte mask of s·b·h for the attention output and for the MLP in each block, and one for the
+    embedding (Korthikanti et al. 2022, §4.1 and §4.4): 2 · 512 · 256 bytes a block, 512 · 256 for the embedding. A
+    model trained without dropout (Llama, MPT) writes none of them, so its memory-bound operations move less too."""
+    plan = Plan(micro_batch=1, global_batch=8, attention="flash")
+    with_masks = predict(SMALL, ONE, plan)
+    without = predict(replace(SMALL, dropout=False), ONE, plan)
+    masks = 2 * (2 * 512 * 256) + 512 * 256
+    assert with_masks.memory.saved_activations - without.memory.saved_activations == masks
+    assert without.parts["memory_bound"] < with_masks.parts["memory_bound"]
+    assert without.parts["compute"] == with_masks.parts["compute"]
 
 
 def test_an_unknown_attention_kernel_is_an_error():

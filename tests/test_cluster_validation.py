@@ -14,14 +14,20 @@ from d2lmp.model.cluster.validation import GOAL, PICK_GOAL, SHARE_GOAL, goal_che
 # goal of 90 % in band is met on llm-foundry's FSDP tables and missed overall: the Ultra-Scale Playbook's sweep of
 # nanotron layouts runs at a median of 1/1.67 of the model's prediction (with the sweep's measured network and FP32
 # gradient reduction; its repeated layouts differ up to 4.7-fold), and bench scale prints the miss.
-IN_BAND_AT_LEAST = 752
-FIT_AT_LEAST = 2058  # of the published runs that ran: the others are the model's memory misses
+# 752 while the dropout masks that nanotron's Llama and MPT never keep were counted (and moved by the memory-bound
+# operations); without them one Ultra-Scale row leaves the band, 751.
+IN_BAND_AT_LEAST = 751
+# of the published runs that ran (the others are the model's memory misses): 2,059 while MPT's absent dropout masks
+# were counted (llm-foundry's largest micro-batches came out a few per cent over the GPU), 2,070 without them
+FIT_AT_LEAST = 2070
 OOM_AT_LEAST = 3  # published out-of-memory runs the model says do not fit
 # reported memory predicted within ±20 %: 1,040 while the sweep's 1B and 3B models were counted with untied embeddings
 # (0.27B and 0.40B parameters they do not have); counted as the source ties them, 1,024: the overcount had hidden part
 # of an underestimate, the FP32 gradient buffers nanotron keeps (two bytes a parameter more); counted, 1,180; with
-# DDP's 16-bit buckets beside them under ZeRO-0 (two more, nanotron's trainer.py), 1,179 (those rows' median 1.02)
-MEMORY_WITHIN_AT_LEAST = 1179
+# DDP's 16-bit buckets beside them under ZeRO-0 (two more, nanotron's trainer.py), 1,179 (those rows' median 1.02);
+# without the dropout masks nanotron's Llama never keeps (no dropout layer), 1,134: the masks too had hidden part of
+# an underestimate (the sweep's median predicted/reported 0.95 -> 0.92), which bench scale prints
+MEMORY_WITHIN_AT_LEAST = 1134
 # sweep cells where the model's pick runs within 10 % of the fastest measured (of 30): 14 with the untied overcount
 PICKS_WITHIN_AT_LEAST = 13
 
@@ -72,6 +78,8 @@ def test_a_record_becomes_the_models_terms_or_says_why_not():
     assert converted.judged and converted.plan is not None and converted.model is not None
     assert (converted.plan.dp, converted.plan.zero, converted.plan.attention) == (8, 3, "flash")
     assert converted.model.bias and converted.model.tied_embeddings  # GPT-style: no gated MLP
+    assert converted.model.dropout and convert(_record(dropout=None)).model.dropout  # not printed: Megatron's
+    assert convert(_record(dropout=False)).model.dropout is False
     assert convert(_record(micro_batch=None)).reason == "not published: micro_batch"
     assert convert(_record(recompute="unknown")).reason == "not published: recompute"
     assert convert(_record(gpu="B200")).reason == "no GPU preset for 'B200'"

@@ -67,6 +67,10 @@ def test_without_dropout_the_masks_and_dropped_scores_go():
     sbh, scores = m.seq * m.hidden, m.heads * m.seq**2
     assert activation_bytes_per_layer(m, dropout=False) == 32 * sbh + 2 * scores
     assert sum(p.nbytes for p in activation_parts(m, value_bytes=4, dropout=False)) == 64 * sbh + 4 * scores
+    no_dropout = Transformer(layers=2, hidden=64, heads=4, seq=32, vocab=100, dropout=False)  # read from the model
+    assert activation_bytes_per_layer(no_dropout) == activation_bytes_per_layer(m, dropout=False)
+    assert activation_bytes_per_layer(no_dropout, dropout=True) == activation_bytes_per_layer(m)
+    assert embedding_activation_bytes(no_dropout) == 0 < embedding_activation_bytes(m)
 
 
 @pytest.mark.parametrize("kwargs, word", [

@@ -58,6 +58,8 @@ class Transformer:
     (three matrices of ``hidden × ffn``). ``bias`` adds biases to every linear layer and LayerNorm
     (GPT-2 and Megatron's GPT do; Llama does not). ``tied_embeddings``: the LM head reuses the token
     embedding. ``learned_positions``: a ``seq × hidden`` position embedding (rotary embeddings have none).
+    ``dropout``: the model applies dropout in training, so its backward keeps the masks (Megatron's GPT and
+    GPT-3 do, at 0.1; Llama and MPT train without); the activation counts below read it where not told otherwise.
     """
 
     layers: int
@@ -71,6 +73,7 @@ class Transformer:
     bias: bool = True
     tied_embeddings: bool = True
     learned_positions: bool = True
+    dropout: bool = True
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "seq", "vocab"):
@@ -233,13 +236,15 @@ class ActivationPart:
     part: str = ""
 
 
-def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True, value_bytes: int = 2,
+def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool | None = None, value_bytes: int = 2,
                      mask_bytes: int = 1) -> list[ActivationPart]:
     """The tensors one block saves, following Korthikanti et al. (2022), §4.1, for one device (t = 1).
 
     ``value_bytes`` is the size of an activation (2 for 16-bit), ``mask_bytes`` that of a dropout mask
-    (1: a byte per element). Without dropout the three masks and the dropped-out scores disappear.
+    (1: a byte per element). Without dropout the three masks and the dropped-out scores disappear;
+    ``dropout`` None takes the model's (``Transformer.dropout``).
     """
+    dropout = m.dropout if dropout is None else dropout
     sb, h, f, kv = m.seq * micro_batch, m.hidden, m.ffn_size, m.kv_hidden
     scores = m.heads * m.seq**2 * micro_batch
     p, k = value_bytes, mask_bytes
@@ -274,7 +279,7 @@ def activation_parts(m: Transformer, micro_batch: int = 1, dropout: bool = True,
 
 
 def activation_bytes_per_layer(m: Transformer, micro_batch: int = 1, tp: int = 1, sequence_parallel: bool = False,
-                               recompute: Recompute = "none", dropout: bool = True, value_bytes: int = 2,
+                               recompute: Recompute = "none", dropout: bool | None = None, value_bytes: int = 2,
                                mask_bytes: int = 1) -> float:
     """Bytes one block keeps per device for its backward pass (Korthikanti et al. 2022, §4).
 
@@ -373,7 +378,7 @@ class BlockAnatomy:
     activation_bytes: tuple[int, ...]
 
 
-def block_anatomy(m: Transformer, micro_batch: int = 1, dropout: bool = True, value_bytes: int = 2,
+def block_anatomy(m: Transformer, micro_batch: int = 1, dropout: bool | None = None, value_bytes: int = 2,
                   mask_bytes: int = 1) -> BlockAnatomy:
     """One block's parameters, forward FLOPs (``micro_batch`` sequences) and saved bytes, split by ``BLOCK_PARTS``.
 

@@ -41,11 +41,11 @@ def pipeline_layers_in_flight(layers: int, pp: int = 1, interleave: int = 1, mic
 
 
 def embedding_activation_bytes(m: Transformer, micro_batch: int = 1, tp: int = 1, sequence_parallel: bool = False,
-                               in_flight: int = 1, dropout: bool = True, mask_bytes: int = 1) -> float:
+                               in_flight: int = 1, dropout: bool | None = None, mask_bytes: int = 1) -> float:
     """The input embedding's saved tensor on the first stage: its dropout mask, ``s·b·h`` bytes per micro-batch
     (split by ``tp`` under sequence parallelism), for each of the ``in_flight`` micro-batches (Korthikanti §4.4:
-    ``s·b·h·p/t``)."""
-    if not dropout:
+    ``s·b·h·p/t``); none without dropout (``dropout`` None: the model's, ``Transformer.dropout``)."""
+    if not (m.dropout if dropout is None else dropout):
         return 0.0
     return mask_bytes * m.seq * micro_batch * m.hidden * in_flight / (tp if sequence_parallel else 1)
 

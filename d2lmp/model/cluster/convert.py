@@ -6,7 +6,8 @@ preset) or describes something the model cannot run (its ``check_plan`` says why
 printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
 gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
 one (biases, tied embeddings, learned positions), except that a record's ``tied_embeddings``, where the source gives
-it, decides the output layer; a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
+it, decides the output layer; dropout's masks are counted unless the record says the run had no dropout
+(``RunRecord.dropout`` False); a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
 one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp`` (then folded over
 them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s`` turns the
 published figure into tokens per second per GPU, the one unit the comparisons use.
@@ -60,7 +61,8 @@ def convert(record: RunRecord) -> Converted:
     try:
         model = Transformer(layers=record.layers, hidden=record.hidden, heads=record.heads, seq=record.seq,
                             vocab=record.vocab, ffn=record.ffn, kv_heads=record.kv_heads, gated_mlp=llama,
-                            bias=not llama, tied_embeddings=tied, learned_positions=not llama)
+                            bias=not llama, tied_embeddings=tied, learned_positions=not llama,
+                            dropout=record.dropout is not False)
         if record.experts > 1:  # ``ffn`` is an expert's width
             model = moe_transformer(model, record.experts, record.top_k, record.ffn or 4 * record.hidden,
                                     record.shared_experts, record.capacity_factor, record.dense_layers,

@@ -7,17 +7,18 @@ splits the matrices (LayerNorms and the row-parallel biases stay whole); a pipel
 first stage also the embeddings, the last the output layer. Activations are those of ``transformer_accounting``
 (Korthikanti et al. 2022): bytes per layer under tensor and sequence parallelism and recomputation, times the
 layers' worth the schedule keeps in flight (1F1B or interleaved), plus the embedding's dropout mask and the output
-layer's tensors; context parallelism divides them by ``cp``; FP8 matmuls keep their linear layers' inputs in one
-byte (``fp8``). Buffers, a stated allowance: the rematerialised layer of a recomputed backward, ZeRO-3's gathered
-weights (the matrix in use and the one prefetched), ``ALLOWANCE_BYTES`` for the CUDA context and communication
-buffers, and ``FRAGMENTATION`` of the rest for the allocator. Gradients accumulated in FP32 (``Plan.fp32_grad_reduce``)
-take four bytes, not two: nanotron's ``FP32GradientAccumulator`` (``optim/gradient_accumulator.py``) keeps an FP32
-buffer for every parameter's gradient, under ZeRO-1 too, and frees the 16-bit gradients after each backward (its FP32
-master weights are sharded like the optimizer state, which counts them). Under ZeRO-0 with ``dp > 1`` nanotron also
-wraps the model in DDP (``trainer.py``), whose 16-bit gradient buckets persist: six bytes a parameter in all.
-A mixture of experts (``moe.MoETransformer``) holds on each GPU its MoE blocks' attention, router and shared experts
-and ``E/ep`` routed experts (each split ``etp`` ways), and its dense blocks (the first ones, on the first stage); ZeRO
-shards the routed experts' state over the ``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
+layer's tensors (a model without dropout, ``Transformer.dropout`` False, keeps no masks); context parallelism divides
+them by ``cp``; FP8 matmuls keep their linear layers' inputs in one byte (``fp8``). Buffers, a stated allowance: the
+rematerialised layer of a recomputed backward, ZeRO-3's gathered weights (the matrix in use and the one prefetched),
+``ALLOWANCE_BYTES`` for the CUDA context and communication buffers, and ``FRAGMENTATION`` of the rest for the allocator.
+Gradients accumulated in FP32 (``Plan.fp32_grad_reduce``) take four bytes, not two: nanotron's
+``FP32GradientAccumulator`` (``optim/gradient_accumulator.py``) keeps an FP32 buffer for every parameter's gradient,
+under ZeRO-1 too, and frees the 16-bit gradients after each backward (its FP32 master weights are sharded like the
+optimizer state, which counts them). Under ZeRO-0 with ``dp > 1`` nanotron also wraps the model in DDP (``trainer.py``),
+whose 16-bit gradient buckets persist: six bytes a parameter in all. A mixture of experts (``moe.MoETransformer``) holds
+on each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``etp`` ways),
+and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the
+``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def layer_parameters_per_gpu(model: Transformer, tp: int) -> float:
 @lru_cache(maxsize=8192)
 def layer_activation_bytes(model: Transformer, micro_batch: int, tp: int, sequence_parallel: bool,
                            recompute: Recompute) -> float:
-    """``transformer_accounting.activation_bytes_per_layer`` (16-bit values, dropout), remembered: the planner asks
-    for the same few combinations thousands of times."""
+    """``transformer_accounting.activation_bytes_per_layer`` (16-bit values; dropout masks where the model has
+    dropout), remembered: the planner asks for the same few combinations thousands of times."""
     return activation_bytes_per_layer(model, micro_batch, tp, sequence_parallel, recompute)
 
 

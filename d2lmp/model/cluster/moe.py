@@ -71,8 +71,9 @@ def moe_transformer(base: Transformer, experts: int, top_k: int, expert_ffn: int
     return MoETransformer(layers=base.layers, hidden=base.hidden, heads=base.heads, seq=base.seq, vocab=base.vocab,
                           kv_heads=base.kv_heads, gated_mlp=base.gated_mlp, bias=base.bias,
                           tied_embeddings=base.tied_embeddings, learned_positions=base.learned_positions,
-                          experts=experts, top_k=top_k, expert_ffn=expert_ffn, shared_experts=shared_experts,
-                          capacity_factor=capacity_factor, dense_layers=dense_layers, dense_ffn=dense_ffn)
+                          dropout=base.dropout, experts=experts, top_k=top_k, expert_ffn=expert_ffn,
+                          shared_experts=shared_experts, capacity_factor=capacity_factor, dense_layers=dense_layers,
+                          dense_ffn=dense_ffn)
 
 
 def routed_ffn(model: Transformer) -> int:
@@ -90,7 +91,7 @@ def dense_view(model: MoETransformer) -> Transformer:
     return Transformer(layers=model.layers, hidden=model.hidden, heads=model.heads, seq=model.seq, vocab=model.vocab,
                        ffn=model.dense_ffn or model.ffn, kv_heads=model.kv_heads, gated_mlp=model.gated_mlp,
                        bias=model.bias, tied_embeddings=model.tied_embeddings,
-                       learned_positions=model.learned_positions)
+                       learned_positions=model.learned_positions, dropout=model.dropout)
 
 
 def expert_parameters(model: MoETransformer) -> int:

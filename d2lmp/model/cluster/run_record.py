@@ -38,14 +38,15 @@ class RunRecord:
 
     Model: ``layers``, ``hidden``, ``heads``, ``kv_heads`` (None: as many as ``heads``), ``ffn`` (the MLP's
     inner size; per expert for a mixture of experts), ``gated_mlp`` (SwiGLU), ``tied_embeddings`` (the LM head
-    reuses the token embedding; None: not printed, and ``convert``'s rule decides), ``vocab``, ``seq``; a mixture of
-    experts adds ``experts``, ``top_k``, ``shared_experts``, ``moe_every`` (1: every layer), ``dense_layers`` (the
-    first blocks, dense) and ``dense_ffn`` (their MLP), ``capacity_factor`` (None: dropless). Cluster: ``gpu``
-    (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains), ``gpus``,
-    ``gpus_per_node``, ``network_all_reduce_GBps`` and ``network_gather_GBps`` (the source's measured cross-node
-    bus bandwidths per GPU at this node count, where it gives them: ``hardware.Cluster``). Plan: ``tp``, ``pp``,
-    ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP: 3
-    full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
+    reuses the token embedding; None: not printed, and ``convert``'s rule decides), ``dropout`` (the run trains with
+    dropout, whose masks the backward keeps; None: not printed, counted as Megatron's GPT has it), ``vocab``, ``seq``;
+    a mixture of experts adds ``experts``, ``top_k``, ``shared_experts``, ``moe_every`` (1: every layer),
+    ``dense_layers`` (the first blocks, dense) and ``dense_ffn`` (their MLP), ``capacity_factor`` (None: dropless).
+    Cluster: ``gpu`` (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains),
+    ``gpus``, ``gpus_per_node``, ``network_all_reduce_GBps`` and ``network_gather_GBps`` (the source's measured
+    cross-node bus bandwidths per GPU at this node count, where it gives them: ``hardware.Cluster``). Plan: ``tp``,
+    ``pp``, ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP:
+    3 full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
     GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
     ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
     hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
@@ -71,6 +72,7 @@ class RunRecord:
     ffn: int | None = None
     gated_mlp: bool = False
     tied_embeddings: bool | None = None
+    dropout: bool | None = None
     experts: int = 1
     top_k: int = 1
     shared_experts: int = 0

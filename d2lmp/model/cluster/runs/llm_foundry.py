@@ -25,9 +25,13 @@ had biases and learned position embeddings (``tests/test_runs_llm_foundry.py`` c
 ``submit_benchmarks.py`` defaults to ``attn_impl`` "triton" (a Triton FlashAttention kernel) and ``sweep.py``, which ran
 the large-scale H100 table, sets "flash" or "triton" per model; both are fused kernels, so every row is "flash".
 Recomputation: ``activation_checkpointing_fn`` in ``llmfoundry/models/mpt/modeling_mpt.py`` checkpoints every
-``MPTBlock``. The nodes: eight GPUs each (assumed; every GPU count is a multiple of 8); the A100 tables name 1,600 Gb/s
-RoCE between nodes (the presets' DGX A100 has eight 200 Gb/s adapters, the same total); the H100 nodes' network is not
-stated.
+``MPTBlock``. Dropout: none (``dropout`` False): MPT's defaults are ``resid_pdrop`` and ``emb_pdrop`` 0.0
+(``llmfoundry/models/mpt/configuration_mpt.py``) and ``attn_pdrop`` 0.0 (``attn_config_defaults``, in
+``llmfoundry/models/layers/blocks.py`` at 5e85bd62, in ``llmfoundry/models/utils/config_defaults.py`` at 8c8dd48f),
+and neither the pretraining yamls nor the benchmarking scripts set them; PyTorch's dropout at probability 0 returns its
+input and keeps no mask. The nodes: eight GPUs each (assumed; every GPU count is a multiple of 8); the A100 tables name
+1,600 Gb/s RoCE between nodes (the presets' DGX A100 has eight 200 Gb/s adapters, the same total); the H100 nodes'
+network is not stated.
 """
 
 from __future__ import annotations
@@ -304,7 +308,7 @@ def _record(c: dict[str, str]) -> RunRecord:
         gpu=_GPUS[c["gpu"]], gpus=gpus, metric="mfu", value=round(float(c["mfu"]) / 100, 6), ffn=4 * hidden,
         tp=1, pp=1, dp=gpus, zero=_ZERO[c["sharding"]], micro_batch=int(c["micro"]),
         global_batch=int(c["global"]), recompute=recompute, attention="flash", precision=precision,
-        counts_recompute=False,
+        dropout=False, counts_recompute=False,
         note=(f"MFU of 6·N·tokens (N = {c['params']} parameters, embeddings included) plus attention matmuls, no "
               f"recomputation, over {peak} TFLOP/s; HFU {c['hfu']} %, Model TFLOP {c['tflop']}, "
               f"{c['tokens_per_gpu']} tokens/s per GPU, gradient accumulation {c['accum']}."))

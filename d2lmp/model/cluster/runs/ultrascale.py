@@ -51,11 +51,12 @@ Precision, attention and recomputation are not printed either; they are read fro
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
 bfloat16``, FP32 gradient accumulation, no ``recompute_layer``, so nanotron's default ``False`` in
 ``config/parallelism_config.py``) and nanotron's Llama attention, ``flash_attn_varlen_func`` (``models/llama.py``):
-"bf16", "flash", recompute "none". The same configuration sets the pipeline schedule, ``pp_engine: 1f1b`` (the
-model's), and DDP's 25 MB buckets; ``create_config`` in the script sets ``tp_mode`` ``REDUCE_SCATTER`` with
-``tp_linear_async_communication`` (sequence parallelism, as ``convert`` assumes for TP > 1). GPUs: H100s, taken as the
-SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as printed
-(global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
+"bf16", "flash", recompute "none". Dropout: none; nanotron's Llama (``models/llama.py``, 67c5ebb6) has no dropout
+layer and calls its attention kernels with ``dropout_p=0.0``. The same configuration sets the pipeline schedule,
+``pp_engine: 1f1b`` (the model's), and DDP's 25 MB buckets; ``create_config`` in the script sets ``tp_mode``
+``REDUCE_SCATTER`` with ``tp_linear_async_communication`` (sequence parallelism, as ``convert`` assumes for TP > 1).
+GPUs: H100s, taken as the SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they
+are kept as printed (global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
 
 How each row was measured, and why many pipelined rows are not comparable. The launch script of the benchmark branch
 (``run_multinode.sh``, branch nouamane/bench2, commit 67c5ebb6) sets ``NANOTRON_BENCHMARK=1``, under which the trainer
@@ -120,8 +121,7 @@ def _record(row: Row) -> RunRecord:
         source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
         row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
         use="validation", layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, tied_embeddings=tied,
-        seq=4096,
-        vocab=131072, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
+        seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
         micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_all_reduce_GBps=_ALL_REDUCE_GBPS.get(nodes),
         network_gather_GBps=_GATHER_GBPS.get(nodes), fp32_grad_reduce=True, counts_recompute=None,
