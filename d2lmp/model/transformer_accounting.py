@@ -58,8 +58,9 @@ class Transformer:
     (three matrices of ``hidden × ffn``). ``bias`` adds biases to every linear layer and LayerNorm
     (GPT-2 and Megatron's GPT do; Llama does not). ``tied_embeddings``: the LM head reuses the token
     embedding. ``learned_positions``: a ``seq × hidden`` position embedding (rotary embeddings have none).
-    ``dropout``: the model applies dropout in training, so its backward keeps the masks (Megatron's GPT and
-    GPT-3 do, at 0.1; Llama and MPT train without); the activation counts below read it where not told otherwise.
+    ``dropout``: the model applies dropout in training, so its backward keeps the masks (Megatron's GPT does,
+    Korthikanti et al. 2022, §4.1; MPT and the Llama of nanotron and torchtitan train without: ``cluster.runs``);
+    the activation counts below read it where not told otherwise.
     """
 
     layers: int

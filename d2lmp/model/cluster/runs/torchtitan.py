@@ -8,14 +8,16 @@ tokens/s per GPU (TPS/GPU) and the peak memory (GiB, converted to GB here: ×1.0
 The metric is torchtitan's own ``tps``: the tokens of a data-parallel rank's local batch per second divided by the
 non-data-parallel size (TP·PP·CP), so tokens/s per GPU (``train.py``, commit 9dec370). No FLOP formula is involved.
 
-Assumed, from the training configs at commit 9dec370 (``train_configs/llama3_{8b,70b,405b}.toml``) where a table
-leaves it out: sequence 8,192; attention through ``F.scaled_dot_product_attention`` (``model.py``), a fused kernel
-keeping no s×s tensor, so "flash"; the model shapes of ``torchtitan/models/llama/__init__.py`` (8B: 32 layers,
-4,096 wide, 32 heads, 8 KV heads, FFN 14,336; 70B: 80, 8,192, 64, 8, 28,672; 405B: 126, 16,384, 128, 8, 53,248;
-the FFN from ``ffn_dim_multiplier`` and ``multiple_of``) and Llama 3's vocabulary of 128,256. Global batch = local
-batch × FSDP size. Pipeline microbatches default to the pipeline degree (``pipelining_utils.py``), so a 405B
-micro-batch is the local batch / 8. "Full" activation checkpointing is full recomputation; "selective" is
-torchtitan's per-op policy. FSDP is ZeRO-3 (FSDP2 full shard).
+Assumed, from the training configs at commit 9dec370 (``train_configs/llama3_{8b,70b,405b}.toml``) where a table leaves
+it out: sequence 8,192; attention through ``F.scaled_dot_product_attention`` (``model.py``), a fused kernel keeping no
+s×s tensor, so "flash"; no dropout (``model.py`` has no dropout layer and calls ``F.scaled_dot_product_attention``
+without a dropout probability; read at 0199cbc); the model shapes of ``torchtitan/models/llama/__init__.py`` (8B: 32
+layers, 4,096 wide, 32 heads, 8 KV heads, FFN 14,336; 70B: 80, 8,192, 64, 8, 28,672; 405B: 126, 16,384, 128, 8, 53,248;
+the FFN from ``ffn_dim_multiplier`` and ``multiple_of``) and Llama 3's vocabulary of 128,256. Global batch = local batch
+× FSDP size. Pipeline microbatches default to the pipeline degree (``pipelining_utils.py``), so a 405B micro-batch is
+the local batch / 8. "Full" activation checkpointing is full recomputation; "selective" is torchtitan's per-op policy,
+which the model computes as Megatron's selective recomputation (CONTRIBUTING, "torchtitan's rows and per-op
+recomputation"). FSDP is ZeRO-3 (FSDP2 full shard).
 
 The GPUs are Grand Teton H100s with 96 GB of HBM2e (2.4 TB/s) at a 500 W power limit, not the 80 GB SXM part:
 named "H100-96GB-HBM2e-500W" here (no preset); the source says their peak is between the SXM's and the NVL's.
@@ -43,7 +45,7 @@ _NOTE = "Grand Teton H100 96 GB HBM2e at 500 W; sequence and model shape from th
 
 _common = partial(RunRecord, source="torchtitan_benchmarks", use="validation", vocab=128256, gpu=_GPU,
                   metric="tokens_per_s_per_gpu", kv_heads=8, gated_mlp=True, attention="flash", zero=3,
-                  counts_recompute=None, note=_NOTE)
+                  dropout=False, counts_recompute=None, note=_NOTE)
 _8b = partial(_common, layers=32, hidden=4096, heads=32, ffn=14336)
 _70b = partial(_common, layers=80, hidden=8192, heads=64, ffn=28672)
 _405b = partial(_common, layers=126, hidden=16384, heads=128, ffn=53248)
