@@ -169,7 +169,7 @@ def test_fp32_gradient_accumulation_keeps_four_bytes_a_gradient_and_ddps_buckets
     plan = Plan(dp=dp, global_batch=8, attention="flash", zero=zero)
     params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
     sixteen = predict(big, cluster, plan).memory
-    fp32 = predict(big, cluster, Plan(**{**plan.__dict__, "fp32_grad_reduce": True})).memory
+    fp32 = predict(big, cluster, replace(plan, fp32_grad_reduce=True)).memory
     assert sixteen.gradients == 2 * params and fp32.gradients == grad_bytes * params
     assert (fp32.parameters, fp32.optimizer_state, fp32.saved_activations) == (
         sixteen.parameters, sixteen.optimizer_state, sixteen.saved_activations)

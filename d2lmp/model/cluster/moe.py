@@ -25,7 +25,7 @@ for the activation gradient before the down-projection, so one backward all-to-a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.transformer_accounting import Transformer, layer_parameters, training_flops
@@ -67,13 +67,11 @@ class MoETransformer(Transformer):
 def moe_transformer(base: Transformer, experts: int, top_k: int, expert_ffn: int, shared_experts: int = 0,
                     capacity_factor: float | None = None, dense_layers: int = 0,
                     dense_ffn: int | None = None) -> MoETransformer:
-    """``base``'s attention, vocabulary and options with routed experts in its MLPs."""
-    return MoETransformer(layers=base.layers, hidden=base.hidden, heads=base.heads, seq=base.seq, vocab=base.vocab,
-                          kv_heads=base.kv_heads, gated_mlp=base.gated_mlp, bias=base.bias,
-                          tied_embeddings=base.tied_embeddings, learned_positions=base.learned_positions,
-                          dropout=base.dropout, experts=experts, top_k=top_k, expert_ffn=expert_ffn,
-                          shared_experts=shared_experts, capacity_factor=capacity_factor, dense_layers=dense_layers,
-                          dense_ffn=dense_ffn)
+    """``base``'s attention, vocabulary and options (every ``Transformer`` field) with routed experts in its MLPs
+    (``ffn`` becomes the active width)."""
+    dense = {f.name: getattr(base, f.name) for f in fields(Transformer)}
+    return MoETransformer(**dense, experts=experts, top_k=top_k, expert_ffn=expert_ffn, shared_experts=shared_experts,
+                          capacity_factor=capacity_factor, dense_layers=dense_layers, dense_ffn=dense_ffn)
 
 
 def routed_ffn(model: Transformer) -> int:
@@ -87,11 +85,10 @@ def moe_layers(model: Transformer) -> int:
 
 
 def dense_view(model: MoETransformer) -> Transformer:
-    """A dense block of ``model``: its attention with the dense MLP (``dense_ffn``, else the active width)."""
-    return Transformer(layers=model.layers, hidden=model.hidden, heads=model.heads, seq=model.seq, vocab=model.vocab,
-                       ffn=model.dense_ffn or model.ffn, kv_heads=model.kv_heads, gated_mlp=model.gated_mlp,
-                       bias=model.bias, tied_embeddings=model.tied_embeddings,
-                       learned_positions=model.learned_positions, dropout=model.dropout)
+    """A dense block of ``model`` (every ``Transformer`` field as it has it): its attention with the dense MLP
+    (``dense_ffn``, else the active width)."""
+    dense = {f.name: getattr(model, f.name) for f in fields(Transformer)}
+    return Transformer(**{**dense, "ffn": model.dense_ffn or model.ffn})
 
 
 def expert_parameters(model: MoETransformer) -> int:
