@@ -1,6 +1,8 @@
 """The cluster model against the published runs of model.cluster.runs: every record judged or printed as information,
 the validation goal held, and the memory checks held at their present level (a floor, with the miss printed)."""
 
+from dataclasses import replace
+
 import pytest
 
 from d2lmp.model import transformer_accounting as ta
@@ -8,15 +10,26 @@ from d2lmp.model.cluster.convert import convert, published_tokens_per_s
 from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.run_record import RunRecord
 from d2lmp.model.cluster.runs import records
-from d2lmp.model.cluster.validation import GOAL, PICK_GOAL, SHARE_GOAL, goal_checks, judge_all, summarise, sweep_cells
+from d2lmp.model.cluster.validation import (
+    GOAL,
+    PICK_GOAL,
+    SHARE_GOAL,
+    goal_checks,
+    judge,
+    judge_all,
+    summarise,
+    sweep_cells,
+)
 
-# The present record of the model on the validation rows (raise these as the model improves; never lower them). The
-# goal of 90 % in band is met on llm-foundry's FSDP tables and missed overall: the Ultra-Scale Playbook's sweep of
-# nanotron layouts runs at a median of 1/1.67 of the model's prediction (with the sweep's measured network and FP32
-# gradient reduction; its repeated layouts differ up to 4.7-fold), and bench scale prints the miss.
+# The present record of the model on the validation rows (raise these as the model improves; lower one only when the
+# rows it counts change, and say why here). The goal of 90 % in band is met on llm-foundry's FSDP tables and missed
+# overall: the Ultra-Scale Playbook's sweep of nanotron layouts without a pipeline runs at a median of 1/1.09 of the
+# model's prediction, its misses growing with the TP group at small micro-batches, and bench scale prints the miss.
 # 752 while the dropout masks that nanotron's Llama and MPT never keep were counted (and moved by the memory-bound
-# operations); without them one Ultra-Scale row leaves the band, 751.
-IN_BAND_AT_LEAST = 751
+# operations); without them one Ultra-Scale row leaves the band, 751 of 2,081. The sweep's 1,270 pipelined rows ran
+# pipeline code the page does not name (runs/ultrascale.py: the branch's last commit sleeps 0.1 s in each wait of a
+# metadata send); their speed is no longer judged (262 of them had been in band), 489 of 811.
+IN_BAND_AT_LEAST = 489
 # of the published runs that ran (the others are the model's memory misses): 2,059 while MPT's absent dropout masks
 # were counted (llm-foundry's largest micro-batches came out a few per cent over the GPU), 2,070 without them
 FIT_AT_LEAST = 2070
@@ -28,8 +41,10 @@ OOM_AT_LEAST = 3  # published out-of-memory runs the model says do not fit
 # without the dropout masks nanotron's Llama never keeps (no dropout layer), 1,134: the masks too had hidden part of
 # an underestimate (the sweep's median predicted/reported 0.95 -> 0.92), which bench scale prints
 MEMORY_WITHIN_AT_LEAST = 1134
-# sweep cells where the model's pick runs within 10 % of the fastest measured (of 30): 14 with the untied overcount
-PICKS_WITHIN_AT_LEAST = 13
+# sweep cells where the model's pick runs within 10 % of the fastest measured: 14 of 30 with the untied overcount, 13
+# without; 15 of 28 among the layouts whose speed is judged (without the sweep's pipelined rows the 80B model keeps
+# fewer than five layouts on 4 and on 32 nodes)
+PICKS_WITHIN_AT_LEAST = 15
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +76,22 @@ def test_the_memory_checks_hold_their_present_level(judgements):
     assert sum(j.memory_agrees for j in judged if j.oom) >= OOM_AT_LEAST
     memory = [m for j in judged if (m := j.memory_ratio) is not None]
     assert sum(abs(m - 1) <= 0.2 for m in memory) >= MEMORY_WITHIN_AT_LEAST
+
+
+def test_a_pipelined_row_whose_pipeline_code_is_unknown_has_its_memory_judged_and_not_its_speed():
+    pipelined = _record(source="tazi2025ultrascale", dp=4, pp=2, memory_gb=40.0, pipeline_sends="unknown",
+                        metric="tokens_per_s_per_gpu", value=1000.0)
+    judged = judge(pipelined)
+    assert judged.prediction is not None and judged.memory_ratio is not None and judged.memory_agrees
+    assert judged.any_ratio is not None and judged.ratio is None and "pipeline code" in judged.speed_reason
+    (summary,) = summarise([judged])
+    assert summary.info == 0 and summary.ratios == () and summary.speed_info == (judged.any_ratio,)
+    assert not sweep_cells([judged] * 5)  # a sweep is scored on measured speeds the model judges
+    without_pipeline = judge(replace(pipelined, dp=8, pp=1))  # the same code, no pipeline: judged in full
+    assert without_pipeline.ratio == without_pipeline.any_ratio is not None
+    assert judge(replace(pipelined, pipeline_sends="queued")).ratio is not None
+    with pytest.raises(ValueError, match="pipeline_sends"):
+        replace(pipelined, pipeline_sends="blocking")
 
 
 def _record(**changes: object) -> RunRecord:

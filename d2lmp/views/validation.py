@@ -17,14 +17,15 @@ def _number(x: float | None, fmt: str = ".2f") -> str:
 
 
 def sources_table(summaries: list[SourceSummary]) -> str:
-    """Per source: rows, those judged and those printed as information, the ratios' median and worst, the share in
-    band, the runs whose memory verdict disagrees with the run, and the memory ratios (where reported)."""
+    """Per source: rows, those judged and those printed as information (the whole row, or only its speed: "speed
+    info", memory judged), the ratios' median and worst, the share in band, the runs whose memory verdict disagrees
+    with the run, and the memory ratios (where reported)."""
     low, high = GOAL
     rows = []
     for s in summaries:
         within = sum(abs(m - 1) <= 0.2 for m in s.memory_ratios)
-        rows.append([s.source, s.use, str(s.rows), str(len(s.ratios)), str(s.info), _number(s.median),
-                     _number(s.worst), f"{s.in_band} ({_number(s.share, '.0%')})", str(s.memory_disagrees),
-                     f"{within} of {len(s.memory_ratios)}"])
-    return table(rows, ["source", "use", "rows", "judged", "info", "median", "worst", f"in {low}-{high}",
+        rows.append([s.source, s.use, str(s.rows), str(len(s.ratios)), str(s.info), str(len(s.speed_info)),
+                     _number(s.median), _number(s.worst), f"{s.in_band} ({_number(s.share, '.0%')})",
+                     str(s.memory_disagrees), f"{within} of {len(s.memory_ratios)}"])
+    return table(rows, ["source", "use", "rows", "judged", "info", "speed info", "median", "worst", f"in {low}-{high}",
                         "memory verdict wrong", "memory ±20 %"])

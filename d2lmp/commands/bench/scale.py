@@ -8,6 +8,7 @@ ratio, the planner checks, and one goal line per table and overall."""
 from __future__ import annotations
 
 import argparse
+import statistics
 
 from d2lmp.commands.goal import Goal, goal_line
 from d2lmp.model.cluster.calibration import Comparison
@@ -21,6 +22,7 @@ from d2lmp.model.cluster.report import (
 )
 from d2lmp.model.cluster.runs import records
 from d2lmp.model.cluster.validation import (
+    GOAL,
     PICK_GOAL,
     Judgement,
     goal_checks,
@@ -32,7 +34,7 @@ from d2lmp.report import table
 from d2lmp.views.validation import sources_table
 
 __all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table",
-           "info_lines", "validation_goal_lines", "sweep_lines"]
+           "info_lines", "speed_info_lines", "validation_goal_lines", "sweep_lines"]
 
 HELP = "the cluster model against published runs (predicted / published), and the planner against their choices"
 PUBLISHED_GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput, every row of every table
@@ -82,6 +84,20 @@ def info_lines(judgements: list[Judgement]) -> list[str]:
     """Every record the model cannot judge, with its reason: printed, never dropped."""
     return [f"  info: {j.record.source}, {j.record.where}, '{j.record.row}': {j.converted.reason}"
             for j in judgements if j.prediction is None]
+
+
+def speed_info_lines(judgements: list[Judgement]) -> list[str]:
+    """The rows predicted whose published speed is not compared (their memory is), one line per source and reason:
+    which rows, why, and what the model would have scored on them (not counted in any goal)."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for j in judgements:
+        if j.speed_reason and (r := j.any_ratio) is not None:
+            groups.setdefault((j.record.source, j.speed_reason), []).append(r)
+    low, high = GOAL
+    return [f"  speed info: {source}, {len(ratios)} rows: {reason}; their memory is judged. "
+            f"Not counted: predicted / published median {statistics.median(ratios):.2f}, "
+            f"{sum(low <= r <= high for r in ratios)} within {low}-{high}"
+            for (source, reason), ratios in groups.items()]
 
 
 def validation_goal_lines(judgements: list[Judgement]) -> list[str]:
@@ -135,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     print(sources_table(summarise(judgements)))
     print("ratio = predicted / published tokens/s per GPU (a published MFU or FLOP rate divided by the FLOPs the "
           "model counts a token)")
-    print("\n".join(info_lines(judgements)))
+    print("\n".join(info_lines(judgements) + speed_info_lines(judgements)))
     print("\n" + "\n".join(goal_lines(report.tables)))
     print("\n".join(validation_goal_lines(judgements)))
     print("\n" + "\n".join(sweep_lines(judgements)))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 __all__ = ["RunRecord", "Metric", "METRICS", "Attention", "ATTENTIONS", "Precision", "PRECISIONS",
-           "RecordRecompute", "RECORD_RECOMPUTES", "Use", "USES"]
+           "RecordRecompute", "RECORD_RECOMPUTES", "PipelineSends", "PIPELINE_SENDS", "Use", "USES"]
 
 # What the published figure is. "mfu"/"hfu" are fractions (0.41, not 41 %); *_tflops_per_gpu count model FLOPs
 # (no recomputation) or hardware FLOPs (recomputation included); "oom" is a run the source says did not fit (value 0).
@@ -27,6 +27,11 @@ Precision = Literal["fp16", "bf16", "fp8", "unknown"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 RecordRecompute = Literal["none", "selective", "full", "unknown"]
 RECORD_RECOMPUTES: tuple[RecordRecompute, ...] = get_args(RecordRecompute)
+# How the pipeline stages send activations and gradients: "queued" on the GPU without the host waiting for them
+# (Megatron's batched isend/irecv: what the model's pp_p2p charges), or "unknown" where the source does not say which
+# pipeline code a row ran and that code decides its speed.
+PipelineSends = Literal["queued", "unknown"]
+PIPELINE_SENDS: tuple[PipelineSends, ...] = get_args(PipelineSends)
 # What a table is for: the few rows the model's fitted numbers are fitted on, or rows it is only checked against.
 Use = Literal["calibration", "validation"]
 USES: tuple[Use, ...] = get_args(Use)
@@ -49,7 +54,8 @@ class RunRecord:
     3 full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
     GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
     ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
-    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients).
+    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``pipeline_sends`` (how
+    the stages send to each other; "unknown" leaves a pipelined row's speed unjudged, its memory still judged).
     ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
     recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a GPU used, where the
     source reports it.
@@ -101,6 +107,7 @@ class RunRecord:
     fp8_dispatch: bool = False
     etp: int | None = None
     ep_overlap: bool = False
+    pipeline_sends: PipelineSends = "queued"
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 
     def __post_init__(self) -> None:
@@ -110,6 +117,8 @@ class RunRecord:
             raise ValueError(f"{self.row}: use {self.use!r} is not one of {USES}")
         if self.recompute not in RECORD_RECOMPUTES or self.attention not in ATTENTIONS:
             raise ValueError(f"{self.row}: recompute {self.recompute!r} or attention {self.attention!r} unknown")
+        if self.pipeline_sends not in PIPELINE_SENDS:
+            raise ValueError(f"{self.row}: pipeline_sends {self.pipeline_sends!r} is not one of {PIPELINE_SENDS}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"{self.row}: precision {self.precision!r} is not one of {PRECISIONS}")
         if self.gpus < 1 or (self.metric != "oom" and self.value <= 0):
@@ -123,6 +132,13 @@ class RunRecord:
         needed = ("layers", "hidden", "heads", "seq", "vocab", "tp", "pp", "dp", "zero", "micro_batch", "global_batch")
         missing = [name for name in needed if getattr(self, name) is None]
         return missing + [name for name in ("recompute", "attention", "precision") if getattr(self, name) == "unknown"]
+
+    def speed_unknown(self) -> str:
+        """Why the published speed cannot be compared with the model's although the configuration is known ("" if it
+        can): a pipelined run whose pipeline code the source does not name."""
+        if self.pp is not None and self.pp > 1 and self.pipeline_sends == "unknown":
+            return "pipelined, and the source does not say which pipeline code the row ran (pipeline_sends)"
+        return ""
 
     @property
     def complete(self) -> bool:

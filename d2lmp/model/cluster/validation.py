@@ -4,11 +4,13 @@
 prediction with the published figure: ``ratio`` is predicted / published tokens per second per GPU; a published
 out-of-memory is judged by whether the model says it does not fit; where the source reports the memory a GPU used,
 ``memory_ratio`` is predicted / reported. A record the model cannot judge keeps its reason and is counted as
-information. ``summarise`` gives each source's rows, ratio distribution (median, worst, share within ``GOAL``) and
-memory checks; ``goal_checks`` the issue's goals over the validation rows: at least ``SHARE_GOAL`` of them within
-``GOAL``, every run that ran fits, every published out-of-memory does not, memory within ``MEMORY_GOAL``.
-``sweep_cells`` finds the cells of published sweeps (one model on one cluster, many configurations measured) and
-scores the model's pick among them against the fastest measured (``PICK_GOAL``).
+information; a record whose configuration is known but whose speed depends on code its source does not name
+(``RunRecord.speed_unknown``) has its memory judged and its speed counted as information (``speed_reason``).
+``summarise`` gives each source's rows, ratio distribution (median, worst, share within ``GOAL``) and memory checks;
+``goal_checks`` the issue's goals over the validation rows: at least ``SHARE_GOAL`` of them within ``GOAL``, every run
+that ran fits, every published out-of-memory does not, memory within ``MEMORY_GOAL``. ``sweep_cells`` finds the cells of
+published sweeps (one model on one cluster, many configurations measured) and scores the model's pick among them against
+the fastest measured (``PICK_GOAL``).
 """
 
 from __future__ import annotations
@@ -49,11 +51,22 @@ class Judgement:
         return self.record.metric == "oom"
 
     @property
-    def ratio(self) -> float | None:
-        """Predicted / published tokens/s per GPU (None for information and out-of-memory rows)."""
+    def speed_reason(self) -> str:
+        """Why a predicted row's published speed is not compared ("" where it is): ``RunRecord.speed_unknown``."""
+        return self.record.speed_unknown()
+
+    @property
+    def any_ratio(self) -> float | None:
+        """Predicted / published tokens/s per GPU for every predicted row that ran, its speed judged or not."""
         if self.prediction is None or self.oom:
             return None
         return self.prediction.tokens_per_s / self.prediction.plan.gpus / self.published
+
+    @property
+    def ratio(self) -> float | None:
+        """Predicted / published tokens/s per GPU (None for information, out-of-memory rows and rows whose speed is
+        not judged, ``speed_reason``)."""
+        return None if self.speed_reason else self.any_ratio
 
     @property
     def in_band(self) -> bool:
@@ -90,7 +103,8 @@ def judge_all(records: Sequence[RunRecord], efficiency: Efficiency = FITTED) -> 
 @dataclass(frozen=True)
 class SourceSummary:
     """One source's rows: how many, judged or information, the ratios' median and worst (farthest from 1 either
-    way), the share within ``GOAL``, and the memory checks."""
+    way), the share within ``GOAL``, and the memory checks; ``speed_info`` holds the rows predicted whose speed is not
+    judged (their memory is)."""
 
     source: str
     use: str
@@ -99,6 +113,7 @@ class SourceSummary:
     ratios: tuple[float, ...]
     memory_disagrees: int
     memory_ratios: tuple[float, ...]
+    speed_info: tuple[float, ...] = ()  # the model's ratios on the rows whose speed is not judged, for the record
 
     @property
     def median(self) -> float | None:
@@ -127,7 +142,8 @@ def summarise(judgements: Sequence[Judgement]) -> list[SourceSummary]:
             source, use, len(rows), sum(j.prediction is None for j in rows),
             tuple(r for j in rows if (r := j.ratio) is not None),
             sum(j.prediction is not None and not j.memory_agrees for j in rows),
-            tuple(m for j in rows if (m := j.memory_ratio) is not None)))
+            tuple(m for j in rows if (m := j.memory_ratio) is not None),
+            tuple(r for j in rows if j.speed_reason and (r := j.any_ratio) is not None)))
     return out
 
 
@@ -209,12 +225,12 @@ class SweepCell:
 
 
 def sweep_cells(judgements: Sequence[Judgement], min_rows: int = SWEEP_MIN_ROWS) -> list[SweepCell]:
-    """Every cell of ``min_rows`` or more judged, measured configurations of one model (shape and sequence) on one
-    number of GPUs of one kind, from one source."""
+    """Every cell of ``min_rows`` or more measured configurations whose speed is judged, of one model (shape and
+    sequence) on one number of GPUs of one kind, from one source."""
     cells: dict[tuple[object, ...], list[Judgement]] = {}
     for j in judgements:
         r = j.record
-        if j.prediction is None or j.oom:
+        if j.ratio is None:  # information, out of memory, or a speed that is not judged
             continue
         key = (r.source, r.layers, r.hidden, r.heads, r.seq, r.gpu, r.gpus)
         cells.setdefault(key, []).append(j)
