@@ -175,6 +175,39 @@ def test_fp32_gradient_accumulation_keeps_four_bytes_a_gradient_and_ddps_buckets
         sixteen.parameters, sixteen.optimizer_state, sixteen.saved_activations)
 
 
+def test_an_unsharded_fp32_gradient_buffer_adds_four_bytes_a_parameter_beside_the_16_bit_gradients():
+    """DeepSpeed's BF16_Optimizer as BLOOM ran it: "The additional memory usage is 4bytes x params and it's not
+    sharded across gpus". Under ZeRO-1 over 8 ranks: 2 + 4 bytes a gradient; nothing else moves, nor the step."""
+    from d2lmp.model.cluster.layout import check_plan
+    from d2lmp.model.cluster.memory import stage_parameters
+
+    big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
+    cluster = Cluster(gpu="A100-80GB", gpus=8)
+    plan = Plan(dp=8, global_batch=8, zero=1, recompute="full")
+    params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
+    plain, buffered = predict(big, cluster, plan), predict(big, cluster, replace(plan, fp32_grad_buffer=True))
+    assert plain.memory.gradients == 2 * params and buffered.memory.gradients == 6 * params
+    assert (buffered.memory.parameters, buffered.memory.optimizer_state, buffered.memory.saved_activations) == (
+        plain.memory.parameters, plain.memory.optimizer_state, plain.memory.saved_activations)
+    assert buffered.step_s == plain.step_s
+
+
+def test_without_sequence_parallelism_a_fully_recomputed_layer_keeps_its_whole_input_on_every_tensor_rank():
+    """Full recomputation keeps a block's input, 2·s·b·h bytes (Korthikanti et al. 2022, Table 2): split over the
+    tensor ranks under sequence parallelism, whole on each without it (BLOOM's runs)."""
+    from d2lmp.model.cluster.memory import layer_activation_bytes
+
+    big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000, dropout=False)
+    block_input = 2 * 2048 * 2 * 1024  # 2 bytes · s · b · h, b = 2
+    assert layer_activation_bytes(big, 2, 4, True, "full") == block_input / 4
+    assert layer_activation_bytes(big, 2, 4, False, "full") == block_input
+    cluster = Cluster(gpu="A100-80GB", gpus=4)
+    with_sp = Plan(tp=4, global_batch=4, micro_batch=2, recompute="full", sequence_parallel=True)
+    split, whole = (predict(big, cluster, p).memory.saved_activations
+                    for p in (with_sp, replace(with_sp, sequence_parallel=False)))
+    assert whole - split >= 4 * block_input * 3 / 4  # four blocks, and the embedding's output is not split either
+
+
 def _llama(layers: int, hidden: int, ffn: int, heads: int) -> Transformer:
     return Transformer(layers=layers, hidden=hidden, heads=heads, seq=8192, vocab=128000, ffn=ffn, kv_heads=8,
                        gated_mlp=True, bias=False, tied_embeddings=False, learned_positions=False)

@@ -36,6 +36,21 @@ def test_the_run_as_printed():
     assert (bloom.value, bloom.memory_gb, bloom.heads, bloom.precision) == (150.05, 59.0, 112, "bf16")
 
 
+def test_no_sequence_parallelism_and_the_bf16_optimizers_fp32_buffer():
+    """tr11-176B-ml.slurm sets neither --sequence-parallel nor --partition-activations: each tensor rank keeps a
+    layer's whole input. The BF16 optimizer ("Rebalancing layers" on, and the run) adds an unsharded FP32 gradient
+    buffer; the FP16 rows before it do not."""
+    from d2lmp.model.cluster.convert import convert
+
+    assert all(r.sequence_parallel is False for r in RECORDS)
+    assert all(not convert(r).judged or not convert(r).plan.sequence_parallel for r in RECORDS)
+    assert all(r.fp32_grad_buffer for r in RUN)
+    sweep = RECORDS[len(RUN) + len(BEST):]
+    assert all(r.fp32_grad_buffer == (r.precision == "bf16") for r in sweep)
+    assert sum(r.fp32_grad_buffer for r in sweep) == 20  # the section "Rebalancing layers"
+    assert not any(r.fp32_grad_buffer for r in BEST)
+
+
 @pytest.mark.parametrize("row", [r for r in SWEEP_ROWS if r["tflops"] and r["line"] not in ("648", "670")],
                          ids=lambda r: r["line"])
 def test_sweep_tflops_follow_from_iteration_time(row):

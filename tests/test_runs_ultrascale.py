@@ -64,6 +64,13 @@ def test_each_record_carries_the_playbooks_measured_network_for_its_node_count_a
     assert all((r.network_all_reduce_GBps is None) == (r.gpus == 8) for r in RECORDS)
 
 
+def test_every_pipelined_row_leaves_its_speed_unjudged_and_no_other():
+    """The page does not say which pipeline code a row ran: every row with PP > 1, and only those, has its speed
+    counted as information (``RunRecord.speed_unknown``)."""
+    assert all(r.pipeline_sends == "unknown" for r in RECORDS)
+    assert sum(bool(r.speed_unknown()) for r in RECORDS) == sum((r.pp or 1) > 1 for r in RECORDS) == 1271
+
+
 def test_the_models_have_the_parameters_of_the_benchmark_scripts_own_estimate():
     """nanotron's scripts/scaling_benchmarks.py (e24d248) ties the embeddings below an MLP of 10,000 (1B and 3B) and
     counts 2·V·h untied or V·h tied, plus l·(3·h·ffn + 4·h²) with as many key/value heads as heads; ours adds the

@@ -108,8 +108,8 @@ def sweep_lines(judgements: list[Judgement]) -> list[str]:
     """Per source of sweeps: its cells, how many the model's pick runs within 10 % of the fastest measured, the worst;
     then the goal line over every cell."""
     cells = sweep_cells(judgements)
-    lines = ["The model's pick among the configurations a sweep measured (one model on one cluster), measured "
-             "throughput over the fastest measured:"]
+    lines = ["The model's pick among the configurations a sweep measured (one model on one cluster) whose speed is "
+             "judged (the speed-info rows left out), measured throughput over the fastest measured:"]
     for source in dict.fromkeys(c.source for c in cells):
         scores = [c.score for c in cells if c.source == source]
         within = sum(score >= PICK_GOAL[0] for score in scores)

@@ -6,7 +6,8 @@ preset) or describes something the model cannot run (its ``check_plan`` says why
 printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
 gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
 one (biases, tied embeddings, learned positions), except that a record's ``tied_embeddings``, where the source gives
-it, decides the output layer; dropout's masks are counted unless the record says the run had no dropout
+it, decides the output layer; sequence parallelism runs wherever tp > 1 unless the record says it did not
+(``RunRecord.sequence_parallel``); dropout's masks are counted unless the record says the run had no dropout
 (``RunRecord.dropout`` False); a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
 one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp`` (then folded over
 them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s`` turns the
@@ -76,13 +77,20 @@ def convert(record: RunRecord) -> Converted:
         zero: ZeroStage = record.zero  # type: ignore[assignment]
         plan = Plan(tp=record.tp, pp=record.pp, dp=record.dp, cp=record.cp, micro_batch=record.micro_batch,
                     global_batch=record.global_batch, zero=zero, recompute=recompute,
-                    sequence_parallel=record.tp > 1, interleave=record.interleave, attention=attention,
-                    precision=precision, fp32_grad_reduce=record.fp32_grad_reduce, ep=record.ep,
+                    sequence_parallel=_sequence_parallel(record), interleave=record.interleave, attention=attention,
+                    precision=precision, fp32_grad_reduce=record.fp32_grad_reduce,
+                    fp32_grad_buffer=record.fp32_grad_buffer, ep=record.ep,
                     fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap)
         check_plan(model, cluster, plan)
     except ValueError as exc:
         return Converted(record, reason=f"not representable: {exc}")
     return Converted(record, model, cluster, plan)
+
+
+def _sequence_parallel(record: RunRecord) -> bool:
+    """The record's sequence parallelism where it states it, else on wherever there is tensor parallelism."""
+    assert record.tp is not None
+    return record.tp > 1 if record.sequence_parallel is None else record.sequence_parallel and record.tp > 1
 
 
 def _expert_tp(record: RunRecord) -> int | None:

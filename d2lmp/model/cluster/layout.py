@@ -51,8 +51,10 @@ class Plan:
     DualPipe, §3.2.1), not exposed. ``fp8_dispatch``: the MoE dispatch (and the activation gradient's all-to-all)
     carries FP8 values, one byte each (DeepSeek-V3, §3.3.3), not 16-bit ones. ``fp32_grad_reduce``: the data-parallel
     reduction carries FP32 gradients, four bytes a parameter (FP32 gradient accumulation buffers reduced as they are,
-    as nanotron's), not 16-bit ones, and memory holds those buffers (``memory.stage_memory``). The layers need not
-    divide the stages: a pipeline's virtual stages hold as even a share as they can.
+    as nanotron's), not 16-bit ones, and memory holds those buffers (``memory.stage_memory``). ``fp32_grad_buffer``:
+    an FP32 gradient buffer for every parameter of the GPU, unsharded, beside the 16-bit gradients (DeepSpeed's
+    BF16_Optimizer as BLOOM ran it), four bytes a parameter more in memory; the reduction is left 16-bit. The layers
+    need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
     """
 
     tp: int = 1
@@ -71,6 +73,7 @@ class Plan:
     precision: MatmulPrecision = "bf16"
     head_stages: bool = False
     fp32_grad_reduce: bool = False
+    fp32_grad_buffer: bool = False
     ep: int = 1
     fp8_dispatch: bool = False
     etp: int | None = None

@@ -15,7 +15,10 @@ Gradients accumulated in FP32 (``Plan.fp32_grad_reduce``) take four bytes, not t
 ``FP32GradientAccumulator`` (``optim/gradient_accumulator.py``) keeps an FP32 buffer for every parameter's gradient,
 under ZeRO-1 too, and frees the 16-bit gradients after each backward (its FP32 master weights are sharded like the
 optimizer state, which counts them). Under ZeRO-0 with ``dp > 1`` nanotron also wraps the model in DDP (``trainer.py``),
-whose 16-bit gradient buckets persist: six bytes a parameter in all. A mixture of experts (``moe.MoETransformer``) holds
+whose 16-bit gradient buckets persist: six bytes a parameter in all. DeepSpeed's BF16_Optimizer, as BLOOM ran it
+(``Plan.fp32_grad_buffer``), keeps an FP32 gradient buffer for every parameter beside the 16-bit gradients, "4bytes x
+params and it's not sharded across gpus" (BigScience, ``train/tr11-176B-ml/chronicles-prequel.md``, section
+"Rebalancing layers"). A mixture of experts (``moe.MoETransformer``) holds
 on each GPU its MoE blocks' attention, router and shared experts and ``E/ep`` routed experts (each split ``etp`` ways),
 and its dense blocks (the first ones, on the first stage); ZeRO shards the routed experts' state over the
 ``Plan.expert_dp`` ranks that hold the same experts, the rest over ``dp``.
@@ -210,6 +213,8 @@ def stage_memory(model: Transformer, plan: Plan, layout: Layout, stage: Pipeline
         weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
     if plan.fp32_grad_reduce:  # FP32 accumulation buffers: four bytes a gradient where 16-bit ones take two
         gradients *= 3 if plan.zero == 0 and plan.dp > 1 else 2  # and DDP's 16-bit buckets beside them under ZeRO-0
+    elif plan.fp32_grad_buffer:  # an unsharded FP32 buffer beside the 16-bit gradients: four bytes more a parameter
+        gradients += 4 * stage_parameters(model, plan, layout, stage)
     activations = stage_activation_bytes(model, plan, layout, stage) * activation_scale
     buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
     return MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)

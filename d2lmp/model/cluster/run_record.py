@@ -27,9 +27,10 @@ Precision = Literal["fp16", "bf16", "fp8", "unknown"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 RecordRecompute = Literal["none", "selective", "full", "unknown"]
 RECORD_RECOMPUTES: tuple[RecordRecompute, ...] = get_args(RecordRecompute)
-# How the pipeline stages send activations and gradients: "queued" on the GPU without the host waiting for them
-# (Megatron's batched isend/irecv: what the model's pp_p2p charges), or "unknown" where the source does not say which
-# pipeline code a row ran and that code decides its speed.
+# How the pipeline stages send activations and gradients: "queued", the pipeline code is named and taken to queue its
+# sends on the GPU without the host waiting for them (Megatron's batched isend/irecv, what the model's pp_p2p charges;
+# DeepSpeed's PipelineEngine assumed alike), or "unknown" where the source does not say which pipeline code a row ran
+# and that code decides its speed.
 PipelineSends = Literal["queued", "unknown"]
 PIPELINE_SENDS: tuple[PipelineSends, ...] = get_args(PipelineSends)
 # What a table is for: the few rows the model's fitted numbers are fitted on, or rows it is only checked against.
@@ -54,7 +55,10 @@ class RunRecord:
     3 full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
     GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
     ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
-    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``pipeline_sends`` (how
+    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``fp32_grad_buffer`` (an
+    unsharded FP32 gradient buffer beside the 16-bit gradients: memory only), ``sequence_parallel`` (the
+    tensor ranks split the sequence outside their regions, Korthikanti et al. 2022 §4.2.2; None: not printed, and
+    ``convert`` assumes it where tp > 1), ``pipeline_sends`` (how
     the stages send to each other; "unknown" leaves a pipelined row's speed unjudged, its memory still judged).
     ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
     recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a GPU used, where the
@@ -107,6 +111,8 @@ class RunRecord:
     fp8_dispatch: bool = False
     etp: int | None = None
     ep_overlap: bool = False
+    fp32_grad_buffer: bool = False
+    sequence_parallel: bool | None = None
     pipeline_sends: PipelineSends = "queued"
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 

@@ -65,7 +65,8 @@ once. The section says that tensor parallelism first outperformed pipeline paral
 code, it became the faster option", and "Lessons learned on benchmarking" lists multi-node pipeline performance among
 the work the sweep needed; the branch's last commit (67c5ebb6, 27 December 2024, "pp") waits for every pipeline metadata
 send and receive by polling with 0.1 s sleeps (``parallel/pipeline_parallel/p2p.py``, ``_send_meta`` and
-``_recv_meta``); the page does not say which rows ran which code. The rows show two populations: 578 of the 1,271
+``_recv_meta``, until the work completes; the parent commit 4e075ab1 has no sleep); the page does not say which rows
+ran which code. The rows show two populations: 578 of the 1,271
 pipelined rows take 0.6 s or more per pipeline slot (step time ÷ (micro-batches + stages − 1), with micro-batches =
 GBS ÷ (DP · MBS)), a median near 1.05 s for the 1B, 3B and 8B models alike (1.0-1.2 s for micro-batches of 1 to 16),
 and the same pipelined layout measured with ZeRO 0 and with ZeRO 1 differs by a median factor of 4.0 on 4 nodes and
@@ -73,9 +74,9 @@ and the same pipelined layout measured with ZeRO 0 and with ZeRO 1 differs by a 
 within 2 % at the median on 1-8 nodes, 5 % on 16, 11 % on 32 and 25 % on 64). So every record says
 ``pipeline_sends="unknown"``: a pipelined row's speed depends on which pipeline code it ran, which the page does not
 name, and is printed as information (``RunRecord.speed_unknown``); its memory is still judged, and the 487 rows
-without a pipeline are judged in full. The criterion is the layout (PP > 1), not the outcome: it takes the 262
-pipelined rows the model predicts within 0.8-1.25 out of the count with the rest, and ``d2lmp bench scale`` prints
-what the model scores on them.
+without a pipeline are judged in full. The criterion is the layout (PP > 1), not the outcome: of the 1,271 pipelined
+rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the model predicts within 0.8-1.25 out
+of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
 """
 
 from __future__ import annotations
