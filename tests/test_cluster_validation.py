@@ -50,8 +50,9 @@ MEMORY_WITHIN_AT_LEAST = 1189
 # sweep cells where the model's pick runs within 10 % of the fastest measured: 14 of 30 with the untied overcount, 13
 # without; 15 of 28 among the layouts whose speed is judged: gained 8B on 32 and 64 nodes, where the model's pipelined
 # picks had measured 0.57 and 0.01 of the fastest; without the pipelined rows the 80B model keeps fewer than five
-# layouts on 4 and on 32 nodes, two cells dropped (misses, 0.88 and 0.89)
-PICKS_WITHIN_AT_LEAST = 15
+# layouts on 4 and on 32 nodes, two cells dropped (misses, 0.88 and 0.89); 16 with BLOOM's gradient reduction after
+# the last backward (DeepSpeed's pipeline schedule): its 72-layer cell's pick moves from 0.80 to 0.99
+PICKS_WITHIN_AT_LEAST = 16
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,7 @@ def test_a_record_becomes_the_models_terms_or_says_why_not():
     assert not convert(_record(**tensor, sequence_parallel=False)).plan.sequence_parallel
     assert not convert(_record(sequence_parallel=True)).plan.sequence_parallel  # nothing to split at tp 1
     assert convert(_record(fp32_grad_buffer=True)).plan.fp32_grad_buffer
+    assert convert(_record()).plan.dp_overlap and not convert(_record(dp_overlap=False)).plan.dp_overlap
     assert convert(_record(micro_batch=None)).reason == "not published: micro_batch"
     assert convert(_record(recompute="unknown")).reason == "not published: recompute"
     assert convert(_record(gpu="B200")).reason == "no GPU preset for 'B200'"

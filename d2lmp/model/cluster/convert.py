@@ -79,7 +79,7 @@ def convert(record: RunRecord) -> Converted:
                     global_batch=record.global_batch, zero=zero, recompute=recompute,
                     sequence_parallel=_sequence_parallel(record), interleave=record.interleave, attention=attention,
                     precision=precision, fp32_grad_reduce=record.fp32_grad_reduce,
-                    fp32_grad_buffer=record.fp32_grad_buffer, ep=record.ep,
+                    fp32_grad_buffer=record.fp32_grad_buffer, dp_overlap=record.dp_overlap, ep=record.ep,
                     fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap)
         check_plan(model, cluster, plan)
     except ValueError as exc:

@@ -56,7 +56,9 @@ class RunRecord:
     GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
     ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
     hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``fp32_grad_buffer`` (an
-    unsharded FP32 gradient buffer beside the 16-bit gradients: memory only), ``sequence_parallel`` (the
+    unsharded FP32 gradient buffer beside the 16-bit gradients: memory only), ``dp_overlap`` (the gradient reduction
+    runs behind the backward, bucketed; False: after the last backward, as DeepSpeed's pipeline schedule and
+    Megatron's 2021 local DDP run it), ``sequence_parallel`` (the
     tensor ranks split the sequence outside their regions, Korthikanti et al. 2022 §4.2.2; None: not printed, and
     ``convert`` assumes it where tp > 1), ``pipeline_sends`` (how
     the stages send to each other; "unknown" leaves a pipelined row's speed unjudged, its memory still judged).
@@ -112,6 +114,7 @@ class RunRecord:
     etp: int | None = None
     ep_overlap: bool = False
     fp32_grad_buffer: bool = False
+    dp_overlap: bool = True
     sequence_parallel: bool | None = None
     pipeline_sends: PipelineSends = "queued"
     note: str = ""                  # what is assumed rather than read, and anything a reader should know

@@ -30,7 +30,10 @@ but neither ``--sequence-parallel`` nor ``--partition-activations``, without whi
 layer's whole input (``sequence_parallel=False``). The sweep's rows (the prequel names no flags) are read the same way.
 From "Rebalancing layers" on, and in the run, the BF16 optimizer "accumulate[s] gradients in fp32 ... The additional
 memory usage is 4bytes x params and it's not sharded across gpus" (prequel, that section; README, "Deepspeed
-config"): ``fp32_grad_buffer``. Whether its reduction carries FP32 is not stated; the model keeps it 16-bit.
+config"): ``fp32_grad_buffer``. Whether its reduction carries FP32 is not stated; the model keeps it 16-bit. The
+gradients are reduced after the last micro-batch's backward, not behind it (``dp_overlap=False``): Megatron-DeepSpeed
+runs its model as a DeepSpeed pipeline, whose training schedule issues ``ReduceTiedGrads``, ``ReduceGrads`` and
+``OptimizerStep`` at the batch's last step (DeepSpeed, ``deepspeed/runtime/pipe/schedule.py``, ``TrainSchedule``).
 
 Assumed: heads 64 where a table has no NHEADS column ("all NHEADS=64 (above too)", prequel line 680, and "NHEADS=64"
 above "GBS Variations"); FP16 before "Rebalancing layers" and BF16 from it on (that section: "from now on the testing is
@@ -207,7 +210,7 @@ def _sweep_record(c: dict[str, str]) -> RunRecord:
         vocab=VOCAB, gpu="A100-80GB", gpus=gpus, metric=metric, value=0.0 if oom else float(c["tflops"]),
         ffn=4 * int(c["hidden"]), tp=tp, pp=pp, dp=None if line == 648 else int(c["dp"]), zero=int(c["zero"]),
         micro_batch=int(c["mbs"]), global_batch=int(c["gbs"]), recompute="full", attention="materialised",
-        sequence_parallel=False, precision=precision, fp32_grad_buffer=precision == "bf16",
+        sequence_parallel=False, dp_overlap=False, precision=precision, fp32_grad_buffer=precision == "bf16",
         counts_recompute=None if oom else True,
         memory_gb=float(c["mem"]) if c["mem"] not in ("", "OOM") else None,
         note=f"Megatron-DeepSpeed; {partition}{timing}{extra}.")
@@ -218,8 +221,8 @@ def _run_record(where: str, row: str, gbs: int, mbs: int, tflops: float, note: s
         source=SOURCE, where=f"{README}, {where}", row=row, use="validation", layers=70, hidden=14336, heads=112,
         seq=SEQ, vocab=VOCAB, gpu="A100-80GB", gpus=384, metric="hardware_tflops_per_gpu", value=tflops,
         ffn=4 * 14336, tp=4, pp=12, dp=8, zero=1, micro_batch=mbs, global_batch=gbs, recompute="full",
-        attention="materialised", sequence_parallel=False, precision="bf16", fp32_grad_buffer=True,
-        counts_recompute=True,
+        attention="materialised", sequence_parallel=False, dp_overlap=False, precision="bf16",
+        fp32_grad_buffer=True, counts_recompute=True,
         note=f"BLOOM-176B's run; embedding and output layer one block's slot each (72 slots over 12 stages); {note}.")
 
 
@@ -250,7 +253,8 @@ def _best_record(table: int, log: int, precision: Precision, layers: int, heads:
         row=f"{'20B' if layers == 8 else '200B'} ({precision}): {gpus} GPUs, DP {dp} TP 8 PP {pp}, MBS 1, GBS 2048",
         use="validation", layers=layers, hidden=14400, heads=heads, seq=SEQ, vocab=250000, gpu="A100-80GB",
         gpus=gpus, metric="step_s", value=seconds, ffn=4 * 14400, tp=8, pp=pp, dp=dp, zero=1, micro_batch=1,
-        global_batch=2048, attention="materialised", sequence_parallel=False, precision=precision, memory_gb=mem,
+        global_batch=2048, attention="materialised", sequence_parallel=False, dp_overlap=False, precision=precision,
+        memory_gb=mem,
         note=(f"iteration 2's time from the log line; the table's {tflops} TFLOPs use the earlier estimate "
               "8·(12·l·h²)·tokens (math/README.md), before the fix of line 590; vocabulary '250k' as printed; "
               "recomputation not stated."))
