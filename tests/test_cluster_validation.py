@@ -35,8 +35,8 @@ IN_BAND_AT_LEAST = 495
 # were counted (llm-foundry's largest micro-batches came out a few per cent over the GPU), 2,070 without them
 FIT_AT_LEAST = 2070
 # published out-of-memory runs the model says do not fit: 3 of 6 while BLOOM's tensor ranks were taken to split their
-# checkpointed activations (sequence parallelism, which its script does not set) and its BF16 optimizer's unsharded
-# FP32 gradient buffer was missing; 5 with both (the sixth, 206B, predicted at 67.7 GB of 80)
+# checkpointed activations (sequence parallelism, which its Megatron-DeepSpeed fork does not have) and its BF16
+# optimizer's unsharded FP32 gradient buffer was missing; 5 with both (the sixth, 206B, predicted at 67.7 GB of 80)
 OOM_AT_LEAST = 5
 # reported memory predicted within ±20 %: 1,040 while the sweep's 1B and 3B models were counted with untied embeddings
 # (0.27B and 0.40B parameters they do not have); counted as the source ties them, 1,024: the overcount had hidden part

@@ -25,12 +25,17 @@ where printed, else 1); attention is Megatron's materialised softmax (the fused 
 prequel line 743); full activation checkpointing (README, "Throughput"; the logged TFLOPs reproduce with its
 recomputation factor, 96 = 24·4). No sequence parallelism, and the checkpointed activations are not partitioned: the
 run's script ``tr11-176B-ml.slurm`` sets ``--checkpoint-activations`` and ``--deepspeed-activation-checkpointing``
-but neither ``--sequence-parallel`` nor ``--partition-activations``, without which, the repository's
-``train/memory.md`` says, activations are replicated across the model-parallel GPUs; so each tensor rank keeps a
-layer's whole input (``sequence_parallel=False``). The sweep's rows (the prequel names no flags) are read the same way.
-From "Rebalancing layers" on, and in the run, the BF16 optimizer "accumulate[s] gradients in fp32 ... The additional
-memory usage is 4bytes x params and it's not sharded across gpus" (prequel, that section; README, "Deepspeed
-config"): ``fp32_grad_buffer``. Whether its reduction carries FP32 is not stated; the model keeps it 16-bit. The
+without ``--partition-activations``, and the fork of Megatron-DeepSpeed it ran has no sequence-parallel option
+(``megatron/arguments.py``), so DeepSpeed's ``checkpoint()`` keeps each layer's whole input on every tensor rank
+(``save_args_for_backward``; "resulting in a replication of activations across MP GPUs", ``train/memory.md``):
+``sequence_parallel=False``. The sweep's rows follow the same flags in the script's February versions
+(``train/tr11-200B-ml/tr11-200B-ml.slurm``, a16f0ea of 2022-02-25, FP16 with ZeRO 1; 1a13e1f of 2022-02-28, BF16 with
+ZeRO 0). From "Rebalancing layers" on, and in the run, the BF16 optimizer is "written to accumulate gradients in fp32
+... The additional memory usage is 4bytes x params and it's not sharded across gpus" (prequel, that section; the
+README, "Deepspeed config", says it in other words): ``fp32_grad_buffer``. The 16-bit gradients stay beside it, and
+its all-reduce casts the buffer to BF16 (DeepSpeed's ``communication_data_type``, branch ``olruwase/bf16-updates``,
+77b649d1), so the model's reduction stays 16-bit. Those BF16 rows ran DeepSpeed's stage 0 with the optimizer
+sharding its own state as stage 1 does ("implements its own ZeRO Stage 1", README), recorded as ZeRO 1. The
 gradients are reduced after the last micro-batch's backward, not behind it (``dp_overlap=False``): Megatron-DeepSpeed
 runs its model as a DeepSpeed pipeline, whose training schedule issues ``ReduceTiedGrads``, ``ReduceGrads`` and
 ``OptimizerStep`` at the batch's last step (DeepSpeed, ``deepspeed/runtime/pipe/schedule.py``, ``TrainSchedule``).
