@@ -87,7 +87,9 @@ def plot_memory_parts(memories: Mapping[str, MemoryBreakdown], ax: Axes | None =
         values.append(ax.annotate(f"{m.total / 1e9:,.0f} GB" + ("" if m.fits else " (does not fit)"),
                                   (m.total / 1e9, i), xytext=(4, 0), textcoords="offset points", va="center",
                                   fontsize=9, bbox=dict(facecolor="white", edgecolor="none", pad=1)))
-    ax.set(xlabel="GB per GPU; black tick: the GPU's memory", title=title)
+    capacities = sorted({m.capacity for m in memories.values()})
+    memory = ", ".join(f"{c / 2**30:,.0f} GiB = {c / 1e9:,.1f} GB" for c in capacities)  # NVIDIA's HBM "GB" are GiB
+    ax.set(xlabel=f"GB per GPU; black tick: the GPU's memory ({memory})", title=title)
     ax.set_xlim(0, max(max(m.total, m.capacity) for m in memories.values()) / 1e9 * 1.05)
     ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()

@@ -110,7 +110,7 @@ def cpu_preset(cal: CPUCalibration) -> GPUPreset:
               f"ring step α {cal.alpha_s * 1e6:.0f} µs, 1/β {cal.allreduce_bytes_per_s / 1e9:.2f} GB/s; send "
               f"{cal.p2p_bytes_per_s / 1e9:.2f} GB/s; link rates × {MODEL_VALUE_BYTES}/{CPU_VALUE_BYTES} "
               "(the model counts 16-bit values, the ranks send float32)"),
-        latency_s=cal.alpha_s, p2p_GBps=cal.p2p_bytes_per_s * values / 1e9)
+        latency_s=cal.alpha_s, p2p_GBps=cal.p2p_bytes_per_s * values / 1e9, binary_gb=False)
 
 
 def cpu_efficiency(cal: CPUCalibration) -> Efficiency:

@@ -49,7 +49,9 @@ FLASH_SOURCE = ("dao2023flashattention2", "shah2024flashattention3")
 class GPUPreset:
     """One GPU as the cost model needs it, with the node it usually ships in.
 
-    ``peak_tflops``: dense 16-bit tensor peak; ``memory_gb`` and ``hbm_GBps``: capacity and bandwidth;
+    ``peak_tflops``: dense 16-bit tensor peak; ``memory_gb`` and ``hbm_GBps``: capacity and bandwidth, the capacity
+    in NVIDIA's gigabytes of HBM, which are binary (an 80 GB A100 holds 80 GiB, as ``gpu_specs`` and NVML read it),
+    unless ``binary_gb`` is False (a measured preset's memory, in 10⁹ bytes);
     ``nvlink_GBps``: NVLink per GPU per direction; ``network_GBps_per_gpu``: the node's network bandwidth
     (per direction) divided by its GPUs; ``node``: what that node is; ``source``: the bibliography keys of
     every figure; ``note``: where each figure comes from. ``p2p_GBps`` (None: a send runs at the link's bus
@@ -84,6 +86,7 @@ class GPUPreset:
     fp8_peak_tflops: float | None = None
     fp8_gemm_fraction: float | None = None
     flash_fraction: float = 1.0
+    binary_gb: bool = True
 
     @property
     def peak_flops(self) -> float:
@@ -91,7 +94,7 @@ class GPUPreset:
 
     @property
     def memory_bytes(self) -> float:
-        return self.memory_gb * 1e9
+        return self.memory_gb * (2**30 if self.binary_gb else 1e9)
 
     def matmul_flops(self, precision: MatmulPrecision = "bf16") -> float:
         """FLOP/s of the fastest large matmul measured in ``precision``: its peak × its measured fraction."""
