@@ -152,6 +152,25 @@ def test_a_published_mfu_is_read_as_tokens_per_second():
     assert published_tokens_per_s(tokens) == 1234.0
 
 
+def test_a_sweep_cells_tie_is_the_pick_and_what_the_model_cannot_rank_from_it(judgements):
+    """The tie widens with the error allowed: the pick alone at zero (unless another predicts the same), every
+    fitting configuration at a huge one, and then it holds the fastest measured whenever that fits."""
+    import math
+
+    cell = next(c for c in sweep_cells(judgements) if c.source == "tazi2025ultrascale" and len(c.rows) >= 10)
+    pick = cell.pick
+    assert pick is not None and pick.prediction is not None
+    assert pick in cell.ties(0.0) and all(j.prediction.tokens_per_s == pick.prediction.tokens_per_s
+                                          for j in cell.ties(0.0))
+    fitting = [j for j in cell.rows if j.prediction.fits]
+    assert cell.ties(100.0) == tuple(fitting)
+    assert cell.tie_holds_fastest(100.0) == (cell.fastest in fitting)
+    sizes = [len(cell.ties(w)) for w in (0.0, 0.05, 0.15, 0.5, 100.0)]
+    assert sizes == sorted(sizes)
+    limit = pick.prediction.tokens_per_s * math.exp(-0.15)
+    assert all(j.prediction.tokens_per_s >= limit for j in cell.ties(0.15))
+
+
 def test_the_picks_among_a_sweeps_measured_configurations_hold_their_floor(judgements):
     """Each cell's pick is a measured configuration the model says fits; its score is measured over best measured."""
     cells = sweep_cells(judgements)

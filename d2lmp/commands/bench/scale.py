@@ -27,6 +27,7 @@ from d2lmp.model.cluster.validation import (
     Judgement,
     goal_checks,
     judge_all,
+    model_error,
     summarise,
     sweep_cells,
 )
@@ -110,10 +111,17 @@ def sweep_lines(judgements: list[Judgement]) -> list[str]:
     cells = sweep_cells(judgements)
     lines = ["The model's pick among the configurations a sweep measured (one model on one cluster) whose speed is "
              "judged (the speed-info rows left out), measured throughput over the fastest measured:"]
+    error = model_error()
     for source in dict.fromkeys(c.source for c in cells):
-        scores = [c.score for c in cells if c.source == source]
+        mine = [c for c in cells if c.source == source]
+        scores = [c.score for c in mine]
         within = sum(score >= PICK_GOAL[0] for score in scores)
-        lines.append(f"  {source}: {len(scores)} cells, within 10 % in {within}, worst {min(scores):.2f}")
+        held = sum(c.tie_holds_fastest(error) for c in mine)
+        ties = statistics.median(len(c.ties(error)) for c in mine)
+        measured = statistics.median(len(c.rows) for c in mine)
+        lines.append(f"  {source}: {len(scores)} cells, within 10 % in {within}, worst {min(scores):.2f}; the "
+                     f"model's tie (configurations predicted within its own error, {error:.1%}, of its pick; a "
+                     f"median {ties:g} of {measured:g} measured) holds the fastest measured in {held}")
     within = sum(c.score >= PICK_GOAL[0] for c in cells)
     share = within / len(cells) if cells else 0.0
     lines.append(goal_line("sweep cells where the pick runs within 10 % of the fastest measured",

@@ -223,6 +223,20 @@ class SweepCell:
         pick = self.pick
         return 0.0 if pick is None else pick.published / self.fastest.published
 
+    def ties(self, within: float) -> tuple[Judgement, ...]:
+        """The measured configurations the model says fit and predicts within ``within`` (a log ratio, the model's
+        own error: ``model_error``) of its pick: those it cannot rank, as the planner's ``PlanReport.ties``."""
+        pick = self.pick
+        if pick is None or pick.prediction is None:
+            return ()
+        limit = pick.prediction.tokens_per_s * math.exp(-within)
+        return tuple(j for j in self.rows if j.prediction is not None and j.prediction.fits
+                     and j.prediction.tokens_per_s >= limit)
+
+    def tie_holds_fastest(self, within: float) -> bool:
+        """Whether the fastest measured configuration is among the model's ties: measuring the tie would find it."""
+        return self.fastest in self.ties(within)
+
 
 def sweep_cells(judgements: Sequence[Judgement], min_rows: int = SWEEP_MIN_ROWS) -> list[SweepCell]:
     """Every cell of ``min_rows`` or more measured configurations whose speed is judged, of one model (shape and
