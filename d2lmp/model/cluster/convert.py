@@ -90,7 +90,7 @@ def convert(record: RunRecord) -> Converted:
 def _sequence_parallel(record: RunRecord) -> bool:
     """The record's sequence parallelism where it states it, else on wherever there is tensor parallelism."""
     assert record.tp is not None
-    return record.tp > 1 if record.sequence_parallel is None else record.sequence_parallel and record.tp > 1
+    return record.tp > 1 and record.sequence_parallel is not False
 
 
 def _expert_tp(record: RunRecord) -> int | None:

@@ -205,16 +205,16 @@ def stage_memory(model: Transformer, plan: Plan, layout: Layout, stage: Pipeline
                  activation_scale: float = 1.0) -> MemoryBreakdown:
     """Memory per GPU on one pipeline stage; ``activation_scale`` multiplies the saved activations, which are those
     of 1F1B's micro-batches in flight (a GPipe schedule holds more)."""
+    params = stage_parameters(model, plan, layout, stage)
     experts = stage_expert_parameters(model, plan, layout, stage)
-    weights, gradients, optimizer = state_bytes(stage_parameters(model, plan, layout, stage) - experts,
-                                                plan.zero, plan.dp)
+    weights, gradients, optimizer = state_bytes(params - experts, plan.zero, plan.dp)
     if experts:
         w, g, o = state_bytes(experts, plan.zero, plan.expert_dp)
         weights, gradients, optimizer = weights + w, gradients + g, optimizer + o
     if plan.fp32_grad_reduce:  # FP32 accumulation buffers: four bytes a gradient where 16-bit ones take two
         gradients *= 3 if plan.zero == 0 and plan.dp > 1 else 2  # and DDP's 16-bit buckets beside them under ZeRO-0
     elif plan.fp32_grad_buffer:  # an unsharded FP32 buffer beside the 16-bit gradients: four bytes more a parameter
-        gradients += 4 * stage_parameters(model, plan, layout, stage)
+        gradients += 4 * params
     activations = stage_activation_bytes(model, plan, layout, stage) * activation_scale
     buffers = buffer_bytes(model, plan, layout, weights + gradients + optimizer + activations)
     return MemoryBreakdown(stage, weights, gradients, optimizer, activations, buffers, capacity)
