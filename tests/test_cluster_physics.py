@@ -105,6 +105,24 @@ def test_a_group_spanning_nodes_sends_over_as_many_nics_as_it_has_members_in_a_n
     assert seconds == pytest.approx(all_reduce_bytes(1e9, 16) / wide + 16 * 10e-6)
 
 
+def test_a_gpu_faster_than_the_host_waits_for_its_launches():
+    """SMALL's two blocks of one micro-batch take the GPU far less than the host's 2 × ``host_ms`` to launch: each of
+    the 8 micro-batches runs at the host's pace, so the wait is 8 × (2 × host_ms − the GPU's seconds a micro-batch),
+    and the GPU's own parts do not move. With a host that is never slower (``host_ms`` 0), or blocks longer than the
+    host's launches, nothing waits."""
+    from d2lmp.model.cluster.efficiency import FITTED
+
+    plan = Plan(micro_batch=1, global_batch=8, attention="flash")
+    bound, free = predict(SMALL, ONE, plan), predict(SMALL, ONE, plan, replace(FITTED, host_ms=0.0))
+    gpu_per_microbatch = sum(free.parts[p] for p in ("compute", "memory_bound", "tp", "cp")) / 8
+    assert gpu_per_microbatch < 2 * FITTED.host_ms * 1e-3
+    assert bound.parts["host"] == pytest.approx(8 * (2 * FITTED.host_ms * 1e-3 - gpu_per_microbatch))
+    assert free.parts["host"] == 0.0 and bound.step_s == pytest.approx(free.step_s + bound.parts["host"])
+    assert all(bound.parts[p] == free.parts[p] for p in ("compute", "memory_bound", "tp", "cp", "optimizer_step"))
+    big = Transformer(layers=2, hidden=4096, heads=32, seq=2048, vocab=1000)
+    assert predict(big, ONE, Plan(micro_batch=8, global_batch=8, attention="flash")).parts["host"] == 0.0
+
+
 def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucket():
     """With a long backward, DDP's exposed reduction is the all-reduce of its last 25 MiB bucket."""
     from d2lmp.model.cluster.efficiency import FITTED

@@ -29,14 +29,17 @@ from d2lmp.model.cluster.validation import (
 # operations); without them one Ultra-Scale row leaves the band, 751 of 2,081. The sweep's 1,270 pipelined rows ran
 # pipeline code the page does not name (runs/ultrascale.py: the branch's last commit sleeps 0.1 s in each wait of a
 # metadata send); their speed is no longer judged (262 of them had been in band), 489 of 811. BLOOM's runs without
-# sequence parallelism (their memory-bound operations run on the whole sequence on every tensor rank), 495.
-IN_BAND_AT_LEAST = 495
+# sequence parallelism (their memory-bound operations run on the whole sequence on every tensor rank), 495. The
+# sweep's 26 one-node rows without a pipeline became the calibration table of the host's launch time (host_ms) and
+# left the count (18 of them had been in band): 477 of 785 without it, 526 with it.
+IN_BAND_AT_LEAST = 526
 # of the published runs that ran (the others are the model's memory misses): 2,059 while MPT's absent dropout masks
 # were counted (llm-foundry's largest micro-batches came out a few per cent over the GPU), 2,070 without them
 # 2,070 while the capacity was read in 10⁹ bytes: the 11 refused were llm-foundry's largest micro-batches, predicted
 # 0.1-3 % over 40 or 80·10⁹ bytes (its benchmark takes the largest micro-batch that fits); in NVIDIA's binary
-# gigabytes (an 80 GB A100 holds 80 GiB), every one
-FIT_AT_LEAST = 2081
+# gigabytes (an 80 GB A100 holds 80 GiB), every one; 2,055 of the validation rows once the sweep's 26 one-node rows
+# without a pipeline became calibration rows (they fit too)
+FIT_AT_LEAST = 2055
 # published out-of-memory runs the model says do not fit: 3 of 6 while BLOOM's tensor ranks were taken to split their
 # checkpointed activations (sequence parallelism, which its Megatron-DeepSpeed fork does not have) and its BF16
 # optimizer's unsharded FP32 gradient buffer was missing; 5 with both (the sixth, 206B, predicted at 67.7 GB of 80);
@@ -49,19 +52,27 @@ OOM_AT_LEAST = 4
 # without the dropout masks nanotron's Llama never keeps (no dropout layer), 1,134: the masks too had hidden part of
 # an underestimate (the sweep's median predicted/reported 0.95 -> 0.92), which bench scale prints; BLOOM's rows 6 of
 # 64 (median 0.55) while their checkpointed activations were split over the tensor ranks, 44 whole, 61 with the BF16
-# optimizer's FP32 buffer (median 0.89): 1,189
-MEMORY_WITHIN_AT_LEAST = 1189
+# optimizer's FP32 buffer (median 0.89): 1,189; 1,168 of the validation rows once the 26 one-node rows became
+# calibration rows (21 of them within)
+MEMORY_WITHIN_AT_LEAST = 1168
 # sweep cells where the model's pick runs within 10 % of the fastest measured: 14 of 30 with the untied overcount, 13
 # without; 15 of 28 among the layouts whose speed is judged: gained 8B on 32 and 64 nodes, where the model's pipelined
 # picks had measured 0.57 and 0.01 of the fastest; without the pipelined rows the 80B model keeps fewer than five
 # layouts on 4 and on 32 nodes, two cells dropped (misses, 0.88 and 0.89); 16 with BLOOM's gradient reduction after
-# the last backward (DeepSpeed's pipeline schedule): its 72-layer cell's pick moves from 0.80 to 0.99
-PICKS_WITHIN_AT_LEAST = 16
+# the last backward (DeepSpeed's pipeline schedule): its 72-layer cell's pick moves from 0.80 to 0.99; 13 of 25 once
+# the cells of calibration rows are no test (the sweep's one-node cells, three picks within 10 %)
+PICKS_WITHIN_AT_LEAST = 13
 
 
 @pytest.fixture(scope="module")
 def judgements():
     return judge_all(records())
+
+
+@pytest.fixture(scope="module")
+def validation(judgements):
+    """The judgements of the validation rows: the goals count these, never the rows a parameter was fitted on."""
+    return [j for j in judgements if j.record.use == "validation"]
 
 
 def test_every_record_is_judged_or_printed_as_information(judgements):
@@ -72,8 +83,8 @@ def test_every_record_is_judged_or_printed_as_information(judgements):
     assert sum(s.info for s in summarise(judgements)) == len(info)
 
 
-def test_the_validation_share_holds_its_floor_and_the_fsdp_tables_meet_the_goal(judgements):
-    ratios = [j.ratio for j in judgements if j.ratio is not None]
+def test_the_validation_share_holds_its_floor_and_the_fsdp_tables_meet_the_goal(judgements, validation):
+    ratios = [j.ratio for j in validation if j.ratio is not None]
     in_band = sum(GOAL[0] <= r <= GOAL[1] for r in ratios)
     assert in_band >= IN_BAND_AT_LEAST
     share = goal_checks(judgements)[0]
@@ -82,8 +93,8 @@ def test_the_validation_share_holds_its_floor_and_the_fsdp_tables_meet_the_goal(
     assert foundry.share is not None and foundry.share >= SHARE_GOAL
 
 
-def test_the_memory_checks_hold_their_present_level(judgements):
-    judged = [j for j in judgements if j.prediction is not None]
+def test_the_memory_checks_hold_their_present_level(validation):
+    judged = [j for j in validation if j.prediction is not None]
     assert sum(j.memory_agrees for j in judged if not j.oom) >= FIT_AT_LEAST
     assert sum(j.memory_agrees for j in judged if j.oom) >= OOM_AT_LEAST
     memory = [m for j in judged if (m := j.memory_ratio) is not None]

@@ -95,6 +95,15 @@ def _step_parts() -> object:
     return V.plot_step_parts(_plans(), title="GPT-3 175B on 1,024 A100-80GB, 1,536 sequences a step: the best plans")
 
 
+def _block_times() -> object:
+    from d2lmp.model.cluster.block_times import BlockTime
+    from d2lmp.views.block_times import plot_block_times
+
+    times = [BlockTime(label, b, 4, max(4.5, k * b), max(4.47, 1.1 * k * b), 1.1 * k * b)
+             for label, k in (("1B", 1.2), ("8B", 2.6)) for b in (1, 2, 4, 8, 16)]
+    return plot_block_times(times, 4.47, title="Ultra-Scale sweep, TP 8 on 1-4 nodes of H100s (medians)")
+
+
 def _memory_parts() -> object:
     from d2lmp.views import planner as V
 
@@ -230,6 +239,7 @@ BUILDERS: dict[str, Callable[[], object]] = {
     "comm_roofline.plot_comm_roofline": _roofline,
     "planner.plot_step_parts": _step_parts,
     "planner.plot_memory_parts": _memory_parts,
+    "block_times.plot_block_times": _block_times,
     "failures.plot_job_timelines": _job_timelines,
     "failures.plot_waste_vs_interval": _waste,
     "failures.plot_checkpoint_layout": _checkpoint_layout,

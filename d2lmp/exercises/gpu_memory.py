@@ -20,7 +20,7 @@ gddr6_pins = Exercise(
     key="gddr6_pins", number=1,
     title=f"A GDDR6 bus for {_H200_GBS / 1000:g} TB/s",
     question="Using the table, how many 14 Gb/s GDDR6 pins (data wires) would a GPU "
-             f"need to match the H200's {_H200_GBS:,.0f} GB/s ([NVIDIA, n.d.-c](#ref-nvidia_h200_page))? Why is such "
+             f"need to match the H200's {_H200_GBS:,.0f} GB/s ([NVIDIA, n.d.-d](#ref-nvidia_h200_page))? Why is such "
              "a bus impractical on a circuit board?",
     hint_text="Bandwidth = pins × Gb/s per pin / 8 bits per byte; solve for the pins.",
     solution_text="4,800 GB/s × 8 bits/byte / 14 Gb/s per pin ≈ 2,743 pins, in practice 86 GDDR6 chips of 32 bits "
@@ -142,7 +142,7 @@ h200_vs_h100 = Exercise(
     title="H200 against H100",
     question=f"The H200 has the same compute as the H100 but {_H200_GBS / 1000:g} instead of "
              f"{_H100_GBS / 1000:g} TB/s "
-             "([NVIDIA, n.d.-c](#ref-nvidia_h200_page), "
+             "([NVIDIA, n.d.-d](#ref-nvidia_h200_page), "
              "[NVIDIA, 2022a](#ref-nvidia_h100_datasheet)). For which operations of notebook 03 would you expect it "
              "to be faster, and by how much at most? "
              "Give the largest speed-up, H100 time ÷ H200 time.",

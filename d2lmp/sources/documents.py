@@ -92,6 +92,11 @@ DOCUMENTS: tuple[Source, ...] = (
        "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "
        "256 routed experts and 1 shared, 8 per token, 3 dense layers, vocabulary 129,280)."),
     # NVIDIA documents
+    _S("nvidia_cuda_graph_guide", _NV, "CUDA Graph Best Practice for PyTorch", "NVIDIA documentation", "n.d.",
+       "https://docs.nvidia.com/dl-cuda-graph/cuda-graph-basics/cuda-graph.html",
+       "Section \"CUDA Graph\", \"What is CUDA Graph?\": \"kernel launch overhead can significantly impact GPU "
+       "performance, especially when the CPU cannot keep up with feeding work to the GPU\"; a graph launches many "
+       "kernels \"as a single unit with a single submission from the CPU\"."),
     _S("nvidia_gtx580_specs", _NV, "GeForce GTX 580: Specifications", "NVIDIA product page", "n.d.",
        "https://www.geforce.com/hardware/desktop-gpus/geforce-gtx-580/specifications",
        "The GTX 580's specifications: CUDA cores, graphics and processor clocks, memory clock (2,004 MHz), memory "

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STEP_PART_LABELS", "PART_COLOURS", "plan_for", "plot_step_parts", "plot_memory_parts", "planner_widget"]
 
-PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854",
+PART_COLOURS = {"compute": "#4c72b0", "memory_bound": "#8da0cb", "tp": "#55a868", "cp": "#a6d854", "host": "#8c8c8c",
                 "pp_p2p": "#e5c494", "bubble": "#bbbbbb", "dp": "#c44e52", "zero": "#fc8d62",
                 "embedding_sync": "#937860", "optimizer_step": "#da8bc3", EXPERT_PART: "#8172b2"}
 

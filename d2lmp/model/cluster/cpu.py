@@ -39,7 +39,7 @@ CPU_VALUE_BYTES = 4  # the CPU ranks compute and send float32
 
 # The phases a CPU step is timed in, and the model's parts that add up to each (every part exactly once).
 PHASES: dict[str, tuple[str, ...]] = {
-    "forward+backward": ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "embedding_sync"),
+    "forward+backward": ("compute", "memory_bound", "tp", "cp", "host", "pp_p2p", "bubble", "embedding_sync"),
     "gradient all-reduce": ("dp", "zero"),
     "optimizer": ("optimizer_step",),
 }

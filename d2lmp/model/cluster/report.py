@@ -31,6 +31,7 @@ TOP_FIVE, WITHIN = 5, 0.10
 # Each part of a step (``steptime.STEP_PARTS``) as a legend names it, in words a reader knows, and its colour.
 STEP_PART_LABELS = {"compute": "matrix products", "memory_bound": "memory-bound operations",
                     "tp": "tensor-parallel all-reduces", "cp": "context-parallel K/V passes",
+                    "host": "waiting for the host's launches",
                     "pp_p2p": "pipeline sends", "bubble": "pipeline bubble", "dp": "gradient all-reduce",
                     "zero": "ZeRO gathers", "embedding_sync": "tied-embedding sync", "optimizer_step": "optimizer step",
                     EXPERT_PART: "expert all-to-alls"}

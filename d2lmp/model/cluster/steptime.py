@@ -9,7 +9,9 @@ messages; recomputation adds the forward again (``"full"``) or the attention cor
 kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the scores,
 softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
 parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be; what hides
-is charged ``overlap.HIDDEN_COST`` of its seconds (0: free, an assumption that module states). The pipeline
+is charged ``overlap.HIDDEN_COST`` of its seconds (0: free, an assumption that module states). The host launches every
+block's kernels, forward and backward, in ``host_ms`` a block and micro-batch: where the GPU's work is shorter, the
+stage waits for the host (``host_wait_seconds``, the part ``"host"``). The pipeline
 (Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble of ``(p−1)/v``
 micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism reduces the gradients once a
 step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the
@@ -46,10 +48,11 @@ from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
            "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
            "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
+           "host_wait_seconds",
            "bubble_seconds", "pipeline_p2p_seconds", "DataGroup", "data_group", "expert_data_group",
            "data_parallel_seconds", "zero3_seconds", "step_seconds"]
 
-STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
+STEP_PARTS = ("compute", "memory_bound", "tp", "cp", "host", "pp_p2p", "bubble", "dp", "zero", "embedding_sync",
               "optimizer_step")
 
 
@@ -220,7 +223,17 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
         backward["compute"] += 2 * logits
         backward["memory_bound"] += 2 * loss
         backward["tp"] += tp_one
+    busy = sum(forward.values()) + sum(backward.values())
+    forward["host"], backward["host"] = 0.0, host_wait_seconds(n, busy, efficiency)
     return StageCost(forward, backward)
+
+
+def host_wait_seconds(blocks: int, gpu_seconds: float, efficiency: Efficiency) -> float:
+    """What the GPU waits for the host in one micro-batch of a stage: the host launches each of its ``blocks``
+    blocks' kernels in ``host_ms``, forward and backward, and the GPU cannot finish before the host has launched; 0
+    where the GPU's own ``gpu_seconds`` are longer. Charged to the backward; a recomputed forward's launches are not
+    counted (the fit saw none)."""
+    return max(0.0, blocks * efficiency.host_ms * 1e-3 - gpu_seconds)
 
 
 class DataGroup(NamedTuple):
@@ -326,7 +339,7 @@ def step_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layou
     middle = stage_cost(model, cluster, plan, layout, efficiency, "middle") if plan.pp > 2 else first
     slowest = max(first, middle, last, key=lambda cost: cost.total)
     m = layout.microbatches  # the slowest stage runs every micro-batch, then waits out the bubble
-    parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp")}
+    parts = {name: m * slowest.part(name) for name in ("compute", "memory_bound", "tp", "cp", "host")}
     parts["bubble"] = bubble_seconds(plan, slowest)
     parts["pp_p2p"] = pipeline_p2p_seconds(model, cluster, plan, layout, efficiency)
     stages: tuple[PipelineStage, ...] = ("first", "middle", "last")

@@ -240,11 +240,12 @@ class SweepCell:
 
 def sweep_cells(judgements: Sequence[Judgement], min_rows: int = SWEEP_MIN_ROWS) -> list[SweepCell]:
     """Every cell of ``min_rows`` or more measured configurations whose speed is judged, of one model (shape and
-    sequence) on one number of GPUs of one kind, from one source."""
+    sequence) on one number of GPUs of one kind, from one source; validation rows only (a parameter was fitted on the
+    calibration rows)."""
     cells: dict[tuple[object, ...], list[Judgement]] = {}
     for j in judgements:
         r = j.record
-        if j.ratio is None:  # information, out of memory, or a speed that is not judged
+        if j.ratio is None or r.use != "validation":  # information, out of memory, a speed not judged, or fitted on
             continue
         key = (r.source, r.layers, r.hidden, r.heads, r.seq, r.gpu, r.gpus)
         cells.setdefault(key, []).append(j)

@@ -77,6 +77,15 @@ name, and is printed as information (``RunRecord.speed_unknown``); its memory is
 without a pipeline are judged in full. The criterion is the layout (PP > 1), not the outcome: of the 1,271 pipelined
 rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the model predicts within 0.8-1.25 out
 of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
+
+The sweep's one-node rows without a pipeline (26) are the calibration table of the host's launch time
+(``efficiency.HOST``; ``use="calibration"``); every other row is validation. Why a host: with tensor parallelism 8 and
+one sequence a micro-batch, a block's forward and backward take a median of 4.6-4.9 ms (published step ÷ (micro-batches
+· layers)) for the 1B, 3B and 8B models alike, on 1 to 32 nodes, though an 8B block does 3.3 times the FLOPs of a 1B
+block and the model without the host gives the GPU 1.9-3.8 ms for it (``block_times``; notebook 20): a floor that does
+not follow the GPU's work (at TP 4, 4.8, 4.8 and 5.7 ms). Nanotron's Llama runs eagerly, each operator launched from
+Python, so the host's launches set it. One parameter stands for it, fitted on one node's rows and then tested on the
+other nodes'.
 """
 
 from __future__ import annotations
@@ -86,7 +95,7 @@ from importlib.resources import files
 
 from d2lmp.model.cluster.run_record import RunRecord
 
-__all__ = ["RECORDS", "cell"]
+__all__ = ["RECORDS", "MODEL_NAMES", "cell"]
 
 _WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
 # (layers, hidden, heads, MLP) of scripts/scaling_benchmarks.py's model_configs; "80B" is its 70B entry.
@@ -95,6 +104,7 @@ _ALL_REDUCE_GBPS = {2: 361.7, 4: 160.1, 8: 99.6, 16: 84.7, 32: 64.9, 64: 32.9}
 _GATHER_GBPS = {2: 184.6, 4: 119.0, 8: 69.0, 16: 55.0, 32: 28.0, 64: 11.0}
 _SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192), "8B": (32, 4096, 32, 14336),
            "80B": (80, 8192, 64, 28672)}
+MODEL_NAMES = {(layers, hidden): name for name, (layers, hidden, _, _) in _SHAPES.items()}  # the sweep's names
 
 # (model, nodes, MBS, GradAcc, GBS, DP, PP, TP, ZeRO, MFU %, tok/s/gpu, GPU memory GB) as the hover texts print them,
 # one line each in ``ultrascale_sweep.csv`` beside this module.
@@ -126,7 +136,8 @@ def _record(row: Row) -> RunRecord:
     return RunRecord(
         source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
         row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
-        use="validation", layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, tied_embeddings=tied,
+        use="calibration" if nodes == 1 and pp == 1 else "validation",  # host_ms's table: one node, no pipeline
+        layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, tied_embeddings=tied,
         seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
         micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_all_reduce_GBps=_ALL_REDUCE_GBPS.get(nodes),
