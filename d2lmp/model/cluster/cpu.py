@@ -114,7 +114,8 @@ def cpu_preset(cal: CPUCalibration) -> GPUPreset:
 
 
 def cpu_efficiency(cal: CPUCalibration) -> Efficiency:
-    """The four parameters for the CPU: the measured rates are achieved ones (fractions 1), passes measured."""
+    """The parameters for the CPU: the measured rates are achieved ones (fractions 1), passes measured, and no host
+    wait (``host_ms`` 0: the CPU ranks compute what they launch themselves)."""
     return Efficiency(gemm=1.0, memory_passes=cal.memory_passes, nvlink=1.0, network=1.0)
 
 
