@@ -50,7 +50,8 @@ MEANINGS: dict[str, str] = {
     "nvlink": "bus bandwidth NCCL reaches within a node, as a fraction of NVLink's per-direction bandwidth",
     "network": "bus bandwidth NCCL reaches across nodes, as a fraction of the network's bandwidth per GPU",
     "host_ms": "milliseconds the host takes to launch one transformer block's kernels, forward and backward, for one "
-               "micro-batch (eager PyTorch issues each operator from Python): a GPU done sooner waits for the host",
+               "micro-batch, one kernel at a time (eager PyTorch): a GPU done sooner waits; read as the host's "
+               "launches, fitted, not measured",
 }
 # The range the fit searches for each parameter: physically possible values only.
 BOUNDS: dict[str, tuple[float, float]] = {

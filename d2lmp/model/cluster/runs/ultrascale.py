@@ -79,13 +79,17 @@ rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the
 of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
 
 The sweep's one-node rows without a pipeline (26) are the calibration table of the host's launch time
-(``efficiency.HOST``; ``use="calibration"``); every other row is validation. Why a host: with tensor parallelism 8 and
-one sequence a micro-batch, a block's forward and backward take a median of 4.6-4.9 ms (published step ÷ (micro-batches
-· layers)) for the 1B, 3B and 8B models alike, on 1 to 32 nodes, though an 8B block does 3.3 times the FLOPs of a 1B
-block and the model without the host gives the GPU 1.9-3.8 ms for it (``block_times``; notebook 20): a floor that does
-not follow the GPU's work (at TP 4, 4.8, 4.8 and 5.7 ms). Nanotron's Llama runs eagerly, each operator launched from
-Python, so the host's launches set it. One parameter stands for it, fitted on one node's rows and then tested on the
-other nodes'.
+(``efficiency.HOST``; ``use="calibration"``; 9 of them, at one sequence a micro-batch, wait for it); every other row is
+validation. Why a fixed time a block: with tensor parallelism 8 and one sequence a micro-batch, a block's forward and
+backward take a median of 4.6-4.8 ms (published step ÷ (micro-batches · layers)) for the 1B, 3B and 8B models alike on
+1 to 32 nodes (4.4-4.6 on one node), though an 8B block does 3.3 times the FLOPs of a 1B block and the model without the
+host gives the GPU 1.9-3.8 ms for it (``block_times``; notebook 20): a floor that does not follow the GPU's work (at TP
+4 the 1B and 3B sit at the same 4.8 ms; the 8B's own work, 6.0 ms in the model, lies above it at 5.7). Nanotron runs
+eagerly (no ``torch.compile`` or CUDA graph at 67c5ebb6): the host launches every kernel one at a time, the forward
+from Python, the backward from PyTorch's autograd engine, which calls back into Python for nanotron's own layers. The
+host's launches are the likeliest cause, read, not measured: no profile of these runs exists, and nanotron's
+``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue, kernels run in the order issued) could add to it. One parameter
+stands for it, fitted on one node's rows and tested on the other nodes'.
 """
 
 from __future__ import annotations
