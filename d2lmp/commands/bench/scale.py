@@ -21,7 +21,8 @@ from d2lmp.model.cluster.report import (
     format_planner_checks,
     planner_checks,
 )
-from d2lmp.model.cluster.runs import records
+from d2lmp.model.cluster.runs import llama3, records
+from d2lmp.model.cluster.unknowns import sweep_unknowns
 from d2lmp.model.cluster.validation import (
     GOAL,
     PICK_GOAL,
@@ -36,7 +37,7 @@ from d2lmp.report import table
 from d2lmp.views.validation import sources_table
 
 __all__ = ["HELP", "PUBLISHED_GOAL", "add_options", "check", "run", "worst_ratio", "goal_lines", "rows_table",
-           "info_lines", "speed_info_lines", "validation_goal_lines", "sweep_lines"]
+           "info_lines", "speed_info_lines", "unknown_lines", "validation_goal_lines", "sweep_lines"]
 
 HELP = "the cluster model against published runs (predicted / published), and the planner against their choices"
 PUBLISHED_GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput, every row of every table
@@ -102,6 +103,33 @@ def speed_info_lines(judgements: list[Judgement]) -> list[str]:
             for (source, reason), ratios in groups.items()]
 
 
+def unknown_lines() -> list[str]:
+    """Llama 3 405B's rows (information: Table 4 leaves out the micro-batch and V), judged at every value they could
+    take: how many settings the model can represent and says fit, the range of predicted / published, the nearest."""
+    low, high = GOAL
+    lines = ["Llama 3 405B (dubey2024llama3, Table 4), judged at every micro-batch, V and (where not given) "
+             "recomputation the paper leaves open; information, not counted:"]
+    for record in llama3.RECORDS:
+        choices = llama3.unknowns(record)
+        swept = sweep_unknowns(record, choices)
+        ratios, fitting = swept.ratios(), swept.ratios(fitting_only=True)
+        least, most = swept.memory_gb()
+        best = swept.best()
+        tried = ", ".join(f"{name} {' '.join(map(str, values))}" for name, values in choices.items())
+        line = (f"  {record.row}, published MFU {record.value:.2f} ({tried}): {len(swept.judgements)} of "
+                f"{swept.tried} settings representable, {swept.fitting} fit in memory ({least:.0f}-{most:.0f} GB); "
+                f"predicted / published {min(ratios):.2f}-{max(ratios):.2f}, {swept.in_band()} within {low}-{high}")
+        if fitting:
+            line += f" ({swept.in_band(fitting_only=True)} of them fitting, {min(fitting):.2f}-{max(fitting):.2f})"
+        if best is not None:
+            setting, j = best
+            assert j.prediction is not None
+            line += (f"; nearest 1: {', '.join(f'{k} {v}' for k, v in setting.items())}, {j.any_ratio:.2f}, "
+                     f"{j.prediction.memory.total / 1e9:.0f} GB")
+        lines.append(line)
+    return lines
+
+
 def validation_goal_lines(judgements: list[Judgement]) -> list[str]:
     return [goal_line(check.what, check.target, check.found, check.met) for check in goal_checks(judgements)]
 
@@ -163,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     print("ratio = predicted / published tokens/s per GPU (a published MFU or FLOP rate divided by the FLOPs the "
           "model counts a token)")
     print("\n".join(info_lines(judgements) + speed_info_lines(judgements)))
+    print("\n" + "\n".join(unknown_lines()))
     print("\n" + "\n".join(goal_lines(report.tables)))
     print("\n".join(validation_goal_lines(judgements)))
     print("\n" + "\n".join(sweep_lines(judgements)))

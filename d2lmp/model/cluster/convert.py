@@ -80,7 +80,8 @@ def convert(record: RunRecord) -> Converted:
                     sequence_parallel=_sequence_parallel(record), interleave=record.interleave, attention=attention,
                     precision=precision, fp32_grad_reduce=record.fp32_grad_reduce,
                     fp32_grad_buffer=record.fp32_grad_buffer, dp_overlap=record.dp_overlap, ep=record.ep,
-                    fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap)
+                    fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap,
+                    head_stages=record.head_stages)
         check_plan(model, cluster, plan)
     except ValueError as exc:
         return Converted(record, reason=f"not representable: {exc}")

@@ -60,6 +60,7 @@ class RunRecord:
     runs behind the backward, bucketed; False: after the last backward, as DeepSpeed's pipeline schedule and
     Megatron's 2021 local DDP run it), ``sequence_parallel`` (the tensor ranks split the sequence outside their
     regions, Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert`` assumes it where tp > 1),
+    ``head_stages`` (the embedding and the output layer each take a block's place in the pipeline: ``layout.Plan``),
     ``pipeline_sends`` (how the stages send to each other; "unknown" leaves a pipelined row's speed unjudged, its
     memory still judged).
     ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
@@ -116,6 +117,7 @@ class RunRecord:
     fp32_grad_buffer: bool = False
     dp_overlap: bool = True
     sequence_parallel: bool | None = None
+    head_stages: bool = False
     pipeline_sends: PipelineSends = "queued"
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 

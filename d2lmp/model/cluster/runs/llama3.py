@@ -10,8 +10,10 @@ that shards optimizer states and gradients but does not reshard the weights afte
 here); "Llama 3 could be pre-trained on sequences of 8K tokens without activation checkpointing" (recompute "none"
 for the 8K rows, "unknown" at 128K); the pipeline drops one Transformer layer from the first and from the last
 stage, so the first model chunk holds only the embedding and the last only the output projection and loss: 126
-layers over 16 pipeline ranks, unevenly; an interleaved schedule with V stages per rank, V not given (interleave
-left at 1); micro-batches per batch tunable, not given (micro_batch None). Shape from Table 3 (126 layers, 16,384
+layers over 16 pipeline ranks, unevenly (``head_stages``); an interleaved schedule with V stages per rank, V not given
+(interleave left at 1); micro-batches per batch tunable, not given (micro_batch None). So the rows are information;
+``unknowns`` lists what each leaves open, with every value it could take, and ``d2lmp bench scale`` judges every
+combination (``model.cluster.unknowns``). Shape from Table 3 (126 layers, 16,384
 wide, 128 heads, 8 KV heads, FFN 53,248, SwiGLU; vocabulary 128,256 as in ``runs.shapes``).
 
 Assumed: the attention kernel is not named in §3.3; a run of 8K tokens without checkpointing, or of 128K tokens,
@@ -24,7 +26,7 @@ from __future__ import annotations
 from d2lmp.model.cluster.run_record import RecordRecompute, RunRecord
 from d2lmp.model.cluster.runs.shapes import SHAPES
 
-__all__ = ["RECORDS"]
+__all__ = ["RECORDS", "UNKNOWN_INTERLEAVES", "unknowns"]
 
 _WHERE = "arXiv:2407.21783 v3, §3.3.2, Table 4, p. 10"
 _PIPELINE = ("126 layers over 16 pipeline ranks, one layer fewer on the first and the last stage, the embedding "
@@ -44,8 +46,23 @@ def _record(row: tuple[int, int, int, int, int, int, int, float, float]) -> RunR
     return RunRecord(source="dubey2024llama3", where=_WHERE, row=f"{gpus:,} GPUs, TP {tp} CP {cp} PP {pp} DP {dp}, "
                      f"{seq:,} tokens", use="validation", seq=seq, gpu="H100-SXM", gpus=gpus, metric="mfu",
                      value=mfu, tp=tp, pp=pp, dp=dp, cp=cp, zero=2, micro_batch=None, global_batch=dp * per_dp,
-                     recompute=recompute, attention="flash", precision="bf16", counts_recompute=False,
+                     recompute=recompute, attention="flash", precision="bf16", counts_recompute=False, head_stages=True,
                      note=f"Printed: {tflops} TFLOPs/GPU. {_PIPELINE}", **SHAPES["llama3-405b"])
 
 
 RECORDS: tuple[RunRecord, ...] = tuple(_record(r) for r in _TABLE_4)
+
+# V, the virtual stages per pipeline rank, is not given: every value the model can place 126 layers over 16 ranks with.
+UNKNOWN_INTERLEAVES = (1, 2, 4, 8)
+
+
+def unknowns(record: RunRecord) -> dict[str, tuple[object, ...]]:
+    """What Table 4 and §3.3 leave out of ``record``, with every value it could take: the micro-batch (any that divides
+    a replica's batch), V, and at 128K tokens the recomputation (at 8K the text says none)."""
+    per_replica = (record.global_batch or 0) // (record.dp or 1)
+    choices: dict[str, tuple[object, ...]] = {
+        "micro_batch": tuple(m for m in range(1, per_replica + 1) if per_replica % m == 0),
+        "interleave": UNKNOWN_INTERLEAVES}
+    if record.recompute == "unknown":
+        choices["recompute"] = ("none", "selective", "full")
+    return choices

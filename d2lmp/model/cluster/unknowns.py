@@ -1,0 +1,77 @@
+"""A record whose source leaves part of its configuration out, judged at every value the missing part could take.
+
+A published run that does not print, say, its micro-batch cannot be judged as it ran (``convert`` says which fields are
+missing, and the record is counted as information). ``sweep_unknowns`` fills the missing fields with each candidate
+in turn and judges every combination the model can represent, so that the record's information line can say what
+the model predicts over everything the run could have been: the range of predicted / published, how many of the
+settings fit in memory, and the best. It never picks one setting as "the" run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from d2lmp.model.cluster.efficiency import FITTED, Efficiency
+from d2lmp.model.cluster.run_record import RunRecord
+from d2lmp.model.cluster.validation import GOAL, Judgement, judge
+
+__all__ = ["Swept", "sweep_unknowns"]
+
+
+@dataclass(frozen=True)
+class Swept:
+    """One record judged at every representable combination of its missing fields (``settings``, in the same order
+    as ``judgements``); ``tried`` counts the combinations, representable or not."""
+
+    record: RunRecord
+    tried: int
+    settings: tuple[dict[str, object], ...]
+    judgements: tuple[Judgement, ...]
+
+    def ratios(self, fitting_only: bool = False) -> list[float]:
+        """Predicted / published over the judged settings (only those the model says fit, if ``fitting_only``)."""
+        return [r for j in self.judgements if (r := j.any_ratio) is not None
+                and (not fitting_only or (j.prediction is not None and j.prediction.fits))]
+
+    @property
+    def fitting(self) -> int:
+        return sum(j.prediction is not None and j.prediction.fits for j in self.judgements)
+
+    def in_band(self, fitting_only: bool = False) -> int:
+        return sum(GOAL[0] <= r <= GOAL[1] for r in self.ratios(fitting_only))
+
+    def memory_gb(self) -> tuple[float, float]:
+        """The least and the most memory a GPU needs over the judged settings, GB."""
+        totals = [j.prediction.memory.total / 1e9 for j in self.judgements if j.prediction is not None]
+        return min(totals), max(totals)
+
+    def best(self) -> tuple[dict[str, object], Judgement] | None:
+        """The setting whose ratio is nearest 1 (on a log scale), with its judgement; None if none was judged."""
+        judged = [(s, j) for s, j in zip(self.settings, self.judgements, strict=True) if j.any_ratio is not None]
+        if not judged:
+            return None
+        return min(judged, key=lambda sj: abs(math.log(sj[1].any_ratio or 1.0)))
+
+
+def sweep_unknowns(record: RunRecord, choices: Mapping[str, Sequence[object]],
+                   efficiency: Efficiency = FITTED) -> Swept:
+    """``record`` judged at every combination of ``choices`` (field name -> candidate values, each a ``RunRecord``
+    field), keeping the combinations the model can represent."""
+    if not choices:
+        raise ValueError("give at least one field to sweep")
+    unknown = [name for name in choices if not hasattr(record, name)]
+    if unknown:
+        raise ValueError(f"not fields of a run record: {unknown}")
+    names = list(choices)
+    combos = list(itertools.product(*(choices[name] for name in names)))
+    settings, judgements = [], []
+    for values in combos:
+        setting = dict(zip(names, values, strict=True))
+        j = judge(replace(record, **setting), efficiency)  # type: ignore[arg-type]  # fields checked above
+        if j.prediction is not None:
+            settings.append(setting)
+            judgements.append(j)
+    return Swept(record, len(combos), tuple(settings), tuple(judgements))

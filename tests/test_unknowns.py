@@ -1,0 +1,45 @@
+"""A record whose source leaves part of its configuration out, judged at every value the missing part could take."""
+
+import pytest
+
+from d2lmp.model.cluster.runs import llama3
+from d2lmp.model.cluster.unknowns import sweep_unknowns
+from d2lmp.model.cluster.validation import GOAL, judge
+
+
+def test_every_combination_is_tried_and_only_the_representable_are_judged():
+    record = llama3.RECORDS[1]  # 16,384 GPUs at 8K: 16 sequences a replica
+    assert judge(record).prediction is None  # as published: information
+    choices = llama3.unknowns(record)
+    assert choices == {"micro_batch": (1, 2, 4, 8, 16), "interleave": (1, 2, 4, 8)}
+    swept = sweep_unknowns(record, choices)
+    assert swept.tried == 5 * 4 and 0 < len(swept.judgements) < swept.tried
+    for setting, j in zip(swept.settings, swept.judgements, strict=True):
+        assert j.prediction is not None
+        assert (j.converted.plan.micro_batch, j.converted.plan.interleave) == (setting["micro_batch"],
+                                                                                setting["interleave"])
+    # V 8 puts one of the 128 places (126 blocks, the embedding, the output layer) on each of 16 x 8 chunks; with
+    # 16 micro-batches of one sequence the interleaved schedule has its multiple of 16
+    assert {"micro_batch": 1, "interleave": 8} in swept.settings
+
+
+def test_llama3s_published_mfu_is_within_the_band_at_its_nearest_setting_which_the_model_says_does_not_fit():
+    """The present record: at its nearest setting (micro-batch 1, V 8) the model predicts the 8K rows' published MFU
+    within 0.8-1.25, but says no setting fits in 80 GiB (98 and 88 GB: a memory miss, in CONTRIBUTING)."""
+    for record in llama3.RECORDS[:2]:
+        swept = sweep_unknowns(record, llama3.unknowns(record))
+        best = swept.best()
+        assert best is not None
+        setting, j = best
+        assert setting == {"micro_batch": 1, "interleave": 8}
+        assert j.any_ratio is not None and GOAL[0] <= j.any_ratio <= GOAL[1]
+        assert swept.fitting == 0  # raise this when the model's memory for Meta's pipeline is fixed
+        assert swept.in_band() >= 1 and swept.in_band(fitting_only=True) == 0
+
+
+def test_a_sweep_needs_fields_of_a_record():
+    record = llama3.RECORDS[0]
+    with pytest.raises(ValueError, match="at least one field"):
+        sweep_unknowns(record, {})
+    with pytest.raises(ValueError, match="not fields of a run record"):
+        sweep_unknowns(record, {"microbatch": (1, 2)})
