@@ -50,7 +50,11 @@ def test_the_plot_draws_each_model_three_ways_and_refuses_nothing_to_draw(tp8):
     _, times = tp8
     fig = plot_block_times(times, FITTED.host_ms)
     (ax,) = fig.axes
-    assert len(ax.lines) == 3 * len({t.label for t in times}) + 1  # published, model, model without host; the floor
+    models = len({t.label for t in times})
+    # published, model, model without host per model; three empty lines that key the styles; the floor
+    assert len(ax.lines) == 3 * models + 3 + 1
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-3:] == ["published (median)", "model",
+                                                                       "model, no launch time"]
     with pytest.raises(ValueError, match="no block times"):
         plot_block_times([], FITTED.host_ms)
     import matplotlib.pyplot as plt

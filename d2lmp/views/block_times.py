@@ -20,8 +20,8 @@ __all__ = ["plot_block_times"]
 
 def plot_block_times(times: Sequence[BlockTime], host_ms: float, ax: Axes | None = None,
                      title: str = "One block and micro-batch, forward and backward") -> Figure:
-    """Per model: the published medians as dots, the model with the host's launch time as a line, without it dashed;
-    the host's ``host_ms`` as a grey floor. Both axes logarithmic."""
+    """Per model (one colour each): the published medians as dots, the model with the host's launch time as a line,
+    without it dashed; the host's ``host_ms`` as a grey floor. Both axes logarithmic."""
     if not times:
         raise ValueError("no block times to plot: no judged rows matched")
     fig, ax = fig_ax(ax, figsize=(7.5, 4.5))
@@ -29,15 +29,16 @@ def plot_block_times(times: Sequence[BlockTime], host_ms: float, ax: Axes | None
     for colour, label in zip(colours, dict.fromkeys(t.label for t in times), strict=False):
         mine = [t for t in times if t.label == label]
         x = [t.micro_batch for t in mine]
-        ax.plot(x, [t.published_ms for t in mine], "o", color=colour, label=f"{label}: published (median)")
-        ax.plot(x, [t.predicted_ms for t in mine], "-", color=colour, label=f"{label}: model")
-        ax.plot(x, [t.without_host_ms for t in mine], "--", color=colour, alpha=0.6,
-                label=f"{label}: model, host never waited for")
+        ax.plot(x, [t.published_ms for t in mine], "o", color=colour, label=label)
+        ax.plot(x, [t.predicted_ms for t in mine], "-", color=colour)
+        ax.plot(x, [t.without_host_ms for t in mine], "--", color=colour, alpha=0.6)
+    for style, what in (("o", "published (median)"), ("-", "model"), ("--", "model, no launch time")):
+        ax.plot([], [], style, color="#555555", label=what)
     ax.axhline(host_ms, color="#8c8c8c", lw=1)
     ax.annotate(f"host's launches, {host_ms:g} ms", (max(t.micro_batch for t in times), host_ms), xytext=(-2, -12),
                 textcoords="offset points", ha="right", color="#555555", fontsize=9)
     ax.set(xscale="log", yscale="log", xlabel="micro-batch (sequences)",
-           ylabel="milliseconds per block and micro-batch", title=title)
+           ylabel="milliseconds per block per micro-batch", title=title)
     batches = sorted({t.micro_batch for t in times})
     ax.set_xticks(batches, [str(b) for b in batches])
     from matplotlib.ticker import FuncFormatter
