@@ -121,11 +121,9 @@ def unknown_lines() -> list[str]:
                 f"predicted / published {min(ratios):.2f}-{max(ratios):.2f}, {swept.in_band()} within {low}-{high}")
         if fitting:
             line += f" ({swept.in_band(fitting_only=True)} of them fitting, {min(fitting):.2f}-{max(fitting):.2f})"
-        if best is not None:
-            setting, j = best
-            assert j.prediction is not None
-            line += (f"; nearest 1: {', '.join(f'{k} {v}' for k, v in setting.items())}, {j.any_ratio:.2f}, "
-                     f"{j.prediction.memory.total / 1e9:.0f} GB")
+        if best is not None and best.prediction is not None:
+            line += (f"; nearest 1: {swept.setting(best)}, {best.any_ratio:.2f}, "
+                     f"{best.prediction.memory.total / 1e9:.0f} GB")
         lines.append(line)
     return lines
 

@@ -48,12 +48,15 @@ class Swept:
         totals = [j.prediction.memory.total / 1e9 for j in self.judgements if j.prediction is not None]
         return min(totals), max(totals)
 
-    def best(self) -> tuple[dict[str, object], Judgement] | None:
-        """The setting whose ratio is nearest 1 (on a log scale), with its judgement; None if none was judged."""
-        judged = [(s, j) for s, j in zip(self.settings, self.judgements, strict=True) if j.any_ratio is not None]
-        if not judged:
-            return None
-        return min(judged, key=lambda sj: abs(math.log(sj[1].any_ratio or 1.0)))
+    def best(self) -> Judgement | None:
+        """The judgement whose ratio is nearest 1 (on a log scale; its record holds the setting); None if none was
+        judged."""
+        judged = [j for j in self.judgements if j.any_ratio is not None]
+        return min(judged, key=lambda j: abs(math.log(j.any_ratio or 1.0)), default=None)
+
+    def setting(self, judgement: Judgement) -> str:
+        """The swept fields' values of one of this sweep's judgements: 'micro_batch 1, interleave 8'."""
+        return ", ".join(f"{name} {getattr(judgement.record, name)}" for name in self.settings[0])
 
 
 def sweep_unknowns(record: RunRecord, choices: Mapping[str, Sequence[object]],
