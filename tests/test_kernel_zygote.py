@@ -126,10 +126,25 @@ def test_two_forked_kernels_draw_different_random_numbers(forked):
     assert draws[0] != draws[1] and len(set(draws[0].split()) & set(draws[1].split())) == 0, draws
 
 
+def _connect(path: str) -> socket.socket:
+    """Connect to the zygote's socket as its kernel client does: the zygote binds it only once its imports are done,
+    so a test that runs first in its worker may ask before it exists."""
+    deadline = time.monotonic() + kernel_zygote.CONNECT_TIMEOUT_S
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(path)
+            return conn
+        except FileNotFoundError:
+            conn.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def test_a_client_that_leaves_before_asking_does_not_stop_the_zygote(forked, zygote):
     _, env = zygote
-    quitter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    quitter.connect(env[kernel_zygote.SOCKET_ENV])
+    quitter = _connect(env[kernel_zygote.SOCKET_ENV])
     quitter.close()
     nb = _notebook("print('still serving')")
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
