@@ -14,13 +14,15 @@ def test_every_combination_is_tried_and_only_the_representable_are_judged():
     assert choices == {"micro_batch": (1, 2, 4, 8, 16), "interleave": (1, 2, 4, 8)}
     swept = sweep_unknowns(record, choices)
     assert swept.tried == 5 * 4 and 0 < len(swept.judgements) < swept.tried
-    for setting, j in zip(swept.settings, swept.judgements, strict=True):
+    assert swept.names == ("micro_batch", "interleave")
+    settings = [(j.record.micro_batch, j.record.interleave) for j in swept.judgements]
+    assert len(set(settings)) == len(settings)  # each combination judged once
+    for (micro_batch, interleave), j in zip(settings, swept.judgements, strict=True):
         assert j.prediction is not None
-        assert (j.converted.plan.micro_batch, j.converted.plan.interleave) == (setting["micro_batch"],
-                                                                                setting["interleave"])
+        assert (j.converted.plan.micro_batch, j.converted.plan.interleave) == (micro_batch, interleave)
     # V 8 puts one of the 128 places (126 blocks, the embedding, the output layer) on each of 16 x 8 chunks; with
     # 16 micro-batches of one sequence the interleaved schedule has its multiple of 16
-    assert {"micro_batch": 1, "interleave": 8} in swept.settings
+    assert (1, 8) in settings
 
 
 def test_llama3s_published_mfu_is_within_the_band_at_its_nearest_setting_which_the_model_says_does_not_fit():

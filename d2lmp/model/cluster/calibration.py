@@ -23,6 +23,8 @@ from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.published import NARAYANAN_TABLE1, PublishedRun
 from d2lmp.model.cluster.run_record import RunRecord
+from d2lmp.model.cluster.runs import records as all_records
+from d2lmp.model.cluster.validation import judge
 
 __all__ = ["GOAL", "Comparison", "cluster_of", "predicted_value", "compare", "objective", "fit", "host_objective",
            "fit_host", "within_goal"]
@@ -118,9 +120,6 @@ def fit(runs: Sequence[PublishedRun] = NARAYANAN_TABLE1, tol: float = 1e-4, swee
 def host_objective(efficiency: Efficiency, records: Sequence[RunRecord] | None = None) -> float:
     """Sum of squared log ratios over the records declared for calibration (None: ``runs.records("calibration")``):
     what ``fit_host`` minimises."""
-    from d2lmp.model.cluster.runs import records as all_records
-    from d2lmp.model.cluster.validation import judge
-
     rows = all_records("calibration") if records is None else records
     return sum(math.log(r) ** 2 for rec in rows if (r := judge(rec, efficiency).ratio) is not None)
 

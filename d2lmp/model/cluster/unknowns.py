@@ -23,12 +23,12 @@ __all__ = ["Swept", "sweep_unknowns"]
 
 @dataclass(frozen=True)
 class Swept:
-    """One record judged at every representable combination of its missing fields (``settings``, in the same order
-    as ``judgements``); ``tried`` counts the combinations, representable or not."""
+    """One record judged at every representable combination of its missing fields (``names``; each judgement's
+    record holds its values); ``tried`` counts the combinations, representable or not."""
 
     record: RunRecord
+    names: tuple[str, ...]
     tried: int
-    settings: tuple[dict[str, object], ...]
     judgements: tuple[Judgement, ...]
 
     def ratios(self, fitting_only: bool = False) -> list[float]:
@@ -56,7 +56,7 @@ class Swept:
 
     def setting(self, judgement: Judgement) -> str:
         """The swept fields' values of one of this sweep's judgements: 'micro_batch 1, interleave 8'."""
-        return ", ".join(f"{name} {getattr(judgement.record, name)}" for name in self.settings[0])
+        return ", ".join(f"{name} {getattr(judgement.record, name)}" for name in self.names)
 
 
 def sweep_unknowns(record: RunRecord, choices: Mapping[str, Sequence[object]],
@@ -68,13 +68,8 @@ def sweep_unknowns(record: RunRecord, choices: Mapping[str, Sequence[object]],
     unknown = [name for name in choices if not hasattr(record, name)]
     if unknown:
         raise ValueError(f"not fields of a run record: {unknown}")
-    names = list(choices)
+    names = tuple(choices)
     combos = list(itertools.product(*(choices[name] for name in names)))
-    settings, judgements = [], []
-    for values in combos:
-        setting = dict(zip(names, values, strict=True))
-        j = judge(replace(record, **setting), efficiency)  # type: ignore[arg-type]  # fields checked above
-        if j.prediction is not None:
-            settings.append(setting)
-            judgements.append(j)
-    return Swept(record, len(combos), tuple(settings), tuple(judgements))
+    judged = (judge(replace(record, **dict(zip(names, values, strict=True))), efficiency)  # type: ignore[arg-type]
+              for values in combos)  # the fields were checked above
+    return Swept(record, names, len(combos), tuple(j for j in judged if j.prediction is not None))
