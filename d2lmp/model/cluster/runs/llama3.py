@@ -7,13 +7,15 @@ al. (2023, PaLM) define it: model FLOPs, attention included, recomputation not c
 
 Read from the text of §3.3.1-3.3.2 (pp. 9-11): H100s at 700 W with 80 GB of HBM3, eight to a server; DP is FSDP
 that shards optimizer states and gradients but does not reshard the weights after the forward pass (ZeRO stage 2
-here); "Llama 3 could be pre-trained on sequences of 8K tokens without activation checkpointing" (recompute "none"
+here); "we could pre-train Llama 3 on sequences of 8K tokens without activation checkpointing" (recompute "none"
 for the 8K rows, "unknown" at 128K); the pipeline drops one Transformer layer from the first and from the last
 stage, so the first model chunk holds only the embedding and the last only the output projection and loss: 126
 layers over 16 pipeline ranks, unevenly (``head_stages``); an interleaved schedule with V stages per rank, V not given
 (interleave left at 1); micro-batches per batch tunable, not given (micro_batch None). So the rows are information;
 ``unknowns`` lists what each leaves open, with every value it could take, and ``d2lmp bench scale`` judges every
-combination (``model.cluster.unknowns``). Shape from Table 3 (126 layers, 16,384
+combination the model can represent (``model.cluster.unknowns``): with V > 1 the model's interleaved schedule needs the
+micro-batches a multiple of the stages, where Meta's modified schedule also runs fewer (§3.3.2), so some settings Meta
+could run are not among them. Shape from Table 3 (126 layers, 16,384
 wide, 128 heads, 8 KV heads, FFN 53,248, SwiGLU; vocabulary 128,256 as in ``runs.shapes``).
 
 Assumed: the attention kernel is not named in §3.3; a run of 8K tokens without checkpointing, or of 128K tokens,
