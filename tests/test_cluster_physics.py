@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 
 from d2lmp.model.cluster import Cluster, Plan, Transformer, predict
+from d2lmp.model.cluster.hardware import NetworkMeasurement
 
 # Two blocks of a small GPT on one A100: b = 1, s = 512, h = 256, a = 4 heads.
 SMALL = Transformer(layers=2, hidden=256, heads=4, seq=512, vocab=1000)
@@ -88,7 +89,7 @@ def test_a_group_spanning_nodes_sends_over_as_many_nics_as_it_has_members_in_a_n
     """An H100 node has eight 400 Gb/s NICs, 50 GB/s per GPU. Data parallelism over 16 GPUs, eight a node, sends
     over all eight: 8 × 50 × ``network`` GB/s (below NVLink's 450 × ``nvlink``); after tensor parallelism of 8, one
     member a node sends over one NIC. Its all-reduce takes NCCL's tree between the two nodes: 2·7 + 2·1 = 16 α
-    steps, not a ring's 2·15."""
+    steps (the network's, ``network_us``), not a ring's 2·15."""
     from d2lmp.model.cluster.efficiency import FITTED
     from d2lmp.model.cluster.layout import check_plan
     from d2lmp.model.cluster.steptime import all_reduce_bytes, group_all_reduce_seconds, group_bytes_per_s
@@ -102,7 +103,7 @@ def test_a_group_spanning_nodes_sends_over_as_many_nics_as_it_has_members_in_a_n
     assert (after_tp.dp_link, after_tp.dp_per_node) == ("network", 2)
     assert group_bytes_per_s(h100, "network", 1, FITTED) == pytest.approx(50e9 * FITTED.network)
     seconds = group_all_reduce_seconds(1e9, 16, wide, 8, "network")
-    assert seconds == pytest.approx(all_reduce_bytes(1e9, 16) / wide + 16 * 10e-6)
+    assert seconds == pytest.approx(all_reduce_bytes(1e9, 16) / wide + 16 * FITTED.network_us * 1e-6)
 
 
 def test_a_gpu_faster_than_the_host_waits_for_its_launches():
@@ -137,14 +138,17 @@ def test_the_gradient_reduction_hides_behind_the_backward_but_for_its_last_bucke
                                                                             "network"))
 
 
+MEASURED = (NetworkMeasurement(2, 361.7, 184.6), NetworkMeasurement(32, 64.9, 28.0))
+
+
 def test_a_cluster_with_measured_bus_bandwidths_uses_them_rail_by_rail():
-    """A cluster measured at 64.9 GB/s for a cross-node all-reduce and 28 GB/s for an all-gather (eight GPUs a node
-    in the group) gives a group with eight members a node exactly those, one with two members a quarter, and a lone
-    sender an eighth; NVLink and unmeasured clusters keep the NICs' rate × ``network``."""
+    """A cluster measured at 64.9 GB/s for a cross-node all-reduce and 28 GB/s for an all-gather over 32 nodes (eight
+    GPUs a node in the group) gives a group with eight members a node exactly those, one with two members a quarter,
+    and a lone sender an eighth; NVLink and unmeasured clusters keep the NICs' rate × ``network``."""
     from d2lmp.model.cluster.efficiency import FITTED
     from d2lmp.model.cluster.steptime import group_bytes_per_s, link_bytes_per_s
 
-    measured = Cluster(gpu="H100-SXM", gpus=256, network_all_reduce_GBps=64.9, network_gather_GBps=28.0)
+    measured = Cluster(gpu="H100-SXM", gpus=256, network_measured=MEASURED)
     assert group_bytes_per_s(measured, "network", 8, FITTED) == pytest.approx(64.9e9)
     assert group_bytes_per_s(measured, "network", 8, FITTED, gather=True) == pytest.approx(28e9)
     assert group_bytes_per_s(measured, "network", 2, FITTED) == pytest.approx(64.9e9 / 4)
@@ -152,8 +156,51 @@ def test_a_cluster_with_measured_bus_bandwidths_uses_them_rail_by_rail():
     assert group_bytes_per_s(measured, "nvlink", 8, FITTED) == pytest.approx(450e9 * FITTED.nvlink)
     plain = Cluster(gpu="H100-SXM", gpus=256)
     assert group_bytes_per_s(plain, "network", 8, FITTED, gather=True) == pytest.approx(8 * 50e9 * FITTED.network)
+
+
+def test_a_group_reads_the_measurement_over_the_nodes_it_spans():
+    """On 32 nodes, a group of 16 with eight members a node spans two: it all-gathers at the two-node figure, 184.6
+    GB/s, not the whole cluster's 28 (NVLink's 450 × ``nvlink`` is the cap); a group over four nodes, not measured,
+    reads the next measurement up (32 nodes)."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.steptime import group_bytes_per_s
+
+    measured = Cluster(gpu="H100-SXM", gpus=256, network_measured=MEASURED)
+    assert group_bytes_per_s(measured, "network", 8, FITTED, gather=True, ranks=16) == pytest.approx(184.6e9)
+    assert group_bytes_per_s(measured, "network", 8, FITTED, ranks=16) == pytest.approx(450e9 * FITTED.nvlink)
+    assert group_bytes_per_s(measured, "network", 8, FITTED, gather=True, ranks=32) == pytest.approx(28e9)
+    assert measured.measured_network(64) == MEASURED[-1] and measured.measured_network(2) == MEASURED[0]
+
+
+@pytest.mark.parametrize("bad", [(NetworkMeasurement(4, 1.0, 1.0), NetworkMeasurement(2, 1.0, 1.0)),
+                                 (NetworkMeasurement(1, 1.0, 1.0),), (NetworkMeasurement(2, 0.0, 1.0),)])
+def test_a_measured_network_needs_ascending_node_counts_and_positive_rates(bad):
     with pytest.raises(ValueError):
-        Cluster(gpu="H100-SXM", gpus=16, network_gather_GBps=0.0)
+        Cluster(gpu="H100-SXM", gpus=16, network_measured=bad)
+
+
+def test_tensor_parallelism_across_two_nodes_counts_ten_rings_a_block_with_sequence_parallelism():
+    """Sixteen tensor ranks over two nodes of the measured cluster, one sequence of 4,096 tokens, hidden 2,048. With
+    sequence parallelism a block all-gathers or reduce-scatters 2·b·s·h = 16.8 MB four times forward and six times
+    backward, each a ring of 15 steps: (15/16)·16.8 MB at the two-node all-gather's 184.6 GB/s plus 15 × α. Without
+    it, two all-reduces a pass at the two-node all-reduce rate (NVLink's rate caps it), NCCL's tree of 2·7 + 2·1
+    steps."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.layout import check_plan
+    from d2lmp.model.cluster.steptime import tensor_parallel_seconds
+
+    model = Transformer(layers=2, hidden=2048, heads=16, seq=4096, vocab=1000)
+    cluster = Cluster(gpu="H100-SXM", gpus=32, network_measured=MEASURED)
+    plan = Plan(tp=16, dp=2, global_batch=2, sequence_parallel=True)
+    layout = check_plan(model, cluster, plan)
+    assert (layout.tp_link, layout.tp_per_node) == ("network", 8)
+    message, alpha = 2 * 4096 * 2048, FITTED.network_us * 1e-6
+    one = 15 / 16 * message / 184.6e9 + 15 * alpha
+    assert tensor_parallel_seconds(model, cluster, plan, layout, FITTED) == pytest.approx((4 * one, 6 * one, 2 * one))
+    plain = Plan(tp=16, dp=2, global_batch=2, sequence_parallel=False)
+    ring = 2 * 15 / 16 * message / min(361.7e9, 450e9 * FITTED.nvlink) + 16 * alpha
+    assert tensor_parallel_seconds(model, cluster, plain, check_plan(model, cluster, plain), FITTED) == pytest.approx(
+        (2 * ring, 2 * ring, ring))
 
 
 def test_fp32_gradients_double_the_bytes_the_reduction_carries():
@@ -164,7 +211,7 @@ def test_fp32_gradients_double_the_bytes_the_reduction_carries():
     from d2lmp.model.cluster.steptime import all_reduce_bytes, gather_bytes
 
     big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
-    cluster = Cluster(gpu="H100-SXM", gpus=256, network_all_reduce_GBps=64.9, network_gather_GBps=28.0)
+    cluster = Cluster(gpu="H100-SXM", gpus=256, network_measured=MEASURED)
     plan = Plan(dp=256, global_batch=256, attention="flash", dp_overlap=False)
     params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
     sixteen = predict(big, cluster, plan).parts["dp"]

@@ -18,8 +18,10 @@ def test_every_row_names_its_source_and_place():
     assert set(MODULES) <= set(SOURCES)
     for r in _records():
         assert r.source in BIBLIOGRAPHY and r.where.strip() and r.row.strip(), r.row
-        # every row is validation but the table the host's launch time is fitted on (runs/ultrascale.py)
-        assert r.use == "validation" or (r.source == "tazi2025ultrascale" and r.gpus == 8 and r.pp == 1), r.row
+        # every row is validation but the table the two fixed times are fitted on (runs/ultrascale.py): the sweep's
+        # rows without a pipeline on one node, and those whose tensor group is the whole cluster
+        calibration = r.source == "tazi2025ultrascale" and r.pp == 1 and (r.gpus == 8 or r.tp == r.gpus)
+        assert (r.use == "calibration") == calibration, r.row
 
 
 def test_rows_are_distinct_within_each_source_but_for_repeated_measurements():

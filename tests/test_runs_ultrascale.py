@@ -9,7 +9,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 from d2lmp.model.cluster.runs import SOURCES
-from d2lmp.model.cluster.runs.ultrascale import _ROWS, RECORDS, cell
+from d2lmp.model.cluster.runs.ultrascale import _ROWS, NETWORK, RECORDS, cell
 
 
 def test_rows_and_cells():
@@ -54,14 +54,12 @@ def test_every_sweep_row_states_all_the_cluster_model_needs():
     assert all(r.complete and r.precision == "bf16" and r.attention == "flash" for r in RECORDS)
 
 
-def test_each_record_carries_the_playbooks_measured_network_for_its_node_count_and_fp32_gradients():
-    """pp_comm_bandwidth.html's medians (256 MB): all-reduce 64.9 and all-gather 28 GB/s on 32 nodes; one node has
-    no cross-node group."""
-    by_row = {r.row: r for r in RECORDS}
-    r = by_row["1B on 32 nodes: DP 256 TP 1 PP 1 ZeRO 0 MBS 1 GradAcc 1"]
-    assert (r.network_all_reduce_GBps, r.network_gather_GBps) == (64.9, 28.0)
-    assert all(r.fp32_grad_reduce for r in RECORDS)
-    assert all((r.network_all_reduce_GBps is None) == (r.gpus == 8) for r in RECORDS)
+def test_each_record_carries_the_playbooks_measured_network_by_node_count_and_fp32_gradients():
+    """pp_comm_bandwidth.html's medians (256 MB) on 2 to 64 nodes, e.g. all-reduce 64.9 and all-gather 28 GB/s on
+    32; every record carries the whole table, so that each group reads the figure over the nodes it spans."""
+    assert [m.nodes for m in NETWORK] == [2, 4, 8, 16, 32, 64]
+    assert NETWORK[4] == (32, 64.9, 28.0) and NETWORK[0] == (2, 361.7, 184.6)
+    assert all(r.network_measured == NETWORK and r.fp32_grad_reduce for r in RECORDS)
 
 
 def test_every_pipelined_row_leaves_its_speed_unjudged_and_no_other():

@@ -113,10 +113,14 @@ def test_the_preset_maps_each_measured_number_onto_a_gpu_figure():
 
 
 def test_gpu_presets_keep_the_assumed_latency_and_a_send_at_the_bus_bandwidth():
+    """NVLink keeps the presets' assumed α; across nodes the fitted one (``network_us``), or the presets' where a set
+    of parameters has none (the CPU's)."""
     cluster = Cluster("A100-80GB", 16)
     rate = link_bytes_per_s(cluster, "network", FITTED)
     assert rate == cluster.network_bytes_per_s * FITTED.network
-    assert latency_of(rate) == LATENCY_S and p2p_rate_of(rate) == rate
+    assert latency_of(rate) == pytest.approx(FITTED.network_us * 1e-6) and p2p_rate_of(rate) == rate
+    assert latency_of(link_bytes_per_s(cluster, "network", replace(FITTED, network_us=None))) == LATENCY_S
+    assert latency_of(link_bytes_per_s(cluster, "nvlink", FITTED)) == LATENCY_S
     assert latency_of(1e9) == LATENCY_S and p2p_rate_of(1e9) == 1e9  # a plain float is a link of the defaults
     assert gpu_preset("A100").latency_s == LATENCY_S and gpu_preset("A100").p2p_GBps is None
     with pytest.raises(ValueError, match="unknown GPU"):

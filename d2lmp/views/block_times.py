@@ -1,7 +1,7 @@
 """A block's milliseconds a micro-batch, published and predicted, against the micro-batch.
 
-Where the dots sit level as the micro-batch grows, the GPU waits for the host that launches its kernels; the data are
-``model.cluster.block_times``'s."""
+Where the dots sit level as the micro-batch grows, something other than the GPU's arithmetic sets the time: the host
+that launches its kernels, or the fixed latency of many messages; the data are ``model.cluster.block_times``'s."""
 
 from __future__ import annotations
 
@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 __all__ = ["plot_block_times"]
 
 
-def plot_block_times(times: Sequence[BlockTime], host_ms: float, ax: Axes | None = None,
-                     title: str = "One block and micro-batch, forward and backward") -> Figure:
-    """Per model (one colour each): the published medians as dots, the model with the host's launch time as a line,
-    without it dashed; the host's ``host_ms`` as a grey floor. Both axes logarithmic."""
+def plot_block_times(times: Sequence[BlockTime], host_ms: float | None, ax: Axes | None = None,
+                     title: str = "One block and micro-batch, forward and backward",
+                     alternative: str = "model, no launch time") -> Figure:
+    """Per model (one colour each): the published medians as dots, the model as a line, the model with the
+    alternative parameters (named ``alternative`` in the legend) dashed; the host's ``host_ms`` as a grey floor (None:
+    none drawn). Both axes logarithmic."""
     if not times:
         raise ValueError("no block times to plot: no judged rows matched")
     fig, ax = fig_ax(ax, figsize=(7.5, 4.5))
@@ -31,12 +33,13 @@ def plot_block_times(times: Sequence[BlockTime], host_ms: float, ax: Axes | None
         x = [t.micro_batch for t in mine]
         ax.plot(x, [t.published_ms for t in mine], "o", color=colour, label=label)
         ax.plot(x, [t.predicted_ms for t in mine], "-", color=colour)
-        ax.plot(x, [t.without_host_ms for t in mine], "--", color=colour, alpha=0.6)
-    for style, what in (("o", "published (median)"), ("-", "model"), ("--", "model, no launch time")):
+        ax.plot(x, [t.alternative_ms for t in mine], "--", color=colour, alpha=0.6)
+    for style, what in (("o", "published (median)"), ("-", "model"), ("--", alternative)):
         ax.plot([], [], style, color="#555555", label=what)
-    ax.axhline(host_ms, color="#8c8c8c", lw=1)
-    ax.annotate(f"host's launches, {host_ms:g} ms", (max(t.micro_batch for t in times), host_ms), xytext=(-2, -12),
-                textcoords="offset points", ha="right", color="#555555", fontsize=9)
+    if host_ms is not None:
+        ax.axhline(host_ms, color="#8c8c8c", lw=1)
+        ax.annotate(f"host's launches, {host_ms:g} ms", (max(t.micro_batch for t in times), host_ms),
+                    xytext=(-2, -12), textcoords="offset points", ha="right", color="#555555", fontsize=9)
     ax.set(xscale="log", yscale="log", xlabel="micro-batch (sequences)",
            ylabel="milliseconds per block per micro-batch", title=title)
     batches = sorted({t.micro_batch for t in times})

@@ -3,13 +3,16 @@
 ``fit`` sets the four rates (``efficiency.RATES``) on Narayanan et al.'s Table 1: it minimises the sum over the
 calibration rows of ``log(predicted / published)²`` by coordinate descent: each parameter in turn is set, by a
 golden-section search over its physically possible range (``efficiency.BOUNDS``), to the value that minimises the sum
-with the others held, until a sweep moves none of them by more than ``tol``. The host's launch time (``HOST``) plays no
-part there (no block of Table 1 is shorter than the host's launches); ``fit_host`` then sets it, the rates held, on the
-records declared ``use="calibration"``: the Ultra-Scale sweep's one-node rows without a pipeline, whose small
-micro-batches run faster on the GPU than the host launches them (``runs.ultrascale``). Pure Python, deterministic: the
-stored ``efficiency.FITTED`` is its result rounded, and a test re-derives it. ``compare`` predicts published runs with a
-given set of parameters, never refitting, and returns one ``Comparison`` per row: predicted / published per-GPU
-throughput (for a published step time, published / predicted seconds), against the goal ``GOAL``.
+with the others held, until a sweep moves none of them by more than ``tol``. The two fixed times (``LATENCIES``: the
+host's launch time and the network's α) play almost no part there (no block of Table 1 is shorter than the host's
+launches, and its messages are large); ``fit_latencies`` then sets them the same way, the rates held, on the records
+declared ``use="calibration"``: the Ultra-Scale sweep's rows without a pipeline on one node, whose small micro-batches
+run faster on the GPU than the host launches them, and those whose tensor-parallel group is the whole cluster across two
+or four nodes, whose many small collectives pay the network's α (``runs.ultrascale``). Pure Python, deterministic: the
+stored ``efficiency.FITTED`` is the result of ``fit_all``, which alternates the two fits until the rates stop moving,
+rounded; a test re-derives it. ``compare`` predicts published runs with a given set of parameters, never refitting, and
+returns one ``Comparison`` per row: predicted / published per-GPU throughput (for a published step time, published /
+predicted seconds), against the goal ``GOAL``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, HOST, RATES, Efficiency
+from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, LATENCIES, RATES, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.published import NARAYANAN_TABLE1, PublishedRun
@@ -26,8 +29,8 @@ from d2lmp.model.cluster.run_record import RunRecord
 from d2lmp.model.cluster.runs import records as all_records
 from d2lmp.model.cluster.validation import judge
 
-__all__ = ["GOAL", "Comparison", "cluster_of", "predicted_value", "compare", "objective", "fit", "host_objective",
-           "fit_host", "within_goal"]
+__all__ = ["GOAL", "Comparison", "cluster_of", "predicted_value", "compare", "objective", "fit",
+           "latency_objective", "fit_latencies", "fit_all", "within_goal"]
 
 GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput on every row
 
@@ -97,19 +100,19 @@ def _golden(f: Callable[[float], float], low: float, high: float, tol: float) ->
     return (a + b) / 2
 
 
-def fit(runs: Sequence[PublishedRun] = NARAYANAN_TABLE1, tol: float = 1e-4, sweeps: int = 30) -> Efficiency:
-    """The rates (``RATES``) that make ``runs`` best predicted (least squares on log ratios, coordinate descent), the
-    host's launch time held at 0."""
-    current = Efficiency(**{name: sum(BOUNDS[name]) / 2 for name in RATES})
+def _descend(current: Efficiency, names: Sequence[str], cost: Callable[[Efficiency], float], tol: float,
+             sweeps: int) -> Efficiency:
+    """Coordinate descent: each of ``names`` in turn set by a golden-section search over its bounds, the others
+    held, until a sweep moves none by more than ``tol``."""
     for _ in range(sweeps):
         moved = 0.0
-        for name in RATES:
+        for name in names:
             before = getattr(current, name)
 
-            def cost(value: float, name: str = name, start: Efficiency = current) -> float:
-                return objective(replace(start, **{name: value}), runs)
+            def along(value: float, name: str = name, start: Efficiency = current) -> float:
+                return cost(replace(start, **{name: value}))
 
-            best = _golden(cost, *BOUNDS[name], tol / 10)
+            best = _golden(along, *BOUNDS[name], tol / 10)
             current = replace(current, **{name: best})
             moved = max(moved, abs(best - before))
         if moved < tol:
@@ -117,17 +120,40 @@ def fit(runs: Sequence[PublishedRun] = NARAYANAN_TABLE1, tol: float = 1e-4, swee
     return current
 
 
-def host_objective(efficiency: Efficiency, records: Sequence[RunRecord] | None = None) -> float:
+def fit(runs: Sequence[PublishedRun] = NARAYANAN_TABLE1, tol: float = 1e-4, sweeps: int = 30,
+        held: Efficiency | None = None) -> Efficiency:
+    """The rates (``RATES``) that make ``runs`` best predicted (least squares on log ratios, coordinate descent),
+    the fixed times (``LATENCIES``) held at ``held``'s (None: no host wait, the preset's α across nodes)."""
+    start = Efficiency(**{name: sum(BOUNDS[name]) / 2 for name in RATES})
+    if held is not None:
+        start = replace(start, **{name: getattr(held, name) for name in LATENCIES})
+    return _descend(start, RATES, lambda e: objective(e, runs), tol, sweeps)
+
+
+def latency_objective(efficiency: Efficiency, records: Sequence[RunRecord] | None = None) -> float:
     """Sum of squared log ratios over the records declared for calibration (None: ``runs.records("calibration")``):
-    what ``fit_host`` minimises."""
+    what ``fit_latencies`` minimises."""
     rows = all_records("calibration") if records is None else records
     return sum(math.log(r) ** 2 for rec in rows if (r := judge(rec, efficiency).ratio) is not None)
 
 
-def fit_host(rates: Efficiency | None = None, records: Sequence[RunRecord] | None = None,
-             tol: float = 1e-3) -> Efficiency:
-    """``rates`` (None: ``fit()``'s) with the host's launch time (``HOST``, ms) that best predicts the calibration
-    records, by a golden-section search over its bounds."""
-    start = fit() if rates is None else rates
-    best = _golden(lambda value: host_objective(replace(start, **{HOST: value}), records), *BOUNDS[HOST], tol)
-    return replace(start, **{HOST: best})
+def fit_latencies(rates: Efficiency | None = None, records: Sequence[RunRecord] | None = None,
+                  tol: float = 1e-2, sweeps: int = 10) -> Efficiency:
+    """``rates`` (None: ``fit()``'s) with the host's launch time and the network's α (``LATENCIES``) that best
+    predict the calibration records, by coordinate descent from the middle of their bounds."""
+    start = replace(fit() if rates is None else rates, **{name: sum(BOUNDS[name]) / 2 for name in LATENCIES})
+    return _descend(start, LATENCIES, lambda e: latency_objective(e, records), tol, sweeps)
+
+
+def fit_all(rounds: int = 10, tol: float = 1e-3) -> Efficiency:
+    """Every parameter on its own table: the rates on Table 1, then the fixed times on the calibration records, then
+    the rates again with those times held, and so on until a round moves no rate by more than ``tol`` (the network's
+    α and ``network`` trade against each other a little on Table 1). What ``efficiency.FITTED`` stores, rounded."""
+    current = fit_latencies(fit())
+    for _ in range(rounds):
+        rates = fit(held=current)
+        moved = max(abs(getattr(rates, name) - getattr(current, name)) for name in RATES)
+        current = fit_latencies(rates)
+        if moved < tol:
+            break
+    return current

@@ -69,8 +69,7 @@ def convert(record: RunRecord) -> Converted:
                                     record.shared_experts, record.capacity_factor, record.dense_layers,
                                     record.dense_ffn)
         cluster = Cluster(gpu=record.gpu, gpus=record.gpus, gpus_per_node=record.gpus_per_node,
-                          network_all_reduce_GBps=record.network_all_reduce_GBps,
-                          network_gather_GBps=record.network_gather_GBps)
+                          network_measured=record.network_measured)
         recompute: Recompute = record.recompute  # type: ignore[assignment]  # "unknown" was refused above
         attention: AttentionKernel = record.attention  # type: ignore[assignment]
         precision: MatmulPrecision = "fp8" if record.precision == "fp8" else "bf16"

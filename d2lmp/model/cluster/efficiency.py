@@ -1,15 +1,18 @@
 """The cost model's free parameters: what each stands for, and the values fitted on their calibration tables.
 
-Four numbers turn the hardware's rates into achieved ones (``RATES``, fitted on Narayanan et al.'s Table 1), and a fifth
-says how long the host takes to launch a block's kernels (``HOST``, fitted on the Ultra-Scale sweep's one-node rows
-without a pipeline, ``runs.ultrascale``); everything else in the model is a formula or a sourced figure. The matrix rate
-starts from what a large matmul is measured to reach on each GPU generation (``hardware.MAMF_TFLOPS``: 86.9 % of an
-A100's 16-bit peak, 80.3 % of an H100's), so ``gemm`` is the share of that the transformer's products reach, the same on
-every GPU, not one GPU's fraction of its peak. ``FITTED`` holds the values that ``calibration.fit()`` derives from Table
-1 of Narayanan et al. (2021) and ``calibration.fit_host()`` from the one-node rows (a test re-derives them, so the
-constants cannot drift from the fit); ``describe`` prints them with their meaning. Two further figures are assumptions,
-stated and not fitted: the latency of one message (a field of every GPU preset, ``hardware.GPUPreset.latency_s``, named
-``LATENCY_S`` here too) and the bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
+Four numbers turn the hardware's rates into achieved ones (``RATES``, fitted on Narayanan et al.'s Table 1), and two
+are fixed times (``LATENCIES``): how long the host takes to launch a block's kernels, and the α of a message across
+nodes, both fitted on the Ultra-Scale sweep's rows declared for calibration (``LATENCY_TABLE``, ``runs.ultrascale``),
+where small micro-batches and tensor-parallel groups spanning nodes make them show; everything else in the model is a
+formula or a sourced figure. The matrix rate starts from what a large matmul is measured to reach on each GPU
+generation (``hardware.MAMF_TFLOPS``: 86.9 % of an A100's 16-bit peak, 80.3 % of an H100's), so ``gemm`` is the share
+of that the transformer's products reach, the same on every GPU, not one GPU's fraction of its peak. ``FITTED`` holds
+the values ``calibration.fit_all()`` derives (the rates on Table 1, the fixed times on their table, alternated until
+the rates stop moving; a test re-derives them, so the constants cannot drift from the fit); ``describe`` prints them
+with their meaning. Two further figures are assumptions, stated and not fitted: the latency of one message within a
+node (a field of every GPU preset, ``hardware.GPUPreset.latency_s``, named ``LATENCY_S`` here too; across nodes too
+where ``network_us`` is None) and the bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
+The α across nodes is pinned by one cluster only (the Playbook's); no other transcribed row moves much with it.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from dataclasses import dataclass, fields
 
 from d2lmp.model.cluster.hardware import GPUPreset
 
-__all__ = ["Efficiency", "RATES", "HOST", "FITTED", "MEANINGS", "BOUNDS", "LATENCY_S", "OPTIMIZER_BYTES_PER_PARAM",
-           "describe"]
+__all__ = ["Efficiency", "RATES", "LATENCIES", "LATENCY_TABLE", "FITTED", "MEANINGS", "BOUNDS", "LATENCY_S",
+           "OPTIMIZER_BYTES_PER_PARAM", "describe"]
 
 LATENCY_S = GPUPreset.latency_s  # α the fit assumes: the GPU presets' field, defined and explained there
 # Mixed-precision Adam reads a 16-bit gradient, reads and writes the 32-bit master weight and both moments, and
@@ -36,10 +39,13 @@ class Efficiency:
     nvlink: float
     network: float
     host_ms: float = 0.0  # 0: the host is never the bottleneck (a measured CPU, or a roofline's ideal)
+    network_us: float | None = None  # None: the preset's α (GPUPreset.latency_s) across nodes too
 
 
 RATES = ("gemm", "memory_passes", "nvlink", "network")  # fitted on Narayanan et al. 2021, Table 1
-HOST = "host_ms"  # fitted on the Ultra-Scale sweep's one-node rows without a pipeline
+LATENCIES = ("host_ms", "network_us")  # fitted on LATENCY_TABLE
+LATENCY_TABLE = ("the Ultra-Scale sweep's rows without a pipeline on one node, and those whose one tensor-parallel "
+                 "group is the whole cluster of two or four nodes (the records marked calibration)")
 
 
 MEANINGS: dict[str, str] = {
@@ -52,19 +58,24 @@ MEANINGS: dict[str, str] = {
     "host_ms": "milliseconds the host takes to launch one transformer block's kernels, forward and backward, for one "
                "micro-batch, one kernel at a time (eager PyTorch): a GPU done sooner waits; read as the host's "
                "launches, fitted, not measured",
+    "network_us": "microseconds each message of a collective across nodes takes besides its bytes (α of a ring "
+                  "step or a send over the network); fitted on the one cluster whose rows it dominates",
 }
 # The range the fit searches for each parameter: physically possible values only.
 BOUNDS: dict[str, tuple[float, float]] = {
     "gemm": (0.3, 1.0), "memory_passes": (0.0, 8.0), "nvlink": (0.3, 1.0), "network": (0.3, 1.0),
-    "host_ms": (0.0, 20.0),
+    "host_ms": (0.0, 20.0), "network_us": (1.0, 200.0),
 }
 
-# RATES fitted by d2lmp.model.cluster.calibration.fit() on Table 1 of Narayanan et al. (2021), HOST by fit_host() on
-# the Ultra-Scale sweep's one-node rows; both re-derived by tests/test_scale_calibration.py.
-FITTED = Efficiency(gemm=0.824, memory_passes=2.653, nvlink=0.737, network=0.782, host_ms=4.47)
+# Fitted by d2lmp.model.cluster.calibration.fit_all(): RATES on Table 1 of Narayanan et al. (2021), LATENCIES on
+# LATENCY_TABLE; re-derived by tests/test_scale_calibration.py.
+FITTED = Efficiency(gemm=0.824, memory_passes=2.655, nvlink=0.735, network=0.785, host_ms=4.47, network_us=36.5)
 
 
 def describe(efficiency: Efficiency = FITTED) -> str:
     """One line per parameter: its name, value and what it stands for."""
-    return "\n".join(f"{f.name:<14}{getattr(efficiency, f.name):>8.3f}  {MEANINGS[f.name]}"
-                     for f in fields(efficiency))
+    def value(name: str) -> str:
+        v = getattr(efficiency, name)
+        return f"{'preset':>8}" if v is None else f"{v:>8.3f}"
+
+    return "\n".join(f"{f.name:<14}{value(f.name)}  {MEANINGS[f.name]}" for f in fields(efficiency))

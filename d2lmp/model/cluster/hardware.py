@@ -2,30 +2,32 @@
 
 A ``GPUPreset`` reads the sourced GPU table (``gpu_specs.NOTABLE_GPUS``) for the dense 16-bit tensor peak, the memory
 and its bandwidth, ``topology.NVLINK`` for the NVLink links, and adds the network per GPU of the node the GPU usually
-ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s; DGX A100, as in Selene, the
-cluster of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for its eight A100s; DGX H100 and H200
-eight 400 Gb/s ConnectX-7 ports. The network is those NICs, one per GPU (rails): a group with ``k`` members in a node
-sends across nodes over ``k`` of them (``steptime.group_bytes_per_s``). Every figure keeps its bibliography keys
-(``source``). A ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures. Bandwidths are
-GB/s (10⁹ bytes) per GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes. Every preset carries its
-per-message latency α (``GPUPreset.latency_s``: the assumed 10 µs the efficiencies were fitted with, unless measured)
-and may carry its own point-to-point rate (a CPU measured here does, ``model.cluster.cpu``); ``Cluster.link_rate``
-hands both to the step's formulas with the bandwidth, as a ``LinkRate``, which the step's formulas read as a
-``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second preset type on purpose: one whole machine
-behind one link, at FP32 and NCCL's α (its docstring says why).
+ships in (a DGX): DGX-1 has four 100 Gb/s EDR InfiniBand ports for its eight V100s; DGX A100, as in Selene, the cluster
+of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for its eight A100s; DGX H100 and H200 eight 400
+Gb/s ConnectX-7 ports. The network is those NICs, one per GPU (rails): a group with ``k`` members in a node sends across
+nodes over ``k`` of them (``steptime.group_bytes_per_s``). Every figure keeps its bibliography keys (``source``). A
+``Cluster`` is a preset, a GPU count and optional overrides of the two link figures. Bandwidths are GB/s (10⁹ bytes) per
+GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes. Every preset carries its per-message latency α
+(``GPUPreset.latency_s``: an assumed 10 µs, unless measured; across nodes the fitted ``efficiency.network_us`` takes its
+place) and may carry its own point-to-point rate (a CPU measured here does, ``model.cluster.cpu``);
+``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``, which the step's formulas
+read as a ``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second preset type on purpose: one whole
+machine behind one link, at FP32 and NCCL's α (its docstring says why).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from d2lmp.gpu_specs import gpu_spec
 from d2lmp.model.terms import Link
 from d2lmp.model.vocabulary import MatmulPrecision
 from d2lmp.topology import NVLINK, NVLINK_SOURCES
 
-__all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "LinkRate", "latency_of",
+__all__ = ["GPUPreset", "GPU_PRESETS", "GPU_ALIASES", "gpu_preset", "Cluster", "NetworkMeasurement", "LinkRate",
+           "latency_of",
            "p2p_rate_of", "FP8_PEAK_TFLOPS", "MAMF_TFLOPS", "MAMF_SOURCE", "FLASH_FRACTION", "FLASH_SOURCE"]
 
 # Dense FP8 tensor peaks, TFLOP/s (none before Hopper): the Hopper whitepaper's Table 3 (H100 SXM5, FP8 with FP32
@@ -211,15 +213,25 @@ def p2p_rate_of(bandwidth: float) -> float:
     return bandwidth.p2p_bytes_per_s if isinstance(bandwidth, LinkRate) else bandwidth
 
 
+class NetworkMeasurement(NamedTuple):
+    """A cluster's bus bandwidth per GPU, GB/s, measured over ``nodes`` whole nodes: an all-reduce and an all-gather
+    (or reduce-scatter)."""
+
+    nodes: int
+    all_reduce_GBps: float
+    gather_GBps: float
+
+
 @dataclass(frozen=True)
 class Cluster:
     """``gpus`` GPUs of one preset, ``gpus_per_node`` to a node joined by NVLink, nodes joined by the network.
 
     ``nvlink_GBps`` and ``network_GBps_per_gpu`` (per GPU, per direction) None take the preset's figures, the
-    sourced ones of that GPU's usual node. ``network_all_reduce_GBps`` and ``network_gather_GBps``: the bus bandwidth
-    per GPU of a cross-node all-reduce and of an all-gather (or reduce-scatter) as measured on this cluster at this
-    node count, every GPU of each node in the group (None: the NICs' rate × the fitted network fraction; a gather
-    figure alone is not used); a group with fewer members a node gets its share of the rails. ``custom``: a preset
+    sourced ones of that GPU's usual node. ``network_measured``: the bus bandwidths per GPU of a cross-node all-reduce
+    and all-gather measured on this cluster, every GPU of each node in the group, by node count
+    (``NetworkMeasurement``; empty: the NICs' rate × the fitted network fraction). A group that spans ``n`` nodes
+    reads the measurement over ``n`` nodes (``measured_network``), and one with fewer members a node gets its share
+    of the rails. ``custom``: a preset
     built at run time (``model.cluster.cpu.cpu_preset``, a CPU measured here), used instead of a named one; ``gpu``
     then only labels it.
     """
@@ -230,8 +242,7 @@ class Cluster:
     nvlink_GBps: float | None = None
     network_GBps_per_gpu: float | None = None
     custom: GPUPreset | None = None
-    network_all_reduce_GBps: float | None = None
-    network_gather_GBps: float | None = None
+    network_measured: tuple[NetworkMeasurement, ...] = ()
 
     def __post_init__(self) -> None:
         if self.custom is None:
@@ -243,10 +254,16 @@ class Cluster:
         if self.gpus > self.gpus_per_node and self.gpus % self.gpus_per_node:
             raise ValueError(f"gpus ({self.gpus}) must be a multiple of gpus_per_node ({self.gpus_per_node}) "
                              "once it spans more than one node")
-        for name in ("nvlink_GBps", "network_GBps_per_gpu", "network_all_reduce_GBps", "network_gather_GBps"):
+        for name in ("nvlink_GBps", "network_GBps_per_gpu"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive or None, got {value!r}")
+        nodes = [m.nodes for m in self.network_measured]
+        if nodes != sorted(set(nodes)) or any(n < 2 for n in nodes):
+            raise ValueError(f"network_measured needs distinct node counts of 2 or more, ascending; got {nodes}")
+        for m in self.network_measured:
+            if not (m.all_reduce_GBps > 0 and m.gather_GBps > 0):
+                raise ValueError(f"a measured bus bandwidth must be positive, got {m}")
 
     @property
     def preset(self) -> GPUPreset:
@@ -265,7 +282,16 @@ class Cluster:
     def nodes(self) -> int:
         return max(1, self.gpus // self.gpus_per_node)
 
-    def link_rate(self, bytes_per_s: float, fraction: float) -> LinkRate:
-        """``bytes_per_s`` × the achieved ``fraction``, with the preset's α and send rate (× the same fraction)."""
+    def measured_network(self, nodes: int) -> NetworkMeasurement | None:
+        """The measurement for a group spanning ``nodes`` nodes: over that many, else over the fewest measured above
+        it, else over the most measured (None: not measured)."""
+        if not self.network_measured:
+            return None
+        return next((m for m in self.network_measured if m.nodes >= nodes), self.network_measured[-1])
+
+    def link_rate(self, bytes_per_s: float, fraction: float, alpha_s: float | None = None) -> LinkRate:
+        """``bytes_per_s`` × the achieved ``fraction``, with α (None: the preset's) and the preset's send rate (× the
+        same fraction)."""
         p2p = self.preset.p2p_GBps
-        return LinkRate(bytes_per_s * fraction, self.preset.latency_s, None if p2p is None else p2p * 1e9 * fraction)
+        alpha = self.preset.latency_s if alpha_s is None else alpha_s
+        return LinkRate(bytes_per_s * fraction, alpha, None if p2p is None else p2p * 1e9 * fraction)

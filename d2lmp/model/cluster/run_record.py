@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from d2lmp.model.cluster.hardware import NetworkMeasurement
+
 __all__ = ["RunRecord", "Metric", "METRICS", "Attention", "ATTENTIONS", "Precision", "PRECISIONS",
            "RecordRecompute", "RECORD_RECOMPUTES", "PipelineSends", "PIPELINE_SENDS", "Use", "USES"]
 
@@ -49,8 +51,8 @@ class RunRecord:
     a mixture of experts adds ``experts``, ``top_k``, ``shared_experts``, ``moe_every`` (1: every layer),
     ``dense_layers`` (the first blocks, dense) and ``dense_ffn`` (their MLP), ``capacity_factor`` (None: dropless).
     Cluster: ``gpu`` (a name ``d2lmp.model.cluster.hardware.gpu_preset`` knows, or one the record's note explains),
-    ``gpus``, ``gpus_per_node``, ``network_all_reduce_GBps`` and ``network_gather_GBps`` (the source's measured
-    cross-node bus bandwidths per GPU at this node count, where it gives them: ``hardware.Cluster``). Plan: ``tp``,
+    ``gpus``, ``gpus_per_node``, ``network_measured`` (the source's measured cross-node bus bandwidths per GPU by node
+    count, where it gives them: ``hardware.NetworkMeasurement``). Plan: ``tp``,
     ``pp``, ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP:
     3 full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
     GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
@@ -108,8 +110,7 @@ class RunRecord:
     precision: Precision = "bf16"
     counts_recompute: bool | None = None
     memory_gb: float | None = None
-    network_all_reduce_GBps: float | None = None
-    network_gather_GBps: float | None = None
+    network_measured: tuple[NetworkMeasurement, ...] = ()
     fp32_grad_reduce: bool = False
     fp8_dispatch: bool = False
     etp: int | None = None

@@ -1,25 +1,26 @@
 """The seconds of one training step, term by term: matrix products, memory-bound operations, and each message.
 
 Per micro-batch and pipeline stage, a block's forward costs its matrix FLOPs at ``gemm`` × the rate of the largest
-matmul measured on that GPU (``GPUPreset.matmul_flops``; the linear layers' in FP8 where the plan says so, the
-attention core and the logits in 16 bits), its other operations ``memory_passes`` × its saved-activation bytes at HBM
-bandwidth, and its tensor-parallel messages (two all-reduces of ``2·b·s·h`` bytes, or sequence parallelism's
-all-gathers and reduce-scatters, the same bytes); the backward costs twice the forward's compute and the same
-messages; recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused attention
-kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the scores,
-softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
-parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be; what hides
-is charged ``overlap.HIDDEN_COST`` of its seconds (0: free, an assumption that module states). The host launches every
+matmul measured on that GPU (``GPUPreset.matmul_flops``; the linear layers' in FP8 where the plan says so, the attention
+core and the logits in 16 bits), its other operations ``memory_passes`` × its saved-activation bytes at HBM bandwidth,
+and its tensor-parallel messages of ``2·b·s·h`` bytes (two all-reduces a pass; under sequence parallelism four
+all-gathers or reduce-scatters forward and six backward, ``tensor_parallel_seconds``); the backward costs twice the
+forward's compute; recomputation adds the forward again (``"full"``) or the attention core (``"selective"``). A fused
+attention kernel (``Plan.attention == "flash"``) writes no s×s tensor, so its forward's memory-bound bytes leave out the
+scores, softmax and dropout, and its backward recomputes the attention core (as selective recomputation does). Context
+parallelism passes key/value chunks around a ring, hidden behind the attention core where it can be; what hides is
+charged ``overlap.HIDDEN_COST`` of its seconds (0: free, an assumption that module states). The host launches every
 block's kernels, forward and backward, in ``host_ms`` a block and micro-batch: where the GPU's work is shorter, the
-stage waits for the host (``host_wait_seconds``, the part ``"host"``). The pipeline
-(Narayanan et al. 2021, §2.2) runs ``m`` micro-batches through its slowest stage, plus a bubble of ``(p−1)/v``
-micro-batches' forward and backward, plus the stage-to-stage messages. Data parallelism reduces the gradients once a
-step (hidden behind the last backward where ``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the
-weights for every forward, backward and recomputed forward. Collectives are rings: ``2(n−1)/n`` of the bytes for an
-all-reduce, ``(n−1)/n`` for an all-gather or reduce-scatter, at the bus bandwidth of the link the group crosses, plus
-the link's α per ring step (the preset's ``latency_s``: ``hardware.LinkRate``); a send takes α plus its bytes at the
-link's send rate (its bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s,
-as in the layer-table model.
+stage waits for the host (``host_wait_seconds``, the part ``"host"``). The pipeline (Narayanan et al. 2021, §2.2) runs
+``m`` micro-batches through its slowest stage, plus a bubble of ``(p−1)/v`` micro-batches' forward and backward, plus
+the stage-to-stage messages. Data parallelism reduces the gradients once a step (hidden behind the last backward where
+``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and
+recomputed forward. Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
+reduce-scatter, at the bus bandwidth of the link the group crosses (on a cluster whose network was measured by node
+count, the figure over the nodes the group spans), plus the link's α per ring step (within a node the preset's
+``latency_s``, across nodes the fitted ``network_us``: ``hardware.LinkRate``); a send takes α plus its bytes at the
+link's send rate (its bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s, as
+in the layer-table model.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import NamedTuple
 
 from d2lmp.model.alpha_beta import ring_bytes_per_rank
 from d2lmp.model.cluster.efficiency import OPTIMIZER_BYTES_PER_PARAM, Efficiency
-from d2lmp.model.cluster.hardware import Cluster, latency_of, p2p_rate_of
+from d2lmp.model.cluster.hardware import Cluster, LinkRate, latency_of, p2p_rate_of
 from d2lmp.model.cluster.layout import Layout, Plan
 from d2lmp.model.cluster.memory import (
     layer_activation_bytes,
@@ -47,7 +48,8 @@ from d2lmp.model.vocabulary import AttentionKernel, ClusterLink, MatmulPrecision
 
 __all__ = ["STEP_PARTS", "link_bytes_per_s", "group_bytes_per_s", "group_all_reduce_seconds",
            "all_reduce_bytes", "gather_bytes", "activation_message_bytes", "kv_chunk_bytes", "all_reduce_seconds",
-           "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "StageCost", "stage_cost",
+           "gather_seconds", "p2p_seconds", "matmul_seconds", "memory_bound_seconds", "tensor_parallel_seconds",
+           "StageCost", "stage_cost",
            "host_wait_seconds",
            "bubble_seconds", "pipeline_p2p_seconds", "DataGroup", "data_group", "expert_data_group",
            "data_parallel_seconds", "zero3_seconds", "step_seconds"]
@@ -64,36 +66,42 @@ def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency
     return _network(cluster, 1, efficiency)
 
 
-def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bool = False) -> float:
-    """Across nodes, a group with ``per_node`` members a node: that many rails, at the cluster's measured bus
-    bandwidth (all rails) where it has one, for an all-reduce or (``gather``) an all-gather or reduce-scatter, else
-    at the NICs' rate × ``network``."""
-    measured = cluster.network_all_reduce_GBps
+def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bool = False,
+             nodes: int | None = None) -> float:
+    """Across nodes, a group with ``per_node`` members a node spanning ``nodes`` nodes (None: all of the cluster's):
+    that many rails, at the bus bandwidth the cluster was measured at over that many nodes (all rails) where it has
+    one, for an all-reduce or (``gather``) an all-gather or reduce-scatter, else at the NICs' rate × ``network``; α is
+    ``network_us`` where fitted, else the preset's."""
+    alpha = None if efficiency.network_us is None else efficiency.network_us * 1e-6
+    measured = cluster.measured_network(cluster.nodes if nodes is None else nodes)
     if measured is not None:
-        if gather and cluster.network_gather_GBps is not None:
-            measured = cluster.network_gather_GBps
-        return cluster.link_rate(measured * 1e9 * per_node / cluster.gpus_per_node, 1.0)
-    return cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network)
+        rate = measured.gather_GBps if gather else measured.all_reduce_GBps
+        return cluster.link_rate(rate * 1e9 * per_node / cluster.gpus_per_node, 1.0, alpha)
+    return cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network, alpha)
 
 
 def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency,
-                      gather: bool = False) -> float:
+                      gather: bool = False, ranks: int | None = None) -> float:
     """Bus bandwidth per GPU of a collective (an all-reduce, or an all-gather or reduce-scatter: ``gather``) over
-    ``link`` whose group has ``per_node`` members in each node. Across nodes NCCL runs one ring (or tree) channel per
-    NIC, so the node's ``per_node`` NICs carry the group's traffic at once: ``per_node`` × the network per GPU, at
-    most NVLink's rate, which the hops inside a node take."""
+    ``link`` whose group of ``ranks`` (None: spanning every node) has ``per_node`` members in each node. Across nodes
+    NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's traffic at once:
+    ``per_node`` × the network per GPU, at most NVLink's rate, which the hops inside a node take (α stays the
+    network's)."""
     if link == "nvlink":
         return link_bytes_per_s(cluster, link, efficiency)
+    nodes = None if ranks is None else max(1, ranks // per_node)
     if per_node == 1:
-        return _network(cluster, 1, efficiency, gather)
+        return _network(cluster, 1, efficiency, gather, nodes)
     nvlink = link_bytes_per_s(cluster, "nvlink", efficiency)
-    network = _network(cluster, per_node, efficiency, gather)
-    return network if network < nvlink else nvlink
+    network = _network(cluster, per_node, efficiency, gather, nodes)
+    if network < nvlink:
+        return network
+    return LinkRate(float(nvlink), latency_of(network), p2p_rate_of(nvlink))  # NVLink's rate, the network's α
 
 
 def group_all_reduce_seconds(nbytes: float, ranks: int, bandwidth: float, per_node: int, link: ClusterLink) -> float:
-    """An all-reduce over a group with ``per_node`` members a node: within a node a ring; across nodes NCCL's
-    tree (Jeaugey 2019), so the α steps are ``2(k−1) + 2⌈log₂ N⌉`` for ``N`` nodes of ``k`` members, not ``2(n−1)``."""
+    """An all-reduce over a group with ``per_node`` members a node: within a node a ring; across nodes NCCL's tree
+    (Jeaugey 2019), so the α steps are ``2(k−1) + 2⌈log₂ N⌉`` for ``N`` nodes of ``k`` members, not ``2(n−1)``."""
     if link == "nvlink" or ranks <= per_node:
         return all_reduce_seconds(nbytes, ranks, bandwidth)
     nodes = ranks // per_node
@@ -170,6 +178,28 @@ def _layer(model: Transformer, b: int, t: int, c: int, sp: bool,
     return flops, core, saved, scores, kv_chunk_bytes(model, b, t, c)
 
 
+def tensor_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
+                            efficiency: Efficiency) -> tuple[float, float, float]:
+    """A block's tensor-parallel messages for one micro-batch: (forward seconds, backward seconds, one boundary
+    message: the embedding's or the logits'). Each carries ``2·b·s·h`` bytes. Without sequence parallelism a block
+    all-reduces twice a pass (Shoeybi et al. 2019, §3). With it (Korthikanti et al. 2022, §4.2.2), the forward
+    all-gathers before each of the two column-parallel linears and reduce-scatters after each row-parallel one, and
+    the backward does both again, plus the all-gather of each column-parallel linear's saved input shard for its
+    weight gradient (Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication`` and nanotron's column linear
+    save the shard and gather it again): 4 collectives forward, 6 backward, rings at the all-gather's bus bandwidth.
+    The group's bandwidth is the one measured over the nodes it spans (``group_bytes_per_s``)."""
+    t, per_node, link = plan.tp, layout.tp_per_node, layout.tp_link
+    if t == 1:
+        return 0.0, 0.0, 0.0
+    message = activation_message_bytes(model, plan.micro_batch, plan.cp)
+    if plan.sequence_parallel:
+        one = gather_seconds(message, t, group_bytes_per_s(cluster, link, per_node, efficiency, True, t))
+        return 4 * one, 6 * one, 2 * one
+    bandwidth = group_bytes_per_s(cluster, link, per_node, efficiency, ranks=t)
+    one = group_all_reduce_seconds(message, t, bandwidth, per_node, link)
+    return 2 * one, 2 * one, one
+
+
 @dataclass(frozen=True)
 class StageCost:
     """Seconds of one micro-batch's forward and backward (recomputation included) on one pipeline stage, by part."""
@@ -192,17 +222,14 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
     n = {"first": layout.layers_first, "middle": layout.layers_per_stage, "last": layout.layers_last}[stage]
     t, c, b = plan.tp, plan.cp, plan.micro_batch
     flops, core, saved, scores, kv = _layer(model, b, t, c, plan.sequence_parallel, plan.attention)
-    tp_bw = group_bytes_per_s(cluster, layout.tp_link, layout.tp_per_node, efficiency)
-    tp_message = activation_message_bytes(model, b, c)
-    tp_one = group_all_reduce_seconds(tp_message, t, tp_bw, layout.tp_per_node, layout.tp_link)
-    tp_pair = 2 * tp_one  # two all-reduces (or AG + RS pairs) per pass
+    tp_forward, tp_backward, tp_one = tensor_parallel_seconds(model, cluster, plan, layout, efficiency)
     ring = (c - 1) * p2p_seconds(kv, link_bytes_per_s(cluster, layout.cp_link, efficiency)) if c > 1 else 0.0
     core_s = (compute_seconds(core, cluster.preset.flash_flops * efficiency.gemm) if plan.attention == "flash"
               else matmul_seconds(core, cluster, efficiency))  # the attention core stays in 16 bits, as the logits
     mm = core_s + matmul_seconds(flops - core, cluster, efficiency, plan.precision)
     mem = memory_bound_seconds(saved, cluster, efficiency)
-    forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_pair, "cp": n * exposed(ring, core_s)}
-    backward = {"compute": 2 * n * mm, "memory_bound": 2 * n * mem, "tp": n * tp_pair,
+    forward = {"compute": n * mm, "memory_bound": n * mem, "tp": n * tp_forward, "cp": n * exposed(ring, core_s)}
+    backward = {"compute": 2 * n * mm, "memory_bound": 2 * n * mem, "tp": n * tp_backward,
                 "cp": n * exposed(2 * ring, 2 * core_s)}
     if plan.recompute == "full":
         for name in forward:
@@ -267,8 +294,8 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
     m = layout.microbatches
     if d == 1:
         return 0.0, 0.0
-    bw = group_bytes_per_s(cluster, link, k, efficiency)
-    gather_bw = group_bytes_per_s(cluster, link, k, efficiency, gather=True)
+    bw = group_bytes_per_s(cluster, link, k, efficiency, ranks=d)
+    gather_bw = group_bytes_per_s(cluster, link, k, efficiency, gather=True, ranks=d)
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
     reduced = (4 if plan.fp32_grad_reduce else 2) * params  # the gradients the reduction carries
     per_microbatch, backward = slowest.total, sum(slowest.backward.values())

@@ -33,8 +33,9 @@ Two things of the sweep's runs published by the same sources, which the records 
 measures its cluster's bus bandwidth (figure ``pp_comm_bandwidth.html``, "Communication Bandwidth by Number of Nodes
 (size=256MB)", medians): all-reduce 436, 362, 160, 99.6, 84.7, 64.9 and 32.9 GB/s on 1, 2, 4, 8, 16, 32 and 64
 nodes; all-gather 250, 185, 119, 69, 55, 28 and 11 GB/s (reduce-scatter within 3 % of it); the 5th percentile of
-the all-reduce falls to 12.5 GB/s on 64 nodes. Each record carries its node count's two medians
-(``network_all_reduce_GBps``, ``network_gather_GBps``; one node has no cross-node group). The gradients: the base
+the all-reduce falls to 12.5 GB/s on 64 nodes. Each record carries the table of medians on 2 to 64 nodes
+(``NETWORK``, ``network_measured``), so that each group reads the figure over the nodes it spans: a TP 16 group, two
+nodes, on any cluster size. The gradients: the base
 configuration (below) sets ``accumulate_grad_in_fp32: true`` (the script's own ``ACCUMULATE_GRAD_IN_FP32 = True`` is
 defined but unused), and nanotron's ``get_fp32_accum_hook``
 (``optim/gradient_accumulator.py``) reduces the FP32 accumulation buffers, four bytes a parameter
@@ -51,12 +52,12 @@ Precision, attention and recomputation are not printed either; they are read fro
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
 bfloat16``, FP32 gradient accumulation, no ``recompute_layer``, so nanotron's default ``False`` in
 ``config/parallelism_config.py``) and nanotron's Llama attention, ``flash_attn_varlen_func`` (``models/llama.py``):
-"bf16", "flash", recompute "none". Dropout: none; nanotron's Llama (``models/llama.py``, 67c5ebb6) has no dropout
-layer and calls its attention kernels with ``dropout_p=0.0``. The same configuration sets the pipeline schedule,
-``pp_engine: 1f1b`` (the model's), and DDP's 25 MB buckets; ``create_config`` in the script sets ``tp_mode``
-``REDUCE_SCATTER`` with ``tp_linear_async_communication`` (sequence parallelism, as ``convert`` assumes for TP > 1).
-GPUs: H100s, taken as the SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they
-are kept as printed (global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
+"bf16", "flash", recompute "none". Dropout: none; nanotron's Llama (``models/llama.py``, 67c5ebb6) has no dropout layer
+and calls its attention kernels with ``dropout_p=0.0``. The same configuration sets the pipeline schedule, ``pp_engine:
+1f1b`` (the model's), and DDP's 25 MB buckets; ``create_config`` in the script sets ``tp_mode`` ``REDUCE_SCATTER`` with
+``tp_linear_async_communication`` (sequence parallelism, as ``convert`` assumes for TP > 1). GPUs: H100s, taken as the
+SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as printed
+(global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
 
 How each row was measured, and why many pipelined rows are not comparable. The launch script of the benchmark branch
 (``run_multinode.sh``, branch nouamane/bench2, commit 67c5ebb6) sets ``NANOTRON_BENCHMARK=1``, under which the trainer
@@ -78,18 +79,32 @@ without a pipeline are judged in full. The criterion is the layout (PP > 1), not
 rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the model predicts within 0.8-1.25 out
 of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
 
-The sweep's one-node rows without a pipeline (26) are the calibration table of the host's launch time
-(``efficiency.HOST``; ``use="calibration"``; 9 of them, at one sequence a micro-batch, wait for it); every other row is
-validation. Why a fixed time a block: with tensor parallelism 8 and one sequence a micro-batch, a block's forward and
-backward take a median of 4.6-4.8 ms (published step ÷ (micro-batches · layers)) for the 1B, 3B and 8B models alike on
-1 to 32 nodes (4.4-4.6 on one node), though an 8B block does 3.3 times the FLOPs of a 1B block and the model without the
-host gives the GPU 1.9-3.8 ms for it (``block_times``; notebook 20): a floor that does not follow the GPU's work (at TP
-4 the 1B and 3B sit at the same 4.8 ms; the 8B's own work, 6.0 ms in the model, lies above it at 5.7). Nanotron runs
-eagerly (no ``torch.compile`` or CUDA graph at 67c5ebb6): the host launches every kernel one at a time, the forward
-from Python, the backward from PyTorch's autograd engine, which calls back into Python for nanotron's own layers. The
-host's launches are the likeliest cause, read, not measured: no profile of these runs exists, and nanotron's
-``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue, kernels run in the order issued) could add to it. One parameter
-stands for it, fitted on one node's rows and tested on the other nodes'.
+The calibration table of the two fixed times (``efficiency.LATENCIES``; ``use="calibration"``), 48 rows without a
+pipeline: the 26 on one node (the host's launch time; 9 of them, at one sequence a micro-batch, wait for it) and the 22
+whose one tensor-parallel group is the whole cluster, TP 16 on two nodes and TP 32 on four (the network's α; the
+measured bus bandwidth is exactly that group's there). Every other row is validation. Why a fixed time a block: with
+tensor parallelism 8 and one sequence a micro-batch, a block's forward and backward take a median of 4.6-4.8 ms
+(published step ÷ (micro-batches · layers)) for the 1B, 3B and 8B models alike on 1 to 32 nodes (4.4-4.6 on one node),
+though an 8B block does 3.3 times the FLOPs of a 1B block and the model without the host gives the GPU 1.9-3.8 ms for it
+(``block_times``; notebook 20): a floor that does not follow the GPU's work (at TP 4 the 1B and 3B sit at the same 4.8
+ms; the 8B's own work, 6.0 ms in the model, lies above it at 5.7). Nanotron runs eagerly (no ``torch.compile`` or CUDA
+graph at 67c5ebb6): the host launches every kernel one at a time, the forward from Python, the backward from PyTorch's
+autograd engine, which calls back into Python for nanotron's own layers. The host's launches are the likeliest cause,
+read, not measured: no profile of these runs exists, and nanotron's ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware
+queue, kernels run in the order issued) could add to it. One parameter stands for it, fitted on one node's rows and
+tested on the other nodes'.
+
+Why an α across nodes: at one sequence a micro-batch a block takes about 8 ms at TP 16 and 15-19 ms at TP 32 for the 1B,
+3B and 8B models alike (4.6-4.8 at TP 8; medians over the node counts), a cost that does not follow the bytes and
+roughly doubles with the group. Under sequence parallelism nanotron's linears
+(``parallel/tensor_parallel/functional.py``, 67c5ebb6; the configurations set ``tp_linear_async_communication`` and keep
+``tp_recompute_allgather``'s default, True) all-gather before each column-parallel linear and reduce-scatter after each
+row-parallel one, and in the backward reduce-scatter the column-parallel inputs' gradients and all-gather both the
+row-parallel outputs' gradients and the column-parallel inputs again: ten rings a block, each of ``t − 1`` steps, 150
+steps at TP 16 and 310 at TP 32. One α a step across nodes accounts for both sizes: one parameter, ``network_us``,
+fitted on the groups that are the whole cluster and tested on TP 16 and 32 on 4 to 64 nodes. The sweep's 64-node rows
+are the least reproducible: most of its TP 16 layouts there run 55-75 ms a block whatever the micro-batch, where a few
+run 11-12.
 """
 
 from __future__ import annotations
@@ -97,15 +112,17 @@ from __future__ import annotations
 import csv
 from importlib.resources import files
 
+from d2lmp.model.cluster.hardware import NetworkMeasurement
 from d2lmp.model.cluster.run_record import RunRecord
 
-__all__ = ["RECORDS", "MODEL_NAMES", "cell"]
+__all__ = ["RECORDS", "MODEL_NAMES", "NETWORK", "cell"]
 
 _WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
 # (layers, hidden, heads, MLP) of scripts/scaling_benchmarks.py's model_configs; "80B" is its 70B entry.
 # The Playbook's pp_comm_bandwidth.html: median bus bandwidth (GB/s, 256 MB) by node count, all-reduce and all-gather.
 _ALL_REDUCE_GBPS = {2: 361.7, 4: 160.1, 8: 99.6, 16: 84.7, 32: 64.9, 64: 32.9}
 _GATHER_GBPS = {2: 184.6, 4: 119.0, 8: 69.0, 16: 55.0, 32: 28.0, 64: 11.0}
+NETWORK = tuple(NetworkMeasurement(n, _ALL_REDUCE_GBPS[n], _GATHER_GBPS[n]) for n in sorted(_ALL_REDUCE_GBPS))
 _SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192), "8B": (32, 4096, 32, 14336),
            "80B": (80, 8192, 64, 28672)}
 MODEL_NAMES = {(layers, hidden): name for name, (layers, hidden, _, _) in _SHAPES.items()}  # the sweep's names
@@ -140,12 +157,12 @@ def _record(row: Row) -> RunRecord:
     return RunRecord(
         source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
         row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
-        use="calibration" if nodes == 1 and pp == 1 else "validation",  # host_ms's table: one node, no pipeline
+        use="calibration" if pp == 1 and (nodes == 1 or tp == 8 * nodes) else "validation",  # LATENCIES' table
         layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, tied_embeddings=tied,
         seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
-        micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_all_reduce_GBps=_ALL_REDUCE_GBPS.get(nodes),
-        network_gather_GBps=_GATHER_GBPS.get(nodes), fp32_grad_reduce=True, counts_recompute=None,
+        micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_measured=NETWORK, fp32_grad_reduce=True,
+        counts_recompute=None,
         pipeline_sends="unknown",
         note=f"Printed: MFU {mfu} %.{' Embeddings tied to the LM head.' if tied else ''}")
 
