@@ -6,8 +6,8 @@ import pytest
 
 from d2lmp.bibliography import SOURCES
 from d2lmp.model import transformer_accounting as ta
-from d2lmp.model.cluster.calibration import GOAL, compare, fit, fit_all, latency_objective, objective
-from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, LATENCIES, RATES, describe
+from d2lmp.model.cluster.calibration import GOAL, compare, fit, fit_all, fixed_cost_objective, objective
+from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, FIXED_COSTS, RATES, describe
 from d2lmp.model.cluster.published import (
     CHECKED_TABLES,
     KORTHIKANTI_TABLE,
@@ -77,12 +77,12 @@ def test_the_stored_parameters_are_the_fit():
     """The rates from Table 1; the fixed times from the records declared for calibration, the rates held; the two
     alternated until the rates stop moving."""
     fitted = fit_all()
-    for name in (*RATES, *LATENCIES):
+    for name in (*RATES, *FIXED_COSTS):
         tolerance = {"host_ms": 1e-2, "network_us": 0.1}.get(name, 1e-3)
         assert getattr(fitted, name) == pytest.approx(getattr(FITTED, name), abs=tolerance), name
         low, high = BOUNDS[name]
         assert low < getattr(FITTED, name) < high, f"{name} sits on its bound: the fit is not a minimum"
-    assert [f.name for f in fields(FITTED)] == [*RATES, *LATENCIES]  # every parameter is fitted, on one table each
+    assert [f.name for f in fields(FITTED)] == [*RATES, *FIXED_COSTS]  # every parameter is fitted, on one table each
 
 
 @pytest.mark.slow
@@ -98,10 +98,10 @@ def test_the_fit_is_a_minimum():
     for name in RATES:
         for factor in (0.95, 1.05):
             assert objective(replace(FITTED, **{name: getattr(FITTED, name) * factor})) > best, name
-    latency_best = latency_objective(FITTED)
-    for name in LATENCIES:
+    latency_best = fixed_cost_objective(FITTED)
+    for name in FIXED_COSTS:
         for factor in (0.95, 1.05):
-            assert latency_objective(replace(FITTED, **{name: getattr(FITTED, name) * factor})) > latency_best, name
+            assert fixed_cost_objective(replace(FITTED, **{name: getattr(FITTED, name) * factor})) > latency_best, name
 
 
 def test_the_host_never_holds_back_the_calibration_table_of_the_rates():

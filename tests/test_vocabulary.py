@@ -122,11 +122,12 @@ def test_a_link_prices_a_ring_as_the_alpha_beta_model_does():
 def test_both_front_doors_price_messages_with_the_same_link():
     hw = CM.PRESETS["8x A100 (NVSwitch)"]
     assert hw.link == Link(hw.link_bytes_per_s, GPU_ALPHA_S)
-    rate = S.link_bytes_per_s(Cluster("A100-80GB", 16), "network", FITTED)
-    link = Link(float(rate), gpu_preset("A100").latency_s)
-    assert S.all_reduce_seconds(1e9, 16, rate) == link.all_reduce_seconds(1e9, 16)
-    assert S.gather_seconds(1e9, 16, rate) == link.gather_seconds(1e9, 16)
-    assert S.p2p_seconds(1e6, rate) == link.p2p_seconds(1e6)
+    for name, alpha in (("network", FITTED.network_us * 1e-6), ("nvlink", gpu_preset("A100").latency_s)):
+        rate = S.link_bytes_per_s(Cluster("A100-80GB", 16), name, FITTED)
+        link = Link(float(rate), alpha)
+        assert S.all_reduce_seconds(1e9, 16, rate) == link.all_reduce_seconds(1e9, 16), name
+        assert S.gather_seconds(1e9, 16, rate) == link.gather_seconds(1e9, 16), name
+        assert S.p2p_seconds(1e6, rate) == link.p2p_seconds(1e6), name
     # ... and keep the training state with the same rule
     assert CM.state_per_device is state_per_device
 

@@ -86,7 +86,9 @@ DOCUMENTS: tuple[Source, ...] = (
        "`scripts/scaling_benchmarks.py`: the model shapes (layers, hidden, heads, MLP), vocabulary and KV heads of "
        "the Ultra-Scale Playbook's configuration sweep; `src/nanotron/models/llama.py` `get_flops`: the FLOPs per "
        "token behind its MFU; `examples/config_tiny_llama_bench.yaml` (BF16) and `models/llama.py` (FlashAttention), "
-       "what the sweep ran with."),
+       "what the sweep ran with; `src/nanotron/parallel/tensor_parallel/functional.py` (commit 67c5ebb6): the "
+       "column- and row-parallel linears' all-gathers and reduce-scatters under sequence parallelism, forward and "
+       "backward."),
     _S("deepseek_v3_repo", "DeepSeek-AI", "DeepSeek-V3", "GitHub repository deepseek-ai/DeepSeek-V3", "n.d.",
        "https://github.com/deepseek-ai/DeepSeek-V3",
        "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "

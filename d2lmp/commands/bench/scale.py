@@ -13,7 +13,7 @@ import statistics
 
 from d2lmp.commands.goal import Goal, goal_line
 from d2lmp.model.cluster.calibration import Comparison
-from d2lmp.model.cluster.efficiency import FITTED, LATENCIES, LATENCY_TABLE, RATES, describe
+from d2lmp.model.cluster.efficiency import FITTED, FIXED_COST_TABLE, FIXED_COSTS, RATES, describe
 from d2lmp.model.cluster.report import (
     CALIBRATION_TABLE,
     TOP_FIVE,
@@ -162,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     report = calibration_report()
     print(f"The cluster model (d2lmp.model.cluster), its {len(dataclasses.fields(FITTED))} parameters fitted on their "
           "calibration tables only, against every published run it knows\n")
-    print(f"Fitted parameters: {', '.join(RATES)} on {CALIBRATION_TABLE}; {', '.join(LATENCIES)} on {LATENCY_TABLE}")
+    print(f"Fitted parameters: {', '.join(RATES)} on {CALIBRATION_TABLE}; {', '.join(FIXED_COSTS)} on "
+          f"{FIXED_COST_TABLE}")
     print(describe(report.efficiency))
     for name, rows in report.tables.items():
         worst = worst_ratio(rows)
@@ -183,8 +184,8 @@ def run(args: argparse.Namespace) -> int:
               f"the planner's best is within {WITHIN:.0%} of it (both predicted)")
     judgements = judge_all(records())
     print(f"\nPublished runs transcribed as records (d2lmp.model.cluster.runs), {len(judgements)} rows; the rows "
-          f"marked calibration fitted {', '.join(LATENCIES)}, every other row is validation, predicted with the fitted "
-          "parameters unchanged")
+          f"marked calibration fitted {', '.join(FIXED_COSTS)}, every other row is validation, predicted with the "
+          "fitted parameters unchanged")
     print(sources_table(summarise(judgements)))
     print("ratio = predicted / published tokens/s per GPU (a published MFU or FLOP rate divided by the FLOPs the "
           "model counts a token)")

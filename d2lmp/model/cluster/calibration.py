@@ -3,9 +3,9 @@
 ``fit`` sets the four rates (``efficiency.RATES``) on Narayanan et al.'s Table 1: it minimises the sum over the
 calibration rows of ``log(predicted / published)²`` by coordinate descent: each parameter in turn is set, by a
 golden-section search over its physically possible range (``efficiency.BOUNDS``), to the value that minimises the sum
-with the others held, until a sweep moves none of them by more than ``tol``. The two fixed times (``LATENCIES``: the
+with the others held, until a sweep moves none of them by more than ``tol``. The two fixed times (``FIXED_COSTS``: the
 host's launch time and the network's α) play almost no part there (no block of Table 1 is shorter than the host's
-launches, and its messages are large); ``fit_latencies`` then sets them the same way, the rates held, on the records
+launches, and its messages are large); ``fit_fixed_costs`` then sets them the same way, the rates held, on the records
 declared ``use="calibration"``: the Ultra-Scale sweep's rows without a pipeline on one node, whose small micro-batches
 run faster on the GPU than the host launches them, and those whose tensor-parallel group is the whole cluster across two
 or four nodes, whose many small collectives pay the network's α (``runs.ultrascale``). Pure Python, deterministic: the
@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, LATENCIES, RATES, Efficiency
+from d2lmp.model.cluster.efficiency import BOUNDS, FITTED, FIXED_COSTS, RATES, Efficiency
 from d2lmp.model.cluster.hardware import Cluster
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.published import NARAYANAN_TABLE1, PublishedRun
@@ -30,7 +30,7 @@ from d2lmp.model.cluster.runs import records as all_records
 from d2lmp.model.cluster.validation import judge
 
 __all__ = ["GOAL", "Comparison", "cluster_of", "predicted_value", "compare", "objective", "fit",
-           "latency_objective", "fit_latencies", "fit_all", "within_goal"]
+           "fixed_cost_objective", "fit_fixed_costs", "fit_all", "within_goal"]
 
 GOAL = (0.8, 1.25)  # predicted / published per-GPU throughput on every row
 
@@ -123,37 +123,37 @@ def _descend(current: Efficiency, names: Sequence[str], cost: Callable[[Efficien
 def fit(runs: Sequence[PublishedRun] = NARAYANAN_TABLE1, tol: float = 1e-4, sweeps: int = 30,
         held: Efficiency | None = None) -> Efficiency:
     """The rates (``RATES``) that make ``runs`` best predicted (least squares on log ratios, coordinate descent),
-    the fixed times (``LATENCIES``) held at ``held``'s (None: no host wait, the preset's α across nodes)."""
+    the fixed times (``FIXED_COSTS``) held at ``held``'s (None: no host wait, the preset's α across nodes)."""
     start = Efficiency(**{name: sum(BOUNDS[name]) / 2 for name in RATES})
     if held is not None:
-        start = replace(start, **{name: getattr(held, name) for name in LATENCIES})
+        start = replace(start, **{name: getattr(held, name) for name in FIXED_COSTS})
     return _descend(start, RATES, lambda e: objective(e, runs), tol, sweeps)
 
 
-def latency_objective(efficiency: Efficiency, records: Sequence[RunRecord] | None = None) -> float:
+def fixed_cost_objective(efficiency: Efficiency, records: Sequence[RunRecord] | None = None) -> float:
     """Sum of squared log ratios over the records declared for calibration (None: ``runs.records("calibration")``):
-    what ``fit_latencies`` minimises."""
+    what ``fit_fixed_costs`` minimises."""
     rows = all_records("calibration") if records is None else records
     return sum(math.log(r) ** 2 for rec in rows if (r := judge(rec, efficiency).ratio) is not None)
 
 
-def fit_latencies(rates: Efficiency | None = None, records: Sequence[RunRecord] | None = None,
+def fit_fixed_costs(rates: Efficiency | None = None, records: Sequence[RunRecord] | None = None,
                   tol: float = 1e-2, sweeps: int = 10) -> Efficiency:
-    """``rates`` (None: ``fit()``'s) with the host's launch time and the network's α (``LATENCIES``) that best
+    """``rates`` (None: ``fit()``'s) with the host's launch time and the network's α (``FIXED_COSTS``) that best
     predict the calibration records, by coordinate descent from the middle of their bounds."""
-    start = replace(fit() if rates is None else rates, **{name: sum(BOUNDS[name]) / 2 for name in LATENCIES})
-    return _descend(start, LATENCIES, lambda e: latency_objective(e, records), tol, sweeps)
+    start = replace(fit() if rates is None else rates, **{name: sum(BOUNDS[name]) / 2 for name in FIXED_COSTS})
+    return _descend(start, FIXED_COSTS, lambda e: fixed_cost_objective(e, records), tol, sweeps)
 
 
 def fit_all(rounds: int = 10, tol: float = 1e-3) -> Efficiency:
     """Every parameter on its own table: the rates on Table 1, then the fixed times on the calibration records, then
     the rates again with those times held, and so on until a round moves no rate by more than ``tol`` (the network's
     α and ``network`` trade against each other a little on Table 1). What ``efficiency.FITTED`` stores, rounded."""
-    current = fit_latencies(fit())
+    current = fit_fixed_costs(fit())
     for _ in range(rounds):
         rates = fit(held=current)
         moved = max(abs(getattr(rates, name) - getattr(current, name)) for name in RATES)
-        current = fit_latencies(rates)
+        current = fit_fixed_costs(rates)
         if moved < tol:
             break
     return current

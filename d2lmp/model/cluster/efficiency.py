@@ -1,8 +1,8 @@
 """The cost model's free parameters: what each stands for, and the values fitted on their calibration tables.
 
 Four numbers turn the hardware's rates into achieved ones (``RATES``, fitted on Narayanan et al.'s Table 1), and two
-are fixed times (``LATENCIES``): how long the host takes to launch a block's kernels, and the α of a message across
-nodes, both fitted on the Ultra-Scale sweep's rows declared for calibration (``LATENCY_TABLE``, ``runs.ultrascale``),
+are fixed times (``FIXED_COSTS``): how long the host takes to launch a block's kernels, and the α of a message across
+nodes, both fitted on the Ultra-Scale sweep's rows declared for calibration (``FIXED_COST_TABLE``, ``runs.ultrascale``),
 where small micro-batches and tensor-parallel groups spanning nodes make them show; everything else in the model is a
 formula or a sourced figure. The matrix rate starts from what a large matmul is measured to reach on each GPU
 generation (``hardware.MAMF_TFLOPS``: 86.9 % of an A100's 16-bit peak, 80.3 % of an H100's), so ``gemm`` is the share
@@ -12,7 +12,8 @@ the rates stop moving; a test re-derives them, so the constants cannot drift fro
 with their meaning. Two further figures are assumptions, stated and not fitted: the latency of one message within a
 node (a field of every GPU preset, ``hardware.GPUPreset.latency_s``, named ``LATENCY_S`` here too; across nodes too
 where ``network_us`` is None) and the bytes Adam moves per parameter in its update (``OPTIMIZER_BYTES_PER_PARAM``).
-The α across nodes is pinned by one cluster only (the Playbook's); no other transcribed row moves much with it.
+The α across nodes is pinned by one cluster only (the Playbook's) and applied to every network: of the other
+transcribed runs it moves those with the most ring steps across nodes (Narayanan et al.'s ZeRO-3 rows).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, fields
 
 from d2lmp.model.cluster.hardware import GPUPreset
 
-__all__ = ["Efficiency", "RATES", "LATENCIES", "LATENCY_TABLE", "FITTED", "MEANINGS", "BOUNDS", "LATENCY_S",
+__all__ = ["Efficiency", "RATES", "FIXED_COSTS", "FIXED_COST_TABLE", "FITTED", "MEANINGS", "BOUNDS", "LATENCY_S",
            "OPTIMIZER_BYTES_PER_PARAM", "describe"]
 
 LATENCY_S = GPUPreset.latency_s  # α the fit assumes: the GPU presets' field, defined and explained there
@@ -43,8 +44,8 @@ class Efficiency:
 
 
 RATES = ("gemm", "memory_passes", "nvlink", "network")  # fitted on Narayanan et al. 2021, Table 1
-LATENCIES = ("host_ms", "network_us")  # fitted on LATENCY_TABLE
-LATENCY_TABLE = ("the Ultra-Scale sweep's rows without a pipeline on one node, and those whose one tensor-parallel "
+FIXED_COSTS = ("host_ms", "network_us")  # fitted on FIXED_COST_TABLE
+FIXED_COST_TABLE = ("the Ultra-Scale sweep's rows without a pipeline on one node, and those whose one tensor-parallel "
                  "group is the whole cluster of two or four nodes (the records marked calibration)")
 
 
@@ -58,8 +59,9 @@ MEANINGS: dict[str, str] = {
     "host_ms": "milliseconds the host takes to launch one transformer block's kernels, forward and backward, for one "
                "micro-batch, one kernel at a time (eager PyTorch): a GPU done sooner waits; read as the host's "
                "launches, fitted, not measured",
-    "network_us": "microseconds each message of a collective across nodes takes besides its bytes (α of a ring "
-                  "step or a send over the network); fitted on the one cluster whose rows it dominates",
+    "network_us": "microseconds a ring step or a send across nodes takes besides its bytes: an effective fixed "
+                  "cost, not a measured latency; fitted on the one cluster whose rows pin it (the Ultra-Scale "
+                  "Playbook's), applied to every network",
 }
 # The range the fit searches for each parameter: physically possible values only.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -67,8 +69,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "host_ms": (0.0, 20.0), "network_us": (1.0, 200.0),
 }
 
-# Fitted by d2lmp.model.cluster.calibration.fit_all(): RATES on Table 1 of Narayanan et al. (2021), LATENCIES on
-# LATENCY_TABLE; re-derived by tests/test_scale_calibration.py.
+# Fitted by d2lmp.model.cluster.calibration.fit_all(): RATES on Table 1 of Narayanan et al. (2021), FIXED_COSTS on
+# FIXED_COST_TABLE; re-derived by tests/test_scale_calibration.py.
 FITTED = Efficiency(gemm=0.824, memory_passes=2.655, nvlink=0.735, network=0.785, host_ms=4.47, network_us=36.5)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from d2lmp.model.cluster.calibration import GOAL, Comparison, cluster_of, compare
-from d2lmp.model.cluster.efficiency import FITTED, LATENCIES, LATENCY_TABLE, RATES, Efficiency, describe
+from d2lmp.model.cluster.efficiency import FITTED, FIXED_COST_TABLE, FIXED_COSTS, RATES, Efficiency, describe
 from d2lmp.model.cluster.expert_step import EXPERT_PART
 from d2lmp.model.cluster.moe import MoETransformer
 from d2lmp.model.cluster.planner import Candidate, PlanReport, plan
@@ -64,8 +64,8 @@ def _unit(metric: str) -> str:
 
 def format_calibration(report: CalibrationReport) -> str:
     """Every table's rows (published, predicted, ratio), its worst ratio, the goal line and the parameters."""
-    lines = [f"Fitted parameters ({', '.join(RATES)} on the calibration table; {', '.join(LATENCIES)} on "
-             f"{LATENCY_TABLE}):", describe(report.efficiency), ""]
+    lines = [f"Fitted parameters ({', '.join(RATES)} on the calibration table; {', '.join(FIXED_COSTS)} on "
+             f"{FIXED_COST_TABLE}):", describe(report.efficiency), ""]
     for name, rows in report.tables.items():
         lines += [name, f"  {'row':<28}{'published':>12}{'predicted':>12}{'ratio':>8}  unit"]
         for c in rows:

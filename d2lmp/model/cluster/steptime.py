@@ -182,12 +182,13 @@ def tensor_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, la
                             efficiency: Efficiency) -> tuple[float, float, float]:
     """A block's tensor-parallel messages for one micro-batch: (forward seconds, backward seconds, one boundary
     message: the embedding's or the logits'). Each carries ``2·b·s·h`` bytes. Without sequence parallelism a block
-    all-reduces twice a pass (Shoeybi et al. 2019, §3). With it (Korthikanti et al. 2022, §4.2.2), the forward
-    all-gathers before each of the two column-parallel linears and reduce-scatters after each row-parallel one, and
-    the backward does both again, plus the all-gather of each column-parallel linear's saved input shard for its
-    weight gradient (Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication`` and nanotron's column linear
-    save the shard and gather it again): 4 collectives forward, 6 backward, rings at the all-gather's bus bandwidth.
-    The group's bandwidth is the one measured over the nodes it spans (``group_bytes_per_s``)."""
+    all-reduces twice a pass (Shoeybi et al. 2019, §3). With it, a forward and backward pass take four all-gathers
+    and four reduce-scatters, and each rank keeps only its shard of a column-parallel linear's input and gathers it
+    again in the backward (Korthikanti et al. 2022, §4.2.2; Megatron-LM's
+    ``LinearWithGradAccumulationAndAsyncCommunication`` and nanotron's column linear do so): 4 collectives forward, 6
+    backward, rings at the all-gather's bus bandwidth, all charged as exposed (the paper overlaps the extra gather
+    with the backward's products). The group's bandwidth is the one measured over the nodes it spans
+    (``group_bytes_per_s``)."""
     t, per_node, link = plan.tp, layout.tp_per_node, layout.tp_link
     if t == 1:
         return 0.0, 0.0, 0.0

@@ -79,20 +79,20 @@ without a pipeline are judged in full. The criterion is the layout (PP > 1), not
 rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the model predicts within 0.8-1.25 out
 of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
 
-The calibration table of the two fixed times (``efficiency.LATENCIES``; ``use="calibration"``), 48 rows without a
+The calibration table of the two fixed times (``efficiency.FIXED_COSTS``; ``use="calibration"``), 48 rows without a
 pipeline: the 26 on one node (the host's launch time; 9 of them, at one sequence a micro-batch, wait for it) and the 22
 whose one tensor-parallel group is the whole cluster, TP 16 on two nodes and TP 32 on four (the network's α; the
-measured bus bandwidth is exactly that group's there). Every other row is validation. Why a fixed time a block: with
-tensor parallelism 8 and one sequence a micro-batch, a block's forward and backward take a median of 4.6-4.8 ms
-(published step ÷ (micro-batches · layers)) for the 1B, 3B and 8B models alike on 1 to 32 nodes (4.4-4.6 on one node),
-though an 8B block does 3.3 times the FLOPs of a 1B block and the model without the host gives the GPU 1.9-3.8 ms for it
-(``block_times``; notebook 20): a floor that does not follow the GPU's work (at TP 4 the 1B and 3B sit at the same 4.8
-ms; the 8B's own work, 6.0 ms in the model, lies above it at 5.7). Nanotron runs eagerly (no ``torch.compile`` or CUDA
-graph at 67c5ebb6): the host launches every kernel one at a time, the forward from Python, the backward from PyTorch's
-autograd engine, which calls back into Python for nanotron's own layers. The host's launches are the likeliest cause,
-read, not measured: no profile of these runs exists, and nanotron's ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware
-queue, kernels run in the order issued) could add to it. One parameter stands for it, fitted on one node's rows and
-tested on the other nodes'.
+Playbook measured the bus bandwidth over the same nodes, with 256 MB messages). Every other row is validation. Why a
+fixed time a block: with tensor parallelism 8 and one sequence a micro-batch, a block's forward and backward take a
+median of 4.6-4.8 ms (published step ÷ (micro-batches · layers)) for the 1B, 3B and 8B models alike on 1 to 32 nodes
+(4.4-4.6 on one node), though an 8B block does 3.3 times the FLOPs of a 1B block and the model without the host gives
+the GPU 1.9-3.8 ms for it (``block_times``; notebook 20): a floor that does not follow the GPU's work (at TP 4 the 1B
+and 3B sit at the same 4.8 ms; the 8B's own work, 6.0 ms in the model, lies above it at 5.7). Nanotron runs eagerly (no
+``torch.compile`` or CUDA graph at 67c5ebb6): the host launches every kernel one at a time, the forward from Python, the
+backward from PyTorch's autograd engine, which calls back into Python for nanotron's own layers. The host's launches are
+the likeliest cause, read, not measured: no profile of these runs exists, and nanotron's
+``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue, kernels run in the order issued) could add to it. One parameter
+stands for it, fitted on one node's rows and tested on the other nodes'.
 
 Why an α across nodes: at one sequence a micro-batch a block takes about 8 ms at TP 16 and 15-19 ms at TP 32 for the 1B,
 3B and 8B models alike (4.6-4.8 at TP 8; medians over the node counts), a cost that does not follow the bytes and
@@ -102,9 +102,9 @@ roughly doubles with the group. Under sequence parallelism nanotron's linears
 row-parallel one, and in the backward reduce-scatter the column-parallel inputs' gradients and all-gather both the
 row-parallel outputs' gradients and the column-parallel inputs again: ten rings a block, each of ``t − 1`` steps, 150
 steps at TP 16 and 310 at TP 32. One α a step across nodes accounts for both sizes: one parameter, ``network_us``,
-fitted on the groups that are the whole cluster and tested on TP 16 and 32 on 4 to 64 nodes. The sweep's 64-node rows
-are the least reproducible: most of its TP 16 layouts there run 55-75 ms a block whatever the micro-batch, where a few
-run 11-12.
+fitted on the groups that are the whole cluster and tested on TP 16 on 4 to 64 nodes and TP 32 on 8 to 64. The sweep's
+64-node rows are the least consistent: most of its TP 16 layouts there run 55-75 ms a block whatever the micro-batch,
+where a few run 11-12 (the same layout, 3B at two sequences, 11.1 ms with ZeRO 0 and 57.9 with ZeRO 1).
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def _record(row: Row) -> RunRecord:
     return RunRecord(
         source="tazi2025ultrascale", where=f"{_WHERE}, panel '{model}', row '{nodes} node(s)', hover text",
         row=f"{cell(model, nodes)}: DP {dp} TP {tp} PP {pp} ZeRO {zero} MBS {mbs} GradAcc {grad_acc}",
-        use="calibration" if pp == 1 and (nodes == 1 or tp == 8 * nodes) else "validation",  # LATENCIES' table
+        use="calibration" if pp == 1 and (nodes == 1 or tp == 8 * nodes) else "validation",  # FIXED_COSTS' table
         layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, tied_embeddings=tied,
         seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
