@@ -18,17 +18,27 @@ if TYPE_CHECKING:
 __all__ = ["plot_block_times"]
 
 
+def _size(label: str) -> tuple[float, str]:
+    """Sort key for model names such as "8B" and "80B": by the number of parameters, names without one last."""
+    number = label.rstrip("BM")
+    scale = {"B": 1e9, "M": 1e6}.get(label[-1:], 1.0)
+    try:
+        return float(number) * scale, label
+    except ValueError:
+        return float("inf"), label
+
+
 def plot_block_times(times: Sequence[BlockTime], host_ms: float | None, ax: Axes | None = None,
                      title: str = "One block and micro-batch, forward and backward",
                      alternative: str = "model, no launch time") -> Figure:
-    """Per model (one colour each): the published medians as dots, the model as a line, the model with the
-    alternative parameters (named ``alternative`` in the legend) dashed; the host's ``host_ms`` as a grey floor (None:
-    none drawn). Both axes logarithmic."""
+    """Per model (one colour each, in order of size): the published medians as dots, the model as a line, the model with
+    the alternative parameters (named ``alternative`` in the legend) dashed; the host's ``host_ms`` as a grey floor
+    (None: none drawn). Both axes logarithmic."""
     if not times:
         raise ValueError("no block times to plot: no judged rows matched")
     fig, ax = fig_ax(ax, figsize=(7.5, 4.5))
     colours = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b2")
-    for colour, label in zip(colours, dict.fromkeys(t.label for t in times), strict=False):
+    for colour, label in zip(colours, sorted(dict.fromkeys(t.label for t in times), key=_size), strict=False):
         mine = [t for t in times if t.label == label]
         x = [t.micro_batch for t in mine]
         ax.plot(x, [t.published_ms for t in mine], "o", color=colour, label=label)

@@ -259,8 +259,9 @@ def stage_cost(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout,
 def host_wait_seconds(blocks: int, gpu_seconds: float, efficiency: Efficiency) -> float:
     """What the GPU waits for the host in one micro-batch of a stage: the host launches each of its ``blocks``
     blocks' kernels in ``host_ms``, forward and backward, and the GPU cannot finish before the host has launched; 0
-    where the GPU's own ``gpu_seconds`` are longer. Charged to the backward (the last the host launches, and what a
-    gradient reduction hides behind); a recomputed forward's launches are not counted (the fit saw none)."""
+    where the GPU's own ``gpu_seconds`` are longer. The wait is booked to the backward, which the host launches last
+    and which the gradient reduction overlaps; launches of a recomputed forward are not counted (no calibration run
+    recomputes)."""
     return max(0.0, blocks * efficiency.host_ms * 1e-3 - gpu_seconds)
 
 
