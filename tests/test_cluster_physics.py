@@ -158,10 +158,12 @@ def test_a_cluster_with_measured_bus_bandwidths_uses_them_rail_by_rail():
     assert group_bytes_per_s(plain, "network", 8, FITTED, gather=True) == pytest.approx(8 * 50e9 * FITTED.network)
 
 
-def test_a_group_reads_the_measurement_over_the_nodes_it_spans():
+def test_a_group_reads_the_measurement_over_as_many_ranks_at_most_its_nics():
     """On 32 nodes, a group of 16 with eight members a node spans two: it all-gathers at the two-node figure, 184.6
-    GB/s, not the whole cluster's 28 (NVLink's 450 × ``nvlink`` is the cap); a group over four nodes, not measured,
-    reads the next measurement up (32 nodes)."""
+    GB/s, not the whole cluster's 28 (NVLink's 450 × ``nvlink`` caps the all-reduce); a group of 32, not measured,
+    reads the next measurement up (32 nodes). A group of 16 with one member a node (16 nodes) reads the same two-node
+    measurement, a ring as long, but gets no more than its one NIC, 50 GB/s × ``network``; with two members a node,
+    two NICs."""
     from d2lmp.model.cluster.efficiency import FITTED
     from d2lmp.model.cluster.steptime import group_bytes_per_s
 
@@ -170,6 +172,10 @@ def test_a_group_reads_the_measurement_over_the_nodes_it_spans():
     assert group_bytes_per_s(measured, "network", 8, FITTED, ranks=16) == pytest.approx(450e9 * FITTED.nvlink)
     assert group_bytes_per_s(measured, "network", 8, FITTED, gather=True, ranks=32) == pytest.approx(28e9)
     assert measured.measured_network(64) == MEASURED[-1] and measured.measured_network(2) == MEASURED[0]
+    one_nic = 50e9 * FITTED.network
+    assert group_bytes_per_s(measured, "network", 1, FITTED, gather=True, ranks=16) == pytest.approx(one_nic)
+    assert group_bytes_per_s(measured, "network", 2, FITTED, gather=True, ranks=16) == pytest.approx(2 * one_nic)
+    assert group_bytes_per_s(measured, "network", 1, FITTED, gather=True, ranks=256) == pytest.approx(28e9)
 
 
 @pytest.mark.parametrize("bad", [(NetworkMeasurement(4, 1.0, 1.0), NetworkMeasurement(2, 1.0, 1.0)),

@@ -71,7 +71,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 
 # Fitted by d2lmp.model.cluster.calibration.fit_all(): RATES on Table 1 of Narayanan et al. (2021), FIXED_COSTS on
 # FIXED_COST_TABLE; re-derived by tests/test_scale_calibration.py.
-FITTED = Efficiency(gemm=0.824, memory_passes=2.655, nvlink=0.735, network=0.785, host_ms=4.47, network_us=36.5)
+FITTED = Efficiency(gemm=0.824, memory_passes=2.655, nvlink=0.735, network=0.785, host_ms=4.46, network_us=36.5)
 
 
 def describe(efficiency: Efficiency = FITTED) -> str:

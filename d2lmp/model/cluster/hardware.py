@@ -229,9 +229,9 @@ class Cluster:
     ``nvlink_GBps`` and ``network_GBps_per_gpu`` (per GPU, per direction) None take the preset's figures, the
     sourced ones of that GPU's usual node. ``network_measured``: the bus bandwidths per GPU of a cross-node all-reduce
     and all-gather measured on this cluster, every GPU of each node in the group, by node count
-    (``NetworkMeasurement``; empty: the NICs' rate × the fitted network fraction). A group that spans ``n`` nodes
-    reads the measurement over ``n`` nodes (``measured_network``), and one with fewer members a node gets its share
-    of the rails. ``custom``: a preset
+    (``NetworkMeasurement``; empty: the NICs' rate × the fitted network fraction). A group of ``n`` ranks reads
+    the measurement over ``n`` ÷ GPUs a node nodes (``measured_network``), at most its own NICs where it has fewer
+    members a node (``steptime.group_bytes_per_s``). ``custom``: a preset
     built at run time (``model.cluster.cpu.cpu_preset``, a CPU measured here), used instead of a named one; ``gpu``
     then only labels it.
     """

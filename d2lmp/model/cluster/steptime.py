@@ -17,10 +17,10 @@ the stage-to-stage messages. Data parallelism reduces the gradients once a step 
 ``dp_overlap``), ZeRO-2 once a micro-batch, and ZeRO-3 also gathers the weights for every forward, backward and
 recomputed forward. Collectives are rings: ``2(n−1)/n`` of the bytes for an all-reduce, ``(n−1)/n`` for an all-gather or
 reduce-scatter, at the bus bandwidth of the link the group crosses (on a cluster whose network was measured by node
-count, the figure over the nodes the group spans), plus the link's α per ring step (within a node the preset's
-``latency_s``, across nodes the fitted ``network_us``: ``hardware.LinkRate``); a send takes α plus its bytes at the
-link's send rate (its bus bandwidth unless measured apart). The seconds of a message are the shared ``terms.Link``'s, as
-in the layer-table model.
+count, the figure for a collective over as many ranks, at most the group's own NICs), plus the link's α per ring step
+(within a node the preset's ``latency_s``, across nodes the fitted ``network_us``: ``hardware.LinkRate``); a send takes
+α plus its bytes at the link's send rate (its bus bandwidth unless measured apart). The seconds of a message are the
+shared ``terms.Link``'s, as in the layer-table model.
 """
 
 from __future__ import annotations
@@ -67,33 +67,44 @@ def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency
 
 
 def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bool = False,
-             nodes: int | None = None) -> float:
-    """Across nodes, a group with ``per_node`` members a node spanning ``nodes`` nodes (None: all of the cluster's):
-    that many rails, at the bus bandwidth the cluster was measured at over that many nodes (all rails) where it has
-    one, for an all-reduce or (``gather``) an all-gather or reduce-scatter, else at the NICs' rate × ``network``; α is
-    ``network_us`` where fitted, else the preset's."""
+             ranks: int | None = None) -> float:
+    """Across nodes, a group of ``ranks`` with ``per_node`` members a node, for an all-reduce or (``gather``) an
+    all-gather or reduce-scatter. On a cluster whose bus bandwidth was measured by node count, the group reads the
+    measurement over as many ranks as it has (its ring as long: ``ranks`` ÷ GPUs a node nodes, at least two), and a
+    group with fewer members a node than the node has GPUs gets no more than its own NICs, ``per_node`` × the network
+    per GPU × ``network``; ``ranks`` None (a sender): its share of the whole cluster's measurement. Elsewhere the NICs'
+    rate × ``network``. α is ``network_us`` where fitted, else the preset's."""
     alpha = None if efficiency.network_us is None else efficiency.network_us * 1e-6
-    measured = cluster.measured_network(cluster.nodes if nodes is None else nodes)
-    if measured is not None:
-        rate = measured.gather_GBps if gather else measured.all_reduce_GBps
-        return cluster.link_rate(rate * 1e9 * per_node / cluster.gpus_per_node, 1.0, alpha)
-    return cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network, alpha)
+    nics = cluster.network_bytes_per_s * per_node * efficiency.network
+    gpus_per_node = cluster.gpus_per_node
+    if not cluster.network_measured:
+        return cluster.link_rate(nics, 1.0, alpha)
+    if ranks is None:
+        measured = cluster.measured_network(cluster.nodes)
+        assert measured is not None
+        rate = (measured.gather_GBps if gather else measured.all_reduce_GBps) * 1e9 * per_node / gpus_per_node
+    else:
+        measured = cluster.measured_network(max(2, ranks // gpus_per_node))
+        assert measured is not None
+        rate = (measured.gather_GBps if gather else measured.all_reduce_GBps) * 1e9
+        if per_node < gpus_per_node:
+            rate = min(rate, nics)
+    return cluster.link_rate(rate, 1.0, alpha)
 
 
 def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency,
                       gather: bool = False, ranks: int | None = None) -> float:
     """Bus bandwidth per GPU of a collective (an all-reduce, or an all-gather or reduce-scatter: ``gather``) over
-    ``link`` whose group of ``ranks`` (None: spanning every node) has ``per_node`` members in each node. Across nodes
-    NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's traffic at once:
-    ``per_node`` × the network per GPU, at most NVLink's rate, which the hops inside a node take (α stays the
-    network's)."""
+    ``link`` whose group of ``ranks`` (None: one member of every node's share) has ``per_node`` members in each node.
+    Across nodes NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's
+    traffic at once: ``per_node`` × the network per GPU (or the measurement, ``_network``), at most NVLink's rate,
+    which the hops inside a node take (α stays the network's)."""
     if link == "nvlink":
         return link_bytes_per_s(cluster, link, efficiency)
-    nodes = None if ranks is None else max(1, ranks // per_node)
     if per_node == 1:
-        return _network(cluster, 1, efficiency, gather, nodes)
+        return _network(cluster, 1, efficiency, gather, ranks)
     nvlink = link_bytes_per_s(cluster, "nvlink", efficiency)
-    network = _network(cluster, per_node, efficiency, gather, nodes)
+    network = _network(cluster, per_node, efficiency, gather, ranks)
     if network < nvlink:
         return network
     return LinkRate(float(nvlink), latency_of(network), p2p_rate_of(nvlink))  # NVLink's rate, the network's α
@@ -187,8 +198,8 @@ def tensor_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, la
     again in the backward (Korthikanti et al. 2022, §4.2.2; Megatron-LM's
     ``LinearWithGradAccumulationAndAsyncCommunication`` and nanotron's column linear do so): 4 collectives forward, 6
     backward, rings at the all-gather's bus bandwidth, all charged as exposed (the paper overlaps the extra gather
-    with the backward's products). The group's bandwidth is the one measured over the nodes it spans
-    (``group_bytes_per_s``)."""
+    with the backward's products). The group's bandwidth is the one measured for a collective over as many
+    ranks (``group_bytes_per_s``)."""
     t, per_node, link = plan.tp, layout.tp_per_node, layout.tp_link
     if t == 1:
         return 0.0, 0.0, 0.0

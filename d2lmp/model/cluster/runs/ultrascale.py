@@ -31,22 +31,27 @@ does not say which count a row used). So the tokens/s per GPU, the MFU, the 989 
 
 Two things of the sweep's runs published by the same sources, which the records carry. The network: the Playbook
 measures its cluster's bus bandwidth (figure ``pp_comm_bandwidth.html``, "Communication Bandwidth by Number of Nodes
-(size=256MB)", medians): all-reduce 436, 362, 160, 99.6, 84.7, 64.9 and 32.9 GB/s on 1, 2, 4, 8, 16, 32 and 64
-nodes; all-gather 250, 185, 119, 69, 55, 28 and 11 GB/s (reduce-scatter within 3 % of it); the 5th percentile of
-the all-reduce falls to 12.5 GB/s on 64 nodes. Each record carries the table of medians on 2 to 64 nodes
-(``NETWORK``, ``network_measured``), so that each group reads the figure over the nodes it spans: a TP 16 group, two
-nodes, on any cluster size. The gradients: the base
-configuration (below) sets ``accumulate_grad_in_fp32: true`` (the script's own ``ACCUMULATE_GRAD_IN_FP32 = True`` is
-defined but unused), and nanotron's ``get_fp32_accum_hook``
+(size=256MB)", medians): all-reduce 436, 362, 160, 99.6, 84.7, 64.9 and 32.9 GB/s on 1, 2, 4, 8, 16, 32 and 64 nodes;
+all-gather 250, 185, 119, 69, 55, 28 and 11 GB/s (reduce-scatter within 3 % of it); the 5th percentile of the all-reduce
+falls to 12.5 GB/s on 64 nodes. Each record carries the table of medians on 2 to 64 nodes (``NETWORK``,
+``network_measured``), so that each group reads the figure for a collective over as many ranks (a TP 16 group: the
+two-node figure on any cluster size), at most its own NICs where it has fewer members a node than GPUs
+(``steptime.group_bytes_per_s``). The gradients: the base configuration (below) sets ``accumulate_grad_in_fp32: true``
+(the script's own ``ACCUMULATE_GRAD_IN_FP32 = True`` is defined but unused), and nanotron's ``get_fp32_accum_hook``
 (``optim/gradient_accumulator.py``) reduces the FP32 accumulation buffers, four bytes a parameter
-(``fp32_grad_reduce``). For the 1B model with data parallelism alone (micro-batch 1, no ZeRO), the published step
-time less the model's without these two is close to the all-reduce of four bytes a parameter at the measured
-rate, not hidden: 0.104 s against 0.106 s on 8 nodes, 0.116 s against 0.126 s on 16, 0.145 s against 0.165 s on 32
-(1.34B parameters: the shapes above, tied embeddings, full multi-head attention). What the records cannot carry:
-repeated measurements of one layout differ up to 4.7-fold (8B on 2 nodes, DP 2 TP 8 ZeRO 1, micro-batch 1,
-GradAcc 128: 3,449 and 737 tokens/s per GPU), and of 306 layouts measured with ZeRO 0 and with ZeRO 1 (307 pairs of
-measurements: one layout has two ZeRO 1 runs), 82 pairs differ more than twofold, where the model's two predictions
-differ at most 2.17-fold, and more than 1.35-fold in 33 layouts.
+(``fp32_grad_reduce``). For the 1B model with data parallelism alone (micro-batch 1, no ZeRO), the published step time
+less the model's without these two is close to the all-reduce of four bytes a parameter at the measured rate, not
+hidden: 0.104 s against 0.106 s on 8 nodes, 0.116 s against 0.126 s on 16, 0.145 s against 0.165 s on 32 (1.34B
+parameters: the shapes above, tied embeddings, full multi-head attention). So the records say ``dp_overlap=False`` (the
+reduction after the backward): with the model's bucketed overlap instead, the sweep's rows with data parallelism alone
+(TP 1, eight members a node) come out at a median of 1.19, 1.38 and 1.13 of their published speed on 8, 16 and 32 nodes,
+without it at 1.00, 0.95 and 0.93. Why is not known: nanotron's hook launches each bucket's reduction asynchronously
+during the backward (``get_fp32_accum_hook``), and ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue for every
+stream) may keep it from running beside the backward's kernels. A choice made on the sweep's own rows: the TP 1 rows set
+it, the others test it. What the records cannot carry: repeated measurements of one layout differ up to 4.7-fold (8B on
+2 nodes, DP 2 TP 8 ZeRO 1, micro-batch 1, GradAcc 128: 3,449 and 737 tokens/s per GPU), and of 306 layouts measured with
+ZeRO 0 and with ZeRO 1 (307 pairs of measurements: one layout has two ZeRO 1 runs), 82 pairs differ more than twofold,
+where the model's two predictions differ at most 2.17-fold, and more than 1.35-fold in 33 layouts.
 
 Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
@@ -162,6 +167,7 @@ def _record(row: Row) -> RunRecord:
         seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
         micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_measured=NETWORK, fp32_grad_reduce=True,
+        dp_overlap=False,
         counts_recompute=None,
         pipeline_sends="unknown",
         note=f"Printed: MFU {mfu} %.{' Embeddings tied to the LM head.' if tied else ''}")
