@@ -175,7 +175,8 @@ def test_a_group_reads_the_measurement_over_as_many_ranks_at_most_its_nics():
     one_nic = 50e9 * FITTED.network
     assert group_bytes_per_s(measured, "network", 1, FITTED, gather=True, ranks=16) == pytest.approx(one_nic)
     assert group_bytes_per_s(measured, "network", 2, FITTED, gather=True, ranks=16) == pytest.approx(2 * one_nic)
-    assert group_bytes_per_s(measured, "network", 1, FITTED, gather=True, ranks=256) == pytest.approx(28e9)
+    wide = Cluster(gpu="H100-SXM", gpus=2048, network_measured=MEASURED)  # 256 nodes, one member each: 32 nodes' worth
+    assert group_bytes_per_s(wide, "network", 1, FITTED, gather=True, ranks=256) == pytest.approx(28e9)
 
 
 @pytest.mark.parametrize("bad", [(NetworkMeasurement(4, 1.0, 1.0), NetworkMeasurement(2, 1.0, 1.0)),
@@ -310,3 +311,25 @@ def test_zero3_combines_with_a_pipeline():
     zero3 = predict(llama, h100, Plan(pp=4, dp=16, micro_batch=1, global_batch=64, zero=3, attention="flash"))
     assert zero3.memory.parameters == pytest.approx(zero1.memory.parameters / 16)
     assert zero3.parts["zero"] > 0 and zero3.fits
+
+
+def test_zero1_that_all_reduces_pays_a_whole_all_reduce_and_the_gather_back():
+    """nanotron's ZeRO-1 with FP32 accumulation: after the backward, an all-reduce of the four-byte gradients at the
+    all-reduce rate, NCCL's tree across 32 nodes (2·7 + 2·5 α steps), then the two-byte weights all-gathered, a ring
+    of 255 steps; the default ZeRO-1 instead pays the reduce-scatter and the gather as one all-reduce's bytes."""
+    from d2lmp.model.cluster.efficiency import FITTED
+    from d2lmp.model.cluster.layout import check_plan
+    from d2lmp.model.cluster.memory import stage_parameters
+    from d2lmp.model.cluster.steptime import all_reduce_bytes, gather_bytes
+
+    big = Transformer(layers=4, hidden=1024, heads=8, seq=2048, vocab=1000)
+    cluster = Cluster(gpu="H100-SXM", gpus=256, network_measured=MEASURED)
+    plan = Plan(dp=256, global_batch=256, attention="flash", dp_overlap=False, fp32_grad_reduce=True, zero=1,
+                zero1_all_reduce=True)
+    params = stage_parameters(big, plan, check_plan(big, cluster, plan), "first")
+    alpha = FITTED.network_us * 1e-6
+    expected = (all_reduce_bytes(4 * params, 256) / 64.9e9 + (2 * 7 + 2 * 5) * alpha
+                + gather_bytes(2 * params, 256) / 28e9 + 255 * alpha)
+    assert predict(big, cluster, plan).parts["dp"] == pytest.approx(expected)
+    scatter = predict(big, cluster, Plan(**{**plan.__dict__, "zero1_all_reduce": False})).parts["dp"]
+    assert scatter < expected

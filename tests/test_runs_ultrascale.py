@@ -56,7 +56,7 @@ def test_every_sweep_row_states_all_the_cluster_model_needs():
 
 def test_each_record_carries_the_playbooks_measured_network_by_node_count_and_fp32_gradients():
     """pp_comm_bandwidth.html's medians (256 MB) on 2 to 64 nodes, e.g. all-reduce 64.9 and all-gather 28 GB/s on
-    32; every record carries the whole table, so that each group reads the figure over the nodes it spans."""
+    32; every record carries the whole table, so that each group reads the figure over as many ranks."""
     assert [m.nodes for m in NETWORK] == [2, 4, 8, 16, 32, 64]
     assert NETWORK[4] == (32, 64.9, 28.0) and NETWORK[0] == (2, 361.7, 184.6)
     assert all(r.network_measured == NETWORK and r.fp32_grad_reduce for r in RECORDS)

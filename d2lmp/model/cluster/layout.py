@@ -53,7 +53,10 @@ class Plan:
     reduction carries FP32 gradients, four bytes a parameter (FP32 gradient accumulation buffers reduced as they are,
     as nanotron's), not 16-bit ones, and memory holds those buffers (``memory.stage_memory``). ``fp32_grad_buffer``:
     an FP32 gradient buffer for every parameter of the GPU, unsharded, beside the 16-bit gradients (DeepSpeed's
-    BF16_Optimizer as BLOOM ran it), four bytes a parameter more in memory; the reduction is left 16-bit. The layers
+    BF16_Optimizer as BLOOM ran it), four bytes a parameter more in memory; the reduction is left 16-bit.
+    ``zero1_all_reduce``: ZeRO-1 reduces every gradient with an all-reduce after the backward, then all-gathers the
+    16-bit weights (nanotron with FP32 accumulation: ``trainer.py`` builds no DDP and calls
+    ``sync_gradients_across_dp`` with ``reduce_scatter=False``), not with a reduce-scatter. The layers
     need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
     """
 
@@ -74,6 +77,7 @@ class Plan:
     head_stages: bool = False
     fp32_grad_reduce: bool = False
     fp32_grad_buffer: bool = False
+    zero1_all_reduce: bool = False
     ep: int = 1
     fp8_dispatch: bool = False
     etp: int | None = None

@@ -55,19 +55,18 @@ class RunRecord:
     count, where it gives them: ``hardware.NetworkMeasurement``). Plan: ``tp``,
     ``pp``, ``dp`` (the data-parallel size including any sharding group), ``cp``, ``ep``, ``zero`` (ZeRO stage or FSDP:
     3 full shard, 2, 1, 0 none), ``micro_batch`` and ``global_batch`` in sequences, ``interleave`` (virtual stages per
-    GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8),
-    ``etp`` (each expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls
-    hidden behind compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``fp32_grad_buffer`` (an
-    unsharded FP32 gradient buffer beside the 16-bit gradients: memory only), ``dp_overlap`` (the gradient reduction
-    runs behind the backward, bucketed; False: after the last backward, as DeepSpeed's pipeline schedule and
-    Megatron's 2021 local DDP run it), ``sequence_parallel`` (the tensor ranks split the sequence outside their
-    regions, Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert`` assumes it where tp > 1),
-    ``head_stages`` (the embedding and the output layer each take a block's place in the pipeline: ``layout.Plan``),
-    ``pipeline_sends`` (how the stages send to each other; "unknown" leaves a pipelined row's speed unjudged, its
-    memory still judged).
-    ``metric`` and ``value``: the published figure; ``counts_recompute``: whether the source's FLOPs count the
-    recomputed forward (None: not stated or not a FLOP figure). ``memory_gb``: the memory a GPU used, where the
-    source reports it.
+    GPU), ``recompute``, ``attention``, ``precision``, ``fp8_dispatch`` (the MoE dispatch sent in FP8), ``etp`` (each
+    expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls hidden behind
+    compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``zero1_all_reduce`` (ZeRO-1 all-reduces the
+    gradients: ``layout.Plan``), ``fp32_grad_buffer`` (an unsharded FP32 gradient buffer beside the 16-bit gradients:
+    memory only), ``dp_overlap`` (the gradient reduction runs behind the backward, bucketed; False: after the last
+    backward, as DeepSpeed's pipeline schedule and Megatron's 2021 local DDP run it), ``sequence_parallel`` (the tensor
+    ranks split the sequence outside their regions, Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert``
+    assumes it where tp > 1), ``head_stages`` (the embedding and the output layer each take a block's place in the
+    pipeline: ``layout.Plan``), ``pipeline_sends`` (how the stages send to each other; "unknown" leaves a pipelined
+    row's speed unjudged, its memory still judged). ``metric`` and ``value``: the published figure;
+    ``counts_recompute``: whether the source's FLOPs count the recomputed forward (None: not stated or not a FLOP
+    figure). ``memory_gb``: the memory a GPU used, where the source reports it.
     """
 
     source: str                     # bibliography key (d2lmp.bibliography)
@@ -112,6 +111,7 @@ class RunRecord:
     memory_gb: float | None = None
     network_measured: tuple[NetworkMeasurement, ...] = ()
     fp32_grad_reduce: bool = False
+    zero1_all_reduce: bool = False
     fp8_dispatch: bool = False
     etp: int | None = None
     ep_overlap: bool = False

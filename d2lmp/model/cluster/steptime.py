@@ -68,17 +68,16 @@ def link_bytes_per_s(cluster: Cluster, link: ClusterLink, efficiency: Efficiency
 
 def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bool = False,
              ranks: int | None = None) -> float:
-    """Across nodes, a group of ``ranks`` with ``per_node`` members a node, for an all-reduce or (``gather``) an
-    all-gather or reduce-scatter. On a cluster whose bus bandwidth was measured by node count, the group reads the
-    measurement over as many ranks as it has (its ring as long: ``ranks`` ÷ GPUs a node nodes, at least two), and a
-    group with fewer members a node than the node has GPUs gets no more than its own NICs, ``per_node`` × the network
-    per GPU × ``network``; ``ranks`` None (a sender): its share of the whole cluster's measurement. Elsewhere the NICs'
+    """Across nodes, a group of ``ranks`` with ``per_node`` members a node (an all-reduce, or with ``gather`` an
+    all-gather or reduce-scatter). Where the bus bandwidth was measured by node count (eight GPUs a node), the group
+    reads the measurement over as many ranks (at least two nodes' worth), at most its own NICs (``per_node`` × the
+    network per GPU × ``network``) if it has fewer members a node than GPUs: a reading chosen on the Ultra-Scale
+    sweep's rows, not derived. ``ranks`` None (a send): its share of the whole cluster's figure. Elsewhere the NICs'
     rate × ``network``. α is ``network_us`` where fitted, else the preset's."""
     alpha = None if efficiency.network_us is None else efficiency.network_us * 1e-6
-    nics = cluster.network_bytes_per_s * per_node * efficiency.network
     gpus_per_node = cluster.gpus_per_node
     if not cluster.network_measured:
-        return cluster.link_rate(nics, 1.0, alpha)
+        return cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network, alpha)
     if ranks is None:
         measured = cluster.measured_network(cluster.nodes)
         assert measured is not None
@@ -88,17 +87,15 @@ def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bo
         assert measured is not None
         rate = (measured.gather_GBps if gather else measured.all_reduce_GBps) * 1e9
         if per_node < gpus_per_node:
-            rate = min(rate, nics)
+            rate = min(rate, cluster.network_bytes_per_s * per_node * efficiency.network)
     return cluster.link_rate(rate, 1.0, alpha)
 
 
 def group_bytes_per_s(cluster: Cluster, link: ClusterLink, per_node: int, efficiency: Efficiency,
                       gather: bool = False, ranks: int | None = None) -> float:
-    """Bus bandwidth per GPU of a collective (an all-reduce, or an all-gather or reduce-scatter: ``gather``) over
-    ``link`` whose group of ``ranks`` (None: one member of every node's share) has ``per_node`` members in each node.
-    Across nodes NCCL runs one ring (or tree) channel per NIC, so the node's ``per_node`` NICs carry the group's
-    traffic at once: ``per_node`` × the network per GPU (or the measurement, ``_network``), at most NVLink's rate,
-    which the hops inside a node take (α stays the network's)."""
+    """Bus bandwidth per GPU of a collective (``gather``: an all-gather or reduce-scatter) over ``link`` by a group of
+    ``ranks`` (None: a send) with ``per_node`` members a node. Across nodes NCCL runs a channel per NIC, so the
+    group's ``per_node`` NICs carry it at once (``_network``), at most at NVLink's rate (α stays the network's)."""
     if link == "nvlink":
         return link_bytes_per_s(cluster, link, efficiency)
     if per_node == 1:
@@ -313,6 +310,10 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
     reduced = (4 if plan.fp32_grad_reduce else 2) * params  # the gradients the reduction carries
     per_microbatch, backward = slowest.total, sum(slowest.backward.values())
 
+    if plan.zero == 1 and plan.zero1_all_reduce:  # the whole gradient all-reduced, then the weights gathered back
+        once = group_all_reduce_seconds(reduced, d, bw, k, link)
+        last = group_all_reduce_seconds(min(reduced, DDP_BUCKET_BYTES), d, bw, k, link)
+        return (exposed(once, backward, last) if plan.dp_overlap else once) + gather_seconds(grads, d, gather_bw), 0.0
     if plan.zero <= 1:  # one all-reduce per step; ZeRO-1 reduce-scatters the gradients, all-gathers 16-bit weights
         carried = reduced if plan.zero == 0 else (reduced + grads) / 2  # as the bytes of one all-reduce
         rate = bw if plan.zero == 0 else gather_bw

@@ -43,15 +43,19 @@ two-node figure on any cluster size), at most its own NICs where it has fewer me
 less the model's without these two is close to the all-reduce of four bytes a parameter at the measured rate, not
 hidden: 0.104 s against 0.106 s on 8 nodes, 0.116 s against 0.126 s on 16, 0.145 s against 0.165 s on 32 (1.34B
 parameters: the shapes above, tied embeddings, full multi-head attention). So the records say ``dp_overlap=False`` (the
-reduction after the backward): with the model's bucketed overlap instead, the sweep's rows with data parallelism alone
-(TP 1, eight members a node) come out at a median of 1.19, 1.38 and 1.13 of their published speed on 8, 16 and 32 nodes,
-without it at 1.00, 0.95 and 0.93. Why is not known: nanotron's hook launches each bucket's reduction asynchronously
-during the backward (``get_fp32_accum_hook``), and ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware queue for every
-stream) may keep it from running beside the backward's kernels. A choice made on the sweep's own rows: the TP 1 rows set
-it, the others test it. What the records cannot carry: repeated measurements of one layout differ up to 4.7-fold (8B on
-2 nodes, DP 2 TP 8 ZeRO 1, micro-batch 1, GradAcc 128: 3,449 and 737 tokens/s per GPU), and of 306 layouts measured with
-ZeRO 0 and with ZeRO 1 (307 pairs of measurements: one layout has two ZeRO 1 runs), 82 pairs differ more than twofold,
-where the model's two predictions differ at most 2.17-fold, and more than 1.35-fold in 33 layouts.
+reduction after the backward) and ``zero1_all_reduce=True``. With ZeRO 1 that is nanotron's code: with FP32 accumulation
+and a ZeRO stage it builds no DDP (``trainer.py``, ``make_ddp``), and after the last micro-batch calls
+``sync_gradients_across_dp`` with ``reduce_scatter=False``, a blocking all-reduce of the FP32 buffers, before the
+optimizer gathers the 16-bit weights. With ZeRO 0 its DDP hook (``get_fp32_accum_hook``) launches each bucket's
+all-reduce asynchronously during the last backward, and why that does not hide is not known; the records say it does
+not, a choice made on the sweep's rows: its ZeRO 0 rows with data parallelism alone are few (seven), at a median of
+1.80, 1.33 and 1.25 of their published speed on 8, 16 and 32 nodes with the model's bucketed overlap, 1.47, 0.94 and
+0.94 without; over every validation row, 599 in band with it and 614 without, sweep picks 14 and 18 of 25 (the other
+rows agree only with the reading of the measured network that ``steptime._network`` makes, chosen on them too). What the
+records cannot carry: repeated measurements of one layout differ up to 4.7-fold (8B on 2 nodes, DP 2 TP 8 ZeRO 1,
+micro-batch 1, GradAcc 128: 3,449 and 737 tokens/s per GPU), and of 306 layouts measured with ZeRO 0 and with ZeRO 1
+(307 pairs of measurements: one layout has two ZeRO 1 runs), 82 pairs differ more than twofold, where the model's two
+predictions differ at most 1.34-fold.
 
 Precision, attention and recomputation are not printed either; they are read from what the script builds on: its
 base configuration ``examples/config_tiny_llama_bench.yaml`` (last version, commit 67c5ebb6, December 2024: ``dtype:
@@ -167,7 +171,7 @@ def _record(row: Row) -> RunRecord:
         seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
         micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_measured=NETWORK, fp32_grad_reduce=True,
-        dp_overlap=False,
+        dp_overlap=False, zero1_all_reduce=True,
         counts_recompute=None,
         pipeline_sends="unknown",
         note=f"Printed: MFU {mfu} %.{' Embeddings tied to the LM head.' if tied else ''}")
