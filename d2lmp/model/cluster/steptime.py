@@ -295,11 +295,8 @@ def expert_data_group(plan: Plan, layout: Layout) -> DataGroup:
 def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layout: Layout, efficiency: Efficiency,
                           params: float, slowest: StageCost, group: DataGroup | None = None) -> tuple[float, float]:
     """(gradient reduction, ZeRO-3 weight gathering) seconds exposed a step for ``params`` on ``group`` (None: dp).
-
-    Overlapped reductions run in buckets behind the backward that produces them: what the backward cannot hide is
-    exposed, and never less than the last bucket (``dp_model.DDP_BUCKET_BYTES``, PyTorch DDP's 25 MiB; ZeRO-3's one
-    layer), which only starts once the backward ends. ZeRO-3's gathers likewise hide behind a micro-batch's compute,
-    but for the first."""
+    Overlapped reductions run in buckets behind the backward: what it cannot hide is exposed, and never less than the
+    last bucket (PyTorch DDP's 25 MiB, ``dp_model.DDP_BUCKET_BYTES``), which starts once the backward ends."""
     d, k, link = group or data_group(plan, layout)
     m = layout.microbatches
     if d == 1:
@@ -309,17 +306,13 @@ def data_parallel_seconds(model: Transformer, cluster: Cluster, plan: Plan, layo
     grads = 2 * params  # 16-bit gradients (and 16-bit weights to gather back)
     reduced = (4 if plan.fp32_grad_reduce else 2) * params  # the gradients the reduction carries
     per_microbatch, backward = slowest.total, sum(slowest.backward.values())
-
-    if plan.zero == 1 and plan.zero1_all_reduce:  # the whole gradient all-reduced, then the weights gathered back
-        once = group_all_reduce_seconds(reduced, d, bw, k, link)
-        last = group_all_reduce_seconds(min(reduced, DDP_BUCKET_BYTES), d, bw, k, link)
-        return (exposed(once, backward, last) if plan.dp_overlap else once) + gather_seconds(grads, d, gather_bw), 0.0
-    if plan.zero <= 1:  # one all-reduce per step; ZeRO-1 reduce-scatters the gradients, all-gathers 16-bit weights
-        carried = reduced if plan.zero == 0 else (reduced + grads) / 2  # as the bytes of one all-reduce
-        rate = bw if plan.zero == 0 else gather_bw
+    if plan.zero <= 1:  # one reduction a step; ZeRO-1 also gathers the 16-bit weights back
+        all_reduce = plan.zero == 0 or plan.zero1_all_reduce  # else a reduce-scatter and the gather, as one all-reduce
+        carried, rate = (reduced, bw) if all_reduce else ((reduced + grads) / 2, gather_bw)
         once = group_all_reduce_seconds(carried, d, rate, k, link)
         last = group_all_reduce_seconds(min(carried, DDP_BUCKET_BYTES), d, rate, k, link)
-        return (exposed(once, backward, last) if plan.dp_overlap else once), 0.0
+        back = gather_seconds(grads, d, gather_bw) if plan.zero == 1 and plan.zero1_all_reduce else 0.0
+        return (exposed(once, backward, last) if plan.dp_overlap else once) + back, 0.0
     reduce = gather_seconds(reduced, d, gather_bw)  # ZeRO-2 and 3 reduce-scatter every micro-batch's gradients
     if plan.zero == 2:
         gather_back = gather_seconds(grads, d, gather_bw)
