@@ -53,8 +53,8 @@ def _execute(nb, seconds: float = 180, attempts: int = 2):
     """Run ``nb`` on a ``python3`` kernel (a fork, in these tests), starting a second client if the first hangs.
 
     Once (CONTRIBUTING, "Tests") a client's first request to the kernel it had just started never went out and
-    nothing timed it out, which would hold a CI run to its limit. A repeating alarm also cuts short the hung client's
-    own clean-up; the retry is reported as a warning, never passed over in silence."""
+    nothing timed it out, which would hold a CI run to its limit. The alarm repeats every 30 s, so a clean-up that
+    hangs as well is cut short too; the retry is reported as a warning, never passed over in silence."""
 
     def give_up(signum, frame):
         raise _Hung(f"no result from the kernel in {seconds:.0f} s")

@@ -138,7 +138,7 @@ def fixed_cost_objective(efficiency: Efficiency, records: Sequence[RunRecord] | 
 
 
 def fit_fixed_costs(rates: Efficiency | None = None, records: Sequence[RunRecord] | None = None,
-                  tol: float = 1e-2, sweeps: int = 10) -> Efficiency:
+                    tol: float = 1e-2, sweeps: int = 10) -> Efficiency:
     """``rates`` (None: ``fit()``'s) with the host's launch time and the network's α (``FIXED_COSTS``) that best
     predict the calibration records, by coordinate descent from the middle of their bounds."""
     start = replace(fit() if rates is None else rates, **{name: sum(BOUNDS[name]) / 2 for name in FIXED_COSTS})

@@ -78,16 +78,13 @@ def _network(cluster: Cluster, per_node: int, efficiency: Efficiency, gather: bo
     gpus_per_node = cluster.gpus_per_node
     if not cluster.network_measured:
         return cluster.link_rate(cluster.network_bytes_per_s * per_node, efficiency.network, alpha)
+    measured = cluster.measured_network(cluster.nodes if ranks is None else max(2, ranks // gpus_per_node))
+    assert measured is not None
+    rate = (measured.gather_GBps if gather else measured.all_reduce_GBps) * 1e9
     if ranks is None:
-        measured = cluster.measured_network(cluster.nodes)
-        assert measured is not None
-        rate = (measured.gather_GBps if gather else measured.all_reduce_GBps) * 1e9 * per_node / gpus_per_node
-    else:
-        measured = cluster.measured_network(max(2, ranks // gpus_per_node))
-        assert measured is not None
-        rate = (measured.gather_GBps if gather else measured.all_reduce_GBps) * 1e9
-        if per_node < gpus_per_node:
-            rate = min(rate, cluster.network_bytes_per_s * per_node * efficiency.network)
+        rate *= per_node / gpus_per_node
+    elif per_node < gpus_per_node:
+        rate = min(rate, cluster.network_bytes_per_s * per_node * efficiency.network)
     return cluster.link_rate(rate, 1.0, alpha)
 
 
