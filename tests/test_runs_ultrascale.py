@@ -3,6 +3,8 @@
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 try:
     import tomllib
 except ImportError:  # Python 3.10
@@ -23,7 +25,18 @@ def test_rows_and_cells():
 def test_spot_values():
     by_row = {r.row: r for r in RECORDS}
     r = by_row["1B on 1 node: DP 8 TP 1 PP 1 ZeRO 0 MBS 2 GradAcc 16"]  # the figure's first hover text
-    assert (r.value, r.memory_gb, r.gpus, r.zero) == (40150, 50.2, 8, 0) and "MFU 39.2 %" in r.note
+    assert (r.value, r.gpus, r.zero) == (40150, 8, 0) and "MFU 39.2 %" in r.note
+    assert r.memory_gb == pytest.approx(50.2 * 1.073741824)  # printed "GPU memory: 50.2 GB", nanotron's GiB
+
+
+def test_the_memory_figure_is_rank_0s_reserved_memory_in_gib():
+    """nanotron's benchmark CSV (helpers.py, create_table_log) is written on world rank 0, a first-stage GPU, and its
+    memory columns divide by 1024**3; the printed figure grows with the micro-batch, so it is the reserved one."""
+    assert all(r.memory_measure == "reserved" and r.memory_stage == "first" for r in RECORDS)
+    by_row = {r.row: r for r in RECORDS}
+    small = by_row["1B on 2 nodes: DP 4 TP 4 PP 1 ZeRO 0 MBS 1 GradAcc 64"]
+    large = by_row["1B on 2 nodes: DP 4 TP 4 PP 1 ZeRO 0 MBS 16 GradAcc 4"]
+    assert (small.memory_gb, large.memory_gb) == pytest.approx((10.3 * 2**30 / 1e9, 67.0 * 2**30 / 1e9))
 
 
 def test_every_row_is_1m_tokens_and_twelve_print_a_batch_their_layout_does_not_give():

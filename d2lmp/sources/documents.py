@@ -88,7 +88,10 @@ DOCUMENTS: tuple[Source, ...] = (
        "token behind its MFU; `examples/config_tiny_llama_bench.yaml` (BF16) and `models/llama.py` (FlashAttention), "
        "what the sweep ran with; `src/nanotron/parallel/tensor_parallel/functional.py` (commit 67c5ebb6): the "
        "column- and row-parallel linears' all-gathers and reduce-scatters under sequence parallelism, forward and "
-       "backward."),
+       "backward; `src/nanotron/helpers.py` (67c5ebb6) `log_throughput` and `create_table_log`: the benchmark CSV, "
+       "written on world rank 0, with \"Mem Alloc (GB)\" and \"Mem Res (GB)\", `torch.cuda.max_memory_allocated()` "
+       "and `max_memory_reserved()` divided by `1024**3`; `src/nanotron/trainer.py` `training_step`: in the first "
+       "five steps `log_memory` resets the peak statistics before and after the forward and backward passes."),
     _S("deepseek_v3_repo", "DeepSeek-AI", "DeepSeek-V3", "GitHub repository deepseek-ai/DeepSeek-V3", "n.d.",
        "https://github.com/deepseek-ai/DeepSeek-V3",
        "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "
@@ -275,6 +278,13 @@ DOCUMENTS: tuple[Source, ...] = (
        "PyTorch documentation", "n.d.", "https://pytorch.org/docs/stable/notes/cuda.html",
        "Section TensorFloat-32 (TF32) on Ampere (and later) devices: the settings that allow or forbid TF32 in FP32 "
        "matrix products and convolutions."),
+    _S("pytorch_cuda_memory_management", _PT, "CUDA semantics: Memory management", "PyTorch documentation", "n.d.",
+       "https://docs.pytorch.org/docs/stable/notes/cuda.html#cuda-memory-management",
+       "Section Memory management: \"PyTorch uses a caching memory allocator to speed up memory allocations\"; "
+       "\"the unused memory managed by the allocator will still show as if used in nvidia-smi\"; "
+       "`memory_allocated()` and `max_memory_allocated()` \"monitor memory occupied by tensors\", "
+       "`memory_reserved()` and `max_memory_reserved()` \"the total amount of memory managed by the caching "
+       "allocator\"."),
     _S("pytorch_lrn_docs", _PT, "torch.nn.LocalResponseNorm", "PyTorch documentation", "n.d.",
        "https://pytorch.org/docs/stable/generated/torch.nn.LocalResponseNorm.html",
        "LocalResponseNorm's formula: α is divided by the window size n."),

@@ -104,6 +104,24 @@ def speed_info_lines(judgements: list[Judgement]) -> list[str]:
             for (source, reason), ratios in groups.items()]
 
 
+def memory_measure_lines(judgements: list[Judgement]) -> list[str]:
+    """Per source whose memory figures are PyTorch's reserved memory: the median predicted / reported, over all its
+    rows and by micro-batch (the allocator's cache, in the figure and not in the model, grows with what a step
+    allocates and frees)."""
+    groups: dict[str, dict[int, list[float]]] = {}
+    for j in judgements:
+        if j.record.memory_measure == "reserved" and (m := j.memory_ratio) is not None:
+            groups.setdefault(j.record.source, {}).setdefault(j.record.micro_batch or 1, []).append(m)
+    lines = []
+    for source, by_batch in groups.items():
+        ratios = [m for batch in by_batch.values() for m in batch]
+        medians = ", ".join(f"{b}: {statistics.median(by_batch[b]):.2f}" for b in sorted(by_batch))
+        lines.append(f"  memory: {source}, {len(ratios)} rows report PyTorch's reserved memory (its allocator's cache "
+                     "in it, which the model does not count; the CUDA context not): predicted / reported median "
+                     f"{statistics.median(ratios):.2f}; by micro-batch {medians}")
+    return lines
+
+
 def unknown_lines() -> list[str]:
     """Llama 3 405B's rows (information: Table 4 leaves out the micro-batch and V), judged at every value they could
     take: how many settings the model can represent and says fit, the range of predicted / published, the nearest."""
@@ -189,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
     print(sources_table(summarise(judgements)))
     print("ratio = predicted / published tokens/s per GPU (a published MFU or FLOP rate divided by the FLOPs the "
           "model counts a token)")
-    print("\n".join(info_lines(judgements) + speed_info_lines(judgements)))
+    print("memory ±20 % = predicted / reported memory per GPU within 0.8-1.2, on the GPU the figure is from")
+    print("\n".join(info_lines(judgements) + speed_info_lines(judgements) + memory_measure_lines(judgements)))
     print("\n" + "\n".join(unknown_lines()))
     print("\n" + "\n".join(goal_lines(report.tables)))
     print("\n".join(validation_goal_lines(judgements)))

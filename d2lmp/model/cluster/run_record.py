@@ -14,7 +14,8 @@ from typing import Literal, get_args
 from d2lmp.model.cluster.hardware import NetworkMeasurement
 
 __all__ = ["RunRecord", "Metric", "METRICS", "Attention", "ATTENTIONS", "Precision", "PRECISIONS",
-           "RecordRecompute", "RECORD_RECOMPUTES", "PipelineSends", "PIPELINE_SENDS", "Use", "USES"]
+           "RecordRecompute", "RECORD_RECOMPUTES", "PipelineSends", "PIPELINE_SENDS", "MemoryMeasure",
+           "MEMORY_MEASURES", "MemoryStage", "MEMORY_STAGES", "Use", "USES"]
 
 # What the published figure is. "mfu"/"hfu" are fractions (0.41, not 41 %); *_tflops_per_gpu count model FLOPs
 # (no recomputation) or hardware FLOPs (recomputation included); "oom" is a run the source says did not fit (value 0).
@@ -35,6 +36,15 @@ RECORD_RECOMPUTES: tuple[RecordRecompute, ...] = get_args(RecordRecompute)
 # and that code decides its speed.
 PipelineSends = Literal["queued", "unknown"]
 PIPELINE_SENDS: tuple[PipelineSends, ...] = get_args(PipelineSends)
+# What a reported memory figure counts: "device", everything the process holds on the GPU (nvidia-smi's figure, or
+# the source does not say), or "reserved", PyTorch's caching allocator's peak reserved memory
+# (torch.cuda.max_memory_reserved: the cache the allocator keeps included, the CUDA context and NCCL's own buffers not).
+MemoryMeasure = Literal["device", "reserved"]
+MEMORY_MEASURES: tuple[MemoryMeasure, ...] = get_args(MemoryMeasure)
+# Which GPU a reported memory figure is from: "fuller", whichever pipeline stage needs more (as the model reports), or
+# "first", a GPU of the first stage (the source prints rank 0's).
+MemoryStage = Literal["fuller", "first"]
+MEMORY_STAGES: tuple[MemoryStage, ...] = get_args(MemoryStage)
 # What a table is for: the few rows the model's fitted numbers are fitted on, or rows it is only checked against.
 Use = Literal["calibration", "validation"]
 USES: tuple[Use, ...] = get_args(Use)
@@ -66,7 +76,8 @@ class RunRecord:
     pipeline: ``layout.Plan``), ``pipeline_sends`` (how the stages send to each other; "unknown" leaves a pipelined
     row's speed unjudged, its memory still judged). ``metric`` and ``value``: the published figure;
     ``counts_recompute``: whether the source's FLOPs count the recomputed forward (None: not stated or not a FLOP
-    figure). ``memory_gb``: the memory a GPU used, where the source reports it.
+    figure). ``memory_gb``: the memory a GPU used, where the source reports it, in 10⁹ bytes (a figure printed in GiB is
+    converted); ``memory_measure``: what that figure counts, and ``memory_stage``: which GPU it is from.
     """
 
     source: str                     # bibliography key (d2lmp.bibliography)
@@ -109,6 +120,8 @@ class RunRecord:
     precision: Precision = "bf16"
     counts_recompute: bool | None = None
     memory_gb: float | None = None
+    memory_measure: MemoryMeasure = "device"
+    memory_stage: MemoryStage = "fuller"
     network_measured: tuple[NetworkMeasurement, ...] = ()
     fp32_grad_reduce: bool = False
     zero1_all_reduce: bool = False
@@ -131,6 +144,9 @@ class RunRecord:
             raise ValueError(f"{self.row}: recompute {self.recompute!r} or attention {self.attention!r} unknown")
         if self.pipeline_sends not in PIPELINE_SENDS:
             raise ValueError(f"{self.row}: pipeline_sends {self.pipeline_sends!r} is not one of {PIPELINE_SENDS}")
+        if self.memory_measure not in MEMORY_MEASURES or self.memory_stage not in MEMORY_STAGES:
+            raise ValueError(f"{self.row}: memory_measure {self.memory_measure!r} or memory_stage "
+                             f"{self.memory_stage!r} unknown")
         if self.precision not in PRECISIONS:
             raise ValueError(f"{self.row}: precision {self.precision!r} is not one of {PRECISIONS}")
         if self.gpus < 1 or (self.metric != "oom" and self.value <= 0):

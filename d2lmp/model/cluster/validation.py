@@ -3,9 +3,10 @@
 ``judge`` converts a record (``convert``), predicts it with the fitted parameters (never refitting) and pairs the
 prediction with the published figure: ``ratio`` is predicted / published tokens per second per GPU; a published
 out-of-memory is judged by whether the model says it does not fit; where the source reports the memory a GPU used,
-``memory_ratio`` is predicted / reported. A record the model cannot judge keeps its reason and is counted as
-information; a record whose configuration is known but whose speed depends on code its source does not name
-(``RunRecord.speed_unknown``) has its memory judged and its speed counted as information (``speed_reason``).
+``memory_ratio`` is predicted / reported, on the GPU the figure is from (``comparable_memory``). A record the model
+cannot judge keeps its reason and is counted as information; a record whose configuration is known but whose speed
+depends on code its source does not name (``RunRecord.speed_unknown``) has its memory judged and its speed counted as
+information (``speed_reason``).
 ``summarise`` gives each source's rows, ratio distribution (median, worst, share within ``GOAL``) and memory checks;
 ``goal_checks`` the issue's goals over the validation rows: at least ``SHARE_GOAL`` of them within ``GOAL``, every run
 that ran fits, every published out-of-memory does not, memory within ``MEMORY_GOAL``. ``sweep_cells`` finds the cells of
@@ -23,11 +24,13 @@ from functools import lru_cache
 
 from d2lmp.model.cluster.convert import Converted, convert, published_tokens_per_s
 from d2lmp.model.cluster.efficiency import FITTED, Efficiency
+from d2lmp.model.cluster.memory import stage_memory
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.run_record import RunRecord
 
-__all__ = ["GOAL", "SHARE_GOAL", "MEMORY_GOAL", "Judgement", "judge", "judge_all", "SourceSummary", "summarise",
-           "GoalCheck", "goal_checks", "model_error", "PICK_GOAL", "SWEEP_MIN_ROWS", "SweepCell", "sweep_cells"]
+__all__ = ["GOAL", "SHARE_GOAL", "MEMORY_GOAL", "Judgement", "comparable_memory", "judge", "judge_all",
+           "SourceSummary", "summarise", "GoalCheck", "goal_checks", "model_error", "PICK_GOAL", "SWEEP_MIN_ROWS",
+           "SweepCell", "sweep_cells"]
 
 GOAL = (0.8, 1.25)  # predicted / published tokens/s per GPU
 SHARE_GOAL = 0.9  # of the validation rows within GOAL
@@ -74,15 +77,27 @@ class Judgement:
 
     @property
     def memory_ratio(self) -> float | None:
-        """Predicted / reported memory per GPU, where the source reports it."""
+        """Predicted / reported memory per GPU, where the source reports it (``comparable_memory``)."""
         if self.prediction is None or self.record.memory_gb is None:
             return None
-        return self.prediction.memory.total / (self.record.memory_gb * 1e9)
+        return comparable_memory(self.converted, self.prediction) / (self.record.memory_gb * 1e9)
 
     @property
     def memory_agrees(self) -> bool:
         """The memory verdict agrees with the run: a run that ran fits, a published out-of-memory does not."""
         return self.prediction is not None and self.prediction.fits != self.oom
+
+
+def comparable_memory(converted: Converted, prediction: Prediction) -> float:
+    """The model's bytes on the GPU the record's memory figure is from: the first pipeline stage's where the source
+    prints rank 0's (``RunRecord.memory_stage``), else the fuller stage's. Whatever the figure counts
+    (``memory_measure``), the model's allowance for the CUDA context, NCCL's and the framework's buffers stays in:
+    how much of it lies inside PyTorch's allocator is not known."""
+    record, memory = converted.record, prediction.memory
+    if record.memory_stage == "first" and memory.stage != "first":
+        assert converted.model is not None
+        memory = stage_memory(converted.model, prediction.plan, prediction.layout, "first", memory.capacity)
+    return memory.total
 
 
 def judge(record: RunRecord, efficiency: Efficiency = FITTED) -> Judgement:

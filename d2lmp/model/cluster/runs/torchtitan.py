@@ -3,7 +3,9 @@
 Source: ``benchmarks/llama3_h100_202412_torchtitan.md`` of pytorch/torchtitan (Tables 1-6, run at torchtitan commit
 9dec370, December 2024) and ``benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`` (two tables, June 2025). Read:
 the parallel sizes, local batch, sequence length where a table gives it, activation checkpointing, Float8 or not,
-tokens/s per GPU (TPS/GPU) and the peak memory (GiB, converted to GB here: ×1.073741824) where given.
+tokens/s per GPU (TPS/GPU) and the peak memory (GiB, converted to GB here: ×1.073741824) where given: torchtitan's
+logged ``memory``, ``max_reserved_gib`` of its device memory monitor (``torch.cuda.max_memory_reserved``), PyTorch's
+reserved memory (``RunRecord.memory_measure``).
 
 The metric is torchtitan's own ``tps``: the tokens of a data-parallel rank's local batch per second divided by the
 non-data-parallel size (TP·PP·CP), so tokens/s per GPU (``train.py``, commit 9dec370). No FLOP formula is involved.
@@ -45,7 +47,7 @@ _NOTE = "Grand Teton H100 96 GB HBM2e at 500 W; sequence and model shape from th
 
 _common = partial(RunRecord, source="torchtitan_benchmarks", use="validation", vocab=128256, gpu=_GPU,
                   metric="tokens_per_s_per_gpu", kv_heads=8, gated_mlp=True, attention="flash", zero=3,
-                  dropout=False, counts_recompute=None, note=_NOTE)
+                  dropout=False, counts_recompute=None, memory_measure="reserved", note=_NOTE)
 _8b = partial(_common, layers=32, hidden=4096, heads=32, ffn=14336)
 _70b = partial(_common, layers=80, hidden=8192, heads=64, ffn=28672)
 _405b = partial(_common, layers=126, hidden=16384, heads=128, ffn=53248)

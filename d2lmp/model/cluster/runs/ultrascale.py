@@ -8,8 +8,9 @@ figure: one panel per model, 1B, 3B, 8B and 80B, one row per node count), read f
 in GitHub vinjn/nanotron-ultrascale-playbook (commit 924e4d0). Each text prints Nodes, MBS, GradAcc, GBS, DP, PP,
 TP, ZeRO, MFU, tok/s/gpu, tok/s and GPU memory. A configuration whose figures print "nan" (not measured, or failed:
 the page does not say which) is left out; 1,751 configurations were measured, five of them two or three times
-(each measurement is a row). The metric is tokens/s per GPU; MFU is kept in the note; ``memory_gb`` is the GPU
-memory printed. The rows are in ``ultrascale_sweep.csv`` (one line per measurement, the columns as printed).
+(each measurement is a row). The metric is tokens/s per GPU; MFU is kept in the note; ``memory_gb`` is the GPU memory
+printed, converted from GiB (below). The rows are in ``ultrascale_sweep.csv`` (one line per measurement, the columns as
+printed).
 
 A sweep cell is a model and a node count; its rows are the layouts measured there, for the planner's score. 26 of
 the 28 cells have measurements: none is printed for 80B on 1 or 2 nodes (the section: with fewer nodes "the model
@@ -88,6 +89,19 @@ without a pipeline are judged in full. The criterion is the layout (PP > 1), not
 rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the model predicts within 0.8-1.25 out
 of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
 
+What the memory figure counts. In benchmark mode world rank 0 writes each row to a CSV file (``helpers.py``,
+``log_throughput`` and ``create_table_log``, 67c5ebb6): a GPU of the first pipeline stage and of tensor rank 0, with
+two memory columns, "Mem Alloc (GB)" and "Mem Res (GB)", ``torch.cuda.max_memory_allocated()`` and
+``max_memory_reserved()`` divided by ``1024**3``: GiB. The printed "GPU memory" is the reserved one: in its first five
+steps the trainer resets the peak statistics after the forward and backward passes (``trainer.py``, ``training_step``,
+through ``logging.py``'s ``log_memory``), so at the third step the allocated peak covers only the optimizer's step,
+which does not grow with the micro-batch as the printed figure does (1B on 2 nodes, DP 4 TP 4 ZeRO 0: 10.3 GiB at one
+sequence, 67.0 at sixteen), while the reserved memory keeps what the allocator cached in the forward and backward. So
+the records convert the figure to 10⁹ bytes (× 2³⁰/10⁹), say ``memory_measure="reserved"`` and
+``memory_stage="first"``, and the model's first stage is compared with it. The allocator's cache beyond the bytes in
+use is in the figure and not in the model, which counts the bytes allocated (and a fixed allowance for the CUDA
+context and communication buffers, which PyTorch's figure leaves out, in part: how much is not known).
+
 The calibration table of the two fixed times (``efficiency.FIXED_COSTS``; ``use="calibration"``), 48 rows without a
 pipeline: the 26 on one node (the host's launch time; 9 of them, at one sequence a micro-batch, wait for it) and the 22
 whose one tensor-parallel group is the whole cluster, TP 16 on two nodes and TP 32 on four (the network's α; the
@@ -126,6 +140,7 @@ from d2lmp.model.cluster.run_record import RunRecord
 
 __all__ = ["RECORDS", "MODEL_NAMES", "NETWORK", "cell"]
 
+_GIB = 2**30  # bytes in the GiB the printed memory is in (nanotron's ``/ 1024**3``)
 _WHERE = "assets/data/benchmarks/benchmarks_interactive.html (Benchmarking thousands of configurations)"
 # (layers, hidden, heads, MLP) of scripts/scaling_benchmarks.py's model_configs; "80B" is its 70B entry.
 # The Playbook's pp_comm_bandwidth.html: median bus bandwidth (GB/s, 256 MB) by node count, all-reduce and all-gather.
@@ -170,7 +185,8 @@ def _record(row: Row) -> RunRecord:
         layers=layers, hidden=hidden, heads=heads, ffn=ffn, gated_mlp=True, tied_embeddings=tied,
         seq=4096, vocab=131072, dropout=False, gpu="H100-SXM", recompute="none", attention="flash", precision="bf16",
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
-        micro_batch=mbs, global_batch=gbs, memory_gb=memory, network_measured=NETWORK, fp32_grad_reduce=True,
+        micro_batch=mbs, global_batch=gbs, memory_gb=memory * _GIB / 1e9, memory_measure="reserved",
+        memory_stage="first", network_measured=NETWORK, fp32_grad_reduce=True,
         dp_overlap=False, zero1_all_reduce=True,
         counts_recompute=None,
         pipeline_sends="unknown",
