@@ -64,8 +64,9 @@ OOM_AT_LEAST = 4
 # sweep's figures are read as nanotron writes them (runs/ultrascale.py): in GiB, not 10⁹ bytes (the sweep's rows within,
 # calibration included: 1,128 of 1,757 -> 998), and rank 0's, a first-stage GPU, not the fuller stage's (974). Both
 # misreadings had hidden part of what the figure holds and the model does not count, PyTorch's allocator's cache (median
-# predicted/reported 0.93 at one sequence a micro-batch, 0.67 at sixteen), which bench scale prints
-MEMORY_WITHIN_AT_LEAST = 1009
+# predicted/reported 0.93 at one sequence a micro-batch, 0.67 at sixteen), which bench scale prints. 1,057 with the two
+# FP32 copies of the logits nanotron's loss holds on the last stage (logit_bytes=8; the runs that ran all still fit)
+MEMORY_WITHIN_AT_LEAST = 1057
 # sweep cells where the model's pick runs within 10 % of the fastest measured: 14 of 30 with the untied overcount, 13
 # without; 15 of 28 among the layouts whose speed is judged: gained 8B on 32 and 64 nodes, where the model's pipelined
 # picks had measured 0.57 and 0.01 of the fastest; without the pipelined rows the 80B model keeps fewer than five

@@ -33,6 +33,7 @@ def test_the_memory_figure_is_rank_0s_reserved_memory_in_gib():
     """nanotron's benchmark CSV (helpers.py, create_table_log) is written on world rank 0, a first-stage GPU, and its
     memory columns divide by 1024**3; the printed figure grows with the micro-batch, so it is the reserved one."""
     assert all(r.memory_measure == "reserved" and r.memory_stage == "first" for r in RECORDS)
+    assert all(r.logit_bytes == 8 for r in RECORDS)  # two FP32 copies of the logits at the loss (module docstring)
     by_row = {r.row: r for r in RECORDS}
     small = by_row["1B on 2 nodes: DP 4 TP 4 PP 1 ZeRO 0 MBS 1 GradAcc 64"]
     large = by_row["1B on 2 nodes: DP 4 TP 4 PP 1 ZeRO 0 MBS 16 GradAcc 4"]

@@ -186,6 +186,22 @@ def test_activation_memory_is_korthikantis_closed_form(recompute):
                                                                      8, pp, v, recompute), rel=1e-12)
 
 
+def test_the_logits_at_the_losss_peak_take_logit_bytes_each_on_the_last_stage_only():
+    """Four more bytes a logit (an FP32 copy beside the kept softmax, as nanotron's loss holds them) add
+    4·s·b·V/t to the last stage's activations, nothing to the first stage's; zero bytes are refused."""
+    m = MODEL_PRESETS["530B"].model
+    plan = Plan(tp=8, pp=35, dp=1, micro_batch=2, global_batch=70, sequence_parallel=True)
+    cluster = Cluster(gpu="A100-80GB", gpus=8 * 35)
+    layout = check_plan(m, cluster, plan)
+    eight = replace(plan, logit_bytes=8)
+    extra = 4 * m.seq * 2 * m.vocab / 8
+    assert (stage_activation_bytes(m, eight, layout, "last") - stage_activation_bytes(m, plan, layout, "last")
+            == pytest.approx(extra, rel=1e-12))
+    assert stage_activation_bytes(m, eight, layout, "first") == stage_activation_bytes(m, plan, layout, "first")
+    with pytest.raises(ValueError, match="logit_bytes"):
+        check_plan(m, cluster, replace(plan, logit_bytes=0))
+
+
 def test_more_of_a_link_or_a_gpu_never_slows_a_step():
     base = predict(GPT3, A100, MEGATRON)
     for changes in (dict(nvlink_GBps=600.0), dict(network_GBps_per_gpu=50.0)):

@@ -1,9 +1,9 @@
 """A source's reported memory per GPU against the model's, one dot a run, coloured by micro-batch.
 
 Dots on the diagonal are runs the model counts exactly; the grey band is ±20 %. Where the source reports PyTorch's
-reserved memory (``RunRecord.memory_measure``), the allocator's cache is in the figure and not in the model, so the
-dots fall further below the diagonal the more a step allocates and frees; at a few GB the model's fixed allowance for
-the CUDA context and communication buffers lifts them above it.
+reserved memory (``RunRecord.memory_measure``), what the allocator holds beyond the peak in use (fragmentation) is in
+the figure and not in the model, which counts the tensors a step keeps; at a few GB the model's fixed allowance for the
+CUDA context and communication buffers, partly outside that figure, lifts the dots above the diagonal.
 """
 
 from __future__ import annotations

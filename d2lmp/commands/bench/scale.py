@@ -106,8 +106,8 @@ def speed_info_lines(judgements: list[Judgement]) -> list[str]:
 
 def memory_measure_lines(judgements: list[Judgement]) -> list[str]:
     """Per source whose memory figures are PyTorch's reserved memory: the median predicted / reported, over all its
-    rows and by micro-batch (the allocator's cache, in the figure and not in the model, grows with what a step
-    allocates and frees)."""
+    rows and by micro-batch (what the allocator holds beyond the peak in use is in the figure and not in the model, as
+    are a step's passing tensors; both grow with the micro-batch)."""
     groups: dict[str, dict[int, list[float]]] = {}
     for j in judgements:
         if j.record.memory_measure == "reserved" and (m := j.memory_ratio) is not None:
@@ -116,8 +116,8 @@ def memory_measure_lines(judgements: list[Judgement]) -> list[str]:
     for source, by_batch in groups.items():
         ratios = [m for batch in by_batch.values() for m in batch]
         medians = ", ".join(f"{b}: {statistics.median(by_batch[b]):.2f}" for b in sorted(by_batch))
-        lines.append(f"  memory: {source}, {len(ratios)} rows report PyTorch's reserved memory (its allocator's cache "
-                     "in it, which the model does not count; the CUDA context not): predicted / reported median "
+        lines.append(f"  memory: {source}, {len(ratios)} rows report PyTorch's reserved memory (what its allocator "
+                     "holds beyond the peak in use is in it and not in the model): predicted / reported median "
                      f"{statistics.median(ratios):.2f}; by micro-batch {medians}")
     return lines
 

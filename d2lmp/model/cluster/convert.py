@@ -79,7 +79,8 @@ def convert(record: RunRecord) -> Converted:
                     sequence_parallel=_sequence_parallel(record), interleave=record.interleave, attention=attention,
                     precision=precision, fp32_grad_reduce=record.fp32_grad_reduce,
                     zero1_all_reduce=record.zero1_all_reduce,
-                    fp32_grad_buffer=record.fp32_grad_buffer, dp_overlap=record.dp_overlap, ep=record.ep,
+                    fp32_grad_buffer=record.fp32_grad_buffer, logit_bytes=record.logit_bytes,
+                    dp_overlap=record.dp_overlap, ep=record.ep,
                     fp8_dispatch=record.fp8_dispatch, etp=_expert_tp(record), ep_overlap=record.ep_overlap,
                     head_stages=record.head_stages)
         check_plan(model, cluster, plan)

@@ -56,7 +56,10 @@ class Plan:
     BF16_Optimizer as BLOOM ran it), four bytes a parameter more in memory; the reduction is left 16-bit.
     ``zero1_all_reduce``: ZeRO-1 reduces every gradient with an all-reduce after the backward, then all-gathers the
     16-bit weights (nanotron with FP32 accumulation: ``trainer.py`` builds no DDP and calls
-    ``sync_gradients_across_dp`` with ``reduce_scatter=False``), not with a reduce-scatter. The layers
+    ``sync_gradients_across_dp`` with ``reduce_scatter=False``), not with a reduce-scatter. ``logit_bytes``: the bytes
+    a logit takes on the last stage at the loss's peak: 4, the FP32 softmax the cross-entropy keeps for the backward;
+    8 where an FP32 copy of the logits lives beside it (nanotron's cast to FP32 and its cross-entropy's subtraction
+    of the maximum, out of place). The layers
     need not divide the stages: a pipeline's virtual stages hold as even a share as they can.
     """
 
@@ -82,6 +85,7 @@ class Plan:
     fp8_dispatch: bool = False
     etp: int | None = None
     ep_overlap: bool = False
+    logit_bytes: int = 4
 
     @property
     def gpus(self) -> int:
@@ -148,7 +152,7 @@ def members_per_node(cluster: Cluster, stride: int, size: int) -> int:
 
 def check_plan(model: Transformer, cluster: Cluster, plan: Plan) -> Layout:
     """A ``ValueError`` that says what is wrong with ``plan``, or the ``Layout`` it implies."""
-    for name in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "global_batch", "interleave"):
+    for name in ("tp", "pp", "dp", "cp", "ep", "micro_batch", "global_batch", "interleave", "logit_bytes"):
         _positive(name, getattr(plan, name))
     if plan.gpus != cluster.gpus:
         raise ValueError(f"tp·pp·dp·cp = {plan.tp}·{plan.pp}·{plan.dp}·{plan.cp} = {plan.gpus} GPUs, "

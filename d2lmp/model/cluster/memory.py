@@ -5,12 +5,13 @@ gradients and 12 of optimizer state (32-bit master weights and two moments) per 
 optimizer state over the data-parallel group, stage 2 the gradients too, stage 3 the weights too. Tensor parallelism
 splits the matrices (LayerNorms and the row-parallel biases stay whole); a pipeline stage holds its layers, the
 first stage also the embeddings, the last the output layer. Activations are those of ``transformer_accounting``
-(Korthikanti et al. 2022): bytes per layer under tensor and sequence parallelism and recomputation, times the
-layers' worth the schedule keeps in flight (1F1B or interleaved), plus the embedding's dropout mask and the output
-layer's tensors (a model without dropout, ``Transformer.dropout`` False, keeps no masks); context parallelism divides
-them by ``cp``; FP8 matmuls keep their linear layers' inputs in one byte (``fp8``). Buffers, a stated allowance: the
-rematerialised layer of a recomputed backward, ZeRO-3's gathered weights (the matrix in use and the one prefetched),
-``ALLOWANCE_BYTES`` for the CUDA context and communication buffers, and ``FRAGMENTATION`` of the rest for the allocator.
+(Korthikanti et al. 2022): bytes per layer under tensor and sequence parallelism and recomputation, times the layers'
+worth the schedule keeps in flight (1F1B or interleaved), plus the embedding's dropout mask and the output layer's
+tensors, the logits at ``Plan.logit_bytes`` (a model without dropout, ``Transformer.dropout`` False, keeps no masks);
+context parallelism divides them by ``cp``; FP8 matmuls keep their linear layers' inputs in one byte (``fp8``). Buffers,
+a stated allowance: the rematerialised layer of a recomputed backward, ZeRO-3's gathered weights (the matrix in use and
+the one prefetched), ``ALLOWANCE_BYTES`` for the CUDA context and communication buffers, and ``FRAGMENTATION`` of the
+rest for the allocator.
 Gradients accumulated in FP32 (``Plan.fp32_grad_reduce``) take four bytes, not two: nanotron's
 ``FP32GradientAccumulator`` (``optim/gradient_accumulator.py``) keeps an FP32 buffer for every parameter's gradient,
 under ZeRO-1 too, and frees the 16-bit gradients after each backward (its FP32 master weights are sharded like the
@@ -182,7 +183,7 @@ def stage_activation_bytes(model: Transformer, plan: Plan, layout: Layout, stage
     if rank == 0:
         total += embedding_activation_bytes(model, b, t, sp, min(plan.pp, layout.microbatches))
     if rank == plan.pp - 1:
-        total += output_activation_bytes(model, b, t, sp)
+        total += output_activation_bytes(model, b, t, sp, logit_bytes=plan.logit_bytes)
     return total / c
 
 

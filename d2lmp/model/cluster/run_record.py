@@ -38,7 +38,8 @@ PipelineSends = Literal["queued", "unknown"]
 PIPELINE_SENDS: tuple[PipelineSends, ...] = get_args(PipelineSends)
 # What a reported memory figure counts: "device", everything the process holds on the GPU (nvidia-smi's figure, or
 # the source does not say), or "reserved", PyTorch's caching allocator's peak reserved memory
-# (torch.cuda.max_memory_reserved: the cache the allocator keeps included, the CUDA context and NCCL's own buffers not).
+# (torch.cuda.max_memory_reserved: the blocks the allocator holds free included; what the process holds outside the
+# allocator, such as the CUDA context, not).
 MemoryMeasure = Literal["device", "reserved"]
 MEMORY_MEASURES: tuple[MemoryMeasure, ...] = get_args(MemoryMeasure)
 # Which GPU a reported memory figure is from: "fuller", whichever pipeline stage needs more (as the model reports), or
@@ -69,9 +70,10 @@ class RunRecord:
     expert's tensor-parallel size where stated; None: not printed), ``ep_overlap`` (the all-to-alls hidden behind
     compute), ``fp32_grad_reduce`` (the reduction carries FP32 gradients), ``zero1_all_reduce`` (ZeRO-1 all-reduces the
     gradients: ``layout.Plan``), ``fp32_grad_buffer`` (an unsharded FP32 gradient buffer beside the 16-bit gradients:
-    memory only), ``dp_overlap`` (the gradient reduction runs behind the backward, bucketed; False: after the last
-    backward, as DeepSpeed's pipeline schedule and Megatron's 2021 local DDP run it), ``sequence_parallel`` (the tensor
-    ranks split the sequence outside their regions, Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert``
+    memory only), ``logit_bytes`` (a logit's bytes at the loss's peak: ``layout.Plan``), ``dp_overlap`` (the gradient
+    reduction runs behind the backward, bucketed; False: after the last backward, as DeepSpeed's pipeline schedule and
+    Megatron's 2021 local DDP run it), ``sequence_parallel`` (the tensor ranks split the sequence outside their regions,
+    Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert``
     assumes it where tp > 1), ``head_stages`` (the embedding and the output layer each take a block's place in the
     pipeline: ``layout.Plan``), ``pipeline_sends`` (how the stages send to each other; "unknown" leaves a pipelined
     row's speed unjudged, its memory still judged). ``metric`` and ``value``: the published figure;
@@ -129,6 +131,7 @@ class RunRecord:
     etp: int | None = None
     ep_overlap: bool = False
     fp32_grad_buffer: bool = False
+    logit_bytes: int = 4
     dp_overlap: bool = True
     sequence_parallel: bool | None = None
     head_stages: bool = False

@@ -19,9 +19,12 @@ iteration over the iteration time and GPUs, i.e. hardware FLOPs counting the rec
 checkpointing (README, "Throughput": the 4·2 coefficient), with the logits; every row kept here reproduces it from its
 Sec/it to 0.1 % with V = 250,880 (``tests/test_runs_bigscience.py``), except prequel line 670 (ZeRO stage 0, run "on the
 special branch", 3.9 % below). Mem is "max memory used by the first (last) nodes with the word embedding matrix"
-(prequel line 394), read from nvidia-smi (line 962): a GPU's peak including the allocator's cache; blank or "GB" is
-None. OOM rows are recorded as out-of-memory; rows with no result are left out. ZeRO stage 1 (DeepSpeed, the ZS column
-where printed, else 1); attention is Megatron's materialised softmax (the fused softmax kernel's head constraints,
+(prequel line 394), read from nvidia-smi (line 962): a GPU's peak including the allocator's cache
+(``memory_measure="device"``, the fuller stage). Its unit is taken as 10⁹ bytes, as printed ("GB"), and is open:
+nvidia-smi prints MiB, and read as GiB 38 rows, not 61, would lie within ±20 % of the model; the page's "max is 77GB" of
+an 80 GB A100 settles neither. Blank or "GB" is None. OOM rows are recorded as out-of-memory; rows with no result are
+left out. ZeRO stage 1 (DeepSpeed, the ZS column where printed, else 1); attention is Megatron's materialised softmax
+(the fused softmax kernel's head constraints,
 prequel line 743); full activation checkpointing (README, "Throughput"; the logged TFLOPs reproduce with its
 recomputation factor, 96 = 24·4). No sequence parallelism, and the checkpointed activations are not partitioned: the
 run's script ``tr11-176B-ml.slurm`` sets ``--checkpoint-activations`` and ``--deepspeed-activation-checkpointing``

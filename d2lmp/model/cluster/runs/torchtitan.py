@@ -4,8 +4,10 @@ Source: ``benchmarks/llama3_h100_202412_torchtitan.md`` of pytorch/torchtitan (T
 9dec370, December 2024) and ``benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md`` (two tables, June 2025). Read:
 the parallel sizes, local batch, sequence length where a table gives it, activation checkpointing, Float8 or not,
 tokens/s per GPU (TPS/GPU) and the peak memory (GiB, converted to GB here: ×1.073741824) where given: torchtitan's
-logged ``memory``, ``max_reserved_gib`` of its device memory monitor (``torch.cuda.max_memory_reserved``), PyTorch's
-reserved memory (``RunRecord.memory_measure``).
+logged ``memory``, ``max_reserved_gib`` of its device memory monitor (``torch.cuda.memory_stats()``'s
+``reserved_bytes.all.peak``, what ``max_memory_reserved`` returns), PyTorch's reserved memory
+(``RunRecord.memory_measure``), the largest over the GPUs (the December page's footnote 1: "We take the maximum across
+all GPUs").
 
 The metric is torchtitan's own ``tps``: the tokens of a data-parallel rank's local batch per second divided by the
 non-data-parallel size (TP·PP·CP), so tokens/s per GPU (``train.py``, commit 9dec370). No FLOP formula is involved.

@@ -90,17 +90,23 @@ rows (1,270 predicted; 3B with PP 32 is not representable), it takes the 262 the
 of the count with the rest, and ``d2lmp bench scale`` prints what the model scores on them.
 
 What the memory figure counts. In benchmark mode world rank 0 writes each row to a CSV file (``helpers.py``,
-``log_throughput`` and ``create_table_log``, 67c5ebb6): a GPU of the first pipeline stage and of tensor rank 0, with
-two memory columns, "Mem Alloc (GB)" and "Mem Res (GB)", ``torch.cuda.max_memory_allocated()`` and
-``max_memory_reserved()`` divided by ``1024**3``: GiB. The printed "GPU memory" is the reserved one: in its first five
-steps the trainer resets the peak statistics after the forward and backward passes (``trainer.py``, ``training_step``,
-through ``logging.py``'s ``log_memory``), so at the third step the allocated peak covers only the optimizer's step,
-which does not grow with the micro-batch as the printed figure does (1B on 2 nodes, DP 4 TP 4 ZeRO 0: 10.3 GiB at one
-sequence, 67.0 at sixteen), while the reserved memory keeps what the allocator cached in the forward and backward. So
-the records convert the figure to 10⁹ bytes (× 2³⁰/10⁹), say ``memory_measure="reserved"`` and
-``memory_stage="first"``, and the model's first stage is compared with it. The allocator's cache beyond the bytes in
-use is in the figure and not in the model, which counts the bytes allocated (and a fixed allowance for the CUDA
-context and communication buffers, which PyTorch's figure leaves out, in part: how much is not known).
+``log_throughput`` and ``create_table_log``, 67c5ebb6): a GPU of the first pipeline stage and of tensor rank 0, with two
+memory columns, "Mem Alloc (GB)" and "Mem Res (GB)", ``torch.cuda.max_memory_allocated()`` and ``max_memory_reserved()``
+divided by ``1024**3``: GiB. The printed "GPU memory" is the reserved one: in its first five steps the trainer resets
+the peak statistics after the forward and backward passes (``trainer.py``, ``training_step``, through ``logging.py``'s
+``log_memory``), so at the third step the allocated peak covers only the optimizer's step, which does not grow with the
+micro-batch as the printed figure does (1B on 2 nodes, DP 4 TP 4 ZeRO 0: 10.3 GiB at one sequence, 67.0 at sixteen),
+while the reserved memory, reset too, starts again from what the allocator holds, which it does not release (no
+``empty_cache``): the blocks the forward and backward needed. So the records convert the figure to 10⁹ bytes (×
+2³⁰/10⁹), say ``memory_measure="reserved"`` and ``memory_stage="first"``, and the model's first stage is compared with
+it. The allocator's cache beyond the bytes in use is in the figure and not in the model, which counts the bytes
+allocated (and a fixed allowance for the CUDA
+context and communication buffers, which PyTorch's figure leaves out, in part: how much is not known). The loss:
+nanotron casts the logits to FP32 (``models/llama.py``, ``cast_to_fp32``) and its cross-entropy subtracts their maximum
+out of place (``parallel/tensor_parallel/functional.py``, ``_ShardedCrossEntropy.forward``), so on the last stage two
+FP32 copies of the logits, 8 bytes a logit, are alive at the loss where the model otherwise counts the 4 of the softmax
+kept for the backward (``logit_bytes=8``); the 16-bit logits are freed when the model's forward returns, before the
+loss runs.
 
 The calibration table of the two fixed times (``efficiency.FIXED_COSTS``; ``use="calibration"``), 48 rows without a
 pipeline: the 26 on one node (the host's launch time; 9 of them, at one sequence a micro-batch, wait for it) and the 22
@@ -187,7 +193,7 @@ def _record(row: Row) -> RunRecord:
         gpus=8 * nodes, metric="tokens_per_s_per_gpu", value=tokens, tp=tp, pp=pp, dp=dp, zero=zero,
         micro_batch=mbs, global_batch=gbs, memory_gb=memory * _GIB / 1e9, memory_measure="reserved",
         memory_stage="first", network_measured=NETWORK, fp32_grad_reduce=True,
-        dp_overlap=False, zero1_all_reduce=True,
+        dp_overlap=False, zero1_all_reduce=True, logit_bytes=8,
         counts_recompute=None,
         pipeline_sends="unknown",
         note=f"Printed: MFU {mfu} %.{' Embeddings tied to the LM head.' if tied else ''}")
