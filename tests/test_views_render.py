@@ -234,12 +234,22 @@ def _overlap_schedules() -> object:  # notebooks 15's and 15's
                             title="overlap")
 
 
+def _memory_figures() -> object:
+    from d2lmp.model.cluster.runs.ultrascale import RECORDS
+    from d2lmp.model.cluster.validation import judge_all
+    from d2lmp.views.memory_figures import plot_memory_figures
+
+    return plot_memory_figures(judge_all([r for r in RECORDS if r.layers == 16 and r.gpus <= 32]),
+                               title="The Ultra-Scale sweep: reserved memory on rank 0")
+
+
 BUILDERS: dict[str, Callable[[], object]] = {
     "graphics.plot_wireframe": _cube,
     "comm_roofline.plot_comm_roofline": _roofline,
     "planner.plot_step_parts": _step_parts,
     "planner.plot_memory_parts": _memory_parts,
     "block_times.plot_block_times": _block_times,
+    "memory_figures.plot_memory_figures": _memory_figures,
     "failures.plot_job_timelines": _job_timelines,
     "failures.plot_waste_vs_interval": _waste,
     "failures.plot_checkpoint_layout": _checkpoint_layout,
