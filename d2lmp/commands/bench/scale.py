@@ -107,7 +107,7 @@ def speed_info_lines(judgements: list[Judgement]) -> list[str]:
 def memory_measure_lines(judgements: list[Judgement]) -> list[str]:
     """Per source whose memory figures are PyTorch's reserved memory: the median predicted / reported, over all its
     rows and by micro-batch (what the allocator holds beyond the peak in use is in the figure and not in the model, as
-    are a step's passing tensors; both grow with the micro-batch)."""
+    are a step's temporary tensors; both grow with the micro-batch)."""
     groups: dict[str, dict[int, list[float]]] = {}
     for j in judgements:
         if j.record.memory_measure == "reserved" and (m := j.memory_ratio) is not None:

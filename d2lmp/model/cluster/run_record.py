@@ -73,9 +73,9 @@ class RunRecord:
     memory only), ``logit_bytes`` (a logit's bytes at the loss's peak: ``layout.Plan``), ``dp_overlap`` (the gradient
     reduction runs behind the backward, bucketed; False: after the last backward, as DeepSpeed's pipeline schedule and
     Megatron's 2021 local DDP run it), ``sequence_parallel`` (the tensor ranks split the sequence outside their regions,
-    Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert``
-    assumes it where tp > 1), ``head_stages`` (the embedding and the output layer each take a block's place in the
-    pipeline: ``layout.Plan``), ``pipeline_sends`` (how the stages send to each other; "unknown" leaves a pipelined
+    Korthikanti et al. 2022 §4.2.2; None: not printed, and ``convert`` assumes it where tp > 1), ``head_stages`` (the
+    embedding and the output layer each take a block's place in the pipeline: ``layout.Plan``), ``pipeline_sends`` (how
+    the stages send to each other; "unknown" leaves a pipelined
     row's speed unjudged, its memory still judged). ``metric`` and ``value``: the published figure;
     ``counts_recompute``: whether the source's FLOPs count the recomputed forward (None: not stated or not a FLOP
     figure). ``memory_gb``: the memory a GPU used, where the source reports it, in 10⁹ bytes (a figure printed in GiB is

@@ -100,13 +100,12 @@ while the reserved memory, reset too, starts again from what the allocator holds
 ``empty_cache``): the blocks the forward and backward needed. So the records convert the figure to 10⁹ bytes (×
 2³⁰/10⁹), say ``memory_measure="reserved"`` and ``memory_stage="first"``, and the model's first stage is compared with
 it. The allocator's cache beyond the bytes in use is in the figure and not in the model, which counts the bytes
-allocated (and a fixed allowance for the CUDA
-context and communication buffers, which PyTorch's figure leaves out, in part: how much is not known). The loss:
-nanotron casts the logits to FP32 (``models/llama.py``, ``cast_to_fp32``) and its cross-entropy subtracts their maximum
-out of place (``parallel/tensor_parallel/functional.py``, ``_ShardedCrossEntropy.forward``), so on the last stage two
-FP32 copies of the logits, 8 bytes a logit, are alive at the loss where the model otherwise counts the 4 of the softmax
-kept for the backward (``logit_bytes=8``); the 16-bit logits are freed when the model's forward returns, before the
-loss runs.
+allocated (and a fixed allowance for the CUDA context and communication buffers, which PyTorch's figure leaves out, in
+part: how much is not known). The loss: nanotron casts the logits to FP32 (``models/llama.py``, ``cast_to_fp32``) and
+its cross-entropy subtracts their maximum out of place (``parallel/tensor_parallel/functional.py``,
+``_ShardedCrossEntropy.forward``), so on the last stage two FP32 copies of the logits, 8 bytes a logit, are alive at the
+loss where the model otherwise counts the 4 of the softmax kept for the backward (``logit_bytes=8``); the 16-bit logits
+are freed when the model's forward returns, before the loss runs.
 
 The calibration table of the two fixed times (``efficiency.FIXED_COSTS``; ``use="calibration"``), 48 rows without a
 pipeline: the 26 on one node (the host's launch time; 9 of them, at one sequence a micro-batch, wait for it) and the 22
