@@ -181,6 +181,7 @@ def goal_checks(judgements: Sequence[Judgement]) -> list[GoalCheck]:
     ooms = [j for j in rows if j.oom]
     memory = [m for j in rows if (m := j.memory_ratio) is not None]
     within = sum(abs(m - 1) <= MEMORY_GOAL for m in memory)
+    reserved = [m for j in rows if j.record.memory_measure == "reserved" and (m := j.memory_ratio) is not None]
     in_band = sum(GOAL[0] <= r <= GOAL[1] for r in ratios)
     return [
         GoalCheck(f"validation rows within {GOAL[0]}-{GOAL[1]}", f">= {SHARE_GOAL:.0%}",
@@ -189,8 +190,10 @@ def goal_checks(judgements: Sequence[Judgement]) -> list[GoalCheck]:
                   f"{sum(j.memory_agrees for j in ran)} of {len(ran)}", all(j.memory_agrees for j in ran)),
         GoalCheck("published out-of-memory runs, the share that does not fit", ">= 100%",
                   f"{sum(j.memory_agrees for j in ooms)} of {len(ooms)}", all(j.memory_agrees for j in ooms)),
-        GoalCheck("reported memory per GPU predicted", f"within ±{MEMORY_GOAL:.0%}", f"{within} of {len(memory)}",
-                  within == len(memory)),
+        GoalCheck("reported memory per GPU predicted", f"within ±{MEMORY_GOAL:.0%}",
+                  f"{within} of {len(memory)}; {len(reserved)} of the figures are PyTorch's reserved memory, the "
+                  f"allocator's cache in them and not in the model: {sum(abs(m - 1) <= MEMORY_GOAL for m in reserved)}"
+                  " of those within", within == len(memory)),
     ]
 
 
