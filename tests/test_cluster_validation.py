@@ -18,6 +18,8 @@ from d2lmp.model.cluster.validation import (
     goal_checks,
     judge,
     judge_all,
+    memory_ratios_by_micro_batch,
+    memory_within_goal,
     summarise,
     sweep_cells,
 )
@@ -163,6 +165,16 @@ def test_a_memory_figure_is_compared_on_its_gpu_and_as_it_counts():
     assert first.memory_ratio < device.memory_ratio
     with pytest.raises(ValueError, match="memory_measure"):
         replace(pipelined, memory_measure="allocated")
+
+
+def test_memory_ratios_group_by_micro_batch_in_order_and_count_within_the_goal():
+    with_figure = [judge(_record(micro_batch=b, global_batch=8 * b, memory_gb=gb)) for b, gb in ((4, 50.0), (1, 20.0),
+                                                                                               (4, 60.0))]
+    without = judge(_record(micro_batch=2, global_batch=16))  # no reported memory: left out
+    groups = memory_ratios_by_micro_batch([*with_figure, without])
+    assert list(groups) == [1, 4]
+    assert groups[4] == [with_figure[0].memory_ratio, with_figure[2].memory_ratio]
+    assert memory_within_goal([0.79, 0.8, 1.0, 1.2, 1.21]) == 3
 
 
 def test_a_record_becomes_the_models_terms_or_says_why_not():

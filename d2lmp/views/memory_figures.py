@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from d2lmp.model.cluster.validation import MEMORY_GOAL, Judgement
+from d2lmp.model.cluster.validation import MEMORY_GOAL, Judgement, memory_ratios_by_micro_batch
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -52,13 +52,14 @@ def plot_memory_figures(judgements: Sequence[Judgement],
     right.axhspan(1 - MEMORY_GOAL, 1 + MEMORY_GOAL, color="#dddddd")
     right.axhline(1, color="#8c8c8c", lw=1)
     for offset, (kind, marker, colour) in zip((-0.08, 0.08), _KINDS, strict=True):
-        mine = [r for r in rows if r[3] == (kind == "pipelined")]
-        if not mine:
+        pipelined = kind == "pipelined"
+        by_batch = memory_ratios_by_micro_batch(j for j in judgements if ((j.record.pp or 1) > 1) == pipelined)
+        if not by_batch:
             continue
+        mine = [r for r in rows if r[3] == pipelined]
         right.scatter([r[2] * 2 ** (offset + 0.06 * ((i % 5) - 2) / 2) for i, r in enumerate(mine)],
                       [r[1] for r in mine], s=8, marker=marker, color=colour, alpha=0.35)
-        batches = sorted({r[2] for r in mine})
-        right.plot(batches, [statistics.median(r[1] for r in mine if r[2] == b) for b in batches], "-" + marker,
+        right.plot(list(by_batch), [statistics.median(r) for r in by_batch.values()], "-" + marker,
                    color=colour, lw=2, label=f"{kind}, median")
     batches = sorted({r[2] for r in rows})
     right.set_xscale("log", base=2)

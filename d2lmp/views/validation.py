@@ -6,7 +6,7 @@ does notebook 20.
 
 from __future__ import annotations
 
-from d2lmp.model.cluster.validation import GOAL, SourceSummary
+from d2lmp.model.cluster.validation import GOAL, SourceSummary, memory_within_goal
 from d2lmp.report import table
 
 __all__ = ["sources_table"]
@@ -23,9 +23,8 @@ def sources_table(summaries: list[SourceSummary]) -> str:
     low, high = GOAL
     rows = []
     for s in summaries:
-        within = sum(abs(m - 1) <= 0.2 for m in s.memory_ratios)
         rows.append([s.source, s.use, str(s.rows), str(len(s.ratios)), str(s.info), str(len(s.speed_info)),
                      _number(s.median), _number(s.worst), f"{s.in_band} ({_number(s.share, '.0%')})",
-                     str(s.memory_disagrees), f"{within} of {len(s.memory_ratios)}"])
+                     str(s.memory_disagrees), f"{memory_within_goal(s.memory_ratios)} of {len(s.memory_ratios)}"])
     return table(rows, ["source", "use", "rows", "judged", "info", "speed info", "median", "worst", f"in {low}-{high}",
                         "memory verdict wrong", "memory ±20 %"])

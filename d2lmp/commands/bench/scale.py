@@ -30,6 +30,7 @@ from d2lmp.model.cluster.validation import (
     Judgement,
     goal_checks,
     judge_all,
+    memory_ratios_by_micro_batch,
     model_error,
     summarise,
     sweep_cells,
@@ -108,14 +109,14 @@ def memory_measure_lines(judgements: list[Judgement]) -> list[str]:
     """Per source whose memory figures are PyTorch's reserved memory: the median predicted / reported, over all its
     rows and by micro-batch (what the allocator holds beyond the peak in use is in the figure and not in the model, as
     are a step's temporary tensors; both grow with the micro-batch)."""
-    groups: dict[str, dict[int, list[float]]] = {}
-    for j in judgements:
-        if j.record.memory_measure == "reserved" and (m := j.memory_ratio) is not None:
-            groups.setdefault(j.record.source, {}).setdefault(j.record.micro_batch or 1, []).append(m)
+    reserved = [j for j in judgements if j.record.memory_measure == "reserved"]
     lines = []
-    for source, by_batch in groups.items():
+    for source in dict.fromkeys(j.record.source for j in reserved):
+        by_batch = memory_ratios_by_micro_batch(j for j in reserved if j.record.source == source)
+        if not by_batch:
+            continue
         ratios = [m for batch in by_batch.values() for m in batch]
-        medians = ", ".join(f"{b}: {statistics.median(by_batch[b]):.2f}" for b in sorted(by_batch))
+        medians = ", ".join(f"{b}: {statistics.median(r):.2f}" for b, r in by_batch.items())
         lines.append(f"  memory: {source}, {len(ratios)} rows report PyTorch's reserved memory (what its allocator "
                      "holds beyond the peak in use is in it and not in the model): predicted / reported median "
                      f"{statistics.median(ratios):.2f}; by micro-batch {medians}")

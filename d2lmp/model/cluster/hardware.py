@@ -7,12 +7,12 @@ of Narayanan et al. (2021, §5), eight 200 Gb/s HDR InfiniBand adapters for its 
 Gb/s ConnectX-7 ports. The network is those NICs, one per GPU (rails): a group with ``k`` members in a node sends across
 nodes over ``k`` of them (``steptime.group_bytes_per_s``). Every figure keeps its bibliography keys (``source``). A
 ``Cluster`` is a preset, a GPU count and optional overrides of the two link figures. Bandwidths are GB/s (10⁹ bytes) per
-GPU in one direction; memory is the datasheet's GB read as 10⁹ bytes. Every preset carries its per-message latency α
-(``GPUPreset.latency_s``: an assumed 10 µs, unless measured; across nodes the fitted ``efficiency.network_us`` takes its
-place) and may carry its own point-to-point rate (a CPU measured here does, ``model.cluster.cpu``);
-``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``, which the step's formulas
-read as a ``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second preset type on purpose: one whole
-machine behind one link, at FP32 and NCCL's α (its docstring says why).
+GPU in one direction; memory is the datasheet's GB read as GiB, as NVIDIA counts HBM (``GPUPreset``). Every preset
+carries its per-message latency α (``GPUPreset.latency_s``: an assumed 10 µs, unless measured; across nodes the fitted
+``efficiency.network_us`` takes its place) and may carry its own point-to-point rate (a CPU measured here does,
+``model.cluster.cpu``); ``Cluster.link_rate`` hands both to the step's formulas with the bandwidth, as a ``LinkRate``,
+which the step's formulas read as a ``terms.Link``. The layer-table model's ``costmodel.Hardware`` is a second preset
+type on purpose: one whole machine behind one link, at FP32 and NCCL's α (its docstring says why).
 """
 
 from __future__ import annotations

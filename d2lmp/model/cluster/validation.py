@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -28,7 +28,8 @@ from d2lmp.model.cluster.memory import stage_memory
 from d2lmp.model.cluster.predict import Prediction, predict
 from d2lmp.model.cluster.run_record import RunRecord
 
-__all__ = ["GOAL", "SHARE_GOAL", "MEMORY_GOAL", "Judgement", "comparable_memory", "judge", "judge_all",
+__all__ = ["GOAL", "SHARE_GOAL", "MEMORY_GOAL", "Judgement", "comparable_memory", "memory_within_goal",
+           "memory_ratios_by_micro_batch", "judge", "judge_all",
            "SourceSummary", "summarise", "GoalCheck", "goal_checks", "model_error", "PICK_GOAL", "SWEEP_MIN_ROWS",
            "SweepCell", "sweep_cells"]
 
@@ -98,6 +99,20 @@ def comparable_memory(converted: Converted, prediction: Prediction) -> float:
         assert converted.model is not None
         memory = stage_memory(converted.model, prediction.plan, prediction.layout, "first", memory.capacity)
     return memory.total
+
+
+def memory_within_goal(ratios: Iterable[float]) -> int:
+    """How many memory ratios (predicted / reported) lie within ±``MEMORY_GOAL``."""
+    return sum(abs(m - 1) <= MEMORY_GOAL for m in ratios)
+
+
+def memory_ratios_by_micro_batch(judgements: Iterable[Judgement]) -> dict[int, list[float]]:
+    """The memory ratios of the judgements that have one, by micro-batch (ascending)."""
+    groups: dict[int, list[float]] = {}
+    for j in judgements:
+        if (m := j.memory_ratio) is not None:
+            groups.setdefault(j.record.micro_batch or 1, []).append(m)
+    return dict(sorted(groups.items()))
 
 
 def judge(record: RunRecord, efficiency: Efficiency = FITTED) -> Judgement:
@@ -180,7 +195,7 @@ def goal_checks(judgements: Sequence[Judgement]) -> list[GoalCheck]:
     ran = [j for j in rows if not j.oom]
     ooms = [j for j in rows if j.oom]
     memory = [m for j in rows if (m := j.memory_ratio) is not None]
-    within = sum(abs(m - 1) <= MEMORY_GOAL for m in memory)
+    within = memory_within_goal(memory)
     reserved = [m for j in rows if j.record.memory_measure == "reserved" and (m := j.memory_ratio) is not None]
     in_band = sum(GOAL[0] <= r <= GOAL[1] for r in ratios)
     return [
@@ -192,8 +207,8 @@ def goal_checks(judgements: Sequence[Judgement]) -> list[GoalCheck]:
                   f"{sum(j.memory_agrees for j in ooms)} of {len(ooms)}", all(j.memory_agrees for j in ooms)),
         GoalCheck("reported memory per GPU predicted", f"within ±{MEMORY_GOAL:.0%}",
                   f"{within} of {len(memory)}; {len(reserved)} of the figures are PyTorch's reserved memory, the "
-                  f"allocator's cache in them and not in the model: {sum(abs(m - 1) <= MEMORY_GOAL for m in reserved)}"
-                  " of those within", within == len(memory)),
+                  f"allocator's cache in them and not in the model: {memory_within_goal(reserved)} of those within",
+                  within == len(memory)),
     ]
 
 
