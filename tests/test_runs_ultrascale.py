@@ -10,6 +10,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
+from d2lmp.model.cluster.convert import convert
 from d2lmp.model.cluster.runs import SOURCES
 from d2lmp.model.cluster.runs.ultrascale import _ROWS, NETWORK, RECORDS, cell
 
@@ -44,6 +45,12 @@ def test_every_row_is_1m_tokens_and_twelve_print_a_batch_their_layout_does_not_g
     assert all(row[4] * 4096 == 2**20 for row in _ROWS)
     odd = [row[:9] for row in _ROWS if row[5] * row[2] * row[3] != row[4]]
     assert len(odd) == 12 and ("8B", 32, 1, 64, 256, 64, 1, 4, 0) in odd
+    # Which of GBS, DP, MBS and GradAcc is wrong the page does not say: those rows are information, the others not.
+    contradicting = [r for r in RECORDS if r.contradiction]
+    assert len(contradicting) == 12 and all(convert(r).reason.startswith("contradicts itself") for r in contradicting)
+    by_row = {r.row: r for r in contradicting}
+    assert by_row["8B on 32 nodes: DP 64 TP 4 PP 1 ZeRO 0 MBS 1 GradAcc 64"].contradiction.startswith(
+        "GBS 256 is not DP·MBS·GradAcc = 64·1·64 = 4096")
 
 
 def test_the_sweep_file_ships_with_the_package():

@@ -2,8 +2,8 @@
 
 ``convert`` reads a ``run_record.RunRecord`` as published and returns a ``Converted``: the model, the cluster and the
 plan, or, where the record leaves something the model needs unknown (a field ``None`` or ``"unknown"``, a GPU with no
-preset) or describes something the model cannot run (its ``check_plan`` says why), the reason, so that the record is
-printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
+preset), contradicts itself as printed (``RunRecord.contradiction``) or describes something the model cannot run (its
+``check_plan`` says why), the reason, so that the record is printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
 gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
 one (biases, tied embeddings, learned positions), except that a record's ``tied_embeddings``, where the source gives
 it, decides the output layer; sequence parallelism runs wherever tp > 1 unless the record says it did not
@@ -49,6 +49,8 @@ def convert(record: RunRecord) -> Converted:
     missing = record.unknown_fields()
     if missing:
         return Converted(record, reason=f"not published: {', '.join(missing)}")
+    if record.contradiction:
+        return Converted(record, reason=f"contradicts itself as printed: {record.contradiction}")
     if record.moe_every != 1:
         return Converted(record, reason=f"not representable: MoE blocks every {record.moe_every} layers")
     try:

@@ -80,6 +80,9 @@ class RunRecord:
     ``counts_recompute``: whether the source's FLOPs count the recomputed forward (None: not stated or not a FLOP
     figure). ``memory_gb``: the memory a GPU used, where the source reports it, in 10⁹ bytes (a figure printed in GiB is
     converted); ``memory_measure``: what that figure counts, and ``memory_stage``: which GPU it is from.
+    ``contradiction``: where the source's own figures for the row disagree (a printed batch its layout does not give)
+    and it does not say which is wrong, what disagrees; the configuration is then not known and the row is
+    information ("": the figures agree).
     """
 
     source: str                     # bibliography key (d2lmp.bibliography)
@@ -136,6 +139,7 @@ class RunRecord:
     sequence_parallel: bool | None = None
     head_stages: bool = False
     pipeline_sends: PipelineSends = "queued"
+    contradiction: str = ""
     note: str = ""                  # what is assumed rather than read, and anything a reader should know
 
     def __post_init__(self) -> None:

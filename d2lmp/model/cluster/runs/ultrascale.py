@@ -66,8 +66,12 @@ bfloat16``, FP32 gradient accumulation, no ``recompute_layer``, so nanotron's de
 and calls its attention kernels with ``dropout_p=0.0``. The same configuration sets the pipeline schedule, ``pp_engine:
 1f1b`` (the model's), and DDP's 25 MB buckets; ``create_config`` in the script sets ``tp_mode`` ``REDUCE_SCATTER`` with
 ``tp_linear_async_communication`` (sequence parallelism, as ``convert`` assumes for TP > 1). GPUs: H100s, taken as the
-SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc; they are kept as printed
-(global_batch 256; ``tests/test_runs_ultrascale.py`` lists them).
+SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc (1B on 32 nodes,
+DP 32 TP 8 MBS 1: GradAcc 128, which gives 4,096 sequences), and the page does not say which figure is wrong; ten
+of the twelve layouts also appear, with the same DP, TP, PP, ZeRO and MBS, at a GradAcc that gives 256. Their configuration is not known, so they are information
+(``RunRecord.contradiction``), the rule being the printed figures' disagreement, not the outcome. Judged as printed
+(global_batch 256), the six of them without a pipeline come out at 2.4-5.6 times their published speed;
+``tests/test_runs_ultrascale.py`` lists the twelve.
 
 How each row was measured, and why many pipelined rows are not comparable. The launch script of the benchmark branch
 (``run_multinode.sh``, branch nouamane/bench2, commit 67c5ebb6) sets ``NANOTRON_BENCHMARK=1``, under which the trainer
@@ -179,6 +183,14 @@ def cell(model: str, nodes: int) -> str:
     return f"{model} on {nodes} node{'s' if nodes > 1 else ''}"
 
 
+def _contradiction(dp: int, mbs: int, grad_acc: int, gbs: int) -> str:
+    """What disagrees where the printed GBS is not DP·MBS·GradAcc ("" where it is)."""
+    if dp * mbs * grad_acc == gbs:
+        return ""
+    return (f"GBS {gbs} is not DP·MBS·GradAcc = {dp}·{mbs}·{grad_acc} = {dp * mbs * grad_acc}, and the page does not "
+            "say which figure is wrong")
+
+
 def _record(row: Row) -> RunRecord:
     model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, mfu, tokens, memory = row
     layers, hidden, heads, ffn = _SHAPES[model]
@@ -195,6 +207,7 @@ def _record(row: Row) -> RunRecord:
         dp_overlap=False, zero1_all_reduce=True, logit_bytes=8,
         counts_recompute=None,
         pipeline_sends="unknown",
+        contradiction=_contradiction(dp, mbs, grad_acc, gbs),
         note=f"Printed: MFU {mfu} %.{' Embeddings tied to the LM head.' if tied else ''}")
 
 
