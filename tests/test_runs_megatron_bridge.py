@@ -1,6 +1,7 @@
 """Megatron-Bridge's performance-summary rows as the two pages print them."""
 
 from d2lmp.bibliography import SOURCES as BIBLIOGRAPHY
+from d2lmp.model.cluster.convert import convert
 from d2lmp.model.cluster.runs import SOURCES
 from d2lmp.model.cluster.runs.megatron_bridge import _ROWS, RECORDS
 
@@ -31,5 +32,9 @@ def test_printed_gradient_accumulation_matches_the_layout_but_in_two_rows():
         assert gpus % (tp * pp * cp) == 0
         if ga is not None and gbs != ga * mbs * gpus // (tp * pp * cp):
             mismatched.append(row[1:5])
-    # The page's own inconsistencies (GA 32 where GBS/(MBS·DP) is 64; GA 2 where it is 8), kept as printed.
+    # The page's own inconsistencies (GA 32 where GBS/(MBS·DP) is 64; GA 2 where it is 8): information, with why.
     assert mismatched == [("25.11", 559, "Qwen3_235B_a22B", "GB300"), ("25.11", 592, "GPT OSS 120B", "H100")]
+    contradicting = [r for r in RECORDS if r.contradiction]
+    assert [r.where.split("line ")[1] for r in contradicting] == ["559", "592"]
+    assert convert(contradicting[1]).reason == ("contradicts itself as printed: GBS 512 is not DP·MBS·GA = 16·4·2 = 128, "
+                                               "and the page does not say which figure is wrong")

@@ -46,11 +46,11 @@ class Converted:
 
 def convert(record: RunRecord) -> Converted:
     """The record's model, cluster and plan, or the reason the model cannot judge it."""
+    if record.contradiction:
+        return Converted(record, reason=f"contradicts itself as printed: {record.contradiction}")
     missing = record.unknown_fields()
     if missing:
         return Converted(record, reason=f"not published: {', '.join(missing)}")
-    if record.contradiction:
-        return Converted(record, reason=f"contradicts itself as printed: {record.contradiction}")
     if record.moe_every != 1:
         return Converted(record, reason=f"not representable: MoE blocks every {record.moe_every} layers")
     try:

@@ -24,7 +24,8 @@ token-dropless (the page's footnote) unless the row says "tokendrop". GB200/GB30
 NVLink domain (``gpus_per_node`` 72); B200, B300, GB200 and GB300 have no preset in ``hardware``.
 
 Two 25.11 rows print a GA their layout does not give (Qwen3_235B_a22B on GB300: 32, where GBS/(MBS·DP) is 64;
-gpt-oss-120b on H100: 2, where it is 8); the other columns are read as printed.
+gpt-oss-120b on H100: 2, where it is 8), and the page does not say which figure is wrong: their configuration is not
+known (``RunRecord.contradiction``).
 """
 
 from __future__ import annotations
@@ -167,8 +168,12 @@ _ROWS: tuple[tuple[str, str, int, str, str, str, int, int, int, int, int | None,
 
 def _record(row: tuple[str, str, int, str, str, str, int, int, int, int, int | None, int, int, int, int | None,
                        int | None, int | None, float, float]) -> RunRecord:
-    (file, release, line, model, system, precision, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, _ga,
+    (file, release, line, model, system, precision, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, ga,
      tokens, tflops) = row
+    dp = gpus // (tp * pp * cp)
+    contradiction = "" if ga is None or dp * mbs * ga == gbs else (
+        f"GBS {gbs} is not DP·MBS·GA = {dp}·{mbs}·{ga} = {dp * mbs * ga}, and the page does not say which figure is "
+        "wrong")
     shape = next(s for prefix, s in _SHAPE_OF if model.startswith(prefix))
     table = "System: DGX-" + system if release in ("25.09", "25.11") else "Model: " + model
     printed = "precision not printed" if precision == "?" else precision
@@ -181,10 +186,10 @@ def _record(row: tuple[str, str, int, str, str, str, int, int, int, int, int | N
         source="megatron_bridge_performance", where=f"{_FILES[file]}, {release} NeMo Container, table '{table}', "
         f"line {line}", row=f"{release} {model}, DGX-{system}, {gpus} GPUs, {printed}", use="validation",
         seq=seq, gpu=_GPUS[system], gpus=gpus, metric="tokens_per_s_per_gpu", value=tokens,
-        gpus_per_node=72 if system.startswith("GB") else 8, tp=tp, pp=pp, dp=gpus // (tp * pp * cp), cp=cp,
+        gpus_per_node=72 if system.startswith("GB") else 8, tp=tp, pp=pp, dp=dp, cp=cp,
         ep=ep or 1, zero=3 if fsdp else None, micro_batch=mbs, global_batch=gbs, interleave=vp or 1,
         recompute="unknown", attention="flash", precision=_PRECISIONS[precision], counts_recompute=False,
-        note=" ".join(n for n in notes if n), **SHAPES[shape])
+        contradiction=contradiction, note=" ".join(n for n in notes if n), **SHAPES[shape])
 
 
 RECORDS: tuple[RunRecord, ...] = tuple(_record(r) for r in _ROWS)
