@@ -76,13 +76,22 @@ def test_bench_matmul_bad_input_is_one_clear_line(capsys):
     (["scale-bridge", "--model", "huge"], "unknown preset 'huge'"),
 ])
 def test_bench_numeric_input_is_checked_before_anything_runs(monkeypatch, capsys, argv, message):
+    import importlib
+    import pkgutil
+
+    import d2lmp.bench
+    import d2lmp.commands
     from d2lmp import timing, train  # noqa: F401  (imported before the patches: see below)
     from d2lmp.bench import allreduce, conv, costmodel, data_parallel, pipeline, recompute, scale_bridge  # noqa: F401
     from d2lmp.parallel import launch
 
-    # Every module patched below by its dotted path is imported above first: a module imported while
-    # ``timing.benchmark`` is patched would bind the stand-in with its ``from d2lmp.timing import benchmark`` and keep
-    # it for the tests that run after this one in the same worker.
+    # Every module patched below, and every bench and command module, is imported first: a module imported while
+    # ``timing.benchmark`` or ``launch.launch`` is patched would bind the stand-in with its ``from d2lmp.timing import
+    # benchmark`` and keep it for the tests that run after this one in the same worker (``bench faults`` did, when
+    # this test ran first).
+    for package in (d2lmp.bench, d2lmp.commands):
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{info.name}")
 
     def must_not_run(*a, **k):
         pytest.fail("started measuring before checking the options")
