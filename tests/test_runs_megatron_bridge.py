@@ -36,5 +36,6 @@ def test_printed_gradient_accumulation_matches_the_layout_but_in_two_rows():
     assert mismatched == [("25.11", 559, "Qwen3_235B_a22B", "GB300"), ("25.11", 592, "GPT OSS 120B", "H100")]
     contradicting = [r for r in RECORDS if r.contradiction]
     assert [r.where.split("line ")[1] for r in contradicting] == ["559", "592"]
-    assert convert(contradicting[1]).reason == ("contradicts itself as printed: GBS 512 is not DP·MBS·GA = 16·4·2 = 128, "
-                                               "and the page does not say which figure is wrong")
+    reason = convert(contradicting[1]).reason
+    assert reason == ("contradicts itself as printed: GBS 512 is not DP·MBS·GA = 16·4·2 = 128, and the page does not "
+                      "say which figure is wrong")

@@ -147,6 +147,19 @@ def test_model_presets_have_their_published_sizes():
         model_preset("7T")
 
 
+def test_model_presets_keep_dropout_masks_only_where_the_model_definition_has_dropout():
+    # Megatron's GPTs train with dropout 0.1; the released Llama 3, DeepSeek-V3 and Mixtral definitions have no
+    # dropout layer (meta-llama/llama3 llama/model.py, deepseek-ai/DeepSeek-V3 inference/model.py, mistral-inference)
+    without = {"llama3-8b", "llama3-70b", "llama3-405b", "deepseek-v3", "mixtral-8x7b"}
+    assert {name for name, p in MODEL_PRESETS.items() if not p.model.dropout} == without
+    repos = {"llama3-405b": "meta_llama3_repo", "deepseek-v3": "deepseek_v3_repo",
+             "mixtral-8x7b": "mistral_inference_repo"}
+    assert all(key in MODEL_PRESETS[name].source for name, key in repos.items())
+    llama = MODEL_PRESETS["llama3-405b"].model
+    with_masks = ta.activation_bytes_per_layer(replace(llama, dropout=True), tp=8, sequence_parallel=True)
+    assert ta.activation_bytes_per_layer(llama, tp=8, sequence_parallel=True) < with_masks
+
+
 def test_pipeline_bubble_is_p_minus_1_over_v_m_of_the_steady_state():
     for v in (1, 2, 3):
         plan = replace(MEGATRON, pp=16, tp=8, dp=8, interleave=v)

@@ -25,17 +25,20 @@ def test_every_combination_is_tried_and_only_the_representable_are_judged():
     assert (1, 8) in settings
 
 
-def test_llama3s_published_mfu_is_within_the_band_at_its_nearest_setting_which_the_model_says_does_not_fit():
-    """The present record: at its nearest setting (micro-batch 1, V 8) the model predicts the 8K rows' published MFU
-    within 0.8-1.25, but says no setting fits in 80 GiB (98 and 88 GB: a memory miss, in CONTRIBUTING)."""
-    for record in llama3.RECORDS[:2]:
+def test_llama3s_published_mfu_is_within_the_band_at_its_nearest_setting_which_fits_on_16384_gpus():
+    """At its nearest setting (micro-batch 1, V 8) the model predicts the 8K rows' published MFU within 0.8-1.25.
+    Counted without dropout masks (the released model definition has no dropout layer), that setting fits in 80 GiB
+    on 16,384 GPUs (84 GB of 85.9) and not on 8,192 (93 GB: twice the micro-batches, and Megatron's interleaved
+    schedule keeps more of them in flight on the first stage than Meta's modified one may; CONTRIBUTING)."""
+    for record, fits in zip(llama3.RECORDS[:2], (False, True), strict=True):
+        assert record.dropout is False
         swept = sweep_unknowns(record, llama3.unknowns(record))
         j = swept.best()
         assert j is not None and swept.setting(j) == "micro_batch 1, interleave 8"
         assert (j.record.micro_batch, j.record.interleave) == (1, 8)
         assert j.any_ratio is not None and GOAL[0] <= j.any_ratio <= GOAL[1]
-        assert swept.fitting == 0  # raise this when the model's memory for Meta's pipeline is fixed
-        assert swept.in_band() >= 1 and swept.in_band(fitting_only=True) == 0
+        assert j.prediction is not None and j.prediction.fits is fits
+        assert swept.in_band() >= 1 and (swept.in_band(fitting_only=True) >= 1) is fits
 
 
 def test_a_sweep_needs_fields_of_a_record():

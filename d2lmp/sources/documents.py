@@ -95,7 +95,16 @@ DOCUMENTS: tuple[Source, ...] = (
     _S("deepseek_v3_repo", "DeepSeek-AI", "DeepSeek-V3", "GitHub repository deepseek-ai/DeepSeek-V3", "n.d.",
        "https://github.com/deepseek-ai/DeepSeek-V3",
        "`inference/configs/config_671B.json`: DeepSeek-V3's shape (61 layers, width 7,168, 128 heads, MLA ranks, "
-       "256 routed experts and 1 shared, 8 per token, 3 dense layers, vocabulary 129,280)."),
+       "256 routed experts and 1 shared, 8 per token, 3 dense layers, vocabulary 129,280); `inference/model.py` "
+       "(commit 9b4e978), the released model definition, has no dropout layer."),
+    _S("meta_llama3_repo", "Meta", "Llama 3", "GitHub repository meta-llama/llama3", "n.d.",
+       "https://github.com/meta-llama/llama3",
+       "`llama/model.py` (commit a0940f9), the released Llama 3 model definition: attention, the SwiGLU feed-forward "
+       "(`w2(F.silu(w1(x)) * w3(x))`) and RMSNorm blocks, with no dropout layer."),
+    _S("mistral_inference_repo", "Mistral AI", "mistral-inference", "GitHub repository mistralai/mistral-inference",
+       "n.d.", "https://github.com/mistralai/mistral-inference",
+       "`src/mistral_inference/transformer.py`, `transformer_layers.py` and `moe.py` (commit 2557e12), the released "
+       "Mistral and Mixtral model definitions: no dropout layer."),
     # NVIDIA documents
     _S("nvidia_cuda_graph_guide", _NV, "CUDA Graph Best Practice for PyTorch", "NVIDIA documentation", "n.d.",
        "https://docs.nvidia.com/dl-cuda-graph/cuda-graph-basics/cuda-graph.html",

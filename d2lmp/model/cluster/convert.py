@@ -3,15 +3,15 @@
 ``convert`` reads a ``run_record.RunRecord`` as published and returns a ``Converted``: the model, the cluster and the
 plan, or, where the record leaves something the model needs unknown (a field ``None`` or ``"unknown"``, a GPU with no
 preset), contradicts itself as printed (``RunRecord.contradiction``) or describes something the model cannot run (its
-``check_plan`` says why), the reason, so that the record is printed as information and never dropped. What the record does not hold is read by one stated rule: a record with a
-gated (SwiGLU) MLP is a Llama-style shape (no biases, an untied output layer, rotary positions), any other a GPT-style
-one (biases, tied embeddings, learned positions), except that a record's ``tied_embeddings``, where the source gives
-it, decides the output layer; sequence parallelism runs wherever tp > 1 unless the record says it did not
-(``RunRecord.sequence_parallel``); dropout's masks are counted unless the record says the run had no dropout
-(``RunRecord.dropout`` False); a record with experts is a ``moe.MoETransformer`` whose ``ffn`` is
-one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp`` (then folded over
-them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s`` turns the
-published figure into tokens per second per GPU, the one unit the comparisons use.
+``check_plan`` says why), the reason, so that the record is printed as information and never dropped. What the record
+does not hold is read by one stated rule: a record with a gated (SwiGLU) MLP is a Llama-style shape (no biases, an
+untied output layer, rotary positions), any other a GPT-style one (biases, tied embeddings, learned positions), except
+that a record's ``tied_embeddings``, where the source gives it, decides the output layer; sequence parallelism runs
+wherever tp > 1 unless the record says it did not (``RunRecord.sequence_parallel``); dropout's masks are counted unless
+the record says the run had no dropout (``RunRecord.dropout`` False); a record with experts is a ``moe.MoETransformer``
+whose ``ffn`` is one expert's width, its experts split over the tensor ranks unless ``ep`` does not divide ``cp·dp``
+(then folded over them, ``etp`` 1, as MoE parallel folding (Liu et al. 2025, abstract) does). ``published_tokens_per_s``
+turns the published figure into tokens per second per GPU, the one unit the comparisons use.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ could run are not among them. Shape from Table 3 (126 layers, 16,384
 wide, 128 heads, 8 KV heads, FFN 53,248, SwiGLU; vocabulary 128,256 as in ``runs.shapes``).
 
 Assumed: the attention kernel is not named in §3.3; a run of 8K tokens without checkpointing, or of 128K tokens,
-on 80 GB cannot keep s×s scores, so "flash". The third row's DP is 8 in arXiv v3 (v1 printed 4, which does not give
+on 80 GB cannot keep s×s scores, so "flash". No dropout: the released model definition (meta-llama/llama3,
+``llama/model.py``, commit a0940f9) has no dropout layer, so no masks are kept (``dropout`` False); the training code
+is not public. The third row's DP is 8 in arXiv v3 (v1 printed 4, which does not give
 16,384 = TP·CP·PP·DP nor 16M tokens per batch).
 """
 
@@ -48,7 +50,8 @@ def _record(row: tuple[int, int, int, int, int, int, int, float, float]) -> RunR
     return RunRecord(source="dubey2024llama3", where=_WHERE, row=f"{gpus:,} GPUs, TP {tp} CP {cp} PP {pp} DP {dp}, "
                      f"{seq:,} tokens", use="validation", seq=seq, gpu="H100-SXM", gpus=gpus, metric="mfu",
                      value=mfu, tp=tp, pp=pp, dp=dp, cp=cp, zero=2, micro_batch=None, global_batch=dp * per_dp,
-                     recompute=recompute, attention="flash", precision="bf16", counts_recompute=False, head_stages=True,
+                     recompute=recompute, attention="flash", precision="bf16", dropout=False, counts_recompute=False,
+                     head_stages=True,
                      note=f"Printed: {tflops} TFLOPs/GPU. {_PIPELINE}", **SHAPES["llama3-405b"])
 
 

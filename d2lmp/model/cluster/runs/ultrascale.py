@@ -68,10 +68,10 @@ and calls its attention kernels with ``dropout_p=0.0``. The same configuration s
 ``tp_linear_async_communication`` (sequence parallelism, as ``convert`` assumes for TP > 1). GPUs: H100s, taken as the
 SXM part (80 GB; not stated). In twelve rows the printed GBS (256) is not DP·MBS·GradAcc (1B on 32 nodes,
 DP 32 TP 8 MBS 1: GradAcc 128, which gives 4,096 sequences), and the page does not say which figure is wrong; ten
-of the twelve layouts also appear, with the same DP, TP, PP, ZeRO and MBS, at a GradAcc that gives 256. Their configuration is not known, so they are information
-(``RunRecord.contradiction``), the rule being the printed figures' disagreement, not the outcome. Judged as printed
-(global_batch 256), the six of them without a pipeline come out at 2.4-5.6 times their published speed;
-``tests/test_runs_ultrascale.py`` lists the twelve.
+of the twelve layouts also appear, with the same DP, TP, PP, ZeRO and MBS, at a GradAcc that gives 256. Their
+configuration is not known, so they are information (``RunRecord.contradiction``), the rule being the printed
+figures' disagreement, not the outcome. Judged as printed (global_batch 256), the six of them without a pipeline come
+out at 2.4-5.6 times their published speed; ``tests/test_runs_ultrascale.py`` lists the twelve.
 
 How each row was measured, and why many pipelined rows are not comparable. The launch script of the benchmark branch
 (``run_multinode.sh``, branch nouamane/bench2, commit 67c5ebb6) sets ``NANOTRON_BENCHMARK=1``, under which the trainer
