@@ -12,8 +12,9 @@ vocabulary of 129,280 from its ``config_671B.json``, ``runs.shapes``), its multi
 plain attention of 128 heads, and Mixtral 8x7B (Jiang et al. 2024, Table 1: 32 layers, width 4,096, 32 heads of 128
 with 8 key/value heads, 8 SwiGLU experts of width 14,336, top 2, context 32,768, vocabulary 32,000; untied embeddings,
 which Table 1 does not give). DeepSeek-V3 and Mixtral keep no dropout masks either: their released model definitions
-(deepseek-ai/DeepSeek-V3 ``inference/model.py``, mistralai/mistral-inference) have no dropout layer; the GPTs keep
-Megatron's. ``model_preset`` finds one by name, ignoring case ("175b", "Llama3-70B").
+(deepseek-ai/DeepSeek-V3 ``inference/model.py``, mistralai/mistral-inference: inference code, the training code is
+not public) have no dropout layer; the GPTs keep Megatron's. ``model_preset`` finds one by name, ignoring case
+("175b", "Llama3-70B").
 """
 
 from __future__ import annotations
