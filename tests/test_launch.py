@@ -272,3 +272,38 @@ def test_bench_faults_runs_the_campaign_and_prints_its_goals(capsys):
     for what in ("launches past their timeout + margin", "reports naming the wrong rank or none",
                  "processes left alive (ranks and their children)", "plain launches that failed right after a fault"):
         assert f"goal: {what} <= 0: 0 of 1 runs (met)" in out, out
+
+
+def test_rank_0_serves_the_store_until_every_other_rank_has_left():
+    """``leave_together``: rank 0 returns only once the other ranks said they left (or at its timeout), so no rank
+    reads from a store that is gone; a rank other than 0 returns at once."""
+    import threading
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    from d2lmp.parallel.launch import leave_together, loopback_listener
+
+    listener = loopback_listener()
+    port = listener.getsockname()[1]
+    server = TCPStore("127.0.0.1", port, 3, is_master=True, timeout=timedelta(seconds=10), wait_for_workers=False,
+                      master_listen_fd=listener.detach())
+    clients = [TCPStore("127.0.0.1", port, 3, is_master=False, timeout=timedelta(seconds=10)) for _ in range(2)]
+    late = 0.3
+
+    def leave(rank, delay):
+        time.sleep(delay)
+        leave_together(clients[rank - 1], rank, 3)
+
+    peers = [threading.Thread(target=leave, args=(1, 0.0)), threading.Thread(target=leave, args=(2, late))]
+    start = time.monotonic()
+    for t in peers:
+        t.start()
+    leave_together(server, 0, 3)
+    waited = time.monotonic() - start
+    for t in peers:
+        t.join()
+    assert late <= waited < late + 5  # it waited for the late rank, not for its timeout
+    start = time.monotonic()
+    leave_together(server, 0, 4, timeout=0.2)  # a rank that never leaves (it died): rank 0 gives up at the timeout
+    assert 0.2 <= time.monotonic() - start < 2

@@ -14,7 +14,8 @@ ranks while CUDA is untouched, and spawn otherwise.
 Rendezvous. The ranks meet through rank 0's key-value store, which has no authentication, so
 everything a launch listens on is bound to loopback: the store serves on a socket the parent
 bound to 127.0.0.1, and gloo's pair connections and NCCL's bootstrap use the loopback interface.
-Nothing outside this machine can reach a rank.
+Nothing outside this machine can reach a rank. At the end the ranks leave together (a barrier), and rank 0, whose
+process serves the store, exits last (``leave_together``).
 
 Hangs. Each rank arms ``stacks.arm`` before it joins the group, so when ranks are still running at the
 timeout, ``launch`` asks each for its Python stack (faulthandler, on SIGUSR1) and the error names the
@@ -52,7 +53,8 @@ from d2lmp.parallel.launch_outcome import REPORT_MARGIN_S, Failure, WorkerError
 
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "GROUP_TIMEOUT_LEAD_S", "REPORT_MARGIN_S", "Failure",
            "WorkerError", "loopback_listener", "choose_backend", "choose_start_method", "loopback_on_one_machine",
-           "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun", "rendezvous"]
+           "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun", "rendezvous",
+           "leave_together", "LEAVE_WAIT_S"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
@@ -60,6 +62,9 @@ LOOPBACK_INTERFACE = "lo0" if sys.platform == "darwin" else "lo"
 T = TypeVar("T")
 # launch's default group timeout outlasts its own by this much, so that launch's timeout reports a hang first
 GROUP_TIMEOUT_LEAD_S = 30.0
+# how long rank 0, which serves the store, waits at the end for the other ranks to leave their group
+LEAVE_WAIT_S = 10.0
+_LEFT_KEY = "d2lmp/ranks_left"
 
 
 def loopback_listener() -> socket.socket:
@@ -132,6 +137,18 @@ def rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: flo
     return TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
 
 
+def leave_together(store: TCPStore, rank: int, world_size: int, timeout: float = LEAVE_WAIT_S) -> None:
+    """Call once a rank has destroyed its group: a rank other than 0 says it has left; rank 0, which serves the
+    store, waits until every other rank has (at most ``timeout`` seconds, a peer may have died), so that none is
+    still talking to a store that is gone (PyTorch then prints "recvVector failed ... Connection reset by peer")."""
+    if rank != 0:
+        store.add(_LEFT_KEY, 1)
+        return
+    deadline = time.monotonic() + timeout
+    while store.add(_LEFT_KEY, 0) < world_size - 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def _deliver(folder: str, rank: int, what: str, write: Callable[[IO[bytes]], object]) -> None:
     """Write a rank's report under a temporary name, then rename it: the parent sees all of it or nothing."""
     final = _report.report_path(folder, rank, what)
@@ -182,6 +199,7 @@ def _worker(rank: int, world_size: int, fn: Callable[..., object], args: tuple[A
     try:  # the result is delivered; now leave together (gloo aborts a peer whose partner vanished)
         dist.barrier()
         dist.destroy_process_group()
+        leave_together(store, rank, world_size)  # rank 0's store outlives every peer's group
     except Exception:  # a peer failed after this rank finished: the parent reports that peer
         pass
     sys.stdout.flush()
