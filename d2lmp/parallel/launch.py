@@ -54,7 +54,7 @@ from d2lmp.parallel.launch_outcome import REPORT_MARGIN_S, Failure, WorkerError
 __all__ = ["BACKENDS", "START_METHODS", "LOOPBACK_INTERFACE", "GROUP_TIMEOUT_LEAD_S", "REPORT_MARGIN_S", "Failure",
            "WorkerError", "loopback_listener", "choose_backend", "choose_start_method", "loopback_on_one_machine",
            "threads_per_rank", "rank_device", "launch", "run_from_env", "exit_after_torchrun", "rendezvous",
-           "leave_together", "LEAVE_WAIT_S"]
+           "leave_together", "LEAVE_TIMEOUT_S"]
 
 BACKENDS = ("auto", "gloo", "nccl")
 START_METHODS = ("auto", "fork", "spawn")
@@ -63,7 +63,7 @@ T = TypeVar("T")
 # launch's default group timeout outlasts its own by this much, so that launch's timeout reports a hang first
 GROUP_TIMEOUT_LEAD_S = 30.0
 # how long rank 0, which serves the store, waits at the end for the other ranks to leave their group
-LEAVE_WAIT_S = 10.0
+LEAVE_TIMEOUT_S = 10.0
 _LEFT_KEY = "d2lmp/ranks_left"
 
 
@@ -137,7 +137,7 @@ def rendezvous(rank: int, world_size: int, listener: socket.socket, timeout: flo
     return TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=wait)
 
 
-def leave_together(store: TCPStore, rank: int, world_size: int, timeout: float = LEAVE_WAIT_S) -> None:
+def leave_together(store: TCPStore, rank: int, world_size: int, timeout: float = LEAVE_TIMEOUT_S) -> None:
     """Call once a rank has destroyed its group: a rank other than 0 says it has left; rank 0, which serves the
     store, waits until every other rank has (at most ``timeout`` seconds, a peer may have died), so that none is
     still talking to a store that is gone (PyTorch then prints "recvVector failed ... Connection reset by peer")."""
