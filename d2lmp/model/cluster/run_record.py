@@ -15,7 +15,7 @@ from d2lmp.model.cluster.hardware import NetworkMeasurement
 
 __all__ = ["RunRecord", "Metric", "METRICS", "Attention", "ATTENTIONS", "Precision", "PRECISIONS",
            "RecordRecompute", "RECORD_RECOMPUTES", "PipelineSends", "PIPELINE_SENDS", "MemoryMeasure",
-           "MEMORY_MEASURES", "MemoryStage", "MEMORY_STAGES", "Use", "USES"]
+           "MEMORY_MEASURES", "MemoryStage", "MEMORY_STAGES", "Use", "USES", "batch_contradiction"]
 
 # What the published figure is. "mfu"/"hfu" are fractions (0.41, not 41 %); *_tflops_per_gpu count model FLOPs
 # (no recomputation) or hardware FLOPs (recomputation included); "oom" is a run the source says did not fit (value 0).
@@ -179,3 +179,15 @@ class RunRecord:
     def complete(self) -> bool:
         """Whether the record states everything the cluster model needs to predict it."""
         return not self.unknown_fields()
+
+
+def batch_contradiction(global_batch: int, dp: int, micro_batch: int, accumulation: int,
+                        accumulation_name: str = "GradAcc") -> str:
+    """What disagrees where a source prints a global batch its data-parallel size, micro-batch and gradient
+    accumulation (``accumulation_name``, as the source heads the column) do not give ("" where they agree): a
+    ``RunRecord.contradiction``."""
+    given = dp * micro_batch * accumulation
+    if given == global_batch:
+        return ""
+    return (f"GBS {global_batch} is not DP·MBS·{accumulation_name} = {dp}·{micro_batch}·{accumulation} = {given}, "
+            "and the page does not say which figure is wrong")

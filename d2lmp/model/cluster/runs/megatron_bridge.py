@@ -30,7 +30,7 @@ known (``RunRecord.contradiction``).
 
 from __future__ import annotations
 
-from d2lmp.model.cluster.run_record import Precision, RunRecord
+from d2lmp.model.cluster.run_record import Precision, RunRecord, batch_contradiction
 from d2lmp.model.cluster.runs.shapes import SHAPES, caveat
 
 __all__ = ["RECORDS"]
@@ -171,9 +171,7 @@ def _record(row: tuple[str, str, int, str, str, str, int, int, int, int, int | N
     (file, release, line, model, system, precision, gpus, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, ga,
      tokens, tflops) = row
     dp = gpus // (tp * pp * cp)
-    contradiction = "" if ga is None or dp * mbs * ga == gbs else (
-        f"GBS {gbs} is not DP·MBS·GA = {dp}·{mbs}·{ga} = {dp * mbs * ga}, and the page does not say which figure is "
-        "wrong")
+    contradiction = "" if ga is None else batch_contradiction(gbs, dp, mbs, ga, "GA")
     shape = next(s for prefix, s in _SHAPE_OF if model.startswith(prefix))
     table = "System: DGX-" + system if release in ("25.09", "25.11") else "Model: " + model
     printed = "precision not printed" if precision == "?" else precision

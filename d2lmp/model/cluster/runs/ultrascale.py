@@ -145,7 +145,7 @@ import csv
 from importlib.resources import files
 
 from d2lmp.model.cluster.hardware import NetworkMeasurement
-from d2lmp.model.cluster.run_record import RunRecord
+from d2lmp.model.cluster.run_record import RunRecord, batch_contradiction
 
 __all__ = ["RECORDS", "MODEL_NAMES", "NETWORK", "cell"]
 
@@ -183,14 +183,6 @@ def cell(model: str, nodes: int) -> str:
     return f"{model} on {nodes} node{'s' if nodes > 1 else ''}"
 
 
-def _contradiction(dp: int, mbs: int, grad_acc: int, gbs: int) -> str:
-    """What disagrees where the printed GBS is not DP·MBS·GradAcc ("" where it is)."""
-    if dp * mbs * grad_acc == gbs:
-        return ""
-    return (f"GBS {gbs} is not DP·MBS·GradAcc = {dp}·{mbs}·{grad_acc} = {dp * mbs * grad_acc}, and the page does not "
-            "say which figure is wrong")
-
-
 def _record(row: Row) -> RunRecord:
     model, nodes, mbs, grad_acc, gbs, dp, pp, tp, zero, mfu, tokens, memory = row
     layers, hidden, heads, ffn = _SHAPES[model]
@@ -207,7 +199,7 @@ def _record(row: Row) -> RunRecord:
         dp_overlap=False, zero1_all_reduce=True, logit_bytes=8,
         counts_recompute=None,
         pipeline_sends="unknown",
-        contradiction=_contradiction(dp, mbs, grad_acc, gbs),
+        contradiction=batch_contradiction(gbs, dp, mbs, grad_acc),
         note=f"Printed: MFU {mfu} %.{' Embeddings tied to the LM head.' if tied else ''}")
 
 
